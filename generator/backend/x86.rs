@@ -1,0 +1,535 @@
+//! The x86 instruction list shared by the i386 and x86_64 backends:
+//! instruction selection from [`Op`]s and the GNU as (AT&T) printer. The
+//! dynasm encoder (`jit`) consumes the same [`Line`]s. What differs between
+//! the two architectures — registers, argument passing, saved registers —
+//! is an [`Abi`] table in `i386.rs` / `x86_64.rs`.
+
+use crate::ir::{Flavor, PrefetchKind};
+use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
+
+/// General-purpose registers by hardware number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reg {
+    Ax = 0,
+    Cx = 1,
+    Dx = 2,
+    Bx = 3,
+    Sp = 4,
+    Bp = 5,
+    Si = 6,
+    Di = 7,
+    R8 = 8,
+    R9 = 9,
+    R10 = 10,
+    R11 = 11,
+}
+
+impl Reg {
+    pub fn num(self) -> u8 {
+        self as u8
+    }
+
+    /// AT&T name of the register at `width` bytes.
+    pub fn name(self, width: u32) -> String {
+        const LEGACY: [&str; 8] = ["ax", "cx", "dx", "bx", "sp", "bp", "si", "di"];
+        let n = self.num() as usize;
+        if n >= 8 {
+            let suffix = match width {
+                1 => "b",
+                2 => "w",
+                4 => "d",
+                _ => "",
+            };
+            return format!("%r{n}{suffix}");
+        }
+        let base = LEGACY[n];
+        match width {
+            1 => {
+                assert!(n < 4, "no byte form of %{base} on i386");
+                format!("%{}l", &base[..1])
+            }
+            2 => format!("%{base}"),
+            4 => format!("%e{base}"),
+            _ => format!("%r{base}"),
+        }
+    }
+}
+
+/// A memory operand: `disp(base, index, scale)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemRef {
+    pub base: Reg,
+    pub index: Option<(Reg, u8)>,
+    pub disp: i32,
+}
+
+impl MemRef {
+    pub fn base(base: Reg, disp: i32) -> Self {
+        MemRef { base, index: None, disp }
+    }
+
+    fn text(&self, ptr_width: u32) -> String {
+        let disp = if self.disp == 0 { String::new() } else { self.disp.to_string() };
+        match self.index {
+            None => format!("{disp}({})", self.base.name(ptr_width)),
+            Some((i, 1)) => format!("{disp}({},{})", self.base.name(ptr_width), i.name(ptr_width)),
+            Some((i, s)) => format!("{disp}({},{},{s})", self.base.name(ptr_width), i.name(ptr_width)),
+        }
+    }
+}
+
+/// Condition codes after `cmp`/`test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cc {
+    E,
+    Ne,
+    B,
+    Be,
+    A,
+    Ae,
+}
+
+impl Cc {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cc::E => "e",
+            Cc::Ne => "ne",
+            Cc::B => "b",
+            Cc::Be => "be",
+            Cc::A => "a",
+            Cc::Ae => "ae",
+        }
+    }
+}
+
+/// Arithmetic with an immediate or a register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alu {
+    Add,
+    Sub,
+    And,
+    Or,
+    Xor,
+    Cmp,
+    Test,
+}
+
+impl Alu {
+    fn name(self) -> &'static str {
+        match self {
+            Alu::Add => "add",
+            Alu::Sub => "sub",
+            Alu::And => "and",
+            Alu::Or => "or",
+            Alu::Xor => "xor",
+            Alu::Cmp => "cmp",
+            Alu::Test => "test",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inst {
+    Label(String),
+    Comment(String),
+    /// `mov mem, reg`
+    Load { width: u32, reg: Reg, mem: MemRef },
+    /// `mov reg, mem`
+    Store { width: u32, reg: Reg, mem: MemRef },
+    /// `mov src, dst`
+    Mov { width: u32, dst: Reg, src: Reg },
+    /// `mov $imm, dst`
+    MovImm { width: u32, dst: Reg, imm: u32 },
+    Lea { width: u32, dst: Reg, mem: MemRef },
+    AluImm { op: Alu, width: u32, reg: Reg, imm: i32 },
+    AluReg { op: Alu, width: u32, dst: Reg, src: Reg },
+    Shr { width: u32, reg: Reg, imm: u8 },
+    Jcc { cc: Cc, target: String },
+    Jmp { target: String },
+    /// `rep movs{b,l,q}`
+    RepMovs { unit: u32 },
+    RepStosb,
+    Prefetch { kind: PrefetchKind, mem: MemRef },
+    Push(Reg),
+    Pop(Reg),
+    Stac,
+    Clac,
+    Ret,
+}
+
+/// One instruction and, for a user access, its (instruction label, fixup
+/// label) pair: one exception-table entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub inst: Inst,
+    pub user: Option<(String, String)>,
+    /// Out-of-line fixup code starts at this line.
+    pub fixup_start: bool,
+}
+
+/// Registers and argument passing of one entry point.
+#[derive(Debug, Clone)]
+pub struct Abi {
+    /// 4 or 8: pointer and length width.
+    pub ptr_width: u32,
+    pub dst: Reg,
+    pub src: Reg,
+    pub len: Reg,
+    pub ret: Reg,
+    pub scratch: Vec<Reg>,
+    /// Callee-saved registers the routine saves when it uses them.
+    pub saved_if_used: Vec<Reg>,
+    /// Registers always saved on entry (i386's esi/edi).
+    pub always_saved: Vec<Reg>,
+    /// How the arguments arrive.
+    pub args: Args,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Args {
+    /// Already in `dst`, `src`, `len`.
+    InPlace,
+    /// In registers (to, from, n) that the prologue moves.
+    Regs(Reg, Reg, Reg),
+    /// cdecl: on the stack after the return address.
+    Stack,
+}
+
+fn cc(c: Cond) -> Cc {
+    match c {
+        Cond::Eq => Cc::E,
+        Cond::Ne => Cc::Ne,
+        Cond::Below => Cc::B,
+        Cond::BelowEq => Cc::Be,
+        Cond::Above => Cc::A,
+        Cond::AboveEq => Cc::Ae,
+    }
+}
+
+/// Instruction selection: one routine's ops to x86 lines.
+pub fn select(r: &Routine, abi: &Abi) -> Vec<Line> {
+    let mut s = Selector { abi, r, out: Vec::new(), pending_fixup_start: false };
+    s.prologue();
+    for op in &r.ops {
+        s.op(op);
+    }
+    s.out
+}
+
+struct Selector<'a> {
+    abi: &'a Abi,
+    r: &'a Routine,
+    out: Vec<Line>,
+    pending_fixup_start: bool,
+}
+
+impl Selector<'_> {
+    fn label(&self, name: &str) -> String {
+        format!(".L{}_{}", self.r.tag, name)
+    }
+
+    fn emit(&mut self, inst: Inst) {
+        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
+        self.out.push(Line { inst, user: None, fixup_start });
+    }
+
+    fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
+        let user = site
+            .as_ref()
+            .map(|s| (self.label(&s.name), self.label(&self.r.fixups[s.fixup].label)));
+        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
+        self.out.push(Line { inst, user, fixup_start });
+    }
+
+    fn pw(&self) -> u32 {
+        self.abi.ptr_width
+    }
+
+    fn scratch(&self, i: u8) -> Reg {
+        self.abi.scratch[i as usize]
+    }
+
+    fn saved(&self) -> Vec<Reg> {
+        let used = self.r.scratch_used() as usize;
+        let mut v = self.abi.always_saved.clone();
+        v.extend(
+            self.abi
+                .saved_if_used
+                .iter()
+                .filter(|reg| self.abi.scratch[..used.min(self.abi.scratch.len())].contains(reg)),
+        );
+        v
+    }
+
+    fn prologue(&mut self) {
+        let saved = self.saved();
+        for &reg in &saved {
+            self.emit(Inst::Push(reg));
+        }
+        let pw = self.pw();
+        match self.abi.args {
+            Args::InPlace => {}
+            Args::Regs(to, from, n) => {
+                // Order matters only if a target is another's source; the
+                // tables never make it so (checked in tests).
+                for (dst, src) in [(self.abi.dst, to), (self.abi.src, from)] {
+                    if dst != src {
+                        self.emit(Inst::Mov { width: pw, dst, src });
+                    }
+                }
+                if self.r.fixed.is_none() && self.abi.len != n {
+                    self.emit(Inst::Mov { width: pw, dst: self.abi.len, src: n });
+                }
+            }
+            Args::Stack => {
+                let base = 4 * (saved.len() as i32 + 1);
+                self.emit(Inst::Load { width: 4, reg: self.abi.dst, mem: MemRef::base(Reg::Sp, base) });
+                self.emit(Inst::Load { width: 4, reg: self.abi.src, mem: MemRef::base(Reg::Sp, base + 4) });
+                if self.r.fixed.is_none() {
+                    self.emit(Inst::Load { width: 4, reg: self.abi.len, mem: MemRef::base(Reg::Sp, base + 8) });
+                }
+            }
+        }
+    }
+
+    fn mem(&self, m: ops::Mem) -> MemRef {
+        let base = match m.base {
+            ops::Ptr::Dst => self.abi.dst,
+            ops::Ptr::Src => self.abi.src,
+        };
+        match m.at {
+            At::Start(k) => MemRef::base(base, k as i32),
+            At::End(k) => MemRef { base, index: Some((self.abi.len, 1)), disp: -(k as i32) },
+        }
+    }
+
+    fn advance(&mut self, k: u32) {
+        let pw = self.pw();
+        let (d, s, l) = (self.abi.dst, self.abi.src, self.abi.len);
+        self.emit(Inst::AluImm { op: Alu::Add, width: pw, reg: s, imm: k as i32 });
+        self.emit(Inst::AluImm { op: Alu::Add, width: pw, reg: d, imm: k as i32 });
+        self.emit(Inst::AluImm { op: Alu::Sub, width: pw, reg: l, imm: k as i32 });
+    }
+
+    /// Is the length register the string-count register?
+    fn len_is_count(&self) -> bool {
+        self.abi.len == Reg::Cx
+    }
+
+    fn op(&mut self, op: &Op) {
+        let pw = self.pw();
+        let abi = self.abi.clone();
+        match op {
+            Op::Comment(c) => self.emit(Inst::Comment(c.clone())),
+            Op::Label(l) => {
+                let l = self.label(l);
+                self.emit(Inst::Label(l))
+            }
+            Op::Jump(l) => {
+                let target = self.label(l);
+                self.emit(Inst::Jmp { target })
+            }
+            Op::JumpIfLen { cond, imm, target } => {
+                let target = self.label(target);
+                let imm = i32::try_from(*imm).expect("validated: sizes fit 32 bits");
+                if imm == 0 && matches!(cond, Cond::Eq | Cond::Ne) {
+                    self.emit(Inst::AluReg { op: Alu::Test, width: pw, dst: abi.len, src: abi.len });
+                } else {
+                    self.emit(Inst::AluImm { op: Alu::Cmp, width: pw, reg: abi.len, imm });
+                }
+                self.emit(Inst::Jcc { cc: cc(*cond), target });
+            }
+            Op::JumpIfAlias { lo, hi, target } => {
+                let t = self.scratch(0);
+                let target = self.label(target);
+                self.emit(Inst::Mov { width: 4, dst: t, src: abi.dst });
+                self.emit(Inst::AluReg { op: Alu::Sub, width: 4, dst: t, src: abi.src });
+                self.emit(Inst::AluImm { op: Alu::And, width: 4, reg: t, imm: 4095 });
+                if *lo > 0 {
+                    self.emit(Inst::AluImm { op: Alu::Sub, width: 4, reg: t, imm: *lo as i32 });
+                }
+                self.emit(Inst::AluImm { op: Alu::Cmp, width: 4, reg: t, imm: (*hi - *lo) as i32 });
+                self.emit(Inst::Jcc { cc: Cc::Be, target });
+            }
+            Op::JumpIfPtr { test, mask, aligned, target } => {
+                let target = self.label(target);
+                let reg = match test {
+                    PtrTest::Dst => abi.dst,
+                    PtrTest::Src => abi.src,
+                    PtrTest::Both | PtrTest::Congruent => {
+                        let t = self.scratch(0);
+                        let alu = if *test == PtrTest::Both { Alu::Or } else { Alu::Xor };
+                        self.emit(Inst::Mov { width: 4, dst: t, src: abi.dst });
+                        self.emit(Inst::AluReg { op: alu, width: 4, dst: t, src: abi.src });
+                        t
+                    }
+                };
+                self.emit(Inst::AluImm { op: Alu::Test, width: 4, reg, imm: *mask as i32 });
+                self.emit(Inst::Jcc { cc: if *aligned { Cc::E } else { Cc::Ne }, target });
+            }
+            Op::Load(a) => {
+                let inst = Inst::Load { width: a.width, reg: self.scratch(a.reg), mem: self.mem(a.mem) };
+                self.emit_user(inst, &a.user)
+            }
+            Op::Store(a) => {
+                let inst = Inst::Store { width: a.width, reg: self.scratch(a.reg), mem: self.mem(a.mem) };
+                self.emit_user(inst, &a.user)
+            }
+            Op::LoadMultiple { .. } | Op::StoreMultiple { .. } => {
+                unreachable!("validated: no load/store-multiple on x86")
+            }
+            Op::Prefetch { kind, at } => {
+                let mem = MemRef::base(abi.src, *at as i32);
+                self.emit(Inst::Prefetch { kind: *kind, mem })
+            }
+            Op::Advance(k) => self.advance(*k),
+            Op::SetLen(n) => self.emit(Inst::MovImm { width: 4, dst: abi.len, imm: *n }),
+            Op::RepMovs { unit, main, rest } => {
+                let unit = *unit;
+                if unit == 1 {
+                    if !self.len_is_count() {
+                        self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.len });
+                    }
+                    self.emit_user(Inst::RepMovs { unit: 1 }, main);
+                    return;
+                }
+                // The rest (len mod unit) waits in `rest_reg` while rep movs runs.
+                let rest_reg = if self.len_is_count() { self.scratch(0) } else { abi.len };
+                if self.len_is_count() {
+                    self.emit(Inst::Mov { width: 4, dst: rest_reg, src: Reg::Cx });
+                } else {
+                    self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.len });
+                }
+                self.emit(Inst::Shr { width: pw, reg: Reg::Cx, imm: unit.trailing_zeros() as u8 });
+                self.emit(Inst::AluImm { op: Alu::And, width: 4, reg: rest_reg, imm: unit as i32 - 1 });
+                self.emit_user(Inst::RepMovs { unit }, main);
+                self.emit(Inst::Mov { width: 4, dst: Reg::Cx, src: rest_reg });
+                self.emit_user(Inst::RepMovs { unit: 1 }, rest);
+            }
+            Op::RepRecover { unit } => {
+                let unit = *unit;
+                match (self.len_is_count(), unit) {
+                    (true, 1) => {}
+                    (false, 1) => self.emit(Inst::Mov { width: pw, dst: abi.len, src: Reg::Cx }),
+                    (true, _) => {
+                        let rest = self.scratch(0);
+                        let mem = MemRef { base: rest, index: Some((Reg::Cx, unit as u8)), disp: 0 };
+                        self.emit(Inst::Lea { width: pw, dst: Reg::Cx, mem })
+                    }
+                    (false, _) => {
+                        let mem = MemRef { base: abi.len, index: Some((Reg::Cx, unit as u8)), disp: 0 };
+                        self.emit(Inst::Lea { width: pw, dst: abi.len, mem })
+                    }
+                }
+            }
+            Op::ZeroRest => {
+                // rep stosb: rdi = dst (already), rcx = count, al = 0.
+                if self.len_is_count() {
+                    // Keep len in the (now unused) source register.
+                    self.emit(Inst::Mov { width: pw, dst: abi.src, src: Reg::Cx });
+                    self.emit(Inst::AluReg { op: Alu::Xor, width: 4, dst: Reg::Ax, src: Reg::Ax });
+                    self.emit(Inst::RepStosb);
+                    self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.src });
+                } else {
+                    self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.len });
+                    self.emit(Inst::AluReg { op: Alu::Xor, width: 4, dst: Reg::Ax, src: Reg::Ax });
+                    self.emit(Inst::RepStosb);
+                }
+            }
+            Op::BeginFixups => self.pending_fixup_start = true,
+            Op::UaccessBegin => self.emit(Inst::Stac),
+            Op::UaccessEnd => self.emit(Inst::Clac),
+            Op::Return { zero } => {
+                if *zero {
+                    self.emit(Inst::AluReg { op: Alu::Xor, width: 4, dst: abi.ret, src: abi.ret });
+                } else if abi.ret != abi.len {
+                    self.emit(Inst::Mov { width: pw, dst: abi.ret, src: abi.len });
+                }
+                for reg in self.saved().into_iter().rev() {
+                    self.emit(Inst::Pop(reg));
+                }
+                self.emit(Inst::Ret);
+            }
+        }
+    }
+}
+
+fn suffix(width: u32) -> &'static str {
+    match width {
+        1 => "b",
+        2 => "w",
+        4 => "l",
+        _ => "q",
+    }
+}
+
+/// The AT&T text of one instruction (`RET`/`ASM_STAC` in the linux flavour).
+pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
+    let pw = ptr_width;
+    match inst {
+        Inst::Label(l) => format!("{l}:"),
+        Inst::Comment(c) => format!("\t/* {c} */"),
+        Inst::Load { width, reg, mem } => {
+            format!("\tmov{}\t{}, {}", suffix(*width), mem.text(pw), reg.name(*width))
+        }
+        Inst::Store { width, reg, mem } => {
+            format!("\tmov{}\t{}, {}", suffix(*width), reg.name(*width), mem.text(pw))
+        }
+        Inst::Mov { width, dst, src } => {
+            format!("\tmov{}\t{}, {}", suffix(*width), src.name(*width), dst.name(*width))
+        }
+        Inst::MovImm { width, dst, imm } => {
+            format!("\tmov{}\t${imm}, {}", suffix(*width), dst.name(*width))
+        }
+        Inst::Lea { width, dst, mem } => {
+            format!("\tlea{}\t{}, {}", suffix(*width), mem.text(pw), dst.name(*width))
+        }
+        Inst::AluImm { op, width, reg, imm } => {
+            format!("\t{}{}\t${imm}, {}", op.name(), suffix(*width), reg.name(*width))
+        }
+        Inst::AluReg { op, width, dst, src } => {
+            format!("\t{}{}\t{}, {}", op.name(), suffix(*width), src.name(*width), dst.name(*width))
+        }
+        Inst::Shr { width, reg, imm } => format!("\tshr{}\t${imm}, {}", suffix(*width), reg.name(*width)),
+        Inst::Jcc { cc, target } => format!("\tj{}\t{target}", cc.name()),
+        Inst::Jmp { target } => format!("\tjmp\t{target}"),
+        Inst::RepMovs { unit } => format!("\trep movs{}", suffix(*unit)),
+        Inst::RepStosb => "\trep stosb".to_string(),
+        Inst::Prefetch { kind, mem } => {
+            let name = match kind {
+                PrefetchKind::Nta => "prefetchnta",
+                PrefetchKind::T0 => "prefetcht0",
+                PrefetchKind::Pld | PrefetchKind::Touch => unreachable!("not an x86 prefetch"),
+            };
+            format!("\t{name}\t{}", mem.text(pw))
+        }
+        Inst::Push(r) => format!("\tpush{}\t{}", suffix(pw), r.name(pw)),
+        Inst::Pop(r) => format!("\tpop{}\t{}", suffix(pw), r.name(pw)),
+        Inst::Stac => "\tASM_STAC".to_string(),
+        Inst::Clac => "\tASM_CLAC".to_string(),
+        Inst::Ret => match flavor {
+            Flavor::Linux => "\tRET".to_string(),
+            Flavor::Standalone => "\tret".to_string(),
+        },
+    }
+}
+
+/// Print one routine for GNU as.
+pub fn print(lines: &[Line], ptr_width: u32, flavor: Flavor) -> super::Function {
+    let mut body = Vec::new();
+    let mut extable = Vec::new();
+    let mut in_fixups = false;
+    let mut fixups = Vec::new();
+    for line in lines {
+        if line.fixup_start {
+            in_fixups = true;
+        }
+        let out = if in_fixups { &mut fixups } else { &mut body };
+        if let Some((insn, fixup)) = &line.user {
+            out.push(format!("{insn}:"));
+            extable.push(super::ExEntry { insn: insn.clone(), fixup: fixup.clone() });
+        }
+        out.push(print_inst(&line.inst, ptr_width, flavor));
+    }
+    super::Function { symbol: String::new(), body, fixups, extable }
+}

@@ -1,0 +1,153 @@
+//! Errors about a strategy file: every one names the file, the line and
+//! column, and the field (as a TOML path such as `dispatch[1].sizes`).
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeTable, DeValue};
+
+/// One segment of a field path inside a strategy file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// A field path such as `methods.loop.registers` or `dispatch[2].use`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldPath(pub Vec<Seg>);
+
+impl FieldPath {
+    pub fn root() -> Self {
+        FieldPath(Vec::new())
+    }
+    pub fn key(&self, k: &str) -> Self {
+        let mut v = self.0.clone();
+        v.push(Seg::Key(k.to_string()));
+        FieldPath(v)
+    }
+    pub fn index(&self, i: usize) -> Self {
+        let mut v = self.0.clone();
+        v.push(Seg::Index(i));
+        FieldPath(v)
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("(top level)");
+        }
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Key(k) if i == 0 => write!(f, "{k}")?,
+                Seg::Key(k) => write!(f, ".{k}")?,
+                Seg::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A problem in a strategy file, located in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrategyError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+    /// The source line the error points at, for display.
+    pub source_line: String,
+}
+
+impl fmt::Display for StrategyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}:{}:{}: error in `{}`: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.field,
+            self.message
+        )?;
+        let gutter = self.line.to_string().len();
+        writeln!(f, "{:gutter$} |", "")?;
+        writeln!(f, "{} | {}", self.line, self.source_line)?;
+        write!(f, "{:gutter$} | {:>col$}", "", "^", col = self.column)
+    }
+}
+
+impl std::error::Error for StrategyError {}
+
+/// Turns a byte span or a field path into a located [`StrategyError`].
+pub struct Locator<'a> {
+    pub file: &'a Path,
+    pub text: &'a str,
+    pub doc: Option<toml::Spanned<DeTable<'a>>>,
+}
+
+impl<'a> Locator<'a> {
+    pub fn new(file: &'a Path, text: &'a str) -> Self {
+        let doc = DeTable::parse(text).ok();
+        Locator { file, text, doc }
+    }
+
+    /// An error at a byte span of the file.
+    pub fn at_span(&self, span: Range<usize>, field: &str, message: String) -> StrategyError {
+        let start = span.start.min(self.text.len());
+        let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line = self.text[..start].matches('\n').count() + 1;
+        let column = self.text[line_start..start].chars().count() + 1;
+        let source_line = self.text[line_start..]
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        StrategyError {
+            file: self.file.to_path_buf(),
+            line,
+            column,
+            field: field.to_string(),
+            message,
+            source_line,
+        }
+    }
+
+    /// An error at a field; falls back to the nearest enclosing field that
+    /// exists in the file (e.g. a missing key points at its table).
+    pub fn at_field(&self, path: &FieldPath, message: impl Into<String>) -> StrategyError {
+        let span = self.span_of(path).unwrap_or(0..0);
+        self.at_span(span, &path.to_string(), message.into())
+    }
+
+    fn span_of(&self, path: &FieldPath) -> Option<Range<usize>> {
+        let doc = self.doc.as_ref()?;
+        let mut best = doc.span();
+        let mut table: Option<&DeTable> = Some(doc.get_ref());
+        let mut array: Option<&toml::de::DeArray> = None;
+        for seg in &path.0 {
+            let found = match seg {
+                Seg::Key(k) => table
+                    .and_then(|t| t.iter().find(|(key, _)| key.get_ref().as_ref() == k))
+                    .map(|(key, value)| match value.get_ref() {
+                        // A table or array: point at its key (its header line).
+                        DeValue::Table(_) | DeValue::Array(_) => (key.span(), value),
+                        _ => (value.span(), value),
+                    }),
+                Seg::Index(i) => array.and_then(|a| a.get(*i)).map(|v| (v.span(), v)),
+            };
+            // A missing field points at the nearest enclosing one that exists.
+            let Some((span, value)) = found else { break };
+            best = span;
+            (table, array) = match value.get_ref() {
+                DeValue::Table(t) => (Some(t), None),
+                DeValue::Array(a) => (None, Some(a)),
+                _ => (None, None),
+            };
+        }
+        Some(best)
+    }
+}

@@ -1,0 +1,126 @@
+//! The `emitted/` tree: render every catalog strategy in both flavours,
+//! write atomically, or compare (`--check`). Nothing is written unless
+//! every strategy validated and rendered.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::diagnostics::StrategyError;
+use crate::ir::{Arch, Flavor, Strategy};
+use crate::render::{emitted_path, render};
+use crate::strategy;
+
+include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
+
+/// The built-in strategies, validated.
+pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
+    CATALOG
+        .iter()
+        .map(|(path, text)| strategy::parse(Path::new(path), text, None))
+        .collect()
+}
+
+/// Every file of the tree: relative path → contents.
+pub fn render_tree(strategies: &[Strategy]) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    for s in strategies {
+        for flavor in Flavor::ALL {
+            files.insert(emitted_path(s, flavor), render(s, flavor));
+        }
+    }
+    files
+}
+
+/// The `.S` files now under `dir`, relative to it.
+fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for arch in Arch::ALL {
+        for flavor in Flavor::ALL {
+            let sub = dir.join(arch.name()).join(flavor.name());
+            let Ok(entries) = fs::read_dir(&sub) else { continue };
+            for e in entries {
+                let p = e?.path();
+                if p.extension().is_some_and(|x| x == "S") {
+                    let rel = p.strip_prefix(dir).expect("under dir").to_string_lossy().into_owned();
+                    out.insert(rel, fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Write `contents` to `path` atomically (temporary file, then rename).
+pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("temporary file in {}", dir.display()))?;
+    tmp.write_all(contents.as_bytes())?;
+    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// What `copygen emit` did to the tree.
+#[derive(Debug, Default)]
+pub struct TreeReport {
+    pub written: Vec<String>,
+    pub unchanged: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// Regenerate `dir` (the `emitted/` folder) from `files`.
+pub fn write_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<TreeReport> {
+    let existing = existing_files(dir)?;
+    let mut report = TreeReport::default();
+    for (rel, text) in files {
+        if existing.get(rel) == Some(text) {
+            report.unchanged.push(rel.clone());
+        } else {
+            write_atomic(&dir.join(rel), text)?;
+            report.written.push(rel.clone());
+        }
+    }
+    for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
+        fs::remove_file(dir.join(rel)).with_context(|| format!("removing stale {rel}"))?;
+        report.removed.push(rel.clone());
+    }
+    Ok(report)
+}
+
+/// Differences between `dir` and `files`, as unified diffs; empty if fresh.
+pub fn check_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<String> {
+    let existing = existing_files(dir)?;
+    let mut out = String::new();
+    for (rel, text) in files {
+        let old = existing.get(rel).map(String::as_str).unwrap_or("");
+        if old != text {
+            let diff = similar::TextDiff::from_lines(old, text);
+            let a = if existing.contains_key(rel) { format!("a/emitted/{rel}") } else { "/dev/null".into() };
+            out.push_str(&diff.unified_diff().context_radius(3).header(&a, &format!("b/emitted/{rel}")).to_string());
+        }
+    }
+    for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
+        out.push_str(&format!("--- a/emitted/{rel}\n+++ /dev/null\n(stale: no catalog strategy generates it)\n"));
+    }
+    Ok(out)
+}
+
+/// The repository root: the nearest folder above the working directory
+/// holding `generator/strategies`, else where this binary was built from.
+pub fn repo_root() -> PathBuf {
+    if let Ok(mut dir) = std::env::current_dir() {
+        loop {
+            if dir.join("generator/strategies").is_dir() && dir.join("Cargo.toml").is_file() {
+                return dir;
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}

@@ -1,0 +1,277 @@
+//! The validated strategy: what `strategy.rs` produces from a TOML file and
+//! what `lower.rs` consumes. Every value here has been checked against the
+//! target architecture's capabilities (`arch.rs`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arch {
+    #[serde(rename = "x86_64")]
+    X86_64,
+    #[serde(rename = "i386")]
+    I386,
+    #[serde(rename = "armv6")]
+    Armv6,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 3] = [Arch::I386, Arch::X86_64, Arch::Armv6];
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::I386 => "i386",
+            Arch::Armv6 => "armv6",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == s)
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flavor {
+    Linux,
+    Standalone,
+}
+
+impl Flavor {
+    pub const ALL: [Flavor; 2] = [Flavor::Linux, Flavor::Standalone];
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Linux => "linux",
+            Flavor::Standalone => "standalone",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Flavor> {
+        Flavor::ALL.into_iter().find(|f| f.name() == s)
+    }
+}
+
+impl fmt::Display for Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which side is user memory: loads fault for `from_user`, stores for `to_user`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    FromUser,
+    ToUser,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::FromUser => "from_user",
+            Direction::ToUser => "to_user",
+        }
+    }
+    /// Short tag used in label names (`.Lfrom_loop_load3`).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Direction::FromUser => "from",
+            Direction::ToUser => "to",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// Byte retry after every fault: the count returned is exact.
+    Exact,
+    /// Report from the start of the faulting block (plus a one-byte step so
+    /// the progress rule holds); bytes beyond the count are never stored.
+    Block,
+}
+
+/// Calling convention of the x86_64 linux flavour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Convention {
+    /// `rdi, rsi, rdx` → `rax`, the C ABI.
+    C,
+    /// `rdi, rsi, rcx` → `rcx`, only `rax` clobbered: `rep_movs_alternative`'s.
+    RepMovs,
+}
+
+/// Who brackets user accesses with STAC/CLAC in the linux flavour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Uaccess {
+    /// The caller (as for `rep_movs_alternative` since 6.4).
+    Caller,
+    /// The routine itself (as 6.1's `copy_user_*`).
+    Routine,
+}
+
+/// Exception-table format of the linux flavour on i386.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtableFormat {
+    /// `_ASM_EXTABLE_UA(insn, fixup)`: relative entries with a type word.
+    Relative,
+    /// The 2002 format: `.long insn, fixup` absolute pairs.
+    Absolute,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinuxOptions {
+    pub convention: Convention,
+    pub uaccess: Uaccess,
+    pub extable: ExtableFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grouping {
+    /// Load a group of registers, then store them.
+    LoadsFirst,
+    /// Store each register right after loading it.
+    Interleaved,
+    /// One load-multiple then one store-multiple per group (ARM `ldm`/`stm`).
+    Multiple,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefetchKind {
+    /// x86 `prefetchnta`.
+    Nta,
+    /// x86 `prefetcht0`.
+    T0,
+    /// ARM `pld`.
+    Pld,
+    /// A plain load into a scratch register (the 2002 i386 trick).
+    Touch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prefetch {
+    pub kind: PrefetchKind,
+    /// Bytes ahead of the source pointer, one access per distance.
+    pub distances: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlignPointer {
+    Dst,
+    Src,
+    /// Both, only when `dst` and `src` are congruent modulo `to`.
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Align {
+    pub pointer: AlignPointer,
+    pub to: u32,
+    pub min_size: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tail {
+    /// Byte loop.
+    Bytes,
+    /// Loop of register-width words, then bytes.
+    Words,
+    /// Words, then one overlapping register-width copy ending at the end.
+    Overlap,
+    /// x86 `rep movsb`.
+    RepMovsb,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unrolled {
+    /// Bytes per iteration.
+    pub block: u32,
+    /// Register width in bytes.
+    pub width: u32,
+    /// Registers loaded before they are stored (group size).
+    pub registers: u32,
+    pub grouping: Grouping,
+    pub prefetch: Option<Prefetch>,
+    pub align: Option<Align>,
+    pub tail: Tail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MethodKind {
+    /// One byte at a time.
+    Bytes,
+    /// Overlapping head and tail copies in power-of-two buckets.
+    HeadTail { width: u32, registers: u32 },
+    /// An unrolled loop.
+    Unrolled(Unrolled),
+    /// x86 `rep movs` of `unit` bytes, then `rep movsb` for the rest.
+    RepMovs { unit: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Method {
+    pub name: String,
+    pub kind: MethodKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// `(dst - src) mod 4096` in `lo..=hi`.
+    Alias { lo: u32, hi: u32 },
+    /// The pointer is aligned to `to` bytes (`Both`: dst and src both are).
+    Aligned { pointer: AlignPointer, to: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    pub condition: Condition,
+    pub method: Method,
+}
+
+/// Sizes `lo..=hi` (`hi == None`: unbounded) use `method` unless a guard
+/// matches first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeClass {
+    pub lo: u64,
+    pub hi: Option<u64>,
+    pub guards: Vec<Guard>,
+    pub method: Method,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strategy {
+    pub name: String,
+    /// `name` with every character outside `[A-Za-z0-9_]` turned into `_`.
+    pub symbol: String,
+    pub description: String,
+    pub arch: Arch,
+    pub directions: Vec<Direction>,
+    pub precision: Precision,
+    /// from_user only: zero `to[n-N..n)` on a fault.
+    pub zero_tail: bool,
+    pub linux: LinuxOptions,
+    pub classes: Vec<SizeClass>,
+    /// Constant-size entry points (`<symbol>_<dir>_<n>`).
+    pub fixed_sizes: Vec<u32>,
+    /// Path of the strategy file as given (for the generated header).
+    pub source: String,
+    /// The strategy file's text, restated in the generated file.
+    pub text: String,
+}
+
+pub fn symbol_of(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .collect()
+}

@@ -1,0 +1,648 @@
+//! Lowering: a validated [`Strategy`] becomes one [`Routine`] per entry
+//! point. Strategies are compositions of a few copy operations (byte loop,
+//! head/tail, unrolled loop, `rep movs`), in the manner of llvm-libc's
+//! `memory_utils`. The lowering is the only place that knows how many bytes
+//! are done at each user access; it records that in the access's fixup, so
+//! exception tables and fixups are right by construction.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::ir::*;
+use crate::ops::*;
+
+/// What the lowering needs to know about where the code goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    pub arch: Arch,
+    pub flavor: Flavor,
+}
+
+/// Lower every entry point of `s` for `target`.
+pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
+    let mut out = Vec::new();
+    for &dir in &s.directions {
+        out.push(Lowering::new(s, target, dir, None).general());
+    }
+    for &n in &s.fixed_sizes {
+        for &dir in &s.directions {
+            out.push(Lowering::new(s, target, dir, Some(n)).fixed(n));
+        }
+    }
+    out
+}
+
+/// Symbol of an entry point: `<symbol>_<dir>` or `<symbol>_<dir>_<n>`.
+pub fn entry_symbol(s: &Strategy, dir: Direction, fixed: Option<u32>) -> String {
+    match fixed {
+        None => format!("{}_{}", s.symbol, dir.name()),
+        Some(n) => format!("{}_{}_{n}", s.symbol, dir.name()),
+    }
+}
+
+struct Lowering<'a> {
+    s: &'a Strategy,
+    dir: Direction,
+    uaccess_in_routine: bool,
+    fixed: Option<u32>,
+    ops: Vec<Op>,
+    fixups: Vec<Fixup>,
+    fixup_ids: HashMap<(Recover, Then), FixupId>,
+    labels: BTreeSet<String>,
+}
+
+/// Progress through a straight-line copy: how much is known stored.
+#[derive(Clone, Copy)]
+struct Progress {
+    /// Bytes from the pointers known copied, with nothing stored beyond...
+    done: u32,
+    /// ...unless `dirty`: some store went past `done` (overlapping copies,
+    /// `stm` that stored part of its words), so only a byte retry from
+    /// `done` can find the exact count.
+    dirty: bool,
+}
+
+impl<'a> Lowering<'a> {
+    fn new(s: &'a Strategy, target: Target, dir: Direction, fixed: Option<u32>) -> Self {
+        let uaccess_in_routine = target.flavor == Flavor::Linux
+            && target.arch != Arch::Armv6
+            && s.linux.uaccess == Uaccess::Routine;
+        Lowering {
+            s,
+            dir,
+            uaccess_in_routine,
+            fixed,
+            ops: Vec::new(),
+            fixups: Vec::new(),
+            fixup_ids: HashMap::new(),
+            labels: BTreeSet::new(),
+        }
+    }
+
+    fn finish(mut self) -> Routine {
+        self.fixup_code();
+
+        let tag = match self.fixed {
+            None => self.dir.tag().to_string(),
+            Some(n) => format!("{}{n}", self.dir.tag()),
+        };
+        Routine {
+            symbol: entry_symbol(self.s, self.dir, self.fixed),
+            tag,
+            direction: self.dir,
+            fixed: self.fixed,
+            ops: self.ops,
+            fixups: self.fixups,
+        }
+    }
+
+    // ---- small emitters -------------------------------------------------
+
+    fn op(&mut self, op: Op) {
+        self.ops.push(op);
+    }
+
+    fn comment(&mut self, text: impl Into<String>) {
+        self.op(Op::Comment(text.into()));
+    }
+
+    /// A fresh label named `base` (or `base_2`, `base_3`... if taken).
+    fn label(&mut self, base: &str) -> Label {
+        let mut name = base.to_string();
+        let mut n = 2;
+        while !self.labels.insert(name.clone()) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        name
+    }
+
+    fn place(&mut self, l: &Label) {
+        self.op(Op::Label(l.clone()));
+    }
+
+    fn jump_len(&mut self, cond: Cond, imm: u64, target: &Label) {
+        self.op(Op::JumpIfLen { cond, imm, target: target.clone() });
+    }
+
+    fn ret(&mut self, zero: bool) {
+        if self.uaccess_in_routine {
+            self.op(Op::UaccessEnd);
+        }
+        self.op(Op::Return { zero });
+    }
+
+    /// The fixup for a fault with `p` known; `then` follows the precision
+    /// unless the frontier is unknown, which always needs the byte retry.
+    fn fixup_for(&mut self, recover: Recover, dirty: bool) -> FixupId {
+        let then = match (dirty, self.s.precision) {
+            (true, _) | (false, Precision::Exact) => Then::Retry,
+            (false, Precision::Block) => Then::Step,
+        };
+        self.fixup(recover, then)
+    }
+
+    fn fixup(&mut self, recover: Recover, then: Then) -> FixupId {
+        if let Some(&id) = self.fixup_ids.get(&(recover, then)) {
+            return id;
+        }
+        let then_name = match then {
+            Then::Retry => "retry",
+            Then::Step => "step",
+            Then::Done => "done",
+        };
+        // With nothing to repair, the entry lands on the loop (or return) itself.
+        let label = match recover {
+            Recover::None => format!("fixup_{then_name}"),
+            Recover::Advance(k) => format!("fixup_{k}_then_{then_name}"),
+            Recover::Rep { unit } => format!("fixup_rep{unit}_then_{then_name}"),
+        };
+        let label = self.label(&label);
+        let id = self.fixups.len();
+        self.fixups.push(Fixup { recover, then, label });
+        self.fixup_ids.insert((recover, then), id);
+        id
+    }
+
+    /// A user site for an access of the user side, `None` for the kernel side.
+    fn site(&mut self, is_user: bool, name: &str, p: Progress) -> Option<UserSite> {
+        if !is_user {
+            return None;
+        }
+        let recover = if p.done == 0 { Recover::None } else { Recover::Advance(p.done) };
+        let fixup = self.fixup_for(recover, p.dirty);
+        Some(UserSite { name: self.label(name), fixup })
+    }
+
+    fn loads_user(&self) -> bool {
+        self.dir == Direction::FromUser
+    }
+
+    /// Copy `width` bytes at `at` through scratch `reg`, as one load and
+    /// one store; `p` is the progress before it. Returns the progress after.
+    fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
+        let from = self.loads_user();
+        let load_site = self.site(from, &format!("{name}_load"), p);
+        self.op(Op::Load(Access { width, reg, mem: Mem { base: Ptr::Src, at }, user: load_site }));
+        let store_site = self.site(!from, &format!("{name}_store"), p);
+        self.op(Op::Store(Access { width, reg, mem: Mem { base: Ptr::Dst, at }, user: store_site }));
+        after_store(p, width, at)
+    }
+
+    /// A straight-line sequence of accesses `(width, at)` in ascending
+    /// order, loaded in groups of `regs` registers before being stored.
+    fn copy_group(&mut self, name: &str, pieces: &[(u32, At)], regs: u32, mut p: Progress) -> Progress {
+        let from = self.loads_user();
+        for (g, chunk) in pieces.chunks(regs as usize).enumerate() {
+            let before = p;
+            for (i, &(width, at)) in chunk.iter().enumerate() {
+                let idx = g * regs as usize + i;
+                let site = self.site(from, &format!("{name}_load{idx}"), before);
+                self.op(Op::Load(Access { width, reg: i as u8, mem: Mem { base: Ptr::Src, at }, user: site }));
+            }
+            for (i, &(width, at)) in chunk.iter().enumerate() {
+                let idx = g * regs as usize + i;
+                let site = self.site(!from, &format!("{name}_store{idx}"), p);
+                self.op(Op::Store(Access { width, reg: i as u8, mem: Mem { base: Ptr::Dst, at }, user: site }));
+                p = after_store(p, width, at);
+            }
+        }
+        p
+    }
+
+    // ---- entry points ----------------------------------------------------
+
+    fn general(mut self) -> Routine {
+        if self.uaccess_in_routine {
+            self.op(Op::UaccessBegin);
+        }
+        let classes = self.s.classes.clone();
+        let labels: Vec<Label> = (0..classes.len()).map(|i| self.label(&format!("class{i}"))).collect();
+        for (i, class) in classes.iter().enumerate() {
+            if i > 0 {
+                self.place(&labels[i]);
+            }
+            self.comment(format!(
+                "class {i}: {} bytes → method `{}`",
+                range_text(class.lo, class.hi),
+                class.method.name
+            ));
+            if let Some(hi) = class.hi {
+                self.jump_len(Cond::Above, hi, &labels[i + 1]);
+            }
+            self.comment(format!("here: {}", range_fact(class.lo, class.hi)));
+            let guard_labels: Vec<Label> = class
+                .guards
+                .iter()
+                .map(|g| self.label(&format!("{}_guarded", g.method.name)))
+                .collect();
+            for (g, l) in class.guards.iter().zip(&guard_labels) {
+                match g.condition {
+                    Condition::Alias { lo, hi } => {
+                        self.op(Op::JumpIfAlias { lo, hi, target: l.clone() })
+                    }
+                    Condition::Aligned { pointer, to } => self.op(Op::JumpIfPtr {
+                        test: pointer.into(),
+                        mask: to - 1,
+                        aligned: true,
+                        target: l.clone(),
+                    }),
+                }
+            }
+            self.method(&class.method, class.lo, class.hi);
+            for (g, l) in class.guards.iter().zip(&guard_labels) {
+                self.place(l);
+                self.comment(format!(
+                    "here: {}, and {}",
+                    range_fact(class.lo, class.hi),
+                    condition_text(&g.condition)
+                ));
+                self.method(&g.method, class.lo, class.hi);
+            }
+        }
+        self.finish()
+    }
+
+    /// A constant-size entry point: ascending pieces of the widest widths,
+    /// each stored right after it is loaded (seed 003's shape).
+    fn fixed(mut self, n: u32) -> Routine {
+        if self.uaccess_in_routine {
+            self.op(Op::UaccessBegin);
+        }
+        self.comment(format!("constant size: {n} bytes; len is not an argument"));
+        self.op(Op::SetLen(n));
+        let widths = crate::arch::capabilities(self.s.arch).widths;
+        let mut pieces = Vec::new();
+        let mut off = 0;
+        while off < n {
+            let w = *widths.iter().filter(|&&w| w <= n - off).max().expect("byte width");
+            pieces.push((w, At::Start(off)));
+            off += w;
+        }
+        let mut p = Progress { done: 0, dirty: false };
+        for (i, &(w, at)) in pieces.iter().enumerate() {
+            p = self.copy_one(&format!("piece{i}"), w, (i % 2) as u8, at, p);
+        }
+        self.ret(true);
+        self.finish()
+    }
+
+    fn method(&mut self, m: &Method, lo: u64, hi: Option<u64>) {
+        match &m.kind {
+            MethodKind::Bytes => self.bytes(&m.name),
+            MethodKind::HeadTail { width, registers } => {
+                self.head_tail(&m.name, *width, *registers, lo, hi.expect("validated: bounded"))
+            }
+            MethodKind::Unrolled(u) => self.unrolled(&m.name, u, lo),
+            MethodKind::RepMovs { unit } => {
+                self.rep_movs(*unit);
+                self.ret(true);
+            }
+        }
+    }
+
+    // ---- copy operations -------------------------------------------------
+
+    /// Byte loop to the end, then return 0.
+    fn bytes(&mut self, name: &str) {
+        let top = self.label(&format!("{name}_bytes"));
+        let done = self.label(&format!("{name}_bytes_done"));
+        self.place(&top);
+        self.jump_len(Cond::Eq, 0, &done);
+        let p = Progress { done: 0, dirty: false };
+        self.copy_one(&format!("{name}_byte"), 1, 0, At::Start(0), p);
+        self.op(Op::Advance(1));
+        self.op(Op::Jump(top));
+        self.place(&done);
+        self.ret(true);
+    }
+
+    fn rep_movs(&mut self, unit: u32) {
+        let is_user = true;
+        let p = Progress { done: 0, dirty: false };
+        let main_fix = self.fixup_for(Recover::Rep { unit }, p.dirty);
+        let main = is_user.then(|| UserSite { name: self.label(&format!("rep_movs{}", unit_suffix(unit))), fixup: main_fix });
+        let rest = (unit > 1).then(|| {
+            let fixup = self.fixup_for(Recover::Rep { unit: 1 }, false);
+            UserSite { name: self.label("rep_movsb_rest"), fixup }
+        });
+        self.op(Op::RepMovs { unit, main, rest });
+    }
+
+    /// Overlapping head/tail copies in power-of-two buckets: sizes `N..=2N`
+    /// are one `N`-byte copy from the start and one ending at the end.
+    fn head_tail(&mut self, name: &str, width: u32, regs: u32, lo: u64, hi: u64) {
+        // Buckets (first size, last size, N).
+        let mut buckets = Vec::new();
+        if lo == 0 {
+            buckets.push((0, 0, 0));
+        }
+        if lo <= 1 && hi >= 1 {
+            buckets.push((1, 1, 1));
+        }
+        let mut n: u64 = 2;
+        while n <= hi {
+            let last = if 2 * n == hi { 2 * n } else { (2 * n - 1).min(hi) };
+            if last >= lo {
+                buckets.push((n.max(lo), last, n));
+            }
+            if last == 2 * n {
+                break;
+            }
+            n *= 2;
+        }
+        self.bucket_tree(name, width, regs, &buckets);
+    }
+
+    /// A balanced tree of length tests over `buckets`.
+    fn bucket_tree(&mut self, name: &str, width: u32, regs: u32, buckets: &[(u64, u64, u64)]) {
+        if let [(first, last, n)] = buckets {
+            self.comment(format!("here: {}", range_fact(*first, Some(*last))));
+            let n = *n as u32;
+            match n {
+                0 => self.ret(true),
+                1 => {
+                    let p = Progress { done: 0, dirty: false };
+                    self.copy_one(&format!("{name}_1"), 1, 0, At::Start(0), p);
+                    self.ret(true);
+                }
+                _ => {
+                    let w = width.min(n);
+                    let mut pieces: Vec<(u32, At)> = (0..n / w).map(|i| (w, At::Start(i * w))).collect();
+                    pieces.extend((0..n / w).map(|i| (w, At::End(n - i * w))));
+                    let p = Progress { done: 0, dirty: false };
+                    self.copy_group(&format!("{name}_{n}"), &pieces, regs, p);
+                    self.ret(true);
+                }
+            }
+            return;
+        }
+        let mid = buckets.len() / 2;
+        let right = self.label(&format!("{name}_from{}", buckets[mid].0));
+        self.jump_len(Cond::AboveEq, buckets[mid].0, &right);
+        self.bucket_tree(name, width, regs, &buckets[..mid]);
+        self.place(&right);
+        self.bucket_tree(name, width, regs, &buckets[mid..]);
+    }
+
+    fn unrolled(&mut self, name: &str, u: &Unrolled, lo: u64) {
+        let from = self.loads_user();
+        let mut lo_after_align = lo;
+        if let Some(a) = u.align {
+            let aligned = self.label(&format!("{name}_aligned"));
+            if lo < a.min_size {
+                self.jump_len(Cond::Below, a.min_size, &aligned);
+            }
+            let test = match a.pointer {
+                AlignPointer::Both => {
+                    // Only congruent pointers can both be aligned.
+                    self.op(Op::JumpIfPtr { test: PtrTest::Congruent, mask: a.to - 1, aligned: false, target: aligned.clone() });
+                    PtrTest::Dst
+                }
+                AlignPointer::Dst => PtrTest::Dst,
+                AlignPointer::Src => PtrTest::Src,
+            };
+            let top = self.label(&format!("{name}_align"));
+            self.place(&top);
+            self.op(Op::JumpIfPtr { test, mask: a.to - 1, aligned: true, target: aligned.clone() });
+            let p = Progress { done: 0, dirty: false };
+            self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
+            self.op(Op::Advance(1));
+            self.op(Op::Jump(top));
+            self.place(&aligned);
+            self.comment(format!(
+                "here: {} is {}-byte aligned if len was >= {} on entry",
+                match a.pointer {
+                    AlignPointer::Both => "dst (and src, when congruent)",
+                    AlignPointer::Dst => "dst",
+                    AlignPointer::Src => "src",
+                },
+                a.to,
+                a.min_size
+            ));
+            lo_after_align = lo.saturating_sub(a.to as u64 - 1);
+        }
+
+        let top = self.label(&format!("{name}_loop"));
+        let tail = self.label(&format!("{name}_tail"));
+        if lo_after_align < u.block as u64 {
+            self.jump_len(Cond::Below, u.block as u64, &tail);
+        }
+        self.place(&top);
+        self.comment(format!("here: len >= {}", u.block));
+
+        // Prefetch: never beyond the end of the source.
+        if let Some(pf) = &u.prefetch {
+            let size = if pf.kind == PrefetchKind::Touch { u.width } else { 1 };
+            let mut distances = pf.distances.clone();
+            distances.sort_unstable();
+            let skip = self.label(&format!("{name}_prefetched"));
+            let mut guarded = false;
+            for d in distances {
+                if d + size > u.block {
+                    self.comment(format!("prefetch at +{d} only while it stays inside the source (len >= {})", d + size));
+                    self.jump_len(Cond::Below, (d + size) as u64, &skip);
+                    guarded = true;
+                }
+                if pf.kind == PrefetchKind::Touch {
+                    let p = Progress { done: 0, dirty: false };
+                    let site = self.site(from, &format!("{name}_touch{d}"), p);
+                    self.op(Op::Load(Access { width: u.width, reg: 0, mem: Mem { base: Ptr::Src, at: At::Start(d) }, user: site }));
+                } else {
+                    self.op(Op::Prefetch { kind: pf.kind, at: d });
+                }
+            }
+            if guarded {
+                self.place(&skip);
+            } else {
+                self.labels.remove(&skip);
+            }
+        }
+
+        let words = u.block / u.width;
+        let p = Progress { done: 0, dirty: false };
+        match u.grouping {
+            Grouping::LoadsFirst => {
+                let pieces: Vec<_> = (0..words).map(|i| (u.width, At::Start(i * u.width))).collect();
+                self.copy_group(&format!("{name}_loop"), &pieces, u.registers, p);
+            }
+            Grouping::Interleaved => {
+                let mut p = p;
+                for i in 0..words {
+                    p = self.copy_one(&format!("{name}_loop{i}"), u.width, (i % u.registers) as u8, At::Start(i * u.width), p);
+                }
+            }
+            Grouping::Multiple => {
+                let group = u.registers * 4;
+                for g in 0..(u.block / group) {
+                    let at = g * group;
+                    let before = Progress { done: at, dirty: false };
+                    let lsite = self.site(from, &format!("{name}_ldm{g}"), before);
+                    self.op(Op::LoadMultiple { count: u.registers as u8, at, user: lsite });
+                    // An stm that faults may have stored some of its words.
+                    let ssite = self.site(!from, &format!("{name}_stm{g}"), Progress { done: at, dirty: true });
+                    self.op(Op::StoreMultiple { count: u.registers as u8, at, user: ssite });
+                }
+            }
+        }
+        self.op(Op::Advance(u.block));
+        self.jump_len(Cond::AboveEq, u.block as u64, &top);
+        self.place(&tail);
+        self.comment(format!("here: len < {}", u.block));
+
+        match u.tail {
+            Tail::Bytes => self.bytes(name),
+            Tail::RepMovsb => {
+                self.rep_movs(1);
+                self.ret(true);
+            }
+            Tail::Words | Tail::Overlap => {
+                let wtop = self.label(&format!("{name}_words"));
+                let wdone = self.label(&format!("{name}_words_done"));
+                self.place(&wtop);
+                self.jump_len(Cond::Below, u.width as u64, &wdone);
+                let p = Progress { done: 0, dirty: false };
+                self.copy_one(&format!("{name}_word"), u.width, 0, At::Start(0), p);
+                self.op(Op::Advance(u.width));
+                self.op(Op::Jump(wtop));
+                self.place(&wdone);
+                self.comment(format!("here: len < {}", u.width));
+                if u.tail == Tail::Words {
+                    self.bytes(name);
+                } else {
+                    let ret = self.label(&format!("{name}_overlap_done"));
+                    self.jump_len(Cond::Eq, 0, &ret);
+                    self.comment(format!(
+                        "the last {} bytes, overlapping bytes already copied: at least {} were copied in all",
+                        u.width, u.width
+                    ));
+                    let p = Progress { done: 0, dirty: false };
+                    self.copy_one(&format!("{name}_overlap"), u.width, 0, At::End(u.width), p);
+                    self.place(&ret);
+                    self.ret(true);
+                }
+            }
+        }
+    }
+
+    // ---- fixups ----------------------------------------------------------
+
+    /// The out-of-line code every exception-table entry of this routine
+    /// lands in: repair the state, then retry, step or return.
+    fn fixup_code(&mut self) {
+        if self.fixups.is_empty() {
+            return;
+        }
+        self.op(Op::BeginFixups);
+        self.comment("fixups: each entry repairs dst/src/len to what is known copied");
+        let from = self.loads_user();
+        let done_id = self.fixup(Recover::None, Then::Done);
+        let need_retry = self.fixups.iter().any(|f| f.then == Then::Retry);
+        let need_step = self.fixups.iter().any(|f| f.then == Then::Step);
+        let mut loop_label = |then| {
+            let id = self.fixup(Recover::None, then);
+            self.fixups[id].label.clone()
+        };
+        let retry = if need_retry { loop_label(Then::Retry) } else { String::new() };
+        let step = if need_step { loop_label(Then::Step) } else { String::new() };
+        for f in self.fixups.clone() {
+            if f.recover == Recover::None {
+                continue; // the loop or the return itself
+            }
+            self.place(&f.label);
+            match f.recover {
+                Recover::None => unreachable!(),
+                Recover::Advance(k) => {
+                    self.comment(format!("the first {k} bytes from the pointers are copied"));
+                    self.op(Op::Advance(k))
+                }
+                Recover::Rep { unit } => {
+                    self.comment(format!("rep movs{} stopped early: recompute the bytes left", unit_suffix(unit)));
+                    self.op(Op::RepRecover { unit })
+                }
+            }
+            let target = match f.then {
+                Then::Retry => retry.clone(),
+                Then::Step => step.clone(),
+                Then::Done => self.fixups[done_id].label.clone(),
+            };
+            self.op(Op::Jump(target));
+        }
+        let done_label = self.fixups[done_id].label.clone();
+        if need_retry {
+            let l = retry.clone();
+            self.place(&l);
+            self.comment("byte retry: copy until the next fault, for an exact count");
+            self.jump_len(Cond::Eq, 0, &done_label);
+            let lsite = from.then(|| UserSite { name: self.label("retry_load"), fixup: done_id });
+            self.op(Op::Load(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Src, at: At::Start(0) }, user: lsite }));
+            let ssite = (!from).then(|| UserSite { name: self.label("retry_store"), fixup: done_id });
+            self.op(Op::Store(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Dst, at: At::Start(0) }, user: ssite }));
+            self.op(Op::Advance(1));
+            self.op(Op::Jump(l));
+        }
+        if need_step {
+            let l = step.clone();
+            self.place(&l);
+            self.comment("one byte more, so a fault in the first block still copies something");
+            self.jump_len(Cond::Eq, 0, &done_label);
+            let lsite = from.then(|| UserSite { name: self.label("step_load"), fixup: done_id });
+            self.op(Op::Load(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Src, at: At::Start(0) }, user: lsite }));
+            let ssite = (!from).then(|| UserSite { name: self.label("step_store"), fixup: done_id });
+            self.op(Op::Store(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Dst, at: At::Start(0) }, user: ssite }));
+            self.op(Op::Advance(1));
+        }
+        self.place(&done_label);
+        if from && self.s.zero_tail {
+            self.comment("zero the kernel buffer's uncopied rest");
+            self.op(Op::ZeroRest);
+        }
+        self.ret(false);
+    }
+}
+
+/// Progress after storing `width` bytes at `at`.
+fn after_store(p: Progress, width: u32, at: At) -> Progress {
+    match at {
+        At::Start(off) if off <= p.done => Progress { done: p.done.max(off + width), dirty: p.dirty },
+        // A store past the known prefix, or relative to the end: the
+        // frontier is no longer known statically.
+        _ => Progress { done: p.done, dirty: true },
+    }
+}
+
+fn unit_suffix(unit: u32) -> &'static str {
+    match unit {
+        1 => "b",
+        2 => "w",
+        4 => "l",
+        _ => "q",
+    }
+}
+
+fn range_text(lo: u64, hi: Option<u64>) -> String {
+    match hi {
+        Some(h) => format!("{lo}..={h}"),
+        None => format!("{lo}.."),
+    }
+}
+
+fn range_fact(lo: u64, hi: Option<u64>) -> String {
+    match hi {
+        Some(h) if h == lo => format!("len == {lo}"),
+        Some(h) => format!("{lo} <= len <= {h}"),
+        None => format!("len >= {lo}"),
+    }
+}
+
+fn condition_text(c: &Condition) -> String {
+    match c {
+        Condition::Alias { lo, hi } => format!("(dst - src) mod 4096 in {lo}..={hi}"),
+        Condition::Aligned { pointer, to } => {
+            format!("{} {to}-byte aligned", match pointer {
+                AlignPointer::Dst => "dst",
+                AlignPointer::Src => "src",
+                AlignPointer::Both => "dst and src",
+            })
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The arch-neutral operation list that `lower.rs` produces and each backend
+//! selects instructions for. The model has three live registers, `dst`,
+//! `src` and `len` (bytes left, counted from the current pointers), and
+//! numbered scratch registers. Every access to user memory carries a
+//! [`UserSite`]: its readable label and the fixup that recovers from it.
+
+use crate::ir::{AlignPointer, PrefetchKind};
+
+/// A local label, printed as `.L<function tag>_<name>`.
+pub type Label = String;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ptr {
+    Dst,
+    Src,
+}
+
+/// Where an access lies relative to its base pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// `base + k`
+    Start(u32),
+    /// `base + len - k`
+    End(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mem {
+    pub base: Ptr,
+    pub at: At,
+}
+
+/// Unsigned comparison of `len` against an immediate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cond {
+    Eq,
+    Ne,
+    Below,
+    BelowEq,
+    Above,
+    AboveEq,
+}
+
+/// What a pointer test looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PtrTest {
+    Dst,
+    Src,
+    /// `dst | src`: both aligned.
+    Both,
+    /// `dst ^ src`: congruent.
+    Congruent,
+}
+
+impl From<AlignPointer> for PtrTest {
+    fn from(p: AlignPointer) -> Self {
+        match p {
+            AlignPointer::Dst => PtrTest::Dst,
+            AlignPointer::Src => PtrTest::Src,
+            AlignPointer::Both => PtrTest::Both,
+        }
+    }
+}
+
+pub type FixupId = usize;
+
+/// A user access: the label of the instruction (`loop_load3`) and the
+/// fixup its exception-table entry points to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSite {
+    pub name: Label,
+    pub fixup: FixupId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub width: u32,
+    /// Scratch register number.
+    pub reg: u8,
+    pub mem: Mem,
+    pub user: Option<UserSite>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Comment(String),
+    Label(Label),
+    Jump(Label),
+    JumpIfLen { cond: Cond, imm: u64, target: Label },
+    /// Jump when `(dst - src) mod 4096` lies in `lo..=hi` (uses scratch 0).
+    JumpIfAlias { lo: u32, hi: u32, target: Label },
+    /// Jump when the tested pointer is (or, `aligned == false`, is not)
+    /// aligned to `mask + 1` (uses scratch 0).
+    JumpIfPtr { test: PtrTest, mask: u32, aligned: bool, target: Label },
+    Load(Access),
+    Store(Access),
+    /// Load `count` words into scratch 0.. from `src + at` (ARM `ldm`).
+    LoadMultiple { count: u8, at: u32, user: Option<UserSite> },
+    /// Store scratch 0..`count` to `dst + at` (ARM `stm`).
+    StoreMultiple { count: u8, at: u32, user: Option<UserSite> },
+    Prefetch { kind: PrefetchKind, at: u32 },
+    /// `dst += k; src += k; len -= k`
+    Advance(u32),
+    /// `len = n` (constant-size entry points, which take no length).
+    SetLen(u32),
+    /// Copy `len` bytes with `rep movs` of `unit` bytes (then `rep movsb`
+    /// for the rest when `unit > 1`); `len` is spent: a return follows.
+    RepMovs { unit: u32, main: Option<UserSite>, rest: Option<UserSite> },
+    /// After a fault in `RepMovs`: make `len` the bytes left again.
+    RepRecover { unit: u32 },
+    /// `memset(dst, 0, len)` on the kernel side (zeroing from_user).
+    ZeroRest,
+    /// Start of the out-of-line fixup code.
+    BeginFixups,
+    UaccessBegin,
+    UaccessEnd,
+    /// Return 0 (`zero`) or `len`: the bytes not copied.
+    Return { zero: bool },
+}
+
+/// How the state is repaired when a user access faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Recover {
+    /// Nothing to repair: the state already describes what is done.
+    None,
+    /// `Advance(k)`: the first `k` bytes from the pointers are copied.
+    Advance(u32),
+    /// `RepRecover`.
+    Rep { unit: u32 },
+}
+
+/// What happens after the repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Then {
+    /// Copy byte by byte until the next fault: exact count.
+    Retry,
+    /// Copy at most one byte (progress rule), then return.
+    Step,
+    /// Return `len`.
+    Done,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fixup {
+    pub recover: Recover,
+    pub then: Then,
+    pub label: Label,
+}
+
+/// One entry point, lowered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routine {
+    pub symbol: String,
+    /// Prefix of this routine's local labels (`from`, `to`, `from6`).
+    pub tag: String,
+    pub direction: crate::ir::Direction,
+    /// A constant-size entry point: `n` is not an argument.
+    pub fixed: Option<u32>,
+    pub ops: Vec<Op>,
+    pub fixups: Vec<Fixup>,
+}
+
+impl Routine {
+    /// Every user access, in op order: (site, op index).
+    pub fn user_sites(&self) -> Vec<&UserSite> {
+        let mut v = Vec::new();
+        for op in &self.ops {
+            match op {
+                Op::Load(a) | Op::Store(a) => v.extend(a.user.as_ref()),
+                Op::LoadMultiple { user, .. } | Op::StoreMultiple { user, .. } => {
+                    v.extend(user.as_ref())
+                }
+                Op::RepMovs { main, rest, .. } => {
+                    v.extend(main.as_ref());
+                    v.extend(rest.as_ref());
+                }
+                _ => {}
+            }
+        }
+        v
+    }
+
+    /// Highest scratch register used, plus one.
+    pub fn scratch_used(&self) -> u8 {
+        let mut n = 0;
+        for op in &self.ops {
+            let used = match op {
+                Op::Load(a) | Op::Store(a) => a.reg + 1,
+                Op::LoadMultiple { count, .. } | Op::StoreMultiple { count, .. } => *count,
+                Op::JumpIfAlias { .. } | Op::JumpIfPtr { .. } => 1,
+                _ => 0,
+            };
+            n = n.max(used);
+        }
+        n
+    }
+}

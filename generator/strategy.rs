@@ -1,0 +1,651 @@
+//! Strategy files: the TOML schema (`Raw*`, unknown keys rejected) and the
+//! validation that turns it into [`ir::Strategy`]. Every error is located:
+//! file, line, column and field.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::arch::{capabilities, scratch_registers};
+use crate::diagnostics::{FieldPath, Locator, StrategyError};
+use crate::ir::*;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStrategy {
+    name: String,
+    description: String,
+    arch: String,
+    directions: Option<Vec<Direction>>,
+    #[serde(default)]
+    fault: RawFault,
+    #[serde(default)]
+    linux: RawLinux,
+    #[serde(default)]
+    fixed_sizes: Vec<u32>,
+    #[serde(default)]
+    methods: BTreeMap<String, RawMethod>,
+    dispatch: Vec<RawClass>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    precision: Option<Precision>,
+    #[serde(default)]
+    zero_tail: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawLinux {
+    convention: Option<Convention>,
+    uaccess: Option<Uaccess>,
+    extable: Option<ExtableFormat>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+enum RawKind {
+    Bytes,
+    HeadTail,
+    Unrolled,
+    RepMovs,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMethod {
+    kind: RawKind,
+    width: Option<u32>,
+    block: Option<u32>,
+    registers: Option<u32>,
+    grouping: Option<Grouping>,
+    prefetch: Option<RawPrefetch>,
+    align: Option<RawAlign>,
+    tail: Option<Tail>,
+    unit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(u32),
+    Many(Vec<u32>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrefetch {
+    kind: PrefetchKind,
+    distance: OneOrMany,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAlign {
+    pointer: AlignPointer,
+    to: u32,
+    min_size: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClass {
+    sizes: String,
+    #[serde(rename = "use")]
+    method: String,
+    #[serde(default)]
+    guard: Vec<RawGuard>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuard {
+    alias: Option<[u32; 2]>,
+    aligned: Option<RawAlignedCond>,
+    #[serde(rename = "use")]
+    method: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAlignedCond {
+    pointer: AlignPointer,
+    to: u32,
+}
+
+/// Parse and validate a strategy file's text. `file` names it in errors and
+/// in the generated header; `arch` overrides the file's `arch`.
+pub fn parse(file: &Path, text: &str, arch: Option<Arch>) -> Result<Strategy, StrategyError> {
+    let loc = Locator::new(file, text);
+    let raw: RawStrategy = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let field = loc
+            .doc
+            .as_ref()
+            .map(|d| field_at(d.get_ref(), span.start).to_string())
+            .unwrap_or_else(|| "(syntax)".into());
+        loc.at_span(span, &field, e.message().trim().to_string())
+    })?;
+    Validator { loc: &loc }.strategy(raw, file, text, arch)
+}
+
+/// Read and validate a strategy file from disk.
+pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read strategy file: {e}", file.display()))?;
+    Ok(parse(file, &text, arch)?)
+}
+
+/// The deepest field whose key or value span contains `offset`.
+fn field_at(table: &toml::de::DeTable, offset: usize) -> FieldPath {
+    fn walk(v: &toml::de::DeValue, offset: usize, path: FieldPath) -> FieldPath {
+        match v {
+            toml::de::DeValue::Table(t) => {
+                for (k, val) in t.iter() {
+                    let here = path.key(k.get_ref());
+                    if k.span().contains(&offset) {
+                        return here;
+                    }
+                    if val.span().contains(&offset) || matches!(val.get_ref(), toml::de::DeValue::Table(_) | toml::de::DeValue::Array(_)) {
+                        let deeper = walk(val.get_ref(), offset, here.clone());
+                        if deeper != here || val.span().contains(&offset) {
+                            return deeper;
+                        }
+                    }
+                }
+                path
+            }
+            toml::de::DeValue::Array(a) => {
+                for (i, val) in a.iter().enumerate() {
+                    let here = path.index(i);
+                    let deeper = walk(val.get_ref(), offset, here.clone());
+                    if deeper != here || val.span().contains(&offset) {
+                        return deeper;
+                    }
+                }
+                path
+            }
+            _ => path,
+        }
+    }
+    walk(&toml::de::DeValue::Table(table.clone()), offset, FieldPath::root())
+}
+
+/// Parse `a..=b`, `a..b` or `a..` into an inclusive range.
+pub fn parse_range(s: &str) -> Option<(u64, Option<u64>)> {
+    let (lo, rest) = s.trim().split_once("..")?;
+    let lo: u64 = lo.trim().parse().ok()?;
+    let rest = rest.trim();
+    if rest.is_empty() {
+        return Some((lo, None));
+    }
+    if let Some(hi) = rest.strip_prefix('=') {
+        let hi: u64 = hi.trim().parse().ok()?;
+        return (hi >= lo).then_some((lo, Some(hi)));
+    }
+    let hi: u64 = rest.parse().ok()?;
+    (hi > lo).then_some((lo, Some(hi - 1)))
+}
+
+fn fmt_range(lo: u64, hi: Option<u64>) -> String {
+    match hi {
+        Some(h) => format!("{lo}..={h}"),
+        None => format!("{lo}.."),
+    }
+}
+
+struct Validator<'a> {
+    loc: &'a Locator<'a>,
+}
+
+type R<T> = Result<T, StrategyError>;
+
+impl Validator<'_> {
+    fn err(&self, path: &FieldPath, msg: impl Into<String>) -> StrategyError {
+        self.loc.at_field(path, msg)
+    }
+
+    fn strategy(&self, raw: RawStrategy, file: &Path, text: &str, arch: Option<Arch>) -> R<Strategy> {
+        let root = FieldPath::root();
+        if raw.name.is_empty()
+            || !raw
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(self.err(
+                &root.key("name"),
+                "a name is non-empty and uses only letters, digits, `-` and `_` (it names files and symbols)",
+            ));
+        }
+        let arch = arch.or_else(|| Arch::parse(&raw.arch)).ok_or_else(|| {
+            self.err(
+                &root.key("arch"),
+                format!(
+                    "unknown architecture `{}`; copygen targets i386, x86_64 and armv6",
+                    raw.arch
+                ),
+            )
+        })?;
+        let caps = capabilities(arch);
+
+        let directions = match raw.directions {
+            None => vec![Direction::FromUser, Direction::ToUser],
+            Some(d) => {
+                let path = root.key("directions");
+                if d.is_empty() {
+                    return Err(self.err(&path, "at least one direction is needed"));
+                }
+                let set: BTreeSet<_> = d.iter().collect();
+                if set.len() != d.len() {
+                    return Err(self.err(&path, "a direction is listed twice"));
+                }
+                let mut d = d;
+                d.sort();
+                d
+            }
+        };
+
+        let fault = root.key("fault");
+        let precision = raw.fault.precision.unwrap_or(Precision::Exact);
+        if raw.fault.zero_tail && !directions.contains(&Direction::FromUser) {
+            return Err(self.err(
+                &fault.key("zero_tail"),
+                "zero_tail zeroes the kernel buffer of from_user, which this strategy does not emit",
+            ));
+        }
+
+        let linux = self.linux(arch, raw.linux)?;
+
+        let mut fixed = raw.fixed_sizes.clone();
+        for (i, &n) in raw.fixed_sizes.iter().enumerate() {
+            if n == 0 || n > 64 {
+                return Err(self.err(
+                    &root.key("fixed_sizes").index(i),
+                    format!("fixed size {n} is outside 1..=64"),
+                ));
+            }
+        }
+        fixed.sort_unstable();
+        fixed.dedup();
+        if fixed.len() != raw.fixed_sizes.len() {
+            return Err(self.err(&root.key("fixed_sizes"), "a fixed size is listed twice"));
+        }
+
+        // Scratch registers: the fewest any emitted flavour allows.
+        let budget = Flavor::ALL
+            .iter()
+            .map(|&f| (scratch_registers(arch, f, linux.convention), f))
+            .min()
+            .expect("flavours");
+
+        let mut methods = BTreeMap::new();
+        for (name, m) in &raw.methods {
+            let path = root.key("methods").key(name);
+            let kind = self.method(arch, caps, budget, &path, m)?;
+            methods.insert(
+                name.clone(),
+                Method {
+                    name: name.clone(),
+                    kind,
+                },
+            );
+        }
+
+        let classes = self.dispatch(&raw.dispatch, &methods)?;
+
+        Ok(Strategy {
+            symbol: symbol_of(&raw.name),
+            name: raw.name,
+            description: raw.description.trim().to_string(),
+            arch,
+            directions,
+            precision,
+            zero_tail: raw.fault.zero_tail,
+            linux,
+            classes,
+            fixed_sizes: fixed,
+            source: file.display().to_string(),
+            text: text.to_string(),
+        })
+    }
+
+    fn linux(&self, arch: Arch, raw: RawLinux) -> R<LinuxOptions> {
+        let path = FieldPath::root().key("linux");
+        if raw.convention.is_some() && arch != Arch::X86_64 {
+            return Err(self.err(
+                &path.key("convention"),
+                format!("only x86_64 offers a choice of convention; {arch} has one"),
+            ));
+        }
+        if raw.uaccess.is_some() && arch == Arch::Armv6 {
+            return Err(self.err(
+                &path.key("uaccess"),
+                "STAC/CLAC bracketing is an x86 option; armv6 has no SMAP",
+            ));
+        }
+        if raw.extable == Some(ExtableFormat::Absolute) && arch != Arch::I386 {
+            return Err(self.err(
+                &path.key("extable"),
+                "the absolute 2002 table format exists for i386 only",
+            ));
+        }
+        Ok(LinuxOptions {
+            convention: raw.convention.unwrap_or(Convention::C),
+            uaccess: raw.uaccess.unwrap_or(Uaccess::Caller),
+            extable: raw.extable.unwrap_or(ExtableFormat::Relative),
+        })
+    }
+
+    fn check_width(&self, arch: Arch, caps: &crate::arch::Capabilities, path: &FieldPath, w: u32) -> R<()> {
+        if caps.widths.contains(&w) {
+            Ok(())
+        } else {
+            Err(self.err(
+                path,
+                format!(
+                    "width {w} is not a register width of {arch} (it has {:?})",
+                    caps.widths
+                ),
+            ))
+        }
+    }
+
+    fn check_registers(&self, budget: (u32, Flavor), path: &FieldPath, n: u32, arch: Arch) -> R<()> {
+        if n == 0 {
+            return Err(self.err(path, "at least one register is needed"));
+        }
+        if n > budget.0 {
+            return Err(self.err(
+                path,
+                format!(
+                    "{n} registers, but the {} flavour on {arch} lets a routine clobber only {} scratch register(s)",
+                    budget.1, budget.0
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn method(
+        &self,
+        arch: Arch,
+        caps: &crate::arch::Capabilities,
+        budget: (u32, Flavor),
+        path: &FieldPath,
+        m: &RawMethod,
+    ) -> R<MethodKind> {
+        let used: &[&str] = match m.kind {
+            RawKind::Bytes => &[],
+            RawKind::HeadTail => &["width", "registers"],
+            RawKind::Unrolled => &[
+                "width", "block", "registers", "grouping", "prefetch", "align", "tail",
+            ],
+            RawKind::RepMovs => &["unit"],
+        };
+        let present = [
+            ("width", m.width.is_some()),
+            ("block", m.block.is_some()),
+            ("registers", m.registers.is_some()),
+            ("grouping", m.grouping.is_some()),
+            ("prefetch", m.prefetch.is_some()),
+            ("align", m.align.is_some()),
+            ("tail", m.tail.is_some()),
+            ("unit", m.unit.is_some()),
+        ];
+        for (field, is_set) in present {
+            if is_set && !used.contains(&field) {
+                return Err(self.err(
+                    &path.key(field),
+                    format!("`{field}` means nothing to a method of kind `{:?}`", m.kind)
+                        .replace("HeadTail", "head_tail")
+                        .replace("RepMovs", "rep_movs")
+                        .replace("Bytes", "bytes")
+                        .replace("Unrolled", "unrolled"),
+                ));
+            }
+        }
+        let max_width = *caps.widths.iter().max().expect("widths");
+        match m.kind {
+            RawKind::Bytes => Ok(MethodKind::Bytes),
+            RawKind::HeadTail => {
+                let width = m.width.unwrap_or(max_width);
+                self.check_width(arch, caps, &path.key("width"), width)?;
+                let registers = m.registers.unwrap_or(2.min(budget.0));
+                self.check_registers(budget, &path.key("registers"), registers, arch)?;
+                Ok(MethodKind::HeadTail { width, registers })
+            }
+            RawKind::RepMovs => {
+                if !caps.rep_strings {
+                    return Err(self.err(
+                        &path.key("kind"),
+                        format!("{arch} has no `rep movs`"),
+                    ));
+                }
+                let unit = m.unit.unwrap_or(1);
+                if !matches!(unit, 1 | 4 | 8) || !caps.widths.contains(&unit) {
+                    return Err(self.err(
+                        &path.key("unit"),
+                        format!("`rep movs` on {arch} moves units of 1, 4{} bytes, not {unit}", if arch == Arch::X86_64 { " or 8" } else { "" }),
+                    ));
+                }
+                Ok(MethodKind::RepMovs { unit })
+            }
+            RawKind::Unrolled => self.unrolled(arch, caps, budget, path, m).map(MethodKind::Unrolled),
+        }
+    }
+
+    fn unrolled(
+        &self,
+        arch: Arch,
+        caps: &crate::arch::Capabilities,
+        budget: (u32, Flavor),
+        path: &FieldPath,
+        m: &RawMethod,
+    ) -> R<Unrolled> {
+        let width = m
+            .width
+            .ok_or_else(|| self.err(path, "an unrolled method needs `width` (register width in bytes)"))?;
+        self.check_width(arch, caps, &path.key("width"), width)?;
+        let block = m
+            .block
+            .ok_or_else(|| self.err(path, "an unrolled method needs `block` (bytes per iteration)"))?;
+        if block == 0 || block % width != 0 {
+            return Err(self.err(
+                &path.key("block"),
+                format!("block {block} is not a positive multiple of the width {width}"),
+            ));
+        }
+        if block > 1024 {
+            return Err(self.err(&path.key("block"), format!("block {block} exceeds 1024 bytes of unrolling")));
+        }
+        let grouping = m.grouping.unwrap_or(Grouping::LoadsFirst);
+        if !caps.groupings.contains(&grouping) {
+            return Err(self.err(
+                &path.key("grouping"),
+                format!("grouping `{grouping:?}` does not exist on {arch}").to_lowercase(),
+            ));
+        }
+        let registers = m.registers.unwrap_or(1);
+        self.check_registers(budget, &path.key("registers"), registers, arch)?;
+        let words = block / width;
+        if words % registers != 0 {
+            return Err(self.err(
+                &path.key("registers"),
+                format!("{registers} registers do not divide the {words} words of a {block}-byte block"),
+            ));
+        }
+        if grouping == Grouping::Multiple {
+            if width != 4 {
+                return Err(self.err(&path.key("width"), "ldm/stm move 4-byte words: width must be 4"));
+            }
+            if registers > caps.max_multiple || registers < 2 {
+                return Err(self.err(
+                    &path.key("registers"),
+                    format!("an ldm/stm group takes 2..={} registers", caps.max_multiple),
+                ));
+            }
+        }
+        let prefetch = match &m.prefetch {
+            None => None,
+            Some(p) => {
+                let pp = path.key("prefetch");
+                if !caps.prefetch.contains(&p.kind) {
+                    return Err(self.err(
+                        &pp.key("kind"),
+                        format!("prefetch `{:?}` does not exist on {arch}", p.kind).to_lowercase(),
+                    ));
+                }
+                let distances = match &p.distance {
+                    OneOrMany::One(d) => vec![*d],
+                    OneOrMany::Many(d) => d.clone(),
+                };
+                if distances.is_empty() || distances.iter().any(|&d| d == 0 || d > 4096) {
+                    return Err(self.err(&pp.key("distance"), "prefetch distances lie in 1..=4096 bytes"));
+                }
+                if p.kind == PrefetchKind::Touch && distances.iter().any(|d| d % width != 0) {
+                    return Err(self.err(
+                        &pp.key("distance"),
+                        format!("a touch load reads {width} bytes: its distance must be a multiple of the width"),
+                    ));
+                }
+                Some(Prefetch { kind: p.kind, distances })
+            }
+        };
+        let align = match &m.align {
+            None => None,
+            Some(a) => {
+                let ap = path.key("align");
+                if !a.to.is_power_of_two() || a.to < 2 || a.to > 64 {
+                    return Err(self.err(&ap.key("to"), format!("alignment {} is not a power of two in 2..=64", a.to)));
+                }
+                if a.min_size < a.to as u64 {
+                    return Err(self.err(
+                        &ap.key("min_size"),
+                        format!("min_size {} is below the alignment {}: the prologue could run past the end", a.min_size, a.to),
+                    ));
+                }
+                Some(Align { pointer: a.pointer, to: a.to, min_size: a.min_size })
+            }
+        };
+        let tail = m.tail.unwrap_or(Tail::Bytes);
+        if !caps.tails.contains(&tail) {
+            return Err(self.err(
+                &path.key("tail"),
+                format!("tail `{tail:?}` does not exist on {arch}").to_lowercase(),
+            ));
+        }
+        Ok(Unrolled { block, width, registers, grouping, prefetch, align, tail })
+    }
+
+    fn dispatch(&self, raw: &[RawClass], methods: &BTreeMap<String, Method>) -> R<Vec<SizeClass>> {
+        let dpath = FieldPath::root().key("dispatch");
+        if raw.is_empty() {
+            return Err(self.err(&dpath, "dispatch needs at least one size class"));
+        }
+        let lookup = |path: &FieldPath, name: &str| -> R<Method> {
+            methods.get(name).cloned().ok_or_else(|| {
+                let known: Vec<_> = methods.keys().map(String::as_str).collect();
+                self.err(
+                    path,
+                    format!("no method named `{name}` (defined: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                )
+            })
+        };
+        let mut classes: Vec<SizeClass> = Vec::new();
+        for (i, c) in raw.iter().enumerate() {
+            let cpath = dpath.index(i);
+            let spath = cpath.key("sizes");
+            let (lo, hi) = parse_range(&c.sizes).ok_or_else(|| {
+                self.err(&spath, format!("`{}` is not a size range (`0..=64`, `65..4096`, `4096..`)", c.sizes))
+            })?;
+            let expected = match classes.last() {
+                None => 0,
+                Some(prev) => match prev.hi {
+                    None => {
+                        return Err(self.err(
+                            &spath,
+                            format!("class {} already covers every size from {}: this one can never be reached", i - 1, prev.lo),
+                        ))
+                    }
+                    Some(h) => h + 1,
+                },
+            };
+            if lo > expected {
+                return Err(self.err(
+                    &spath,
+                    format!("gap: sizes {} are covered by no class", fmt_range(expected, Some(lo - 1))),
+                ));
+            }
+            if lo < expected {
+                return Err(self.err(
+                    &spath,
+                    format!("overlap: sizes {} are already covered by class {}", fmt_range(lo, Some((expected - 1).min(hi.unwrap_or(u64::MAX)))), i - 1),
+                ));
+            }
+            let method = lookup(&cpath.key("use"), &c.method)?;
+            self.method_fits(&method, lo, hi, &cpath.key("use"))?;
+            let mut guards = Vec::new();
+            for (g, rg) in c.guard.iter().enumerate() {
+                let gpath = cpath.key("guard").index(g);
+                let condition = match (&rg.alias, &rg.aligned) {
+                    (Some([a, b]), None) => {
+                        if a > b || *b >= 4096 {
+                            return Err(self.err(&gpath.key("alias"), "an alias band is [lo, hi] with lo <= hi < 4096"));
+                        }
+                        Condition::Alias { lo: *a, hi: *b }
+                    }
+                    (None, Some(al)) => {
+                        if !al.to.is_power_of_two() || al.to < 2 || al.to > 4096 {
+                            return Err(self.err(&gpath.key("aligned").key("to"), "alignment is a power of two in 2..=4096"));
+                        }
+                        Condition::Aligned { pointer: al.pointer, to: al.to }
+                    }
+                    (Some(_), Some(_)) => {
+                        return Err(self.err(&gpath, "a guard tests one condition: `alias` or `aligned`, not both"))
+                    }
+                    (None, None) => {
+                        return Err(self.err(&gpath, "a guard needs a condition: `alias = [lo, hi]` or `aligned = {...}`"))
+                    }
+                };
+                let gm = lookup(&gpath.key("use"), &rg.method)?;
+                self.method_fits(&gm, lo, hi, &gpath.key("use"))?;
+                guards.push(Guard { condition, method: gm });
+            }
+            classes.push(SizeClass { lo, hi, guards, method });
+        }
+        let last = classes.last().expect("non-empty");
+        if let Some(h) = last.hi {
+            return Err(self.err(
+                &dpath.index(classes.len() - 1).key("sizes"),
+                format!("sizes from {} up are covered by no class: the last class must be open (`{}..`)", h + 1, last.lo),
+            ));
+        }
+        Ok(classes)
+    }
+
+    /// Checks that depend on the sizes a method serves.
+    fn method_fits(&self, m: &Method, lo: u64, hi: Option<u64>, path: &FieldPath) -> R<()> {
+        match &m.kind {
+            MethodKind::HeadTail { .. } => match hi {
+                Some(h) if h <= 256 => Ok(()),
+                _ => Err(self.err(
+                    path,
+                    format!("head_tail method `{}` serves small sizes only (at most 256), not {}", m.name, fmt_range(lo, hi)),
+                )),
+            },
+            MethodKind::Unrolled(u) if u.tail == Tail::Overlap && lo < u.width as u64 => Err(self.err(
+                path,
+                format!(
+                    "method `{}` ends with an overlapping {}-byte copy, which needs at least {} bytes, but this class starts at {lo}",
+                    m.name, u.width, u.width
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
