@@ -80,6 +80,7 @@ impl<'a> Lowering<'a> {
 
     fn finish(mut self) -> Routine {
         self.fixup_code();
+        drop_jumps_to_next(&mut self.ops);
 
         let tag = match self.fixed {
             None => self.dir.tag().to_string(),
@@ -597,6 +598,21 @@ impl<'a> Lowering<'a> {
             self.op(Op::ZeroRest);
         }
         self.ret(false);
+    }
+}
+
+/// Remove `jmp L` where `L` is the next label anyway.
+fn drop_jumps_to_next(ops: &mut Vec<Op>) {
+    let mut i = 0;
+    while i < ops.len() {
+        if let Op::Jump(target) = &ops[i] {
+            let next = ops[i + 1..].iter().find(|o| !matches!(o, Op::Comment(_)));
+            if matches!(next, Some(Op::Label(l)) if l == target) {
+                ops.remove(i);
+                continue;
+            }
+        }
+        i += 1;
     }
 }
 

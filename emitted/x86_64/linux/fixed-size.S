@@ -40,6 +40,10 @@
  *   arch = "x86_64"
  *   fixed_sizes = [1, 2, 4, 6, 8, 10, 12, 16]
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -60,18 +64,19 @@
 	.text
 
 SYM_FUNC_START(fixed_size_from_user)
+	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
 .Lfrom_rep_movsb:
 	rep movsb
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -84,6 +89,7 @@ SYM_FUNC_START(fixed_size_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -93,18 +99,19 @@ SYM_FUNC_END(fixed_size_from_user)
 EXPORT_SYMBOL(fixed_size_from_user)
 
 SYM_FUNC_START(fixed_size_to_user)
+	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
 .Lto_rep_movsb:
 	rep movsb
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -117,6 +124,7 @@ SYM_FUNC_START(fixed_size_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_fixup_retry
 .Lto_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -126,11 +134,13 @@ SYM_FUNC_END(fixed_size_to_user)
 EXPORT_SYMBOL(fixed_size_to_user)
 
 SYM_FUNC_START(fixed_size_from_user_1)
+	ASM_STAC
 	/* constant size: 1 bytes; len is not an argument */
 	movl	$1, %edx
 .Lfrom1_piece0_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -146,6 +156,7 @@ SYM_FUNC_START(fixed_size_from_user_1)
 	subq	$1, %rdx
 	jmp	.Lfrom1_fixup_retry
 .Lfrom1_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -155,11 +166,13 @@ SYM_FUNC_END(fixed_size_from_user_1)
 EXPORT_SYMBOL(fixed_size_from_user_1)
 
 SYM_FUNC_START(fixed_size_to_user_1)
+	ASM_STAC
 	/* constant size: 1 bytes; len is not an argument */
 	movl	$1, %edx
 	movb	(%rsi), %al
 .Lto1_piece0_store:
 	movb	%al, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -175,6 +188,7 @@ SYM_FUNC_START(fixed_size_to_user_1)
 	subq	$1, %rdx
 	jmp	.Lto1_fixup_retry
 .Lto1_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -184,11 +198,13 @@ SYM_FUNC_END(fixed_size_to_user_1)
 EXPORT_SYMBOL(fixed_size_to_user_1)
 
 SYM_FUNC_START(fixed_size_from_user_2)
+	ASM_STAC
 	/* constant size: 2 bytes; len is not an argument */
 	movl	$2, %edx
 .Lfrom2_piece0_load:
 	movw	(%rsi), %ax
 	movw	%ax, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -204,6 +220,7 @@ SYM_FUNC_START(fixed_size_from_user_2)
 	subq	$1, %rdx
 	jmp	.Lfrom2_fixup_retry
 .Lfrom2_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -213,11 +230,13 @@ SYM_FUNC_END(fixed_size_from_user_2)
 EXPORT_SYMBOL(fixed_size_from_user_2)
 
 SYM_FUNC_START(fixed_size_to_user_2)
+	ASM_STAC
 	/* constant size: 2 bytes; len is not an argument */
 	movl	$2, %edx
 	movw	(%rsi), %ax
 .Lto2_piece0_store:
 	movw	%ax, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -233,6 +252,7 @@ SYM_FUNC_START(fixed_size_to_user_2)
 	subq	$1, %rdx
 	jmp	.Lto2_fixup_retry
 .Lto2_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -242,11 +262,13 @@ SYM_FUNC_END(fixed_size_to_user_2)
 EXPORT_SYMBOL(fixed_size_to_user_2)
 
 SYM_FUNC_START(fixed_size_from_user_4)
+	ASM_STAC
 	/* constant size: 4 bytes; len is not an argument */
 	movl	$4, %edx
 .Lfrom4_piece0_load:
 	movl	(%rsi), %eax
 	movl	%eax, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -262,6 +284,7 @@ SYM_FUNC_START(fixed_size_from_user_4)
 	subq	$1, %rdx
 	jmp	.Lfrom4_fixup_retry
 .Lfrom4_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -271,11 +294,13 @@ SYM_FUNC_END(fixed_size_from_user_4)
 EXPORT_SYMBOL(fixed_size_from_user_4)
 
 SYM_FUNC_START(fixed_size_to_user_4)
+	ASM_STAC
 	/* constant size: 4 bytes; len is not an argument */
 	movl	$4, %edx
 	movl	(%rsi), %eax
 .Lto4_piece0_store:
 	movl	%eax, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -291,6 +316,7 @@ SYM_FUNC_START(fixed_size_to_user_4)
 	subq	$1, %rdx
 	jmp	.Lto4_fixup_retry
 .Lto4_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -300,6 +326,7 @@ SYM_FUNC_END(fixed_size_to_user_4)
 EXPORT_SYMBOL(fixed_size_to_user_4)
 
 SYM_FUNC_START(fixed_size_from_user_6)
+	ASM_STAC
 	/* constant size: 6 bytes; len is not an argument */
 	movl	$6, %edx
 .Lfrom6_piece0_load:
@@ -308,6 +335,7 @@ SYM_FUNC_START(fixed_size_from_user_6)
 .Lfrom6_piece1_load:
 	movw	4(%rsi), %cx
 	movw	%cx, 4(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -316,7 +344,6 @@ SYM_FUNC_START(fixed_size_from_user_6)
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rdx
-	jmp	.Lfrom6_fixup_retry
 .Lfrom6_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -329,6 +356,7 @@ SYM_FUNC_START(fixed_size_from_user_6)
 	subq	$1, %rdx
 	jmp	.Lfrom6_fixup_retry
 .Lfrom6_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -339,6 +367,7 @@ SYM_FUNC_END(fixed_size_from_user_6)
 EXPORT_SYMBOL(fixed_size_from_user_6)
 
 SYM_FUNC_START(fixed_size_to_user_6)
+	ASM_STAC
 	/* constant size: 6 bytes; len is not an argument */
 	movl	$6, %edx
 	movl	(%rsi), %eax
@@ -347,6 +376,7 @@ SYM_FUNC_START(fixed_size_to_user_6)
 	movw	4(%rsi), %cx
 .Lto6_piece1_store:
 	movw	%cx, 4(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -355,7 +385,6 @@ SYM_FUNC_START(fixed_size_to_user_6)
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rdx
-	jmp	.Lto6_fixup_retry
 .Lto6_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -368,6 +397,7 @@ SYM_FUNC_START(fixed_size_to_user_6)
 	subq	$1, %rdx
 	jmp	.Lto6_fixup_retry
 .Lto6_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -378,11 +408,13 @@ SYM_FUNC_END(fixed_size_to_user_6)
 EXPORT_SYMBOL(fixed_size_to_user_6)
 
 SYM_FUNC_START(fixed_size_from_user_8)
+	ASM_STAC
 	/* constant size: 8 bytes; len is not an argument */
 	movl	$8, %edx
 .Lfrom8_piece0_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -398,6 +430,7 @@ SYM_FUNC_START(fixed_size_from_user_8)
 	subq	$1, %rdx
 	jmp	.Lfrom8_fixup_retry
 .Lfrom8_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -407,11 +440,13 @@ SYM_FUNC_END(fixed_size_from_user_8)
 EXPORT_SYMBOL(fixed_size_from_user_8)
 
 SYM_FUNC_START(fixed_size_to_user_8)
+	ASM_STAC
 	/* constant size: 8 bytes; len is not an argument */
 	movl	$8, %edx
 	movq	(%rsi), %rax
 .Lto8_piece0_store:
 	movq	%rax, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -427,6 +462,7 @@ SYM_FUNC_START(fixed_size_to_user_8)
 	subq	$1, %rdx
 	jmp	.Lto8_fixup_retry
 .Lto8_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -436,6 +472,7 @@ SYM_FUNC_END(fixed_size_to_user_8)
 EXPORT_SYMBOL(fixed_size_to_user_8)
 
 SYM_FUNC_START(fixed_size_from_user_10)
+	ASM_STAC
 	/* constant size: 10 bytes; len is not an argument */
 	movl	$10, %edx
 .Lfrom10_piece0_load:
@@ -444,6 +481,7 @@ SYM_FUNC_START(fixed_size_from_user_10)
 .Lfrom10_piece1_load:
 	movw	8(%rsi), %cx
 	movw	%cx, 8(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -452,7 +490,6 @@ SYM_FUNC_START(fixed_size_from_user_10)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom10_fixup_retry
 .Lfrom10_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -465,6 +502,7 @@ SYM_FUNC_START(fixed_size_from_user_10)
 	subq	$1, %rdx
 	jmp	.Lfrom10_fixup_retry
 .Lfrom10_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -475,6 +513,7 @@ SYM_FUNC_END(fixed_size_from_user_10)
 EXPORT_SYMBOL(fixed_size_from_user_10)
 
 SYM_FUNC_START(fixed_size_to_user_10)
+	ASM_STAC
 	/* constant size: 10 bytes; len is not an argument */
 	movl	$10, %edx
 	movq	(%rsi), %rax
@@ -483,6 +522,7 @@ SYM_FUNC_START(fixed_size_to_user_10)
 	movw	8(%rsi), %cx
 .Lto10_piece1_store:
 	movw	%cx, 8(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -491,7 +531,6 @@ SYM_FUNC_START(fixed_size_to_user_10)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto10_fixup_retry
 .Lto10_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -504,6 +543,7 @@ SYM_FUNC_START(fixed_size_to_user_10)
 	subq	$1, %rdx
 	jmp	.Lto10_fixup_retry
 .Lto10_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -514,6 +554,7 @@ SYM_FUNC_END(fixed_size_to_user_10)
 EXPORT_SYMBOL(fixed_size_to_user_10)
 
 SYM_FUNC_START(fixed_size_from_user_12)
+	ASM_STAC
 	/* constant size: 12 bytes; len is not an argument */
 	movl	$12, %edx
 .Lfrom12_piece0_load:
@@ -522,6 +563,7 @@ SYM_FUNC_START(fixed_size_from_user_12)
 .Lfrom12_piece1_load:
 	movl	8(%rsi), %ecx
 	movl	%ecx, 8(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -530,7 +572,6 @@ SYM_FUNC_START(fixed_size_from_user_12)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom12_fixup_retry
 .Lfrom12_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -543,6 +584,7 @@ SYM_FUNC_START(fixed_size_from_user_12)
 	subq	$1, %rdx
 	jmp	.Lfrom12_fixup_retry
 .Lfrom12_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -553,6 +595,7 @@ SYM_FUNC_END(fixed_size_from_user_12)
 EXPORT_SYMBOL(fixed_size_from_user_12)
 
 SYM_FUNC_START(fixed_size_to_user_12)
+	ASM_STAC
 	/* constant size: 12 bytes; len is not an argument */
 	movl	$12, %edx
 	movq	(%rsi), %rax
@@ -561,6 +604,7 @@ SYM_FUNC_START(fixed_size_to_user_12)
 	movl	8(%rsi), %ecx
 .Lto12_piece1_store:
 	movl	%ecx, 8(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -569,7 +613,6 @@ SYM_FUNC_START(fixed_size_to_user_12)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto12_fixup_retry
 .Lto12_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -582,6 +625,7 @@ SYM_FUNC_START(fixed_size_to_user_12)
 	subq	$1, %rdx
 	jmp	.Lto12_fixup_retry
 .Lto12_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -592,6 +636,7 @@ SYM_FUNC_END(fixed_size_to_user_12)
 EXPORT_SYMBOL(fixed_size_to_user_12)
 
 SYM_FUNC_START(fixed_size_from_user_16)
+	ASM_STAC
 	/* constant size: 16 bytes; len is not an argument */
 	movl	$16, %edx
 .Lfrom16_piece0_load:
@@ -600,6 +645,7 @@ SYM_FUNC_START(fixed_size_from_user_16)
 .Lfrom16_piece1_load:
 	movq	8(%rsi), %rcx
 	movq	%rcx, 8(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -608,7 +654,6 @@ SYM_FUNC_START(fixed_size_from_user_16)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom16_fixup_retry
 .Lfrom16_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -621,6 +666,7 @@ SYM_FUNC_START(fixed_size_from_user_16)
 	subq	$1, %rdx
 	jmp	.Lfrom16_fixup_retry
 .Lfrom16_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -631,6 +677,7 @@ SYM_FUNC_END(fixed_size_from_user_16)
 EXPORT_SYMBOL(fixed_size_from_user_16)
 
 SYM_FUNC_START(fixed_size_to_user_16)
+	ASM_STAC
 	/* constant size: 16 bytes; len is not an argument */
 	movl	$16, %edx
 	movq	(%rsi), %rax
@@ -639,6 +686,7 @@ SYM_FUNC_START(fixed_size_to_user_16)
 	movq	8(%rsi), %rcx
 .Lto16_piece1_store:
 	movq	%rcx, 8(%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -647,7 +695,6 @@ SYM_FUNC_START(fixed_size_to_user_16)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto16_fixup_retry
 .Lto16_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -660,6 +707,7 @@ SYM_FUNC_START(fixed_size_to_user_16)
 	subq	$1, %rdx
 	jmp	.Lto16_fixup_retry
 .Lto16_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 

@@ -23,6 +23,10 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -63,6 +67,7 @@
 	.text
 
 SYM_FUNC_START(guarded_movsb_from_user)
+	ASM_STAC
 	/* class 0: 0..=64 bytes → method `small` */
 	cmpq	$64, %rdx
 	ja	.Lfrom_class1
@@ -72,6 +77,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	cmpq	$1, %rdx
 	jae	.Lfrom_small_from1
 	/* here: len == 0 */
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_small_from1:
@@ -81,6 +87,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 .Lfrom_small_1_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_small_from2:
@@ -91,6 +98,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movw	-2(%rsi,%rdx), %cx
 	movw	%ax, (%rdi)
 	movw	%cx, -2(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_small_from4:
@@ -105,6 +113,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movl	-4(%rsi,%rdx), %ecx
 	movl	%eax, (%rdi)
 	movl	%ecx, -4(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_small_from8:
@@ -115,6 +124,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movq	-8(%rsi,%rdx), %rcx
 	movq	%rax, (%rdi)
 	movq	%rcx, -8(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_small_from16:
@@ -133,6 +143,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movq	%rcx, 8(%rdi)
 	movq	%r8, -16(%rdi,%rdx)
 	movq	%r9, -8(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_small_from32:
@@ -161,6 +172,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movq	%rcx, -24(%rdi,%rdx)
 	movq	%r8, -16(%rdi,%rdx)
 	movq	%r9, -8(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_class1:
@@ -175,6 +187,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movq	%rdx, %rcx
 .Lfrom_rep_movsb:
 	rep movsb
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_loop_guarded:
@@ -231,6 +244,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	movq	-8(%rsi,%rdx), %rax
 	movq	%rax, -8(%rdi,%rdx)
 .Lfrom_loop_overlap_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -243,7 +257,6 @@ SYM_FUNC_START(guarded_movsb_from_user)
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -256,6 +269,7 @@ SYM_FUNC_START(guarded_movsb_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -294,6 +308,7 @@ SYM_FUNC_END(guarded_movsb_from_user)
 EXPORT_SYMBOL(guarded_movsb_from_user)
 
 SYM_FUNC_START(guarded_movsb_to_user)
+	ASM_STAC
 	/* class 0: 0..=64 bytes → method `small` */
 	cmpq	$64, %rdx
 	ja	.Lto_class1
@@ -303,6 +318,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	cmpq	$1, %rdx
 	jae	.Lto_small_from1
 	/* here: len == 0 */
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_small_from1:
@@ -312,6 +328,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movb	(%rsi), %al
 .Lto_small_1_store:
 	movb	%al, (%rdi)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_small_from2:
@@ -322,6 +339,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movw	%ax, (%rdi)
 .Lto_small_2_store1:
 	movw	%cx, -2(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_small_from4:
@@ -336,6 +354,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movl	%eax, (%rdi)
 .Lto_small_4_store1:
 	movl	%ecx, -4(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_small_from8:
@@ -346,6 +365,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movq	%rax, (%rdi)
 .Lto_small_8_store1:
 	movq	%rcx, -8(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_small_from16:
@@ -364,6 +384,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movq	%r8, -16(%rdi,%rdx)
 .Lto_small_16_store3:
 	movq	%r9, -8(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_small_from32:
@@ -392,6 +413,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movq	%r8, -16(%rdi,%rdx)
 .Lto_small_32_store7:
 	movq	%r9, -8(%rdi,%rdx)
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_class1:
@@ -406,6 +428,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	movq	%rdx, %rcx
 .Lto_rep_movsb:
 	rep movsb
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_loop_guarded:
@@ -462,6 +485,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 .Lto_loop_overlap_store:
 	movq	%rax, -8(%rdi,%rdx)
 .Lto_loop_overlap_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -522,7 +546,6 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	addq	$56, %rsi
 	addq	$56, %rdi
 	subq	$56, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -535,6 +558,7 @@ SYM_FUNC_START(guarded_movsb_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_fixup_retry
 .Lto_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 

@@ -19,6 +19,10 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -59,6 +63,7 @@
 	.text
 
 SYM_FUNC_START(short_unrolled_from_user)
+	ASM_STAC
 	/* class 0: 0..=7 bytes → method `bytes` */
 	cmpq	$7, %rdx
 	ja	.Lfrom_class1
@@ -74,6 +79,7 @@ SYM_FUNC_START(short_unrolled_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_class1:
@@ -151,6 +157,7 @@ SYM_FUNC_START(short_unrolled_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_unrolled_bytes
 .Lfrom_unrolled_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_class2:
@@ -159,6 +166,7 @@ SYM_FUNC_START(short_unrolled_from_user)
 	movq	%rdx, %rcx
 .Lfrom_rep_movsb:
 	rep movsb
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -171,7 +179,6 @@ SYM_FUNC_START(short_unrolled_from_user)
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -184,6 +191,7 @@ SYM_FUNC_START(short_unrolled_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -205,6 +213,7 @@ SYM_FUNC_END(short_unrolled_from_user)
 EXPORT_SYMBOL(short_unrolled_from_user)
 
 SYM_FUNC_START(short_unrolled_to_user)
+	ASM_STAC
 	/* class 0: 0..=7 bytes → method `bytes` */
 	cmpq	$7, %rdx
 	ja	.Lto_class1
@@ -220,6 +229,7 @@ SYM_FUNC_START(short_unrolled_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_class1:
@@ -297,6 +307,7 @@ SYM_FUNC_START(short_unrolled_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_unrolled_bytes
 .Lto_unrolled_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_class2:
@@ -305,6 +316,7 @@ SYM_FUNC_START(short_unrolled_to_user)
 	movq	%rdx, %rcx
 .Lto_rep_movsb:
 	rep movsb
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -353,7 +365,6 @@ SYM_FUNC_START(short_unrolled_to_user)
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -366,6 +377,7 @@ SYM_FUNC_START(short_unrolled_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_fixup_retry
 .Lto_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 

@@ -21,6 +21,10 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -53,6 +57,7 @@
 	.text
 
 SYM_FUNC_START(unrolled64_from_user)
+	ASM_STAC
 	/* class 0: 0..=7 bytes → method `bytes` */
 	cmpq	$7, %rdx
 	ja	.Lfrom_class1
@@ -68,6 +73,7 @@ SYM_FUNC_START(unrolled64_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lfrom_class1:
@@ -143,6 +149,7 @@ SYM_FUNC_START(unrolled64_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_unrolled_bytes
 .Lfrom_unrolled_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -151,7 +158,6 @@ SYM_FUNC_START(unrolled64_from_user)
 	addq	$32, %rsi
 	addq	$32, %rdi
 	subq	$32, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -164,6 +170,7 @@ SYM_FUNC_START(unrolled64_from_user)
 	subq	$1, %rdx
 	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
@@ -184,6 +191,7 @@ SYM_FUNC_END(unrolled64_from_user)
 EXPORT_SYMBOL(unrolled64_from_user)
 
 SYM_FUNC_START(unrolled64_to_user)
+	ASM_STAC
 	/* class 0: 0..=7 bytes → method `bytes` */
 	cmpq	$7, %rdx
 	ja	.Lto_class1
@@ -199,6 +207,7 @@ SYM_FUNC_START(unrolled64_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 .Lto_class1:
@@ -274,6 +283,7 @@ SYM_FUNC_START(unrolled64_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_unrolled_bytes
 .Lto_unrolled_bytes_done:
+	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -318,7 +328,6 @@ SYM_FUNC_START(unrolled64_to_user)
 	addq	$56, %rsi
 	addq	$56, %rdi
 	subq	$56, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -331,6 +340,7 @@ SYM_FUNC_START(unrolled64_to_user)
 	subq	$1, %rdx
 	jmp	.Lto_fixup_retry
 .Lto_fixup_done:
+	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 

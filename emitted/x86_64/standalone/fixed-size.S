@@ -40,6 +40,10 @@
  *   arch = "x86_64"
  *   fixed_sizes = [1, 2, 4, 6, 8, 10, 12, 16]
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -69,7 +73,6 @@ fixed_size_from_user:
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -107,7 +110,6 @@ fixed_size_to_user:
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -354,7 +356,6 @@ fixed_size_from_user_6:
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rdx
-	jmp	.Lfrom6_fixup_retry
 .Lfrom6_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -398,7 +399,6 @@ fixed_size_to_user_6:
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rdx
-	jmp	.Lto6_fixup_retry
 .Lto6_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -510,7 +510,6 @@ fixed_size_from_user_10:
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom10_fixup_retry
 .Lfrom10_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -554,7 +553,6 @@ fixed_size_to_user_10:
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto10_fixup_retry
 .Lto10_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -598,7 +596,6 @@ fixed_size_from_user_12:
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom12_fixup_retry
 .Lfrom12_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -642,7 +639,6 @@ fixed_size_to_user_12:
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto12_fixup_retry
 .Lto12_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -686,7 +682,6 @@ fixed_size_from_user_16:
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom16_fixup_retry
 .Lfrom16_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -730,7 +725,6 @@ fixed_size_to_user_16:
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto16_fixup_retry
 .Lto16_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx

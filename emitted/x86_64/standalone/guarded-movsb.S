@@ -23,6 +23,10 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -241,7 +245,6 @@ guarded_movsb_from_user:
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -525,7 +528,6 @@ guarded_movsb_to_user:
 	addq	$56, %rsi
 	addq	$56, %rdi
 	subq	$56, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx

@@ -19,6 +19,12 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # Callable from the same inline-asm ALTERNATIVE as rep_movs_alternative
+ *   # (6.4+): rdi, rsi, rcx -> rcx; the caller does STAC/CLAC.
+ *   convention = "rep_movs"
+ *   uaccess = "caller"
+ *
  *   [fault]
  *   # rep movsb stops at the faulting byte, so rcx is already exact; `block`
  *   # adds only the one-byte step the progress rule asks for.
@@ -50,7 +56,6 @@ rep_movsb_from_user:
 .Lfrom_fixup_rep1_then_step:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_step
 .Lfrom_fixup_step:
 	/* one byte more, so a fault in the first block still copies something */
 	testq	%rdx, %rdx
@@ -87,7 +92,6 @@ rep_movsb_to_user:
 .Lto_fixup_rep1_then_step:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lto_fixup_step
 .Lto_fixup_step:
 	/* one byte more, so a fault in the first block still copies something */
 	testq	%rdx, %rdx

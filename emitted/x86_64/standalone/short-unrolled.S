@@ -19,6 +19,10 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -169,7 +173,6 @@ short_unrolled_from_user:
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -356,7 +359,6 @@ short_unrolled_to_user:
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx

@@ -21,6 +21,10 @@
  *   """
  *   arch = "x86_64"
  *
+ *   [linux]
+ *   # 6.1 style: the routine brackets its user accesses with STAC/CLAC itself.
+ *   uaccess = "routine"
+ *
  *   [fault]
  *   precision = "exact"
  *
@@ -149,7 +153,6 @@ unrolled64_from_user:
 	addq	$32, %rsi
 	addq	$32, %rdi
 	subq	$32, %rdx
-	jmp	.Lfrom_fixup_retry
 .Lfrom_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -321,7 +324,6 @@ unrolled64_to_user:
 	addq	$56, %rsi
 	addq	$56, %rdi
 	subq	$56, %rdx
-	jmp	.Lto_fixup_retry
 .Lto_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
