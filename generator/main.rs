@@ -14,7 +14,11 @@ use copygen::render::{emitted_path, render};
 use copygen::strategy;
 
 #[derive(Parser)]
-#[command(name = "copygen", version, about = "Generate, test, benchmark and review copy_{to,from}_user routines")]
+#[command(
+    name = "copygen",
+    version,
+    about = "Generate, test, benchmark and review copy_{to,from}_user routines"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,9 +74,14 @@ impl From<StrategyError> for Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Emit { files, check, arch, flavor, output, emitted } => {
-            cmd_emit(files, check, arch, flavor, output, emitted)
-        }
+        Command::Emit {
+            files,
+            check,
+            arch,
+            flavor,
+            output,
+            emitted,
+        } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
     };
     match result {
@@ -91,18 +100,22 @@ fn main() -> ExitCode {
 fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
     match f {
         None => Ok(Flavor::ALL.to_vec()),
-        Some(f) => Flavor::parse(&f)
-            .map(|f| vec![f])
-            .ok_or_else(|| Failure::Input(format!("error: unknown flavour `{f}`; copygen emits linux and standalone"))),
+        Some(f) => Flavor::parse(&f).map(|f| vec![f]).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown flavour `{f}`; copygen emits linux and standalone"
+            ))
+        }),
     }
 }
 
 fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
     match a {
         None => Ok(None),
-        Some(a) => Arch::parse(&a)
-            .map(Some)
-            .ok_or_else(|| Failure::Input(format!("error: unknown architecture `{a}`; copygen targets i386, x86_64 and armv6"))),
+        Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown architecture `{a}`; copygen targets i386, x86_64 and armv6"
+            ))
+        }),
     }
 }
 
@@ -123,7 +136,9 @@ fn cmd_emit(
         return emit_catalog(check, emitted);
     }
     if check {
-        return Err(Failure::Input("error: --check compares the catalog with emitted/; give no files".into()));
+        return Err(Failure::Input(
+            "error: --check compares the catalog with emitted/; give no files".into(),
+        ));
     }
     // Validate everything before writing anything.
     let strategies: Vec<Strategy> = files
@@ -173,12 +188,22 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     }
     let report = write_tree(&dir, &files)?;
     let elapsed = start.elapsed();
-    println!("{:<24} {:<7} {:>11} {:>8} {:>8}", "strategy", "arch", "flavour", "routines", "entries");
+    println!(
+        "{:<24} {:<7} {:>11} {:>8} {:>8}",
+        "strategy", "arch", "flavour", "routines", "entries"
+    );
     for s in &strategies {
         for flavor in Flavor::ALL {
             let fns = copygen::backend::functions(s, flavor);
             let entries: usize = fns.iter().map(|(_, f)| f.extable.len()).sum();
-            println!("{:<24} {:<7} {:>11} {:>8} {:>8}", s.name, s.arch, flavor, fns.len(), entries);
+            println!(
+                "{:<24} {:<7} {:>11} {:>8} {:>8}",
+                s.name,
+                s.arch,
+                flavor,
+                fns.len(),
+                entries
+            );
         }
     }
     println!(
@@ -200,4 +225,3 @@ fn cmd_list() -> Result<ExitCode, Failure> {
     }
     Ok(ExitCode::SUCCESS)
 }
-
