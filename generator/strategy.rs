@@ -122,11 +122,10 @@ pub fn parse(file: &Path, text: &str, arch: Option<Arch>) -> Result<Strategy, St
     let loc = Locator::new(file, text);
     let raw: RawStrategy = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        let field = loc
-            .doc
-            .as_ref()
-            .map(|d| field_at(d.get_ref(), span.start).to_string())
-            .unwrap_or_else(|| "(syntax)".into());
+        let field = match loc.doc.as_ref() {
+            Some(d) => field_at(d.get_ref(), span.start).to_string(),
+            None => key_on_line(text, span.start),
+        };
         loc.at_span(span, &field, e.message().trim().to_string())
     })?;
     Validator { loc: &loc }.strategy(raw, file, text, arch)
@@ -137,6 +136,17 @@ pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| anyhow::anyhow!("{}: cannot read strategy file: {e}", file.display()))?;
     Ok(parse(file, &text, arch)?)
+}
+
+/// For a syntax error (no parsed document): the key assigned on the line of
+/// `offset`, or the table header there.
+fn key_on_line(text: &str, offset: usize) -> String {
+    let start = text[..offset.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("").trim();
+    match line.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => key.trim().to_string(),
+        _ => line.trim_matches(|c| c == '[' || c == ']').to_string(),
+    }
 }
 
 /// The deepest field whose key or value span contains `offset`.
