@@ -141,7 +141,9 @@ pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
 /// For a syntax error (no parsed document): the key assigned on the line of
 /// `offset`, or the table header there.
 fn key_on_line(text: &str, offset: usize) -> String {
-    let start = text[..offset.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+    let start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
     let line = text[start..].lines().next().unwrap_or("").trim();
     match line.split_once('=') {
         Some((key, _)) if !key.trim().is_empty() => key.trim().to_string(),

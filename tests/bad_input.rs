@@ -268,7 +268,8 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn the_base_strategy_is_valid() {
-    parse(Path::new("case.toml"), BASE, None).expect("BASE must be valid for the cases to mean anything");
+    parse(Path::new("case.toml"), BASE, None)
+        .expect("BASE must be valid for the cases to mean anything");
 }
 
 #[test]
@@ -303,7 +304,10 @@ fn the_error_display_names_file_line_and_field() {
             line_of(&text, "block = 60")
         )
     );
-    assert!(shown.contains("block = 60"), "the source line is quoted:\n{shown}");
+    assert!(
+        shown.contains("block = 60"),
+        "the source line is quoted:\n{shown}"
+    );
 }
 
 #[test]
@@ -323,10 +327,22 @@ fn the_cli_exits_2_and_writes_nothing_on_bad_input() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("bad.toml:") && stderr.contains("dispatch[1].sizes"), "{stderr}");
-    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 0, "nothing may be written");
+    assert!(
+        stderr.contains("bad.toml:") && stderr.contains("dispatch[1].sizes"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&out_dir).unwrap().count(),
+        0,
+        "nothing may be written"
+    );
 
     // The good file alone goes through.
     let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
@@ -336,7 +352,11 @@ fn the_cli_exits_2_and_writes_nothing_on_bad_input() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out_dir.join("x86_64/linux/t.S").is_file());
     assert!(out_dir.join("x86_64/standalone/t.S").is_file());
 }
@@ -346,7 +366,10 @@ fn unknown_arch_and_flavour_flags_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.toml");
     std::fs::write(&good, BASE).unwrap();
-    for (flag, value, msg) in [("--arch", "mips", "unknown architecture `mips`"), ("--flavor", "bsd", "unknown flavour `bsd`")] {
+    for (flag, value, msg) in [
+        ("--arch", "mips", "unknown architecture `mips`"),
+        ("--flavor", "bsd", "unknown flavour `bsd`"),
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
             .args(["emit", flag, value])
             .arg(&good)
