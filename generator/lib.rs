@@ -8,6 +8,7 @@
 
 pub mod arch;
 pub mod backend;
+pub mod bench;
 pub mod diagnostics;
 pub mod emit;
 pub mod ir;

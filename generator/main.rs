@@ -48,6 +48,42 @@ enum Command {
     },
     /// List the built-in strategies, one line each.
     List,
+    /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Strategy files, catalog names, or baselines: rep_movsb, rep_movsq, memcpy.
+    #[arg(required = true)]
+    subjects: Vec<String>,
+    /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
+    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
+    table: Option<String>,
+    /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`.
+    #[arg(long)]
+    sizes: Option<String>,
+    /// Source offsets from a page boundary (list or range).
+    #[arg(long, default_value = "0")]
+    src_offsets: String,
+    /// Destination offsets from a page boundary (list or range).
+    #[arg(long, default_value = "0")]
+    dst_offsets: String,
+    /// Sweep `(dst - src) mod 4096` over these values (at --sizes, default 1024).
+    #[arg(long)]
+    alias_offsets: Option<String>,
+    /// Flush the buffers from the caches before every call.
+    #[arg(long)]
+    cold: bool,
+    /// Rounds; each figure is the median over them.
+    #[arg(long, default_value_t = 15)]
+    repeats: usize,
+    /// Write Google Benchmark JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write an SVG plot here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -83,6 +119,7 @@ fn main() -> ExitCode {
             emitted,
         } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
+        Command::Bench(args) => cmd_bench(args),
     };
     match result {
         Ok(code) => code,
@@ -224,4 +261,81 @@ fn cmd_list() -> Result<ExitCode, Failure> {
         println!("{:<24} {:<7} {}", s.name, s.arch.name(), first);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
+    use copygen::bench;
+    let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
+    let mut sweep = if let Some(t) = &a.table {
+        bench::table(t).map_err(input)?
+    } else if let Some(al) = &a.alias_offsets {
+        let sizes = a
+            .sizes
+            .as_deref()
+            .map(bench::parse_list)
+            .transpose()
+            .map_err(input)?
+            .unwrap_or(vec![1024]);
+        let alias = bench::parse_list(al).map_err(input)?;
+        bench::Sweep {
+            name: "alias".into(),
+            title: "(dst - src) mod 4096 sweep".into(),
+            x_label: "(dst - src) mod 4096".into(),
+            rows: bench::alias_rows(&sizes, &alias),
+            cold: false,
+        }
+    } else {
+        let sizes = bench::parse_list(a.sizes.as_deref().unwrap_or("0..=64")).map_err(input)?;
+        let src = bench::parse_list(&a.src_offsets).map_err(input)?;
+        let dst = bench::parse_list(&a.dst_offsets).map_err(input)?;
+        bench::custom(&sizes, &src, &dst)
+    };
+    sweep.cold = a.cold;
+    if a.repeats == 0 {
+        return Err(Failure::Input("error: --repeats must be at least 1".into()));
+    }
+    let subjects = a
+        .subjects
+        .iter()
+        .map(|name| bench_subject(name))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("bench {}", sweep.name));
+    let results = bench::run(&sweep, &subjects, a.repeats, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    print!("{}", bench::text_table(&results));
+    if let Some(p) = &a.json {
+        let text =
+            serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
+        emit::write_atomic(p, &(text + "\n"))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        bench::plot_svg(&results, p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
+fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
+    if let Some(b) = copygen::bench::baseline(name) {
+        return Ok(b);
+    }
+    Err(Failure::Input(format!(
+        "error: `{name}` is not a baseline ({})",
+        copygen::bench::BASELINES
+            .iter()
+            .map(|b| b.0)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
 }
