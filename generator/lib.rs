@@ -12,6 +12,7 @@ pub mod diagnostics;
 pub mod emit;
 pub mod ir;
 pub mod lower;
+pub mod objfile;
 pub mod ops;
 pub mod render;
 pub mod strategy;
