@@ -15,4 +15,5 @@ pub mod lower;
 pub mod objfile;
 pub mod ops;
 pub mod render;
+pub mod static_verify;
 pub mod strategy;
