@@ -13,6 +13,8 @@ pub mod diagnostics;
 pub mod emit;
 pub mod ir;
 pub mod lower;
+pub mod objfile;
 pub mod ops;
 pub mod render;
+pub mod static_verify;
 pub mod strategy;

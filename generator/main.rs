@@ -48,6 +48,31 @@ enum Command {
     },
     /// List the built-in strategies, one line each.
     List,
+    /// Static verification of `.S`/`.o` files (the catalog without files):
+    /// exception-table coverage, preserved registers, no vector state in the
+    /// linux flavour, no unguarded read-ahead. (Folds into `verify --static`.)
+    VerifyStatic {
+        /// `.S` or `.o` files; without any, the whole built-in catalog.
+        files: Vec<PathBuf>,
+        /// Architecture of `.S` files without a copygen header (i386, x86_64).
+        #[arg(long)]
+        arch: Option<String>,
+        /// Flavour (linux, standalone); default from the header or includes.
+        #[arg(long)]
+        flavor: Option<String>,
+        /// x86_64 linux calling convention: c or rep_movs.
+        #[arg(long)]
+        convention: Option<String>,
+        /// i386: arguments in eax/edx/ecx (the default for the linux flavour).
+        #[arg(long, conflicts_with = "cdecl")]
+        regparm: bool,
+        /// i386: arguments on the stack (the default for standalone).
+        #[arg(long)]
+        cdecl: bool,
+        /// The routines own the vector state: allow MMX/SSE/AVX in the linux flavour.
+        #[arg(long)]
+        allow_vector: bool,
+    },
     /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
     Bench(BenchArgs),
 }
@@ -120,6 +145,9 @@ fn main() -> ExitCode {
         } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
         Command::Bench(args) => cmd_bench(args),
+        Command::VerifyStatic { files, arch, flavor, convention, regparm, cdecl, allow_vector } => {
+            cmd_verify_static(files, arch, flavor, convention, (regparm, cdecl), allow_vector)
+        }
     };
     match result {
         Ok(code) => code,
@@ -338,4 +366,41 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
             .collect::<Vec<_>>()
             .join(", ")
     )))
+}
+
+fn cmd_verify_static(
+    files: Vec<PathBuf>,
+    arch: Option<String>,
+    flavor: Option<String>,
+    convention: Option<String>,
+    (regparm, cdecl): (bool, bool),
+    allow_vector: bool,
+) -> Result<ExitCode, Failure> {
+    use copygen::ir::Convention;
+    use copygen::static_verify::{check_catalog, check_object, render_reports, Options};
+    let convention = match convention.as_deref() {
+        None => None,
+        Some("c") => Some(Convention::C),
+        Some("rep_movs") => Some(Convention::RepMovs),
+        Some(c) => return Err(Failure::Input(format!("error: unknown convention `{c}`; use c or rep_movs"))),
+    };
+    let flavor = match flavor {
+        None => None,
+        f => Some(parse_flavor(f)?[0]),
+    };
+    let options = Options {
+        arch: parse_arch(arch)?,
+        flavor,
+        convention,
+        regparm: (regparm || cdecl).then_some(regparm),
+        allow_vector,
+    };
+    let reports = if files.is_empty() {
+        check_catalog(&options)?
+    } else {
+        files.iter().map(|f| check_object(f, &options)).collect::<Result<Vec<_>>>()?
+    };
+    let (text, ok) = render_reports(&reports);
+    print!("{text}");
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
