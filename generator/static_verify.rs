@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use iced_x86::{
-    ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+    ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind,
+    Register,
 };
 
 use crate::ir::{Arch, Convention, Direction, Flavor};
@@ -106,7 +107,9 @@ impl FunctionReport {
         self.findings.iter().all(|f| f.severity != Severity::Error)
     }
     pub fn errors(&self) -> impl Iterator<Item = &Finding> {
-        self.findings.iter().filter(|f| f.severity == Severity::Error)
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
     }
 }
 
@@ -129,13 +132,22 @@ impl Report {
 
     /// Every finding of every function, for tests and summaries.
     pub fn findings(&self) -> impl Iterator<Item = (&str, &Finding)> {
-        self.functions.iter().flat_map(|f| f.findings.iter().map(move |x| (f.name.as_str(), x)))
+        self.functions
+            .iter()
+            .flat_map(|f| f.findings.iter().map(move |x| (f.name.as_str(), x)))
     }
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}: {}, {} flavour, {}", self.file.display(), self.arch, self.flavor, self.convention)?;
+        writeln!(
+            f,
+            "{}: {}, {} flavour, {}",
+            self.file.display(),
+            self.arch,
+            self.flavor,
+            self.convention
+        )?;
         writeln!(
             f,
             "  {:<32} {:>6} {:>6} {:>5} {:>7}  verdict",
@@ -165,14 +177,25 @@ impl fmt::Display for Report {
 /// What the copygen header of an emitted `.S` says (` * name: arch, flavour flavour, abi.`).
 fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>) {
     for line in text.lines().take(12) {
-        let Some(rest) = line.trim_start_matches(" * ").split_once(": ").map(|p| p.1) else { continue };
+        let Some(rest) = line.trim_start_matches(" * ").split_once(": ").map(|p| p.1) else {
+            continue;
+        };
         let mut parts = rest.splitn(3, ", ");
-        let (Some(a), Some(fl)) = (parts.next(), parts.next()) else { continue };
-        let (Some(arch), Some(flavor)) = (Arch::parse(a), fl.strip_suffix(" flavour").and_then(Flavor::parse)) else {
+        let (Some(a), Some(fl)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Some(arch), Some(flavor)) = (
+            Arch::parse(a),
+            fl.strip_suffix(" flavour").and_then(Flavor::parse),
+        ) else {
             continue;
         };
         let abi = parts.next().unwrap_or("");
-        let conv = if abi.starts_with("rep_movs convention") { Convention::RepMovs } else { Convention::C };
+        let conv = if abi.starts_with("rep_movs convention") {
+            Convention::RepMovs
+        } else {
+            Convention::C
+        };
         return (Some(arch), Some(flavor), Some(conv));
     }
     (None, None, None)
@@ -182,18 +205,32 @@ fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let (h_arch, h_flavor, h_conv) = header_facts(&text);
         let arch = options.arch.or(h_arch).unwrap_or(Arch::X86_64);
         let kernel = text.contains("#include <linux/") || text.contains("#include <asm/");
-        let flavor = options.flavor.or(h_flavor).unwrap_or(if kernel { Flavor::Linux } else { Flavor::Standalone });
-        let how = Assemble { arch, kernel_shims: kernel, debug: true, keep_locals: false };
+        let flavor = options.flavor.or(h_flavor).unwrap_or(if kernel {
+            Flavor::Linux
+        } else {
+            Flavor::Standalone
+        });
+        let how = Assemble {
+            arch,
+            kernel_shims: kernel,
+            debug: true,
+            keep_locals: false,
+        };
         let dir = tempfile::tempdir()?;
         let out = dir.path().join("static.o");
         objfile::assemble(path, &out, &how)?;
         (objfile::read_path(&out)?, flavor, h_conv)
     } else {
-        (objfile::read_path(path)?, options.flavor.unwrap_or(Flavor::Standalone), None)
+        (
+            objfile::read_path(path)?,
+            options.flavor.unwrap_or(Flavor::Standalone),
+            None,
+        )
     };
     if let Some(c) = options.convention {
         convention = Some(c);
@@ -201,7 +238,13 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     if let Some(f) = options.flavor {
         flavor = f;
     }
-    check_file(&obj, path, flavor, convention.unwrap_or(Convention::C), options)
+    check_file(
+        &obj,
+        path,
+        flavor,
+        convention.unwrap_or(Convention::C),
+        options,
+    )
 }
 
 /// Check an object already read (`check_object` without the file handling).
@@ -214,14 +257,23 @@ pub fn check_file(
 ) -> Result<Report> {
     let arch = obj.arch;
     if arch == Arch::Armv6 {
-        bail!("{}: static verification of ARM code is not implemented yet", path.display());
+        bail!(
+            "{}: static verification of ARM code is not implemented yet",
+            path.display()
+        );
     }
     let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
     let abi = AbiSpec::new(arch, flavor, convention, regparm);
     let mut functions = Vec::new();
     let mut checked: Vec<&FnSym> = Vec::new();
-    for f in obj.functions.iter().filter(|f| f.global && f.section == ".text") {
-        let Some((direction, fixed)) = classify(&f.name) else { continue };
+    for f in obj
+        .functions
+        .iter()
+        .filter(|f| f.global && f.section == ".text")
+    {
+        let Some((direction, fixed)) = classify(&f.name) else {
+            continue;
+        };
         checked.push(f);
         let vector_ok = options.allow_vector || flavor == Flavor::Standalone;
         functions.push(check_function(obj, f, direction, fixed, &abi, vector_ok));
@@ -235,7 +287,14 @@ pub fn check_file(
             ));
         }
     }
-    Ok(Report { file: path.to_path_buf(), arch, flavor, convention: abi.describe.clone(), functions, file_findings })
+    Ok(Report {
+        file: path.to_path_buf(),
+        arch,
+        flavor,
+        convention: abi.describe.clone(),
+        functions,
+        file_findings,
+    })
 }
 
 /// Direction and constant size from a symbol name (CONTRACT §3):
@@ -262,8 +321,10 @@ const NREGS: usize = 16;
 const RSP: usize = 4;
 
 fn reg_name(arch: Arch, r: usize) -> &'static str {
-    const R64: [&str; NREGS] =
-        ["rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"];
+    const R64: [&str; NREGS] = [
+        "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
+        "r13", "r14", "r15",
+    ];
     const R32: [&str; 8] = ["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"];
     match arch {
         Arch::I386 => R32[r],
@@ -344,9 +405,15 @@ struct Val {
 }
 
 impl Val {
-    const OTHER: Val = Val { tags: OTHER, off: None };
+    const OTHER: Val = Val {
+        tags: OTHER,
+        off: None,
+    };
     fn orig(r: usize) -> Val {
-        Val { tags: 1 << r, off: None }
+        Val {
+            tags: 1 << r,
+            off: None,
+        }
     }
     fn tagged(tags: u32, off: Option<i64>) -> Val {
         Val { tags, off }
@@ -356,7 +423,11 @@ impl Val {
     }
     fn join(self, o: Val) -> Val {
         let tags = self.tags | o.tags;
-        let off = if self.tags == o.tags && self.off == o.off { self.off } else { None };
+        let off = if self.tags == o.tags && self.off == o.off {
+            self.off
+        } else {
+            None
+        };
         Val { tags, off }
     }
 }
@@ -393,10 +464,9 @@ impl State {
     /// Re-base the ghost `LEN` on the lowest-numbered length register, so
     /// loop heads see the same offsets on every iteration.
     fn normalize(&mut self) {
-        let Some(o) = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off) else { return };
-        if o == 0 {
+        let Some(o) = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off) else {
             return;
-        }
+        };
         let shift = |v: &mut Val| {
             if let Some(x) = v.off.as_mut() {
                 if v.tags == LEN || v.tags == SRC {
@@ -408,6 +478,13 @@ impl State {
         self.stack.values_mut().for_each(shift);
         // A pending compare names a register, whose offset moved with it.
         self.lb.value += o;
+        // LEN is now a register's unsigned value: never below 0.
+        if self.lb.value < 0 {
+            self.lb = Bound {
+                value: 0,
+                origin: None,
+            };
+        }
     }
 
     fn join(&self, o: &State) -> State {
@@ -422,9 +499,23 @@ impl State {
             stack.insert(*k, a.join(b));
         }
         let sp = if self.sp == o.sp { self.sp } else { None };
-        let lb = if self.lb.value <= o.lb.value { self.lb } else { o.lb };
-        let flags = if self.flags == o.flags { self.flags } else { None };
-        State { regs, stack, sp, lb, flags }
+        let lb = if self.lb.value <= o.lb.value {
+            self.lb
+        } else {
+            o.lb
+        };
+        let flags = if self.flags == o.flags {
+            self.flags
+        } else {
+            None
+        };
+        State {
+            regs,
+            stack,
+            sp,
+            lb,
+            flags,
+        }
     }
 }
 
@@ -498,58 +589,95 @@ fn check_function(
 ) -> FunctionReport {
     let insns = objfile::decode_x86(obj.arch, obj.bytes_of(f), f.start);
     let index: BTreeMap<u64, usize> = insns.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
-    let mut func = Func { obj, abi, insns, index, fault: BTreeMap::new(), succ: Vec::new(), findings: Vec::new() };
+    let mut func = Func {
+        obj,
+        abi,
+        insns,
+        index,
+        fault: BTreeMap::new(),
+        succ: Vec::new(),
+        findings: Vec::new(),
+    };
     let entries: Vec<_> = obj.entries_of(f).cloned().collect();
 
     // Exception-table entries: boundaries and fixups inside the function.
     for e in &entries {
         let Some(&k) = func.index.get(&e.insn.offset) else {
-            let near = func.index.range(..e.insn.offset).next_back().map(|(_, &k)| k).unwrap_or(0);
+            let near = func
+                .index
+                .range(..e.insn.offset)
+                .next_back()
+                .map(|(_, &k)| k)
+                .unwrap_or(0);
             func.finding(
                 Severity::Error,
                 near,
-                format!("exception-table entry at {} is not an instruction boundary", e.insn),
+                format!(
+                    "exception-table entry at {} is not an instruction boundary",
+                    e.insn
+                ),
             );
             continue;
         };
         if !f.contains(&e.fixup) {
-            let other = obj.function_at(&e.fixup).map(|g| format!(" (in {})", g.name)).unwrap_or_default();
-            func.finding(Severity::Error, k, format!("fixup {} lies outside the function{other}", e.fixup));
+            let other = obj
+                .function_at(&e.fixup)
+                .map(|g| format!(" (in {})", g.name))
+                .unwrap_or_default();
+            func.finding(
+                Severity::Error,
+                k,
+                format!("fixup {} lies outside the function{other}", e.fixup),
+            );
             continue;
         }
         let Some(&fx) = func.index.get(&e.fixup.offset) else {
-            func.finding(Severity::Error, k, format!("fixup {} is not an instruction boundary", e.fixup));
+            func.finding(
+                Severity::Error,
+                k,
+                format!("fixup {} is not an instruction boundary", e.fixup),
+            );
             continue;
         };
         if func.fault.insert(k, fx).is_some() {
-            func.finding(Severity::Error, k, "two exception-table entries for one instruction".into());
+            func.finding(
+                Severity::Error,
+                k,
+                "two exception-table entries for one instruction".into(),
+            );
         }
     }
 
     // Control flow.
     let n = func.insns.len();
     let mut succ = vec![Vec::new(); n];
-    for k in 0..n {
+    for (k, out) in succ.iter_mut().enumerate() {
         let i = func.insns[k];
         match i.flow_control() {
             FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception => {}
             FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch => {
                 if i.flow_control() == FlowControl::ConditionalBranch {
-                    succ[k].push(k + 1);
+                    out.push(k + 1);
                 }
                 match func.index.get(&i.near_branch_target()) {
-                    Some(&t) => succ[k].push(t),
+                    Some(&t) => out.push(t),
                     None => func.finding(Severity::Error, k, "jumps outside the function".into()),
                 }
             }
-            FlowControl::IndirectBranch => {
-                func.finding(Severity::Warning, k, "indirect jump: paths through it are not checked".into())
-            }
-            _ => succ[k].push(k + 1),
+            FlowControl::IndirectBranch => func.finding(
+                Severity::Warning,
+                k,
+                "indirect jump: paths through it are not checked".into(),
+            ),
+            _ => out.push(k + 1),
         }
-        if succ[k].contains(&n) {
-            succ[k].retain(|&s| s != n);
-            func.finding(Severity::Error, k, "runs off the end of the function".into());
+        if out.contains(&n) {
+            out.retain(|&s| s != n);
+            func.finding(
+                Severity::Error,
+                k,
+                "runs off the end of the function".into(),
+            );
         }
     }
     func.succ = succ;
@@ -567,39 +695,71 @@ fn check_function(
     let mut user_accesses = 0;
     let live = liveness(&func, abi);
     for k in 0..n {
-        let Some(st) = states[k].clone() else { continue };
+        let Some(st) = states[k].clone() else {
+            continue;
+        };
         let i = func.insns[k];
         let info = factory.info(&i);
-        let mems: Vec<_> = info.used_memory().iter().filter(|m| m.access() != OpAccess::NoMemAccess).copied().collect();
+        let mems: Vec<_> = info
+            .used_memory()
+            .iter()
+            .filter(|m| m.access() != OpAccess::NoMemAccess)
+            .copied()
+            .collect();
         let regs: Vec<_> = info.used_registers().to_vec();
         let val = |r: Register| gpr(r).map(|g| st.regs[g]).unwrap_or(Val::OTHER);
-        let user = mems.iter().any(|m| (val(m.base()).tags | val(m.index()).tags) & user_tag != 0);
+        let user = mems
+            .iter()
+            .any(|m| (val(m.base()).tags | val(m.index()).tags) & user_tag != 0);
         if user {
             user_accesses += 1;
             if !func.fault.contains_key(&k) {
-                func.finding(Severity::Error, k, format!("accesses user memory (through `{}`) without an exception-table entry", pointer_name(direction)));
-            }
-        } else if func.fault.contains_key(&k) {
-            func.finding(Severity::Error, k, "stray exception-table entry: this instruction does not access user memory".into());
-        }
-        if !vector_ok {
-            if let Some(r) = regs.iter().map(|u| u.register()).find(|r| r.is_vector_register() || r.is_mm() || r.is_st() || r.is_k()) {
                 func.finding(
                     Severity::Error,
                     k,
-                    format!("uses {r:?}: linux-flavour routines may not touch MMX/SSE/AVX/x87 state"),
+                    format!(
+                        "accesses user memory (through `{}`) without an exception-table entry",
+                        pointer_name(direction)
+                    ),
+                );
+            }
+        } else if func.fault.contains_key(&k) {
+            func.finding(
+                Severity::Error,
+                k,
+                "stray exception-table entry: this instruction does not access user memory".into(),
+            );
+        }
+        if !vector_ok {
+            if let Some(r) = regs
+                .iter()
+                .map(|u| u.register())
+                .find(|r| r.is_vector_register() || r.is_mm() || r.is_st() || r.is_k())
+            {
+                func.finding(
+                    Severity::Error,
+                    k,
+                    format!(
+                        "uses {r:?}: linux-flavour routines may not touch MMX/SSE/AVX/x87 state"
+                    ),
                 );
             }
         }
         // Touch loads: a load from the source whose value is dead.
-        if i.mnemonic() == Mnemonic::Mov && i.op0_kind() == OpKind::Register && i.op1_kind() == OpKind::Memory {
+        if i.mnemonic() == Mnemonic::Mov
+            && i.op0_kind() == OpKind::Register
+            && i.op1_kind() == OpKind::Memory
+        {
             let dst = i.op0_register();
             let base = val(i.memory_base());
             let dead = gpr(dst).is_some_and(|g| !live[k].contains_key(&g));
             if dead && base.tags & SRC != 0 && i.memory_index() == Register::None {
                 let disp = displacement(&i, abi);
                 let need = disp + dst.size() as i64;
-                let proven = base.off.filter(|_| base.tags == SRC).map(|c| st.lb.value + c);
+                let proven = base
+                    .off
+                    .filter(|_| base.tags == SRC)
+                    .map(|c| st.lb.value + c);
                 match (proven, st.lb.origin) {
                     (Some(p), Some(o)) if p >= need => {
                         let check = func.describe(func.index[&o]);
@@ -612,9 +772,13 @@ fn check_function(
                     (Some(p), _) if p >= need => {}
                     (p, o) => {
                         let what = match (p, o) {
-                            (Some(p), Some(o)) => format!("only {p} proven by {}", func.describe(func.index[&o])),
+                            (Some(p), Some(o)) => {
+                                format!("only {p} proven by {}", func.describe(func.index[&o]))
+                            }
                             (Some(p), None) => format!("only {p} proven"),
-                            (None, _) => "the length check cannot be related to this pointer".into(),
+                            (None, _) => {
+                                "the length check cannot be related to this pointer".into()
+                            }
                         };
                         func.finding(
                             Severity::Error,
@@ -628,14 +792,23 @@ fn check_function(
         // Preserved registers and the stack at every return.
         if i.flow_control() == FlowControl::Return {
             if st.sp != Some(0) {
-                let sp = st.sp.map(|s| s.to_string()).unwrap_or_else(|| "unknown".into());
-                func.finding(Severity::Error, k, format!("stack not balanced at return (sp = entry {sp})"));
+                let sp = st
+                    .sp
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "unknown".into());
+                func.finding(
+                    Severity::Error,
+                    k,
+                    format!("stack not balanced at return (sp = entry {sp})"),
+                );
             }
             for r in 0..abi.regs() {
                 if r == RSP || abi.clobber.contains(&r) || st.regs[r].tags == 1 << r {
                     continue;
                 }
-                let by = first_write(&func, &states, r).map(|w| func.describe(w)).unwrap_or_else(|| "an unknown path".into());
+                let by = first_write(&func, &states, r)
+                    .map(|w| func.describe(w))
+                    .unwrap_or_else(|| "an unknown path".into());
                 func.finding(
                     Severity::Error,
                     k,
@@ -653,14 +826,21 @@ fn check_function(
         }
         let (returns, byte) = fixup_paths(&func, &states, fx, user_tag, &mut factory);
         if !returns {
-            func.finding(Severity::Error, k, format!("its fixup {} never reaches a return", func.describe(fx)));
+            func.finding(
+                Severity::Error,
+                k,
+                format!("its fixup {} never reaches a return", func.describe(fx)),
+            );
         }
         let wide = access_width(&func.insns[k]) > 1;
         if wide && !byte && states[k].is_some() {
             func.finding(
                 Severity::Warning,
                 k,
-                format!("no byte retry after a fault here (fixup {}): progress rule not provable", func.describe(fx)),
+                format!(
+                    "no byte retry after a fault here (fixup {}): progress rule not provable",
+                    func.describe(fx)
+                ),
             );
         }
     }
@@ -704,7 +884,13 @@ fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
     for (r, v) in regs.iter_mut().enumerate() {
         *v = Val::orig(r);
     }
-    let len = || if fixed.is_some() { Val::OTHER } else { Val::tagged(LEN, Some(0)) };
+    let len = || {
+        if fixed.is_some() {
+            Val::OTHER
+        } else {
+            Val::tagged(LEN, Some(0))
+        }
+    };
     let mut stack = BTreeMap::new();
     stack.insert(0, Val::tagged(RETADDR, None));
     match abi.arg_regs {
@@ -723,8 +909,17 @@ fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
             }
         }
     }
-    let lb = Bound { value: fixed.map(|n| n as i64).unwrap_or(0), origin: None };
-    State { regs, stack, sp: Some(0), lb, flags: None }
+    let lb = Bound {
+        value: fixed.map(|n| n as i64).unwrap_or(0),
+        origin: None,
+    };
+    State {
+        regs,
+        stack,
+        sp: Some(0),
+        lb,
+        flags: None,
+    }
 }
 
 /// The fixed point of the forward analysis: the state before each
@@ -752,7 +947,11 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
         let after = transfer(&i, &st, func.abi, &mut factory);
         for &s in &func.succ[k] {
             let mut o = after.clone();
-            refine(&i, &mut o, s != k + 1 || i.flow_control() == FlowControl::UnconditionalBranch);
+            refine(
+                &i,
+                &mut o,
+                s != k + 1 || i.flow_control() == FlowControl::UnconditionalBranch,
+            );
             outs.push((s, o));
         }
         for (s, mut o) in outs {
@@ -761,13 +960,16 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
                 None => o,
                 Some(old) => {
                     let mut j = old.join(&o);
-                    visits[s] += 1;
-                    if visits[s] > 64 {
-                        // Widen: give up on the length bound here.
-                        j.lb = Bound { value: i64::MIN / 4, origin: None };
-                    }
                     if &j == old {
                         continue;
+                    }
+                    visits[s] += 1;
+                    if visits[s] > 64 && j.lb.value < old.lb.value {
+                        // Widen: a bound still falling after many rounds is lost.
+                        j.lb = Bound {
+                            value: i64::MIN / 4,
+                            origin: None,
+                        };
                     }
                     j
                 }
@@ -788,7 +990,9 @@ fn refine(i: &Instruction, st: &mut State, taken: bool) {
     }
     let Some(c) = st.flags else { return };
     let v = st.regs[c.reg];
-    let (true, Some(o)) = (v.tags == LEN, v.off) else { return };
+    let (true, Some(o)) = (v.tags == LEN, v.off) else {
+        return;
+    };
     use ConditionCode as C;
     // The value is at least `min` on this edge (unsigned compares only).
     let min = match (c.test, i.condition_code(), taken) {
@@ -800,17 +1004,30 @@ fn refine(i: &Instruction, st: &mut State, taken: bool) {
     if let Some(m) = min {
         let b = m - o;
         if b > st.lb.value {
-            st.lb = Bound { value: b, origin: Some(c.addr) };
+            st.lb = Bound {
+                value: b,
+                origin: Some(c.addr),
+            };
         }
     }
 }
 
 /// The state after `i` on its normal path.
-fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut InstructionInfoFactory) -> State {
+fn transfer(
+    i: &Instruction,
+    st: &State,
+    abi: &AbiSpec,
+    factory: &mut InstructionInfoFactory,
+) -> State {
     let mut s = st.clone();
     let pw = abi.ptr as usize;
-    let reg0 = if i.op_count() > 0 && i.op0_kind() == OpKind::Register { gpr(i.op0_register()) } else { None };
-    let wide0 = i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().size() == pw;
+    let reg0 = if i.op_count() > 0 && i.op0_kind() == OpKind::Register {
+        gpr(i.op0_register())
+    } else {
+        None
+    };
+    let wide0 =
+        i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().size() == pw;
     let val = |r: Register| gpr(r).map(|g| st.regs[g]).unwrap_or(Val::OTHER);
     let stack_slot = |s: &State| -> Option<i64> {
         (i.memory_base().full_register() == Register::RSP || i.memory_base() == Register::ESP)
@@ -823,7 +1040,10 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
     // Generic effects first: every written GPR loses what it held.
     let info = factory.info(i);
     for u in info.used_registers() {
-        if matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite) {
+        if matches!(
+            u.access(),
+            OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
+        ) {
             if let Some(g) = gpr(u.register()) {
                 if g != RSP {
                     s.regs[g] = Val::OTHER;
@@ -843,7 +1063,11 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
         Mnemonic::Mov if i.op_count() == 2 => match (i.op0_kind(), i.op1_kind()) {
             (OpKind::Register, OpKind::Register) => {
                 if let Some(d) = reg0 {
-                    s.regs[d] = if wide0 { val(i.op1_register()) } else { Val::OTHER };
+                    s.regs[d] = if wide0 {
+                        val(i.op1_register())
+                    } else {
+                        Val::OTHER
+                    };
                 }
             }
             (OpKind::Register, OpKind::Memory) => {
@@ -866,7 +1090,11 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
             _ => {}
         },
         Mnemonic::Push => {
-            let v = if i.op0_kind() == OpKind::Register { val(i.op0_register()) } else { Val::OTHER };
+            let v = if i.op0_kind() == OpKind::Register {
+                val(i.op0_register())
+            } else {
+                Val::OTHER
+            };
             s.sp = st.sp.map(|sp| sp - abi.ptr);
             if let Some(sp) = s.sp {
                 s.stack.insert(sp, v);
@@ -883,10 +1111,18 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
             let Some(d) = reg0 else { return s };
             let imm = matches!(
                 i.op1_kind(),
-                OpKind::Immediate8 | OpKind::Immediate8to32 | OpKind::Immediate8to64 | OpKind::Immediate32 | OpKind::Immediate32to64
+                OpKind::Immediate8
+                    | OpKind::Immediate8to32
+                    | OpKind::Immediate8to64
+                    | OpKind::Immediate32
+                    | OpKind::Immediate32to64
             );
             if d == RSP {
-                s.sp = if imm { st.sp.map(|sp| sp + sign * imm_of(i, 1)) } else { None };
+                s.sp = if imm {
+                    st.sp.map(|sp| sp + sign * imm_of(i, 1))
+                } else {
+                    None
+                };
                 return s;
             }
             let old = st.regs[d];
@@ -908,7 +1144,9 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
                 let other = val(i.op1_register());
                 s.regs[d] = match (old.is_ptr(), other.is_ptr()) {
                     (true, false) => Val::tagged(old.tags & (SRC | DST), None),
-                    (false, true) if m == Mnemonic::Add => Val::tagged(other.tags & (SRC | DST), None),
+                    (false, true) if m == Mnemonic::Add => {
+                        Val::tagged(other.tags & (SRC | DST), None)
+                    }
                     _ => Val::OTHER,
                 };
             }
@@ -931,7 +1169,13 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
                 Val::OTHER
             };
         }
-        Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq | Mnemonic::Stosb | Mnemonic::Stosd | Mnemonic::Stosq
+        Mnemonic::Movsb
+        | Mnemonic::Movsw
+        | Mnemonic::Movsd
+        | Mnemonic::Movsq
+        | Mnemonic::Stosb
+        | Mnemonic::Stosd
+        | Mnemonic::Stosq
             if i.op0_kind() == OpKind::MemoryESEDI || i.op0_kind() == OpKind::MemoryESRDI =>
         {
             // The string pointers advance: still the same pointers.
@@ -944,7 +1188,12 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
         Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
             if let Some(r) = reg0 {
                 if i.op1_kind() != OpKind::Register && i.op1_kind() != OpKind::Memory {
-                    s.flags = Some(Cmp { reg: r, imm: imm_of(i, 1), test: false, addr: i.ip() });
+                    s.flags = Some(Cmp {
+                        reg: r,
+                        imm: imm_of(i, 1),
+                        test: false,
+                        addr: i.ip(),
+                    });
                 }
             }
         }
@@ -955,13 +1204,19 @@ fn transfer(i: &Instruction, st: &State, abi: &AbiSpec, factory: &mut Instructio
                 && wide_or_32(i.op0_register(), abi) =>
         {
             if let Some(r) = reg0 {
-                s.flags = Some(Cmp { reg: r, imm: 0, test: true, addr: i.ip() });
+                s.flags = Some(Cmp {
+                    reg: r,
+                    imm: 0,
+                    test: true,
+                    addr: i.ip(),
+                });
             }
         }
         _ => {
             // Anything else that moves the stack pointer makes it unknown.
             let writes_sp = info.used_registers().iter().any(|u| {
-                gpr(u.register()) == Some(RSP) && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead)
+                gpr(u.register()) == Some(RSP)
+                    && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead)
             });
             if writes_sp && !matches!(i.flow_control(), FlowControl::Call | FlowControl::Return) {
                 s.sp = None;
@@ -986,11 +1241,23 @@ fn wide_or_32(r: Register, abi: &AbiSpec) -> bool {
 fn first_write(func: &Func, states: &[Option<State>], r: usize) -> Option<usize> {
     let mut factory = InstructionInfoFactory::new();
     (0..func.insns.len()).find(|&k| {
-        states[k].as_ref().is_some_and(|s| s.regs[r].tags & (1 << r) != 0)
-            && factory.info(&func.insns[k]).used_registers().iter().any(|u| {
-                gpr(u.register()) == Some(r)
-                    && matches!(u.access(), OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite)
-            })
+        states[k]
+            .as_ref()
+            .is_some_and(|s| s.regs[r].tags & (1 << r) != 0)
+            && factory
+                .info(&func.insns[k])
+                .used_registers()
+                .iter()
+                .any(|u| {
+                    gpr(u.register()) == Some(r)
+                        && matches!(
+                            u.access(),
+                            OpAccess::Write
+                                | OpAccess::ReadWrite
+                                | OpAccess::CondWrite
+                                | OpAccess::ReadCondWrite
+                        )
+                })
     })
 }
 
@@ -1004,7 +1271,13 @@ fn liveness(func: &Func, abi: &AbiSpec) -> Vec<BTreeMap<usize, usize>> {
     let mut factory = InstructionInfoFactory::new();
     let mut uses: Vec<Live> = vec![Live::new(); n];
     let mut defs: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
-    let read_width = |r: Register| if matches!(r, Register::AH | Register::CH | Register::DH | Register::BH) { 2 } else { r.size() };
+    let read_width = |r: Register| {
+        if matches!(r, Register::AH | Register::CH | Register::DH | Register::BH) {
+            2
+        } else {
+            r.size()
+        }
+    };
     for k in 0..n {
         let i = &func.insns[k];
         for u in factory.info(i).used_registers() {
@@ -1012,7 +1285,13 @@ fn liveness(func: &Func, abi: &AbiSpec) -> Vec<BTreeMap<usize, usize>> {
             match u.access() {
                 OpAccess::Write => {
                     // 32-bit writes zero-extend: the whole register.
-                    let w = if full_write(u.register()) { 8 } else if read_width(u.register()) == 2 && u.register().size() == 1 { 0 } else { u.register().size() };
+                    let w = if full_write(u.register()) {
+                        8
+                    } else if read_width(u.register()) == 2 && u.register().size() == 1 {
+                        0
+                    } else {
+                        u.register().size()
+                    };
                     defs[k].push((g, w));
                 }
                 OpAccess::CondWrite => {}
