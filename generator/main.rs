@@ -145,9 +145,22 @@ fn main() -> ExitCode {
         } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
         Command::Bench(args) => cmd_bench(args),
-        Command::VerifyStatic { files, arch, flavor, convention, regparm, cdecl, allow_vector } => {
-            cmd_verify_static(files, arch, flavor, convention, (regparm, cdecl), allow_vector)
-        }
+        Command::VerifyStatic {
+            files,
+            arch,
+            flavor,
+            convention,
+            regparm,
+            cdecl,
+            allow_vector,
+        } => cmd_verify_static(
+            files,
+            arch,
+            flavor,
+            convention,
+            (regparm, cdecl),
+            allow_vector,
+        ),
     };
     match result {
         Ok(code) => code,
@@ -382,7 +395,11 @@ fn cmd_verify_static(
         None => None,
         Some("c") => Some(Convention::C),
         Some("rep_movs") => Some(Convention::RepMovs),
-        Some(c) => return Err(Failure::Input(format!("error: unknown convention `{c}`; use c or rep_movs"))),
+        Some(c) => {
+            return Err(Failure::Input(format!(
+                "error: unknown convention `{c}`; use c or rep_movs"
+            )))
+        }
     };
     let flavor = match flavor {
         None => None,
@@ -398,9 +415,16 @@ fn cmd_verify_static(
     let reports = if files.is_empty() {
         check_catalog(&options)?
     } else {
-        files.iter().map(|f| check_object(f, &options)).collect::<Result<Vec<_>>>()?
+        files
+            .iter()
+            .map(|f| check_object(f, &options))
+            .collect::<Result<Vec<_>>>()?
     };
     let (text, ok) = render_reports(&reports);
     print!("{text}");
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

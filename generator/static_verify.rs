@@ -467,9 +467,6 @@ impl State {
         let Some(o) = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off) else {
             return;
         };
-        if o == 0 {
-            return;
-        }
         let shift = |v: &mut Val| {
             if let Some(x) = v.off.as_mut() {
                 if v.tags == LEN || v.tags == SRC {
@@ -481,6 +478,13 @@ impl State {
         self.stack.values_mut().for_each(shift);
         // A pending compare names a register, whose offset moved with it.
         self.lb.value += o;
+        // LEN is now a register's unsigned value: never below 0.
+        if self.lb.value < 0 {
+            self.lb = Bound {
+                value: 0,
+                origin: None,
+            };
+        }
     }
 
     fn join(&self, o: &State) -> State {
@@ -647,16 +651,16 @@ fn check_function(
     // Control flow.
     let n = func.insns.len();
     let mut succ = vec![Vec::new(); n];
-    for k in 0..n {
+    for (k, out) in succ.iter_mut().enumerate() {
         let i = func.insns[k];
         match i.flow_control() {
             FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception => {}
             FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch => {
                 if i.flow_control() == FlowControl::ConditionalBranch {
-                    succ[k].push(k + 1);
+                    out.push(k + 1);
                 }
                 match func.index.get(&i.near_branch_target()) {
-                    Some(&t) => succ[k].push(t),
+                    Some(&t) => out.push(t),
                     None => func.finding(Severity::Error, k, "jumps outside the function".into()),
                 }
             }
@@ -665,10 +669,10 @@ fn check_function(
                 k,
                 "indirect jump: paths through it are not checked".into(),
             ),
-            _ => succ[k].push(k + 1),
+            _ => out.push(k + 1),
         }
-        if succ[k].contains(&n) {
-            succ[k].retain(|&s| s != n);
+        if out.contains(&n) {
+            out.retain(|&s| s != n);
             func.finding(
                 Severity::Error,
                 k,
@@ -956,16 +960,16 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
                 None => o,
                 Some(old) => {
                     let mut j = old.join(&o);
+                    if &j == old {
+                        continue;
+                    }
                     visits[s] += 1;
-                    if visits[s] > 64 {
-                        // Widen: give up on the length bound here.
+                    if visits[s] > 64 && j.lb.value < old.lb.value {
+                        // Widen: a bound still falling after many rounds is lost.
                         j.lb = Bound {
                             value: i64::MIN / 4,
                             origin: None,
                         };
-                    }
-                    if &j == old {
-                        continue;
                     }
                     j
                 }

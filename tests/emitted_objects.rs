@@ -256,3 +256,33 @@ fn a_missing_or_misplaced_entry_is_noticed() {
     );
     assert!(obj.extable.iter().any(|e| e.insn.offset == at));
 }
+
+/// The ARM side of the reader, ready for the armv6 backend: absolute
+/// (`R_ARM_ABS32`, linux) and relative (`R_ARM_REL32`, standalone) entries,
+/// fixups in `.text.fixup`, REL addends read from the section bytes.
+#[test]
+fn arm_entries_resolve_both_formats() {
+    let text = "\t.text\n\t.globl\tf_from_user\n\t.type\tf_from_user, %function\nf_from_user:\n\
+        \tmov\tr3, r0\n1:\tldrb\tr12, [r1], #1\n\tstrb\tr12, [r0], #1\n\tbx\tlr\n\
+        \t.size\tf_from_user, . - f_from_user\n\
+        \t.section .text.fixup, \"ax\"\n\t.align\t2\n\tnop\n9:\tmov\tr0, r2\n\tbx\tlr\n\
+        \t.pushsection __ex_table, \"a\"\n\t.align\t3\n\t.long\t1b, 9b\n\t.popsection\n\
+        \t.pushsection __ex_table, \"a\"\n\t.long\t1b - ., 9b - .\n\t.popsection\n";
+    let how = Assemble::new(Arch::Armv6, Flavor::Standalone);
+    let obj = objfile::assemble_text(text, "arm.S", &how).unwrap();
+    assert_eq!(obj.arch, Arch::Armv6);
+    let f = obj.function("f_from_user").unwrap();
+    assert_eq!(obj.extable.len(), 2);
+    for (e, kind, reloc) in [
+        (&obj.extable[0], EntryKind::Absolute, 2),
+        (&obj.extable[1], EntryKind::Relative, 3),
+    ] {
+        assert_eq!((e.kind, e.reloc), (kind, reloc));
+        assert_eq!((e.insn.section.as_str(), e.insn.offset), (".text", 4));
+        assert!(f.contains(&e.insn));
+        assert_eq!(
+            (e.fixup.section.as_str(), e.fixup.offset),
+            (".text.fixup", 4)
+        );
+    }
+}
