@@ -16,5 +16,6 @@ pub mod lower;
 pub mod objfile;
 pub mod ops;
 pub mod render;
+pub mod review;
 pub mod static_verify;
 pub mod strategy;

@@ -75,6 +75,37 @@ enum Command {
     },
     /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
     Bench(BenchArgs),
+    /// Compare two versions: .text per function and exception-table entries
+    /// (bloat-o-meter format), then the instruction diff of changed functions.
+    /// Each side: a strategy .toml, an emitted .S, an emitted folder,
+    /// WORKTREE, or a git revision (its emitted/ tree).
+    Diff(DiffArgs),
+}
+
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// Old side.
+    old: String,
+    /// New side.
+    new: String,
+    /// Architecture of foreign .S files (i386, x86_64, armv6); for strategy files, overrides theirs.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Only this flavour (linux, standalone); for foreign .S files, their flavour.
+    #[arg(long)]
+    flavor: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+    /// Also time the old and new versions of every changed routine (JIT).
+    #[arg(long)]
+    bench: bool,
+    /// No ANSI colours even on a terminal.
+    #[arg(long)]
+    no_color: bool,
+    /// Keep the assembled objects in DIR/old and DIR/new.
+    #[arg(long, value_name = "DIR")]
+    save_objects: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -145,6 +176,7 @@ fn main() -> ExitCode {
         } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
         Command::Bench(args) => cmd_bench(args),
+        Command::Diff(args) => cmd_diff(args),
         Command::VerifyStatic {
             files,
             arch,
@@ -379,6 +411,48 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
             .collect::<Vec<_>>()
             .join(", ")
     )))
+}
+
+fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
+    use copygen::review;
+    use std::io::IsTerminal;
+    let flavor = match a.flavor {
+        None => None,
+        f => Some(parse_flavor(f)?[0]),
+    };
+    let opts = review::Options {
+        arch: parse_arch(a.arch)?,
+        flavor,
+        save_objects: a.save_objects,
+        cwd: None,
+    };
+    // Bad input (a revision, file or strategy) exits 2; differences do not.
+    let classify = |e: anyhow::Error| -> Failure {
+        if let Some(ie) = e.downcast_ref::<review::InputError>() {
+            return Failure::Input(ie.to_string());
+        }
+        Failure::from(e)
+    };
+    let old = review::load_side(&a.old, &opts).map_err(classify)?;
+    let new = review::load_side(&a.new, &opts).map_err(classify)?;
+    let report = review::diff(&old, &new, &opts).map_err(classify)?;
+    let bench = if a.bench {
+        Some(review::bench_changed(&report, &old, &new)?)
+    } else {
+        None
+    };
+    if a.json {
+        print!("{}", review::render_json(&report));
+    } else {
+        let color = !a.no_color
+            && std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none();
+        print!("{}", review::render_text(&report, color));
+    }
+    if let Some(b) = bench {
+        print!("{b}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_verify_static(

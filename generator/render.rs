@@ -103,3 +103,12 @@ pub fn render(s: &Strategy, flavor: Flavor) -> String {
     }
     out
 }
+
+/// Whether this build can render `s` (an arch without templates cannot).
+pub fn has_template(s: &Strategy) -> bool {
+    let prefix = match s.arch {
+        Arch::X86_64 | Arch::I386 => "x86-",
+        Arch::Armv6 => "armv6-",
+    };
+    TEMPLATES.iter().any(|(n, _)| n.starts_with(prefix))
+}
