@@ -570,6 +570,103 @@ fn listing(obj: &ObjectFile, f: &FnSym, insns: &Insns) -> Vec<String> {
     out
 }
 
+/// A listing line with its label names (`L3`, `F1`) replaced by `L?`, and
+/// the names in order.
+fn abstract_labels(line: &str) -> (String, Vec<&str>) {
+    let mut out = String::with_capacity(line.len());
+    let mut labels = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (word, tail) = if end == 0 {
+            let n = rest.chars().next().map_or(1, char::len_utf8);
+            rest.split_at(n)
+        } else {
+            rest.split_at(end)
+        };
+        let is_label = word.len() > 1
+            && (word.starts_with('L') || word.starts_with('F'))
+            && word[1..].bytes().all(|b| b.is_ascii_digit());
+        if is_label {
+            out.push_str("L?");
+            labels.push(word);
+        } else {
+            out.push_str(word);
+        }
+        rest = tail;
+    }
+    (out, labels)
+}
+
+/// Rename the labels of `new` after the `old` labels they stand for, so an
+/// inserted or dropped label does not renumber every later one: lines that
+/// are equal with the names abstracted pair their labels up; labels only
+/// `new` has get numbers after the highest of `old`, in order of appearance.
+fn align_labels(old: &[String], new: &[String]) -> Vec<String> {
+    let a: Vec<(String, Vec<&str>)> = old.iter().map(|l| abstract_labels(l)).collect();
+    let b: Vec<(String, Vec<&str>)> = new.iter().map(|l| abstract_labels(l)).collect();
+    let ka: Vec<&str> = a.iter().map(|x| x.0.as_str()).collect();
+    let kb: Vec<&str> = b.iter().map(|x| x.0.as_str()).collect();
+    let mut map: HashMap<&str, String> = HashMap::new();
+    let mut taken: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &ka, &kb);
+    // A label is where it is defined: pair definitions first, so a branch
+    // that now goes elsewhere shows as changed; then references to labels
+    // defined elsewhere (fixups in another section).
+    for definitions in [true, false] {
+        for op in &ops {
+            let similar::DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } = *op
+            else {
+                continue;
+            };
+            for k in 0..len {
+                if (ka[old_index + k] == "L?:") != definitions {
+                    continue;
+                }
+                let (la, lb) = (&a[old_index + k].1, &b[new_index + k].1);
+                for (x, y) in la.iter().zip(lb) {
+                    if x[..1] == y[..1] && !map.contains_key(y) && !taken.contains(x) {
+                        map.insert(y, x.to_string());
+                        taken.insert(x);
+                    }
+                }
+            }
+        }
+    }
+    let mut next: HashMap<char, usize> = HashMap::new();
+    for (_, labels) in &a {
+        for l in labels {
+            let n: usize = l[1..].parse().unwrap_or(0);
+            let e = next.entry(l.chars().next().unwrap()).or_insert(0);
+            *e = (*e).max(n);
+        }
+    }
+    b.iter()
+        .map(|(text, labels)| {
+            let mut out = String::new();
+            let mut parts = text.split("L?");
+            out.push_str(parts.next().unwrap_or(""));
+            for (label, part) in labels.iter().zip(parts) {
+                let name = map.entry(label).or_insert_with(|| {
+                    let kind = label.chars().next().unwrap();
+                    let e = next.entry(kind).or_insert(0);
+                    *e += 1;
+                    format!("{kind}{e}")
+                });
+                out.push_str(name);
+                out.push_str(part);
+            }
+            out
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------------------
 // Tables (scripts/bloat-o-meter)
 
@@ -941,17 +1038,23 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
     let mut changed = Vec::new();
     for name in names {
         let (o, n) = (fns[0].get(name), fns[1].get(name));
-        let listing_text = |v: Option<&FnView>| -> Option<String> {
-            match v {
-                None => Some(String::new()),
-                Some(v) => v.listing.as_ref().map(|l| {
-                    let mut s = l.join("\n");
-                    s.push('\n');
-                    s
-                }),
-            }
+        let joined = |l: &[String]| -> String {
+            let mut s = l.join("\n");
+            s.push('\n');
+            s
         };
-        let (lo, ln) = (listing_text(o), listing_text(n));
+        let (lo, ln) = match (o.map(|v| &v.listing), n.map(|v| &v.listing)) {
+            (Some(Some(a)), Some(Some(b))) => (Some(joined(a)), Some(joined(&align_labels(a, b)))),
+            (Some(a), Some(b)) => (a.as_deref().map(joined), b.as_deref().map(joined)),
+            (None, b) => (
+                Some(String::new()),
+                b.and_then(|b| b.as_deref().map(joined)),
+            ),
+            (a, None) => (
+                a.and_then(|a| a.as_deref().map(joined)),
+                Some(String::new()),
+            ),
+        };
         let same_figures =
             matches!((o, n), (Some(a), Some(b)) if a.size == b.size && a.entries == b.entries);
         let same_code = lo.is_some() && lo == ln;
