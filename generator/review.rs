@@ -190,7 +190,15 @@ fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Side> {
     let commit = String::from_utf8_lossy(&ok.stdout).trim().to_string();
     let ls = run_git(
         &top,
-        &["ls-tree", "-r", "--name-only", &commit, "--", "emitted"],
+        &[
+            "ls-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            &commit,
+            "--",
+            "emitted",
+        ],
     )?;
     if !ls.status.success() {
         return Err(anyhow!(
@@ -199,7 +207,8 @@ fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Side> {
         ));
     }
     let mut files = Vec::new();
-    for path in String::from_utf8_lossy(&ls.stdout).lines() {
+    // -z: names as they are, not quoted.
+    for path in String::from_utf8_lossy(&ls.stdout).split('\0') {
         let Some(rel) = path.strip_prefix("emitted/") else {
             continue;
         };
@@ -1290,12 +1299,13 @@ pub fn bench_pairs(r: &Report, old: &Side, new: &Side) -> Result<Vec<BenchPair>>
 /// `pair`, compiled and ready to call (SysV), named `old:<sym>`/`new:<sym>`.
 ///
 /// Wiring it once `copygen::jit` is on main (its `compile(&Strategy) ->
-/// JitModule` keeps the code mapped and registered while it lives):
+/// JitModule` keeps the code mapped and registered while it lives;
+/// checked against branch `jit` at 9974a74, where it builds and times):
 ///
 /// ```text
 /// let mut v = Vec::new();
 /// for (tag, s, sym) in [("old", &pair.old, &pair.old_symbol), ("new", &pair.new, &pair.new_symbol)] {
-///     let module = std::sync::Arc::new(crate::jit::compile(s)?);
+///     let module = std::sync::Arc::new(crate::jit::compile(s).map_err(|e| anyhow!("{e}"))?);
 ///     let r = module.routine(sym).ok_or_else(|| anyhow!("{sym}: not compiled"))?;
 ///     // jit::CopyFn is extern "sysv64", bench::CopyFn extern "C": the same ABI on x86_64 Linux.
 ///     let f: crate::bench::CopyFn = unsafe { std::mem::transmute(r.entry()) };
@@ -1321,14 +1331,17 @@ pub fn bench_changed(r: &Report, old: &Side, new: &Side) -> Result<String> {
     if pairs.is_empty() {
         return Ok("\n# bench\n(no changed x86_64 routine on both sides to time)\n".into());
     }
+    // One sweep per routine, old first: bench's ratio column is new/old.
     let mut subjects = Vec::new();
     for p in &pairs {
-        subjects.extend(bench_subjects(p)?);
+        subjects.push(bench_subjects(p)?);
     }
     let sweep = crate::bench::custom(BENCH_SIZES, &[0], &[0]);
-    let results = crate::bench::run(&sweep, &subjects, 15, &|_, _| {});
-    Ok(format!(
-        "\n# bench: old and new version of each changed routine\n{}",
-        crate::bench::text_table(&results)
-    ))
+    let mut out = String::from("\n# bench: old and new version of each changed routine\n");
+    for (p, subjects) in pairs.iter().zip(&subjects) {
+        let results = crate::bench::run(&sweep, subjects, 15, &|_, _| {});
+        let _ = writeln!(out, "## {}", p.name);
+        out.push_str(&crate::bench::text_table(&results));
+    }
+    Ok(out)
 }
