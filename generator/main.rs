@@ -80,7 +80,7 @@ enum Command {
 #[derive(clap::Args)]
 struct BenchArgs {
     /// Strategy files, catalog names, or baselines: rep_movsb, rep_movsq, memcpy.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
     /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
     #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
@@ -100,6 +100,10 @@ struct BenchArgs {
     /// Flush the buffers from the caches before every call.
     #[arg(long)]
     cold: bool,
+    /// Add the running kernel: `pread()` of a cached memfd into the destination
+    /// (its copy_to_user), as the first column.
+    #[arg(long)]
+    kernel: bool,
     /// Rounds; each figure is the median over them.
     #[arg(long, default_value_t = 15)]
     repeats: usize,
@@ -335,11 +339,14 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if a.repeats == 0 {
         return Err(Failure::Input("error: --repeats must be at least 1".into()));
     }
-    let subjects = a
-        .subjects
-        .iter()
-        .map(|name| bench_subject(name))
-        .collect::<Result<Vec<_>, Failure>>()?;
+    let mut subjects = Vec::new();
+    if a.kernel {
+        let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
+        subjects.push(bench::kernel_subject(largest.max(1))?);
+    }
+    for name in &a.subjects {
+        subjects.push(bench_subject(name)?);
+    }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
