@@ -171,6 +171,9 @@ pub enum AlignPointer {
     Src,
     /// Both, only when `dst` and `src` are congruent modulo `to`.
     Both,
+    /// `dst ≡ src (mod to)`: a guard condition only (a prologue cannot make
+    /// pointers congruent). ARM's `ldm`/`stm` paths need it.
+    Congruent,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,7 +232,8 @@ pub struct Method {
 pub enum Condition {
     /// `(dst - src) mod 4096` in `lo..=hi`.
     Alias { lo: u32, hi: u32 },
-    /// The pointer is aligned to `to` bytes (`Both`: dst and src both are).
+    /// The pointer is aligned to `to` bytes (`Both`: dst and src both are;
+    /// `Congruent`: `dst - src` is a multiple of `to`).
     Aligned { pointer: AlignPointer, to: u32 },
 }
 

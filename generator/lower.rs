@@ -401,6 +401,7 @@ impl<'a> Lowering<'a> {
                 }
                 AlignPointer::Dst => PtrTest::Dst,
                 AlignPointer::Src => PtrTest::Src,
+                AlignPointer::Congruent => unreachable!("validated: congruent is a guard condition"),
             };
             let top = self.label(&format!("{name}_align"));
             self.place(&top);
@@ -416,6 +417,7 @@ impl<'a> Lowering<'a> {
                     AlignPointer::Both => "dst (and src, when congruent)",
                     AlignPointer::Dst => "dst",
                     AlignPointer::Src => "src",
+                    AlignPointer::Congruent => unreachable!("validated: congruent is a guard condition"),
                 },
                 a.to,
                 a.min_size
@@ -653,11 +655,14 @@ fn range_fact(lo: u64, hi: Option<u64>) -> String {
 fn condition_text(c: &Condition) -> String {
     match c {
         Condition::Alias { lo, hi } => format!("(dst - src) mod 4096 in {lo}..={hi}"),
+        Condition::Aligned { pointer: AlignPointer::Congruent, to } => {
+            format!("dst and src congruent modulo {to}")
+        }
         Condition::Aligned { pointer, to } => {
             format!("{} {to}-byte aligned", match pointer {
                 AlignPointer::Dst => "dst",
                 AlignPointer::Src => "src",
-                AlignPointer::Both => "dst and src",
+                AlignPointer::Both | AlignPointer::Congruent => "dst and src",
             })
         }
     }

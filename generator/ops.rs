@@ -58,6 +58,7 @@ impl From<AlignPointer> for PtrTest {
             AlignPointer::Dst => PtrTest::Dst,
             AlignPointer::Src => PtrTest::Src,
             AlignPointer::Both => PtrTest::Both,
+            AlignPointer::Congruent => PtrTest::Congruent,
         }
     }
 }
