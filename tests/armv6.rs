@@ -539,3 +539,62 @@ fn standalone_files_copy_and_recover_under_qemu_arm1176() {
     let oks = stdout.lines().filter(|l| l.starts_with("ok ")).count();
     assert_eq!(oks, expected, "every routine reported:\n{stdout}");
 }
+
+/// ldm/stm fault on unaligned addresses, so validation must prove both
+/// pointers word-aligned wherever a `multiple` method runs.
+#[test]
+fn ldm_stm_needs_proven_word_alignment() {
+    let text = std::fs::read_to_string(root().join("generator/strategies/ldm-stm.toml")).unwrap();
+    let parse = |t: &str| copygen::strategy::parse(Path::new("ldm-stm.toml"), t, None);
+    parse(&text).expect("the preset validates");
+    let cases = [
+        // No congruence guard: the ldm method as a plain class method.
+        (
+            text.replace("use = \"words\"\n[[dispatch.guard]]", "use = \"ldm\"\n[[dispatch.guard]]"),
+            "`dispatch[1].use`",
+            "need word-aligned pointers",
+        ),
+        // A guard that says nothing about src.
+        (
+            text.replace("pointer = \"congruent\", to = 4 }", "pointer = \"dst\", to = 4 }"),
+            "`dispatch[1].guard[0].use`",
+            "need word-aligned pointers",
+        ),
+        // Congruent, but no prologue aligns them.
+        (
+            text.replacen(
+                "grouping = \"multiple\"\nprefetch = { kind = \"pld\", distance = 64 }\nalign = { pointer = \"dst\", to = 4, min_size = 4 }",
+                "grouping = \"multiple\"\nprefetch = { kind = \"pld\", distance = 64 }",
+                1,
+            ),
+            "`dispatch[1].guard[0].use`",
+            "no `align` prologue",
+        ),
+        // The prologue is skipped for lengths that still reach the loop.
+        (
+            text.replace(
+                "distance = 64 }\nalign = { pointer = \"dst\", to = 4, min_size = 4 }",
+                "distance = 64 }\nalign = { pointer = \"dst\", to = 4, min_size = 40 }",
+            ),
+            "`dispatch[1].guard[0].use`",
+            "lengths 32..40",
+        ),
+        // `congruent` is no prologue.
+        (
+            text.replace(
+                "distance = 64 }\nalign = { pointer = \"dst\"",
+                "distance = 64 }\nalign = { pointer = \"congruent\"",
+            ),
+            "`methods.ldm.align.pointer`",
+            "guard condition",
+        ),
+    ];
+    for (t, field, words) in cases {
+        assert_ne!(t, text, "the substitution for {field} applied");
+        let e = parse(&t).expect_err(field).to_string();
+        assert!(
+            e.contains(field) && e.contains(words),
+            "expected {field} / {words}, got:\n{e}"
+        );
+    }
+}

@@ -13,7 +13,16 @@
 //! r4-r10 are AAPCS callee-saved: the routine pushes the ones it uses with
 //! `lr` and returns with `pop {..., pc}`; without them it returns with
 //! `bx lr`. `ldm`/`stm` never write back: a faulting one leaves its base
-//! register as it was, so the fixup arithmetic needs no case for it.
+//! register as it was, so the fixup arithmetic needs no case for it (an
+//! `stm` that faults part-way has stored the words before the fault —
+//! qemu 7.2 does so too — which the lowering covers by retrying bytes from
+//! the block start; a faulting `ldm` has stored nothing).
+//!
+//! Word `ldr`/`str` may see unaligned addresses (a misaligned source after
+//! dst is aligned, end-relative words): ARMv6 performs them in hardware
+//! when SCTLR.U=1, which Linux sets on v6+ (`proc-v6.S`) and qemu-user
+//! allows. `ldm`/`stm` always need word alignment; validation proves it
+//! (`strategy.rs`, `multiple_fits`).
 
 use crate::ir::{Flavor, PrefetchKind};
 use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
