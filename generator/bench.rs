@@ -106,7 +106,11 @@ pub fn kernel_subject(size: usize) -> Result<Subject> {
             bail!("filling the memfd: {}", std::io::Error::last_os_error());
         }
     }
-    Ok(Subject { name: "kernel_read".into(), f: kernel_read, _owner: None })
+    Ok(Subject {
+        name: "kernel_read".into(),
+        f: kernel_read,
+        _owner: None,
+    })
 }
 
 // ---- the clock -----------------------------------------------------------------

@@ -17,6 +17,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/x86-standalone.S.tera"),
     ),
     ("x86-linux", include_str!("../templates/x86-linux.S.tera")),
+    (
+        "armv6-standalone",
+        include_str!("../templates/armv6-standalone.S.tera"),
+    ),
+    (
+        "armv6-linux",
+        include_str!("../templates/armv6-linux.S.tera"),
+    ),
 ];
 
 fn tera() -> &'static Tera {
