@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree, write_tree};
+use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
 use copygen::ir::{Arch, Flavor, Strategy};
 use copygen::render::{emitted_path, render};
 use copygen::strategy;
@@ -257,7 +257,7 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     let start = Instant::now();
     let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
     let strategies = catalog()?;
-    let files = render_tree(&strategies);
+    let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;
         if diff.is_empty() {
@@ -271,22 +271,14 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     let report = write_tree(&dir, &files)?;
     let elapsed = start.elapsed();
     println!(
-        "{:<24} {:<7} {:>11} {:>8} {:>8}",
+        "{:<24} {:<7} {:<11} {:>8} {:>8}",
         "strategy", "arch", "flavour", "routines", "entries"
     );
-    for s in &strategies {
-        for flavor in Flavor::ALL {
-            let fns = copygen::backend::functions(s, flavor);
-            let entries: usize = fns.iter().map(|(_, f)| f.extable.len()).sum();
-            println!(
-                "{:<24} {:<7} {:>11} {:>8} {:>8}",
-                s.name,
-                s.arch,
-                flavor,
-                fns.len(),
-                entries
-            );
-        }
+    for st in &stats {
+        println!(
+            "{:<24} {:<7} {:<11} {:>8} {:>8}",
+            st.strategy, st.arch, st.flavor, st.routines, st.entries
+        );
     }
     println!(
         "{} files in {}: {} written, {} unchanged, {} removed ({:.1} ms)",

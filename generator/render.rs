@@ -78,6 +78,11 @@ pub fn render(s: &Strategy, flavor: Flavor) -> String {
         .into_iter()
         .map(|(_, f)| f)
         .collect();
+    render_functions(s, flavor, functions)
+}
+
+/// Render the file around functions already printed for `s` in `flavor`.
+pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
     let params = s
         .text
         .lines()
