@@ -86,18 +86,48 @@ pub fn table(outcomes: &[Outcome]) -> String {
                     writeln!(
                         t,
                         "{:<20} {:<7} {:<34} {:>7} {:>10} {:>9} {:>6} {:>8}",
-                        o.strategy, o.arch, x.symbol, x.cases, x.violations, x.max_shortfall, x.text_bytes, x.extable_entries
+                        o.strategy,
+                        o.arch,
+                        x.symbol,
+                        x.cases,
+                        x.violations,
+                        x.max_shortfall,
+                        x.text_bytes,
+                        x.extable_entries
                     )
                     .unwrap();
                 }
             }
-            Err(_) => writeln!(t, "{:<20} {:<7} (could not run: see below)", o.strategy, o.arch).unwrap(),
+            Err(_) => writeln!(
+                t,
+                "{:<20} {:<7} (could not run: see below)",
+                o.strategy, o.arch
+            )
+            .unwrap(),
         }
     }
-    let routines: usize = outcomes.iter().filter_map(|o| o.report.as_ref().ok()).map(|r| r.routines.len()).sum();
-    let cases: u64 = outcomes.iter().filter_map(|o| o.report.as_ref().ok()).flat_map(|r| &r.routines).map(|x| x.cases).sum();
-    let violations: u64 = outcomes.iter().filter_map(|o| o.report.as_ref().ok()).map(|r| r.violations()).sum();
-    writeln!(t, "{} strategies, {routines} routines, {cases} cases, {violations} violations", outcomes.len()).unwrap();
+    let routines: usize = outcomes
+        .iter()
+        .filter_map(|o| o.report.as_ref().ok())
+        .map(|r| r.routines.len())
+        .sum();
+    let cases: u64 = outcomes
+        .iter()
+        .filter_map(|o| o.report.as_ref().ok())
+        .flat_map(|r| &r.routines)
+        .map(|x| x.cases)
+        .sum();
+    let violations: u64 = outcomes
+        .iter()
+        .filter_map(|o| o.report.as_ref().ok())
+        .map(|r| r.violations())
+        .sum();
+    writeln!(
+        t,
+        "{} strategies, {routines} routines, {cases} cases, {violations} violations",
+        outcomes.len()
+    )
+    .unwrap();
     for o in outcomes {
         match &o.report {
             Ok(r) => {
