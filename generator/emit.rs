@@ -41,12 +41,22 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
     for arch in Arch::ALL {
         for flavor in Flavor::ALL {
             let sub = dir.join(arch.name()).join(flavor.name());
-            let Ok(entries) = fs::read_dir(&sub) else { continue };
+            let Ok(entries) = fs::read_dir(&sub) else {
+                continue;
+            };
             for e in entries {
                 let p = e?.path();
                 if p.extension().is_some_and(|x| x == "S") {
-                    let rel = p.strip_prefix(dir).expect("under dir").to_string_lossy().into_owned();
-                    out.insert(rel, fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?);
+                    let rel = p
+                        .strip_prefix(dir)
+                        .expect("under dir")
+                        .to_string_lossy()
+                        .into_owned();
+                    out.insert(
+                        rel,
+                        fs::read_to_string(&p)
+                            .with_context(|| format!("reading {}", p.display()))?,
+                    );
                 }
             }
         }
@@ -58,9 +68,11 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
 pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("temporary file in {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("temporary file in {}", dir.display()))?;
     tmp.write_all(contents.as_bytes())?;
-    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -99,12 +111,24 @@ pub fn check_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<String
         let old = existing.get(rel).map(String::as_str).unwrap_or("");
         if old != text {
             let diff = similar::TextDiff::from_lines(old, text);
-            let a = if existing.contains_key(rel) { format!("a/emitted/{rel}") } else { "/dev/null".into() };
-            out.push_str(&diff.unified_diff().context_radius(3).header(&a, &format!("b/emitted/{rel}")).to_string());
+            let a = if existing.contains_key(rel) {
+                format!("a/emitted/{rel}")
+            } else {
+                "/dev/null".into()
+            };
+            out.push_str(
+                &diff
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&a, &format!("b/emitted/{rel}"))
+                    .to_string(),
+            );
         }
     }
     for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
-        out.push_str(&format!("--- a/emitted/{rel}\n+++ /dev/null\n(stale: no catalog strategy generates it)\n"));
+        out.push_str(&format!(
+            "--- a/emitted/{rel}\n+++ /dev/null\n(stale: no catalog strategy generates it)\n"
+        ));
     }
     Ok(out)
 }

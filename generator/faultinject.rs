@@ -13,7 +13,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use anyhow::{anyhow, bail, Context, Result};
-use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget, SymbolKind};
 
 use crate::ir::{Arch, Direction, Flavor, Precision, Strategy};
 use crate::lower::{lower, Target};
@@ -328,64 +327,16 @@ pub fn parse_output(text: &str) -> Result<Report> {
 }
 
 /// `.text` bytes and `__ex_table` entries of every function symbol in the
-/// relocatable object `data`: symbol → (size, entries).
+/// relocatable object `data` (entries attributed by their instruction's
+/// relocation, see [`crate::objfile`]): symbol → (size, entries).
 pub fn function_sizes(arch: Arch, data: &[u8]) -> Result<Vec<(String, (u64, usize))>> {
-    let file = object::File::parse(data).context("parsing the assembled object")?;
-    let funcs: Vec<_> = file
-        .symbols()
-        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0)
-        .filter_map(|s| {
-            Some((
-                s.name().ok()?.to_string(),
-                s.section_index()?,
-                s.address(),
-                s.size(),
-            ))
-        })
-        .collect();
-    let mut counts = vec![0usize; funcs.len()];
-    if let Some(ex) = file.section_by_name("__ex_table") {
-        let bytes = ex.data()?;
-        // The ELF numbers overlap across machines: check the pair.
-        let pc_relative = |flags: RelocationFlags| match (arch, flags) {
-            (Arch::X86_64, RelocationFlags::Elf { r_type }) => r_type == object::elf::R_X86_64_PC32,
-            (Arch::I386, RelocationFlags::Elf { r_type }) => r_type == object::elf::R_386_PC32,
-            (Arch::Armv6, RelocationFlags::Elf { r_type }) => r_type == object::elf::R_ARM_REL32,
-            _ => false,
-        };
-        for (off, rel) in ex.relocations() {
-            // Entries are (insn, fixup) word pairs: only the first word matters.
-            if off % 8 != 0 {
-                continue;
-            }
-            if !pc_relative(rel.flags()) {
-                bail!("__ex_table+{off:#x}: relocation {:?} is not the {arch} PC-relative word of `.long insn - .`", rel.flags());
-            }
-            let RelocationTarget::Symbol(idx) = rel.target() else {
-                bail!("__ex_table+{off:#x}: relocation without a symbol");
-            };
-            let sym = file.symbol_by_index(idx)?;
-            // `.long insn - .` is S + A - P: the instruction sits at S + A.
-            let addend = if rel.has_implicit_addend() {
-                let o = off as usize;
-                i64::from(i32::from_le_bytes(
-                    bytes[o..o + 4].try_into().expect("4 bytes"),
-                ))
-            } else {
-                rel.addend()
-            };
-            let at = (sym.address() as i64 + addend) as u64;
-            if let Some(i) = funcs
-                .iter()
-                .position(|f| Some(f.1) == sym.section_index() && (f.2..f.2 + f.3).contains(&at))
-            {
-                counts[i] += 1;
-            }
-        }
+    let obj = crate::objfile::read(data).context("reading the assembled object")?;
+    if obj.arch != arch {
+        bail!("the assembled object is {}, expected {arch}", obj.arch);
     }
-    Ok(funcs
-        .into_iter()
-        .zip(counts)
-        .map(|((name, _, _, size), n)| (name, (size, n)))
+    Ok(obj
+        .functions
+        .iter()
+        .map(|f| (f.name.clone(), (f.end - f.start, obj.entries_of(f).count())))
         .collect())
 }

@@ -40,7 +40,13 @@ pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
 
 /// Lower and print every entry point of `s` for `flavor`.
 pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
-    let routines = lower(s, Target { arch: s.arch, flavor });
+    let routines = lower(
+        s,
+        Target {
+            arch: s.arch,
+            flavor,
+        },
+    );
     routines
         .into_iter()
         .map(|r| {
