@@ -75,7 +75,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
     let mut t = String::new();
     writeln!(
         t,
-        "{:<20} {:<7} {:<34} {:>7} {:>10} {:>9} {:>6} {:>8}",
+        "{:<24} {:<7} {:<36} {:>7} {:>10} {:>9} {:>6} {:>8}",
         "strategy", "arch", "routine", "cases", "violations", "shortfall", "text", "extable"
     )
     .unwrap();
@@ -85,7 +85,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
                 for x in &r.routines {
                     writeln!(
                         t,
-                        "{:<20} {:<7} {:<34} {:>7} {:>10} {:>9} {:>6} {:>8}",
+                        "{:<24} {:<7} {:<36} {:>7} {:>10} {:>9} {:>6} {:>8}",
                         o.strategy,
                         o.arch,
                         x.symbol,
@@ -100,7 +100,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
             }
             Err(_) => writeln!(
                 t,
-                "{:<20} {:<7} (could not run: see below)",
+                "{:<24} {:<7} (could not run: see below)",
                 o.strategy, o.arch
             )
             .unwrap(),

@@ -202,6 +202,26 @@ fn harness_catches_an_unentried_user_store() {
 }
 
 #[test]
+fn harness_catches_a_kernel_side_fault_with_an_entry() {
+    assert_caught(
+        Arch::X86_64,
+        "x86_64/broken.S",
+        entry("entried_kernel_store_from_user", true),
+        "fault outside the user side's guard page",
+    );
+}
+
+#[test]
+fn harness_catches_a_fixup_loop() {
+    assert_caught(
+        Arch::X86_64,
+        "x86_64/broken.S",
+        entry("fault_loop_from_user", true),
+        "fixup loop",
+    );
+}
+
+#[test]
 fn harness_catches_a_shifted_copy() {
     assert_caught(
         Arch::X86_64,
@@ -296,4 +316,41 @@ fn manifest_lists_fixed_size_entries() {
         .expect("the 8-byte entry");
     assert_eq!(e.fixed, Some(8));
     assert!(faultinject::manifest(&es).contains(&format!("{{ \"{sym}\", {sym}, 0, 8, 0, 1 }}")));
+}
+
+#[test]
+fn verify_command_runs_a_strategy_file() {
+    tools(Arch::I386);
+    let file = repo_root().join("generator/strategies/movsl.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .arg("verify")
+        .arg(&file)
+        .output()
+        .expect("copygen runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("movsl_from_user"))
+        .expect("a row per routine");
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // strategy arch routine cases violations shortfall text extable
+    assert_eq!(cols[..3], ["movsl", "i386", "movsl_from_user"]);
+    assert!(cols[3].parse::<u64>().unwrap() > 10_000);
+    assert_eq!(cols[4], "0");
+    assert!(stdout.contains("1 strategies, 2 routines"), "{stdout}");
+}
+
+#[test]
+fn verify_command_rejects_an_unknown_arch() {
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["verify", "--arch", "mips"])
+        .output()
+        .expect("copygen runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown architecture `mips`"));
 }
