@@ -87,7 +87,8 @@ pub fn table(outcomes: &[Outcome]) -> String {
                         t,
                         "{:<24} {:<7} {:<36} {:>7} {:>10} {:>9} {:>6} {:>8}",
                         o.strategy,
-                        o.arch,
+                        // Arch's Display ignores width: pad its name.
+                        o.arch.name(),
                         x.symbol,
                         x.cases,
                         x.violations,
@@ -101,7 +102,8 @@ pub fn table(outcomes: &[Outcome]) -> String {
             Err(_) => writeln!(
                 t,
                 "{:<24} {:<7} (could not run: see below)",
-                o.strategy, o.arch
+                o.strategy,
+                o.arch.name()
             )
             .unwrap(),
         }
@@ -135,7 +137,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
                     writeln!(t, "{}: {d}", o.strategy).unwrap();
                 }
             }
-            Err(e) => writeln!(t, "{} ({}): error: {e:#}", o.strategy, o.arch).unwrap(),
+            Err(e) => writeln!(t, "{} ({}): error: {e:#}", o.strategy, o.arch.name()).unwrap(),
         }
     }
     t
