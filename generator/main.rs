@@ -75,6 +75,8 @@ enum Command {
     },
     /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
     Bench(BenchArgs),
+    /// Check strategies on real CPU modes (fault injection); exit 1 on any violation.
+    Verify(VerifyArgs),
 }
 
 #[derive(clap::Args)]
@@ -115,6 +117,19 @@ struct BenchArgs {
     plot: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct VerifyArgs {
+    /// Strategy files; without any, the whole built-in catalog.
+    files: Vec<PathBuf>,
+    /// Only this architecture (catalog), or build the files for it instead of theirs.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Strategies run at once.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    // Further suites (e.g. static checks) add their flags here.
+}
+
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
 enum Failure {
     Input(String),
@@ -148,6 +163,7 @@ fn main() -> ExitCode {
             emitted,
         } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
+        Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
         Command::VerifyStatic {
             files,
@@ -425,5 +441,27 @@ fn cmd_verify_static(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    let arch = parse_arch(args.arch)?;
+    let strategies: Vec<Strategy> = if args.files.is_empty() {
+        catalog()?
+            .into_iter()
+            .filter(|s| arch.is_none_or(|a| s.arch == a))
+            .collect()
+    } else {
+        args.files
+            .iter()
+            .map(|f| strategy::load(f, arch))
+            .collect::<Result<_>>()?
+    };
+    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::verify::table(&outcomes));
+    Ok(if outcomes.iter().any(|o| o.failed()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
