@@ -48,31 +48,6 @@ enum Command {
     },
     /// List the built-in strategies, one line each.
     List,
-    /// Static verification of `.S`/`.o` files (the catalog without files):
-    /// exception-table coverage, preserved registers, no vector state in the
-    /// linux flavour, no unguarded read-ahead. (Folds into `verify --static`.)
-    VerifyStatic {
-        /// `.S` or `.o` files; without any, the whole built-in catalog.
-        files: Vec<PathBuf>,
-        /// Architecture of `.S` files without a copygen header (i386, x86_64).
-        #[arg(long)]
-        arch: Option<String>,
-        /// Flavour (linux, standalone); default from the header or includes.
-        #[arg(long)]
-        flavor: Option<String>,
-        /// x86_64 linux calling convention: c or rep_movs.
-        #[arg(long)]
-        convention: Option<String>,
-        /// i386: arguments in eax/edx/ecx (the default for the linux flavour).
-        #[arg(long, conflicts_with = "cdecl")]
-        regparm: bool,
-        /// i386: arguments on the stack (the default for standalone).
-        #[arg(long)]
-        cdecl: bool,
-        /// The routines own the vector state: allow MMX/SSE/AVX in the linux flavour.
-        #[arg(long)]
-        allow_vector: bool,
-    },
     /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
     Bench(BenchArgs),
     /// Check strategies on real CPU modes (fault injection); exit 1 on any violation.
@@ -127,7 +102,26 @@ struct VerifyArgs {
     /// Strategies run at once.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
-    // Further suites (e.g. static checks) add their flags here.
+    /// Static verification only, of `.S`/`.o` files (ours or hand-written) or
+    /// strategy files: exception-table coverage, preserved registers, no
+    /// vector state in the linux flavour, no unguarded read-ahead.
+    #[arg(long = "static")]
+    static_only: bool,
+    /// With --static: flavour of `.S` files without a copygen header.
+    #[arg(long, requires = "static_only")]
+    flavor: Option<String>,
+    /// With --static: x86_64 linux calling convention, c or rep_movs.
+    #[arg(long, requires = "static_only")]
+    convention: Option<String>,
+    /// With --static: i386 arguments in eax/edx/ecx (default for the linux flavour).
+    #[arg(long, conflicts_with = "cdecl", requires = "static_only")]
+    regparm: bool,
+    /// With --static: i386 arguments on the stack (default for standalone).
+    #[arg(long, requires = "static_only")]
+    cdecl: bool,
+    /// With --static: the routines own the vector state (MMX/SSE/AVX allowed).
+    #[arg(long, requires = "static_only")]
+    allow_vector: bool,
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -165,22 +159,6 @@ fn main() -> ExitCode {
         Command::List => cmd_list(),
         Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
-        Command::VerifyStatic {
-            files,
-            arch,
-            flavor,
-            convention,
-            regparm,
-            cdecl,
-            allow_vector,
-        } => cmd_verify_static(
-            files,
-            arch,
-            flavor,
-            convention,
-            (regparm, cdecl),
-            allow_vector,
-        ),
     };
     match result {
         Ok(code) => code,
@@ -396,56 +374,26 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
     )))
 }
 
-fn cmd_verify_static(
-    files: Vec<PathBuf>,
-    arch: Option<String>,
-    flavor: Option<String>,
-    convention: Option<String>,
-    (regparm, cdecl): (bool, bool),
-    allow_vector: bool,
-) -> Result<ExitCode, Failure> {
-    use copygen::ir::Convention;
-    use copygen::static_verify::{check_catalog, check_object, render_reports, Options};
-    let convention = match convention.as_deref() {
-        None => None,
-        Some("c") => Some(Convention::C),
-        Some("rep_movs") => Some(Convention::RepMovs),
-        Some(c) => {
-            return Err(Failure::Input(format!(
-                "error: unknown convention `{c}`; use c or rep_movs"
-            )))
-        }
-    };
-    let flavor = match flavor {
-        None => None,
-        f => Some(parse_flavor(f)?[0]),
-    };
-    let options = Options {
-        arch: parse_arch(arch)?,
-        flavor,
-        convention,
-        regparm: (regparm || cdecl).then_some(regparm),
-        allow_vector,
-    };
-    let reports = if files.is_empty() {
-        check_catalog(&options)?
-    } else {
-        files
+fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    use copygen::static_verify::{self, check_object, check_strategies, render_reports};
+    let arch = parse_arch(args.arch.clone())?;
+    let options = static_options(&args, arch)?;
+    let is_strategy = |f: &PathBuf| f.extension().is_some_and(|e| e == "toml");
+    if args.static_only && !args.files.iter().all(is_strategy) {
+        // Assembly or objects, ours or not.
+        let reports = args
+            .files
             .iter()
             .map(|f| check_object(f, &options))
-            .collect::<Result<Vec<_>>>()?
-    };
-    let (text, ok) = render_reports(&reports);
-    print!("{text}");
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
-
-fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    let arch = parse_arch(args.arch)?;
+            .collect::<Result<Vec<_>>>()?;
+        let (text, ok) = render_reports(&reports);
+        print!("{text}");
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     let strategies: Vec<Strategy> = if args.files.is_empty() {
         catalog()?
             .into_iter()
@@ -457,11 +405,55 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             .map(|f| strategy::load(f, arch))
             .collect::<Result<_>>()?
     };
+    // Static first (seconds), then fault injection (the long part).
+    let checkable: Vec<Strategy> = strategies
+        .iter()
+        .filter(|s| static_verify::supports(s.arch))
+        .cloned()
+        .collect();
+    let (text, static_ok) = render_reports(&check_strategies(&checkable, &options)?);
+    print!("{text}");
+    if args.static_only {
+        return Ok(if static_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
     print!("{}", copygen::verify::table(&outcomes));
-    Ok(if outcomes.iter().any(|o| o.failed()) {
-        ExitCode::from(1)
-    } else {
+    let faults_ok = !outcomes.iter().any(|o| o.failed());
+    Ok(if static_ok && faults_ok {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn static_options(
+    args: &VerifyArgs,
+    arch: Option<Arch>,
+) -> Result<copygen::static_verify::Options, Failure> {
+    use copygen::ir::Convention;
+    let convention = match args.convention.as_deref() {
+        None => None,
+        Some("c") => Some(Convention::C),
+        Some("rep_movs") => Some(Convention::RepMovs),
+        Some(c) => {
+            return Err(Failure::Input(format!(
+                "error: unknown convention `{c}`; use c or rep_movs"
+            )))
+        }
+    };
+    let flavor = match &args.flavor {
+        None => None,
+        f => Some(parse_flavor(f.clone())?[0]),
+    };
+    Ok(copygen::static_verify::Options {
+        arch,
+        flavor,
+        convention,
+        regparm: (args.regparm || args.cdecl).then_some(args.regparm),
+        allow_vector: args.allow_vector,
     })
 }
