@@ -53,7 +53,9 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
                 Grouping::Interleaved,
                 Grouping::Multiple,
             ],
-            tails: &[Tail::Bytes, Tail::Words],
+            // Overlap: its end-relative word is an unaligned ldr/str, which
+            // ARMv6 performs in hardware (SCTLR.U=1, set by Linux on v6+).
+            tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
             max_multiple: 8,
         },
     }

@@ -77,6 +77,42 @@ pub fn baseline(name: &str) -> Option<Subject> {
     })
 }
 
+/// The running kernel's copy_to_user, as seed 001 measured it: `pread()`
+/// of a fully cached in-memory file (memfd) into the buffer at `to`. The
+/// source is the page cache's page-aligned page, so `from` is unused.
+static KERNEL_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+unsafe extern "C" fn kernel_read(to: *mut u8, _from: *const u8, n: usize) -> usize {
+    let fd = KERNEL_FD.load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: `to` is valid for n bytes; fd is a memfd at least n long.
+    let got = unsafe { libc::pread(fd, to.cast(), n, 0) };
+    n - got.max(0) as usize
+}
+
+/// The `kernel_read` subject, with a memfd of `size` bytes filled and cached.
+pub fn kernel_subject(size: usize) -> Result<Subject> {
+    // SAFETY: plain system calls on a fresh descriptor.
+    unsafe {
+        let mut fd = KERNEL_FD.load(std::sync::atomic::Ordering::Relaxed);
+        if fd < 0 {
+            fd = libc::memfd_create(c"copygen-bench".as_ptr(), 0);
+            if fd < 0 {
+                bail!("memfd_create: {}", std::io::Error::last_os_error());
+            }
+            KERNEL_FD.store(fd, std::sync::atomic::Ordering::Relaxed);
+        }
+        let data: Vec<u8> = (0..size).map(|i| (i * 131 + 7) as u8).collect();
+        if libc::pwrite(fd, data.as_ptr().cast(), size, 0) != size as isize {
+            bail!("filling the memfd: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(Subject {
+        name: "kernel_read".into(),
+        f: kernel_read,
+        _owner: None,
+    })
+}
+
 // ---- the clock -----------------------------------------------------------------
 
 #[inline(always)]

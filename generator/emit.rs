@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::diagnostics::StrategyError;
 use crate::ir::{Arch, Flavor, Strategy};
-use crate::render::{emitted_path, render};
+use crate::render::{emitted_path, render_functions};
 use crate::strategy;
 
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
@@ -26,13 +26,45 @@ pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
 
 /// Every file of the tree: relative path → contents.
 pub fn render_tree(strategies: &[Strategy]) -> BTreeMap<String, String> {
+    render_tree_with_stats(strategies).0
+}
+
+/// One line of `copygen emit`'s summary.
+#[derive(Debug, Clone)]
+pub struct FileStats {
+    pub strategy: String,
+    pub arch: Arch,
+    pub flavor: Flavor,
+    pub routines: usize,
+    pub entries: usize,
+}
+
+/// The tree and, per file, how many routines and table entries it holds.
+pub fn render_tree_with_stats(
+    strategies: &[Strategy],
+) -> (BTreeMap<String, String>, Vec<FileStats>) {
     let mut files = BTreeMap::new();
+    let mut stats = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            files.insert(emitted_path(s, flavor), render(s, flavor));
+            let functions: Vec<_> = crate::backend::functions(s, flavor)
+                .into_iter()
+                .map(|(_, f)| f)
+                .collect();
+            stats.push(FileStats {
+                strategy: s.name.clone(),
+                arch: s.arch,
+                flavor,
+                routines: functions.len(),
+                entries: functions.iter().map(|f| f.extable.len()).sum(),
+            });
+            files.insert(
+                emitted_path(s, flavor),
+                render_functions(s, flavor, functions),
+            );
         }
     }
-    files
+    (files, stats)
 }
 
 /// The `.S` files now under `dir`, relative to it.

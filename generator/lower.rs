@@ -198,20 +198,47 @@ impl<'a> Lowering<'a> {
     fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
         let from = self.loads_user();
         let load_site = self.site(from, &format!("{name}_load"), p);
+        let store_site = self.site(!from, &format!("{name}_store"), p);
+        self.load_store(width, reg, at, load_site, store_site);
+        after_store(p, width, at)
+    }
+
+    /// One load from `src + at` and one store to `dst + at` through `reg`.
+    fn load_store(
+        &mut self,
+        width: u32,
+        reg: u8,
+        at: At,
+        load: Option<UserSite>,
+        store: Option<UserSite>,
+    ) {
         self.op(Op::Load(Access {
             width,
             reg,
             mem: Mem { base: Ptr::Src, at },
-            user: load_site,
+            user: load,
         }));
-        let store_site = self.site(!from, &format!("{name}_store"), p);
         self.op(Op::Store(Access {
             width,
             reg,
             mem: Mem { base: Ptr::Dst, at },
-            user: store_site,
+            user: store,
         }));
-        after_store(p, width, at)
+    }
+
+    /// Copy one byte; a fault lands on the final return (`fixup`).
+    fn byte_landing_on(&mut self, name: &str, fixup: FixupId) {
+        let from = self.loads_user();
+        let load = from.then(|| UserSite {
+            name: self.label(&format!("{name}_load")),
+            fixup,
+        });
+        let store = (!from).then(|| UserSite {
+            name: self.label(&format!("{name}_store")),
+            fixup,
+        });
+        self.load_store(1, 0, At::Start(0), load, store);
+        self.op(Op::Advance(1));
     }
 
     /// A straight-line sequence of accesses `(width, at)` in ascending
@@ -744,71 +771,17 @@ impl<'a> Lowering<'a> {
         }
         let done_label = self.fixups[done_id].label.clone();
         if need_retry {
-            let l = retry.clone();
-            self.place(&l);
+            self.place(&retry);
             self.comment("byte retry: copy until the next fault, for an exact count");
             self.jump_len(Cond::Eq, 0, &done_label);
-            let lsite = from.then(|| UserSite {
-                name: self.label("retry_load"),
-                fixup: done_id,
-            });
-            self.op(Op::Load(Access {
-                width: 1,
-                reg: 0,
-                mem: Mem {
-                    base: Ptr::Src,
-                    at: At::Start(0),
-                },
-                user: lsite,
-            }));
-            let ssite = (!from).then(|| UserSite {
-                name: self.label("retry_store"),
-                fixup: done_id,
-            });
-            self.op(Op::Store(Access {
-                width: 1,
-                reg: 0,
-                mem: Mem {
-                    base: Ptr::Dst,
-                    at: At::Start(0),
-                },
-                user: ssite,
-            }));
-            self.op(Op::Advance(1));
-            self.op(Op::Jump(l));
+            self.byte_landing_on("retry", done_id);
+            self.op(Op::Jump(retry));
         }
         if need_step {
-            let l = step.clone();
-            self.place(&l);
+            self.place(&step);
             self.comment("one byte more, so a fault in the first block still copies something");
             self.jump_len(Cond::Eq, 0, &done_label);
-            let lsite = from.then(|| UserSite {
-                name: self.label("step_load"),
-                fixup: done_id,
-            });
-            self.op(Op::Load(Access {
-                width: 1,
-                reg: 0,
-                mem: Mem {
-                    base: Ptr::Src,
-                    at: At::Start(0),
-                },
-                user: lsite,
-            }));
-            let ssite = (!from).then(|| UserSite {
-                name: self.label("step_store"),
-                fixup: done_id,
-            });
-            self.op(Op::Store(Access {
-                width: 1,
-                reg: 0,
-                mem: Mem {
-                    base: Ptr::Dst,
-                    at: At::Start(0),
-                },
-                user: ssite,
-            }));
-            self.op(Op::Advance(1));
+            self.byte_landing_on("step", done_id);
         }
         self.place(&done_label);
         if from && self.s.zero_tail {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree, write_tree};
+use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
 use copygen::ir::{Arch, Flavor, Strategy};
 use copygen::render::{emitted_path, render};
 use copygen::strategy;
@@ -48,33 +48,10 @@ enum Command {
     },
     /// List the built-in strategies, one line each.
     List,
-    /// Static verification of `.S`/`.o` files (the catalog without files):
-    /// exception-table coverage, preserved registers, no vector state in the
-    /// linux flavour, no unguarded read-ahead. (Folds into `verify --static`.)
-    VerifyStatic {
-        /// `.S` or `.o` files; without any, the whole built-in catalog.
-        files: Vec<PathBuf>,
-        /// Architecture of `.S` files without a copygen header (i386, x86_64).
-        #[arg(long)]
-        arch: Option<String>,
-        /// Flavour (linux, standalone); default from the header or includes.
-        #[arg(long)]
-        flavor: Option<String>,
-        /// x86_64 linux calling convention: c or rep_movs.
-        #[arg(long)]
-        convention: Option<String>,
-        /// i386: arguments in eax/edx/ecx (the default for the linux flavour).
-        #[arg(long, conflicts_with = "cdecl")]
-        regparm: bool,
-        /// i386: arguments on the stack (the default for standalone).
-        #[arg(long)]
-        cdecl: bool,
-        /// The routines own the vector state: allow MMX/SSE/AVX in the linux flavour.
-        #[arg(long)]
-        allow_vector: bool,
-    },
     /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
     Bench(BenchArgs),
+    /// Check strategies on real CPU modes (fault injection); exit 1 on any violation.
+    Verify(VerifyArgs),
     /// Compare two versions: .text per function and exception-table entries
     /// (bloat-o-meter format), then the instruction diff of changed functions.
     /// Each side: a strategy .toml, an emitted .S, an emitted folder,
@@ -111,7 +88,7 @@ struct DiffArgs {
 #[derive(clap::Args)]
 struct BenchArgs {
     /// Strategy files, catalog names, or baselines: rep_movsb, rep_movsq, memcpy.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
     /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
     #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
@@ -131,6 +108,10 @@ struct BenchArgs {
     /// Flush the buffers from the caches before every call.
     #[arg(long)]
     cold: bool,
+    /// Add the running kernel: `pread()` of a cached memfd into the destination
+    /// (its copy_to_user), as the first column.
+    #[arg(long)]
+    kernel: bool,
     /// Rounds; each figure is the median over them.
     #[arg(long, default_value_t = 15)]
     repeats: usize,
@@ -140,6 +121,38 @@ struct BenchArgs {
     /// Write an SVG plot here.
     #[arg(long)]
     plot: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct VerifyArgs {
+    /// Strategy files; without any, the whole built-in catalog.
+    files: Vec<PathBuf>,
+    /// Only this architecture (catalog), or build the files for it instead of theirs.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Strategies run at once.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Static verification only, of `.S`/`.o` files (ours or hand-written) or
+    /// strategy files: exception-table coverage, preserved registers, no
+    /// vector state in the linux flavour, no unguarded read-ahead.
+    #[arg(long = "static")]
+    static_only: bool,
+    /// With --static: flavour of `.S` files without a copygen header.
+    #[arg(long, requires = "static_only")]
+    flavor: Option<String>,
+    /// With --static: x86_64 linux calling convention, c or rep_movs.
+    #[arg(long, requires = "static_only")]
+    convention: Option<String>,
+    /// With --static: i386 arguments in eax/edx/ecx (default for the linux flavour).
+    #[arg(long, conflicts_with = "cdecl", requires = "static_only")]
+    regparm: bool,
+    /// With --static: i386 arguments on the stack (default for standalone).
+    #[arg(long, requires = "static_only")]
+    cdecl: bool,
+    /// With --static: the routines own the vector state (MMX/SSE/AVX allowed).
+    #[arg(long, requires = "static_only")]
+    allow_vector: bool,
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -175,24 +188,9 @@ fn main() -> ExitCode {
             emitted,
         } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
+        Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Diff(args) => cmd_diff(args),
-        Command::VerifyStatic {
-            files,
-            arch,
-            flavor,
-            convention,
-            regparm,
-            cdecl,
-            allow_vector,
-        } => cmd_verify_static(
-            files,
-            arch,
-            flavor,
-            convention,
-            (regparm, cdecl),
-            allow_vector,
-        ),
     };
     match result {
         Ok(code) => code,
@@ -285,7 +283,7 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     let start = Instant::now();
     let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
     let strategies = catalog()?;
-    let files = render_tree(&strategies);
+    let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;
         if diff.is_empty() {
@@ -299,22 +297,14 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     let report = write_tree(&dir, &files)?;
     let elapsed = start.elapsed();
     println!(
-        "{:<24} {:<7} {:>11} {:>8} {:>8}",
+        "{:<24} {:<7} {:<11} {:>8} {:>8}",
         "strategy", "arch", "flavour", "routines", "entries"
     );
-    for s in &strategies {
-        for flavor in Flavor::ALL {
-            let fns = copygen::backend::functions(s, flavor);
-            let entries: usize = fns.iter().map(|(_, f)| f.extable.len()).sum();
-            println!(
-                "{:<24} {:<7} {:>11} {:>8} {:>8}",
-                s.name,
-                s.arch,
-                flavor,
-                fns.len(),
-                entries
-            );
-        }
+    for st in &stats {
+        println!(
+            "{:<24} {:<7} {:<11} {:>8} {:>8}",
+            st.strategy, st.arch, st.flavor, st.routines, st.entries
+        );
     }
     println!(
         "{} files in {}: {} written, {} unchanged, {} removed ({:.1} ms)",
@@ -367,11 +357,14 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if a.repeats == 0 {
         return Err(Failure::Input("error: --repeats must be at least 1".into()));
     }
-    let subjects = a
-        .subjects
-        .iter()
-        .map(|name| bench_subject(name))
-        .collect::<Result<Vec<_>, Failure>>()?;
+    let mut subjects = Vec::new();
+    if a.kernel {
+        let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
+        subjects.push(bench::kernel_subject(largest.max(1))?);
+    }
+    for name in &a.subjects {
+        subjects.push(bench_subject(name)?);
+    }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
@@ -455,17 +448,68 @@ fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cmd_verify_static(
-    files: Vec<PathBuf>,
-    arch: Option<String>,
-    flavor: Option<String>,
-    convention: Option<String>,
-    (regparm, cdecl): (bool, bool),
-    allow_vector: bool,
-) -> Result<ExitCode, Failure> {
+fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    use copygen::static_verify::{self, check_object, check_strategies, render_reports};
+    let arch = parse_arch(args.arch.clone())?;
+    let options = static_options(&args, arch)?;
+    let is_strategy = |f: &PathBuf| f.extension().is_some_and(|e| e == "toml");
+    if args.static_only && !args.files.iter().all(is_strategy) {
+        // Assembly or objects, ours or not.
+        let reports = args
+            .files
+            .iter()
+            .map(|f| check_object(f, &options))
+            .collect::<Result<Vec<_>>>()?;
+        let (text, ok) = render_reports(&reports);
+        print!("{text}");
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let strategies: Vec<Strategy> = if args.files.is_empty() {
+        catalog()?
+            .into_iter()
+            .filter(|s| arch.is_none_or(|a| s.arch == a))
+            .collect()
+    } else {
+        args.files
+            .iter()
+            .map(|f| strategy::load(f, arch))
+            .collect::<Result<_>>()?
+    };
+    // Static first (seconds), then fault injection (the long part).
+    let checkable: Vec<Strategy> = strategies
+        .iter()
+        .filter(|s| static_verify::supports(s.arch))
+        .cloned()
+        .collect();
+    let (text, static_ok) = render_reports(&check_strategies(&checkable, &options)?);
+    print!("{text}");
+    if args.static_only {
+        return Ok(if static_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::verify::table(&outcomes));
+    let faults_ok = !outcomes.iter().any(|o| o.failed());
+    Ok(if static_ok && faults_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn static_options(
+    args: &VerifyArgs,
+    arch: Option<Arch>,
+) -> Result<copygen::static_verify::Options, Failure> {
     use copygen::ir::Convention;
-    use copygen::static_verify::{check_catalog, check_object, render_reports, Options};
-    let convention = match convention.as_deref() {
+    let convention = match args.convention.as_deref() {
         None => None,
         Some("c") => Some(Convention::C),
         Some("rep_movs") => Some(Convention::RepMovs),
@@ -475,30 +519,15 @@ fn cmd_verify_static(
             )))
         }
     };
-    let flavor = match flavor {
+    let flavor = match &args.flavor {
         None => None,
-        f => Some(parse_flavor(f)?[0]),
+        f => Some(parse_flavor(f.clone())?[0]),
     };
-    let options = Options {
-        arch: parse_arch(arch)?,
+    Ok(copygen::static_verify::Options {
+        arch,
         flavor,
         convention,
-        regparm: (regparm || cdecl).then_some(regparm),
-        allow_vector,
-    };
-    let reports = if files.is_empty() {
-        check_catalog(&options)?
-    } else {
-        files
-            .iter()
-            .map(|f| check_object(f, &options))
-            .collect::<Result<Vec<_>>>()?
-    };
-    let (text, ok) = render_reports(&reports);
-    print!("{text}");
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+        regparm: (args.regparm || args.cdecl).then_some(args.regparm),
+        allow_vector: args.allow_vector,
     })
 }

@@ -171,7 +171,10 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     if how.kernel_shims {
         cmd.arg("-nostdinc")
             .arg("-I")
-            .arg(shim_dir())
+            .arg(match how.arch {
+                Arch::Armv6 => crate::emit::repo_root().join("verify").join("shim-arm"),
+                Arch::X86_64 | Arch::I386 => shim_dir(),
+            })
             .arg("-D__ASSEMBLY__");
     }
     if how.debug {

@@ -17,6 +17,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/x86-standalone.S.tera"),
     ),
     ("x86-linux", include_str!("../templates/x86-linux.S.tera")),
+    (
+        "armv6-standalone",
+        include_str!("../templates/armv6-standalone.S.tera"),
+    ),
+    (
+        "armv6-linux",
+        include_str!("../templates/armv6-linux.S.tera"),
+    ),
 ];
 
 fn tera() -> &'static Tera {
@@ -70,6 +78,11 @@ pub fn render(s: &Strategy, flavor: Flavor) -> String {
         .into_iter()
         .map(|(_, f)| f)
         .collect();
+    render_functions(s, flavor, functions)
+}
+
+/// Render the file around functions already printed for `s` in `flavor`.
+pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
     let params = s
         .text
         .lines()

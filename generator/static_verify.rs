@@ -1392,11 +1392,24 @@ pub fn render_reports(reports: &[Report]) -> (String, bool) {
 
 /// Check every x86 strategy of the built-in catalog in both flavours, from
 /// freshly rendered text (what `copygen emit` writes to `emitted/`).
+/// Architectures the static checker decodes.
+pub fn supports(arch: Arch) -> bool {
+    matches!(arch, Arch::X86_64 | Arch::I386)
+}
+
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
+    check_strategies(&crate::emit::catalog()?, options)
+}
+
+/// Render each strategy in both flavours and check the files.
+pub fn check_strategies(
+    strategies: &[crate::ir::Strategy],
+    options: &Options,
+) -> Result<Vec<Report>> {
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
-    for s in crate::emit::catalog()? {
-        if !matches!(s.arch, Arch::X86_64 | Arch::I386) {
+    for s in strategies.iter().cloned() {
+        if !supports(s.arch) {
             continue;
         }
         for flavor in Flavor::ALL {

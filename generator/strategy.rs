@@ -704,7 +704,7 @@ impl Validator<'_> {
                 ));
             }
             let method = lookup(&cpath.key("use"), &c.method)?;
-            self.method_fits(&method, lo, hi, &cpath.key("use"))?;
+            self.method_fits(&method, lo, hi, None, &cpath.key("use"))?;
             let mut guards = Vec::new();
             for (g, rg) in c.guard.iter().enumerate() {
                 let gpath = cpath.key("guard").index(g);
@@ -743,7 +743,7 @@ impl Validator<'_> {
                         )),
                     };
                 let gm = lookup(&gpath.key("use"), &rg.method)?;
-                self.method_fits(&gm, lo, hi, &gpath.key("use"))?;
+                self.method_fits(&gm, lo, hi, Some(&condition), &gpath.key("use"))?;
                 guards.push(Guard {
                     condition,
                     method: gm,
@@ -766,8 +766,21 @@ impl Validator<'_> {
         Ok(classes)
     }
 
-    /// Checks that depend on the sizes a method serves.
-    fn method_fits(&self, m: &Method, lo: u64, hi: Option<u64>, path: &FieldPath) -> R<()> {
+    /// Checks that depend on the sizes a method serves and the guard (if
+    /// any) under which it runs.
+    fn method_fits(
+        &self,
+        m: &Method,
+        lo: u64,
+        hi: Option<u64>,
+        guard: Option<&Condition>,
+        path: &FieldPath,
+    ) -> R<()> {
+        if let MethodKind::Unrolled(u) = &m.kind {
+            if u.grouping == Grouping::Multiple {
+                self.multiple_fits(m, u, lo, guard, path)?;
+            }
+        }
         match &m.kind {
             MethodKind::HeadTail { .. } => match hi {
                 Some(h) if h <= 256 => Ok(()),
@@ -785,5 +798,61 @@ impl Validator<'_> {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// `ldm`/`stm` fault on addresses that are not word-aligned (SIGBUS in
+    /// user space, the slow alignment trap in the kernel), so a method that
+    /// uses them must have both pointers 4-byte aligned when its loop runs:
+    /// either the guard says both are aligned, or the guard says they are
+    /// congruent and the method's prologue aligns one of them (for every
+    /// length that reaches the loop).
+    fn multiple_fits(
+        &self,
+        m: &Method,
+        u: &Unrolled,
+        lo: u64,
+        guard: Option<&Condition>,
+        path: &FieldPath,
+    ) -> R<()> {
+        let name = &m.name;
+        let congruent = match guard {
+            Some(Condition::Aligned { pointer: AlignPointer::Both, to }) if *to >= 4 => return Ok(()),
+            Some(Condition::Aligned { pointer: AlignPointer::Congruent, to }) if *to >= 4 => *to,
+            _ => {
+                return Err(self.err(
+                    path,
+                    format!(
+                        "method `{name}` uses ldm/stm, which need word-aligned pointers: use it only under a guard \
+                         `aligned = {{ pointer = \"congruent\", to = 4 }}` (with an align prologue) or `{{ pointer = \"both\", to = 4 }}`"
+                    ),
+                ))
+            }
+        };
+        let Some(a) = u.align else {
+            return Err(self.err(
+                path,
+                format!("method `{name}` uses ldm/stm under a congruence guard but has no `align` prologue to make the pointers word-aligned"),
+            ));
+        };
+        if a.to < 4 || (a.pointer == AlignPointer::Both && a.to > congruent) {
+            return Err(self.err(
+                path,
+                format!(
+                    "method `{name}` aligns {:?} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
+                    a.pointer, a.to
+                )
+                .to_lowercase(),
+            ));
+        }
+        if a.min_size > u.block as u64 && lo < a.min_size {
+            return Err(self.err(
+                path,
+                format!(
+                    "method `{name}` skips its align prologue below {} bytes but runs its ldm/stm loop from {}: lengths {}..{} would reach ldm/stm unaligned (lower min_size to at most the block)",
+                    a.min_size, u.block, u.block.max(lo as u32), a.min_size
+                ),
+            ));
+        }
+        Ok(())
     }
 }

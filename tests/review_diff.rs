@@ -741,3 +741,46 @@ fn arm_objects_diff_with_objdump_listings() {
     assert!(out.contains("+\tnop\n"), "{out}");
     assert!(out.contains("\tbeq L2\n"), "{out}");
 }
+
+#[test]
+fn arm_strategy_files_diff_in_both_flavours() {
+    tool("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
+    tool("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi");
+    let dir = tempfile::tempdir().unwrap();
+    let text = preset_text("word-loop");
+    assert!(text.contains("registers = 8"));
+    std::fs::write(dir.path().join("old.toml"), &text).unwrap();
+    std::fs::write(
+        dir.path().join("new.toml"),
+        text.replace("registers = 8", "registers = 4"),
+    )
+    .unwrap();
+    let r = report("old.toml", "new.toml", dir.path(), &Options::default());
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    assert_eq!(r.files.len(), 2);
+    // Same user accesses, so the same entries.
+    assert_eq!(r.entries.before, r.entries.after);
+    assert!(r.entries.before > 0);
+    // Four loop registers: the routine saves r4-r6 instead of r4-r10, and
+    // the linux flavour's fixups (in .text.fixup, outside any function)
+    // show as F labels.
+    for flavor in ["linux", "standalone"] {
+        let c = r
+            .changed
+            .iter()
+            .find(|c| c.name == format!("armv6/{flavor}:word_loop_from_user"))
+            .unwrap_or_else(|| panic!("{flavor}: {:?}", r.changed));
+        assert!(
+            c.diff.contains("\n+\tpush {r4, r5, r6, lr}\n"),
+            "{}",
+            c.diff
+        );
+        assert!(
+            c.diff
+                .contains("\n-\tpush {r4, r5, r6, r7, r8, r9, sl, lr}\n"),
+            "{}",
+            c.diff
+        );
+        assert_eq!(c.diff.contains("fixup F"), flavor == "linux", "{}", c.diff);
+    }
+}

@@ -317,6 +317,28 @@ impl Selector<'_> {
         });
     }
 
+    fn mov(&mut self, width: u32, dst: Reg, src: Reg) {
+        self.emit(Inst::Mov { width, dst, src });
+    }
+
+    fn alu_imm(&mut self, op: Alu, width: u32, reg: Reg, imm: i32) {
+        self.emit(Inst::AluImm {
+            op,
+            width,
+            reg,
+            imm,
+        });
+    }
+
+    fn alu(&mut self, op: Alu, width: u32, dst: Reg, src: Reg) {
+        self.emit(Inst::AluReg {
+            op,
+            width,
+            dst,
+            src,
+        });
+    }
+
     fn pw(&self) -> u32 {
         self.abi.ptr_width
     }
@@ -358,11 +380,7 @@ impl Selector<'_> {
                     }
                 }
                 if self.r.fixed.is_none() && self.abi.len != n {
-                    self.emit(Inst::Mov {
-                        width: pw,
-                        dst: self.abi.len,
-                        src: n,
-                    });
+                    self.mov(pw, self.abi.len, n);
                 }
             }
             Args::Stack => {
@@ -406,24 +424,9 @@ impl Selector<'_> {
     fn advance(&mut self, k: u32) {
         let pw = self.pw();
         let (d, s, l) = (self.abi.dst, self.abi.src, self.abi.len);
-        self.emit(Inst::AluImm {
-            op: Alu::Add,
-            width: pw,
-            reg: s,
-            imm: k as i32,
-        });
-        self.emit(Inst::AluImm {
-            op: Alu::Add,
-            width: pw,
-            reg: d,
-            imm: k as i32,
-        });
-        self.emit(Inst::AluImm {
-            op: Alu::Sub,
-            width: pw,
-            reg: l,
-            imm: k as i32,
-        });
+        self.alu_imm(Alu::Add, pw, s, k as i32);
+        self.alu_imm(Alu::Add, pw, d, k as i32);
+        self.alu_imm(Alu::Sub, pw, l, k as i32);
     }
 
     /// Is the length register the string-count register?
@@ -448,12 +451,7 @@ impl Selector<'_> {
                 let target = self.label(target);
                 let imm = i32::try_from(*imm).expect("validated: sizes fit 32 bits");
                 if imm == 0 && matches!(cond, Cond::Eq | Cond::Ne) {
-                    self.emit(Inst::AluReg {
-                        op: Alu::Test,
-                        width: pw,
-                        dst: abi.len,
-                        src: abi.len,
-                    });
+                    self.alu(Alu::Test, pw, abi.len, abi.len);
                 } else {
                     self.emit(Inst::AluImm {
                         op: Alu::Cmp,
@@ -470,37 +468,13 @@ impl Selector<'_> {
             Op::JumpIfAlias { lo, hi, target } => {
                 let t = self.scratch(0);
                 let target = self.label(target);
-                self.emit(Inst::Mov {
-                    width: 4,
-                    dst: t,
-                    src: abi.dst,
-                });
-                self.emit(Inst::AluReg {
-                    op: Alu::Sub,
-                    width: 4,
-                    dst: t,
-                    src: abi.src,
-                });
-                self.emit(Inst::AluImm {
-                    op: Alu::And,
-                    width: 4,
-                    reg: t,
-                    imm: 4095,
-                });
+                self.mov(4, t, abi.dst);
+                self.alu(Alu::Sub, 4, t, abi.src);
+                self.alu_imm(Alu::And, 4, t, 4095);
                 if *lo > 0 {
-                    self.emit(Inst::AluImm {
-                        op: Alu::Sub,
-                        width: 4,
-                        reg: t,
-                        imm: *lo as i32,
-                    });
+                    self.alu_imm(Alu::Sub, 4, t, *lo as i32);
                 }
-                self.emit(Inst::AluImm {
-                    op: Alu::Cmp,
-                    width: 4,
-                    reg: t,
-                    imm: (*hi - *lo) as i32,
-                });
+                self.alu_imm(Alu::Cmp, 4, t, (*hi - *lo) as i32);
                 self.emit(Inst::Jcc { cc: Cc::Be, target });
             }
             Op::JumpIfPtr {
@@ -520,17 +494,8 @@ impl Selector<'_> {
                         } else {
                             Alu::Xor
                         };
-                        self.emit(Inst::Mov {
-                            width: 4,
-                            dst: t,
-                            src: abi.dst,
-                        });
-                        self.emit(Inst::AluReg {
-                            op: alu,
-                            width: 4,
-                            dst: t,
-                            src: abi.src,
-                        });
+                        self.mov(4, t, abi.dst);
+                        self.alu(alu, 4, t, abi.src);
                         t
                     }
                 };
@@ -578,11 +543,7 @@ impl Selector<'_> {
                 let unit = *unit;
                 if unit == 1 {
                     if !self.len_is_count() {
-                        self.emit(Inst::Mov {
-                            width: pw,
-                            dst: Reg::Cx,
-                            src: abi.len,
-                        });
+                        self.mov(pw, Reg::Cx, abi.len);
                     }
                     self.emit_user(Inst::RepMovs { unit: 1 }, main);
                     return;
@@ -594,46 +555,25 @@ impl Selector<'_> {
                     abi.len
                 };
                 if self.len_is_count() {
-                    self.emit(Inst::Mov {
-                        width: 4,
-                        dst: rest_reg,
-                        src: Reg::Cx,
-                    });
+                    self.mov(4, rest_reg, Reg::Cx);
                 } else {
-                    self.emit(Inst::Mov {
-                        width: pw,
-                        dst: Reg::Cx,
-                        src: abi.len,
-                    });
+                    self.mov(pw, Reg::Cx, abi.len);
                 }
                 self.emit(Inst::Shr {
                     width: pw,
                     reg: Reg::Cx,
                     imm: unit.trailing_zeros() as u8,
                 });
-                self.emit(Inst::AluImm {
-                    op: Alu::And,
-                    width: 4,
-                    reg: rest_reg,
-                    imm: unit as i32 - 1,
-                });
+                self.alu_imm(Alu::And, 4, rest_reg, unit as i32 - 1);
                 self.emit_user(Inst::RepMovs { unit }, main);
-                self.emit(Inst::Mov {
-                    width: 4,
-                    dst: Reg::Cx,
-                    src: rest_reg,
-                });
+                self.mov(4, Reg::Cx, rest_reg);
                 self.emit_user(Inst::RepMovs { unit: 1 }, rest);
             }
             Op::RepRecover { unit } => {
                 let unit = *unit;
                 match (self.len_is_count(), unit) {
                     (true, 1) => {}
-                    (false, 1) => self.emit(Inst::Mov {
-                        width: pw,
-                        dst: abi.len,
-                        src: Reg::Cx,
-                    }),
+                    (false, 1) => self.mov(pw, abi.len, Reg::Cx),
                     (true, _) => {
                         let rest = self.scratch(0);
                         let mem = MemRef {
@@ -665,35 +605,13 @@ impl Selector<'_> {
                 // rep stosb: rdi = dst (already), rcx = count, al = 0.
                 if self.len_is_count() {
                     // Keep len in the (now unused) source register.
-                    self.emit(Inst::Mov {
-                        width: pw,
-                        dst: abi.src,
-                        src: Reg::Cx,
-                    });
-                    self.emit(Inst::AluReg {
-                        op: Alu::Xor,
-                        width: 4,
-                        dst: Reg::Ax,
-                        src: Reg::Ax,
-                    });
+                    self.mov(pw, abi.src, Reg::Cx);
+                    self.alu(Alu::Xor, 4, Reg::Ax, Reg::Ax);
                     self.emit(Inst::RepStosb);
-                    self.emit(Inst::Mov {
-                        width: pw,
-                        dst: Reg::Cx,
-                        src: abi.src,
-                    });
+                    self.mov(pw, Reg::Cx, abi.src);
                 } else {
-                    self.emit(Inst::Mov {
-                        width: pw,
-                        dst: Reg::Cx,
-                        src: abi.len,
-                    });
-                    self.emit(Inst::AluReg {
-                        op: Alu::Xor,
-                        width: 4,
-                        dst: Reg::Ax,
-                        src: Reg::Ax,
-                    });
+                    self.mov(pw, Reg::Cx, abi.len);
+                    self.alu(Alu::Xor, 4, Reg::Ax, Reg::Ax);
                     self.emit(Inst::RepStosb);
                 }
             }
@@ -702,18 +620,9 @@ impl Selector<'_> {
             Op::UaccessEnd => self.emit(Inst::Clac),
             Op::Return { zero } => {
                 if *zero {
-                    self.emit(Inst::AluReg {
-                        op: Alu::Xor,
-                        width: 4,
-                        dst: abi.ret,
-                        src: abi.ret,
-                    });
+                    self.alu(Alu::Xor, 4, abi.ret, abi.ret);
                 } else if abi.ret != abi.len {
-                    self.emit(Inst::Mov {
-                        width: pw,
-                        dst: abi.ret,
-                        src: abi.len,
-                    });
+                    self.mov(pw, abi.ret, abi.len);
                 }
                 for reg in self.saved().into_iter().rev() {
                     self.emit(Inst::Pop(reg));
