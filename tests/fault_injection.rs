@@ -333,9 +333,16 @@ fn verify_command_runs_a_strategy_file() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The static report comes first (one line per function, verdict last)...
+    let static_row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("movsl_from_user"))
+        .expect("a static report row");
+    assert!(static_row.trim_end().ends_with("ok"), "{static_row}");
+    // ...then the fault-injection table.
     let row = stdout
         .lines()
-        .find(|l| l.contains("movsl_from_user"))
+        .find(|l| l.starts_with("movsl "))
         .expect("a row per routine");
     let cols: Vec<&str> = row.split_whitespace().collect();
     // strategy arch routine cases violations shortfall text extable
