@@ -41,7 +41,8 @@ use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Architecture of a `.S` input (default: the copygen header's, else x86_64).
+    /// Architecture of a `.S` input (default: the copygen header's, else
+    /// armv6 for a file with `.arm`/`.syntax`, else x86_64).
     pub arch: Option<Arch>,
     /// Flavour (default: the copygen header's; else linux when the file
     /// includes kernel headers, standalone otherwise; `.o`: standalone).
@@ -219,7 +220,15 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let (h_arch, h_flavor, h_conv) = header_facts(&text);
-        let arch = options.arch.or(h_arch).unwrap_or(Arch::X86_64);
+        // Unified-syntax ARM files say so; x86 never does.
+        let arm = text.lines().any(|l| {
+            let l = l.trim();
+            l == ".arm" || l.starts_with(".syntax")
+        });
+        let arch = options
+            .arch
+            .or(h_arch)
+            .unwrap_or(if arm { Arch::Armv6 } else { Arch::X86_64 });
         let kernel = text.contains("#include <linux/") || text.contains("#include <asm/");
         let flavor = options.flavor.or(h_flavor).unwrap_or(if kernel {
             Flavor::Linux
@@ -871,6 +880,8 @@ fn check_function(
         |l: &Loc| f.contains(l) || (l.section == ".text.fixup" && piece.contains(&l.offset));
 
     // Exception-table entries: boundaries and fixups inside the function.
+    // `listed`: instructions with an entry, usable or not.
+    let mut listed = BTreeSet::new();
     for e in &entries {
         let Some(&k) = addr_of(&e.insn).and_then(|a| func.index.get(&a)) else {
             let near = addr_of(&e.insn)
@@ -886,6 +897,7 @@ fn check_function(
             );
             continue;
         };
+        listed.insert(k);
         if !in_function(&e.fixup) {
             let other = obj
                 .function_at(&e.fixup)
@@ -984,7 +996,7 @@ fn check_function(
         });
         if user {
             user_accesses += 1;
-            if !func.fault.contains_key(&k) {
+            if !listed.contains(&k) {
                 func.finding(
                     Severity::Error,
                     k,
@@ -994,7 +1006,7 @@ fn check_function(
                     ),
                 );
             }
-        } else if func.fault.contains_key(&k) {
+        } else if listed.contains(&k) {
             let why = if i.prefetch {
                 "a preload cannot fault, so it needs none"
             } else {
@@ -1102,11 +1114,12 @@ fn check_touch(
         );
         return;
     };
+    // Byte offsets count from where the length is measured (the source
+    // pointer as the length register sees it), not from the base register.
+    let c = base.off.filter(|_| base.tags == SRC);
+    let disp = disp - c.unwrap_or(0);
     let need = disp + t.size as i64;
-    let proven = base
-        .off
-        .filter(|_| base.tags == SRC)
-        .map(|c| st.lb.value + c);
+    let proven = c.map(|_| st.lb.value);
     match (proven, st.lb.origin) {
         (Some(p), Some(o)) if p >= need => {
             let check = func.describe(func.index[&o]);
@@ -1312,8 +1325,11 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
                         continue;
                     }
                     visits[s] += 1;
-                    if visits[s] > 64 && j.lb.value < old.lb.value {
-                        // Widen: a bound still falling after many rounds is lost.
+                    // Widen at loop heads (every cycle has an edge back in
+                    // layout order): a bound still falling after many rounds
+                    // is lost. Nodes after a length check in the loop keep
+                    // what the check refines.
+                    if s <= k && visits[s] > 64 && j.lb.value < old.lb.value {
                         j.lb = Bound {
                             value: i64::MIN / 4,
                             origin: None,
