@@ -54,7 +54,8 @@ enum Command {
     VerifyStatic {
         /// `.S` or `.o` files; without any, the whole built-in catalog.
         files: Vec<PathBuf>,
-        /// Architecture of `.S` files without a copygen header (i386, x86_64).
+        /// Architecture of `.S` files without a copygen header (i386, x86_64,
+        /// armv6; a file with `.arm`/`.syntax` is armv6).
         #[arg(long)]
         arch: Option<String>,
         /// Flavour (linux, standalone); default from the header or includes.
@@ -69,7 +70,7 @@ enum Command {
         /// i386: arguments on the stack (the default for standalone).
         #[arg(long)]
         cdecl: bool,
-        /// The routines own the vector state: allow MMX/SSE/AVX in the linux flavour.
+        /// The routines own the vector state: allow MMX/SSE/AVX (ARM: VFP) in the linux flavour.
         #[arg(long)]
         allow_vector: bool,
     },

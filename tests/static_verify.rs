@@ -189,6 +189,36 @@ fn hand_written_fixtures() {
         .iter()
         .all(|f| f.user_accesses == 1 && f.entries == 1));
 
+    // ARM, linux flavour: the fixup in .text.fixup branches back into .text
+    // through a relocation; what it does there is checked.
+    let path = dir.join("arm-kstyle-linux.S");
+    let r = check_object(&path, &Options::default()).unwrap();
+    assert_eq!((r.arch, r.flavor), (Arch::Armv6, Flavor::Linux));
+    assert!(r.passed() && r.findings().next().is_none(), "{r}");
+    assert_eq!(
+        (r.functions[0].user_accesses, r.functions[0].entries),
+        (1, 1)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let m = text.replace(
+        "9001:\tmov\tr4, r2\n\tmov\tr2, r4",
+        "9001:\tmov\tr5, r2\n\tmov\tr2, r5",
+    );
+    let r = check_text(&m, "arm-kstyle-linux.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "kstyle_from_user",
+        "r5 is not preserved",
+        line_number(&m, "\tpop\t{r4, pc}"),
+    );
+    assert!(
+        f.message.contains(&format!(
+            "written by `mov r5, r2` at .text.fixup+0x0 (line {})",
+            line_number(&m, "9001:\tmov\tr5, r2")
+        )),
+        "{f}"
+    );
+
     let opts = Options {
         arch: Some(Arch::I386),
         ..Options::default()
