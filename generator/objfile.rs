@@ -85,6 +85,11 @@ pub struct ObjectFile {
     pub entry_size: u64,
     /// `.text` offset → source line, sorted (empty without debug info).
     pub lines: Vec<(u64, u32)>,
+    /// The same for every code section (`.text.fixup` too).
+    pub section_lines: BTreeMap<String, Vec<(u64, u32)>>,
+    /// Relocated words in code sections (branches to other sections or to
+    /// global symbols), by place: what a decoder alone cannot resolve.
+    pub code_relocs: BTreeMap<Loc, RelocTarget>,
     /// Every named symbol in a code section; with `keep_locals` this
     /// includes the `.L` labels, so entries can be matched to their names.
     pub labels: BTreeMap<String, Loc>,
@@ -115,6 +120,23 @@ impl ObjectFile {
         let i = self.lines.partition_point(|&(a, _)| a <= addr);
         (i > 0).then(|| self.lines[i - 1].1)
     }
+
+    /// The source line of the instruction at `l`, in any code section.
+    pub fn line_at(&self, l: &Loc) -> Option<u32> {
+        let lines = self.section_lines.get(&l.section)?;
+        let i = lines.partition_point(|&(a, _)| a <= l.offset);
+        (i > 0).then(|| lines[i - 1].1)
+    }
+}
+
+/// Where a relocated word in code points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelocTarget {
+    /// A defined symbol: its place (the addend, which depends on the
+    /// instruction's encoding, is left to the decoder).
+    Symbol(Loc),
+    /// An undefined symbol, by name.
+    Undefined(String),
 }
 
 /// How to assemble a `.S` file.
@@ -127,6 +149,8 @@ pub struct Assemble {
     pub debug: bool,
     /// Keep `.L` labels in the symbol table (`-Wa,-L`).
     pub keep_locals: bool,
+    /// More compiler-driver flags (e.g. `-mfpu=vfp`).
+    pub flags: Vec<String>,
 }
 
 impl Assemble {
@@ -136,6 +160,7 @@ impl Assemble {
             kernel_shims: flavor == Flavor::Linux,
             debug: false,
             keep_locals: false,
+            flags: Vec::new(),
         }
     }
 }
@@ -152,6 +177,14 @@ fn driver(arch: Arch) -> (&'static str, &'static str) {
 /// The folder holding the kernel-macro shims (`verify/shim`).
 pub fn shim_dir() -> PathBuf {
     crate::emit::repo_root().join("verify").join("shim")
+}
+
+/// The kernel-macro shims for `arch` (`verify/shim-arm` for ARM).
+pub fn shim_dir_for(arch: Arch) -> PathBuf {
+    match arch {
+        Arch::Armv6 => crate::emit::repo_root().join("verify").join("shim-arm"),
+        _ => shim_dir(),
+    }
 }
 
 /// Assemble `src` into `out` with gcc; the error carries gcc's messages.
@@ -171,10 +204,7 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     if how.kernel_shims {
         cmd.arg("-nostdinc")
             .arg("-I")
-            .arg(match how.arch {
-                Arch::Armv6 => crate::emit::repo_root().join("verify").join("shim-arm"),
-                Arch::X86_64 | Arch::I386 => shim_dir(),
-            })
+            .arg(shim_dir_for(how.arch))
             .arg("-D__ASSEMBLY__");
     }
     if how.debug {
@@ -183,6 +213,7 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     if how.keep_locals {
         cmd.arg("-Wa,-L");
     }
+    cmd.args(&how.flags);
     cmd.arg(src).arg("-o").arg(out);
     let output = match cmd.output() {
         Ok(o) => o,
@@ -268,7 +299,9 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
     }
     functions.sort_by(|a, b| (&a.section, a.start).cmp(&(&b.section, b.start)));
     let (extable, entry_size) = read_extable(&file, arch)?;
-    let lines = read_lines(&file).unwrap_or_default();
+    let section_lines = read_lines(&file).unwrap_or_default();
+    let lines = section_lines.get(".text").cloned().unwrap_or_default();
+    let code_relocs = read_code_relocs(&file)?;
     Ok(ObjectFile {
         arch,
         code,
@@ -276,6 +309,8 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
         extable,
         entry_size,
         lines,
+        section_lines,
+        code_relocs,
         labels,
     })
 }
@@ -382,19 +417,50 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> 
     Ok((entries, entry_size))
 }
 
-/// `.text` address → line from DWARF `.debug_line` (objects built with `-g`).
-/// In a relocatable object the sequence start addresses are relocations
-/// against `.text` at offset 0 (REL addends sit in the bytes), so the raw
-/// rows give `.text` offsets directly for a one-section file.
-fn read_lines(file: &object::File) -> Result<Vec<(u64, u32)>> {
+/// Code-section address → line from DWARF `.debug_line` (objects built
+/// with `-g`), per section. In a relocatable object each sequence starts
+/// with a `DW_LNE_set_address` relocated against its section (REL: the
+/// addend sits in the bytes, so the raw address already holds it; RELA: 0
+/// there, the addend in the relocation). gas writes one sequence per code
+/// section, in the order of those relocations, which names the section.
+fn read_lines(file: &object::File) -> Result<BTreeMap<String, Vec<(u64, u32)>>> {
     let endian = gimli::RunTimeEndian::Little;
     let load = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
         let data = file.section_by_name(id.name()).and_then(|s| s.data().ok()).unwrap_or(&[]);
         Ok(gimli::EndianSlice::new(data, endian))
     };
+    // (section, base) of each sequence, in order.
+    let mut bases: Vec<(String, u64)> = Vec::new();
+    if let Some(sec) = file.section_by_name(".debug_line") {
+        let mut rel: Vec<_> = sec.relocations().collect();
+        rel.sort_by_key(|(o, _)| *o);
+        for (_, r) in rel {
+            let RelocationTarget::Symbol(si) = r.target() else {
+                continue;
+            };
+            let sym = file.symbol_by_index(si)?;
+            let Some(sx) = sym.section_index() else {
+                continue;
+            };
+            let target = file.section_by_index(sx)?;
+            if target.kind() != object::SectionKind::Text {
+                continue;
+            }
+            let addend = if r.has_implicit_addend() {
+                0
+            } else {
+                r.addend()
+            };
+            bases.push((
+                target.name()?.to_string(),
+                (sym.address() as i64 + addend) as u64,
+            ));
+        }
+    }
     let dwarf = gimli::Dwarf::load(load)?;
-    let mut out = Vec::new();
+    let mut out: BTreeMap<String, Vec<(u64, u32)>> = BTreeMap::new();
     let mut units = dwarf.units();
+    let mut sequence = 0;
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
         let Some(program) = unit.line_program.clone() else {
@@ -403,15 +469,57 @@ fn read_lines(file: &object::File) -> Result<Vec<(u64, u32)>> {
         let mut rows = program.rows();
         while let Some((_, row)) = rows.next_row()? {
             if row.end_sequence() {
+                sequence += 1;
                 continue;
             }
+            // Without relocations (a linked file) everything is `.text`.
+            let (section, base) = bases
+                .get(sequence)
+                .cloned()
+                .unwrap_or_else(|| (".text".to_string(), 0));
             if let Some(line) = row.line() {
-                out.push((row.address(), line.get() as u32));
+                out.entry(section)
+                    .or_default()
+                    .push((base + row.address(), line.get() as u32));
             }
         }
     }
-    out.sort();
-    out.dedup_by_key(|p| p.0);
+    for v in out.values_mut() {
+        v.sort();
+        v.dedup_by_key(|p| p.0);
+    }
+    Ok(out)
+}
+
+/// Relocations inside code sections, by place.
+fn read_code_relocs(file: &object::File) -> Result<BTreeMap<Loc, RelocTarget>> {
+    let mut out = BTreeMap::new();
+    for sec in file.sections() {
+        if sec.kind() != object::SectionKind::Text {
+            continue;
+        }
+        let name = sec.name()?.to_string();
+        for (offset, r) in sec.relocations() {
+            let RelocationTarget::Symbol(si) = r.target() else {
+                continue;
+            };
+            let sym = file.symbol_by_index(si)?;
+            let target = match sym.section_index() {
+                Some(sx) => RelocTarget::Symbol(Loc {
+                    section: file.section_by_index(sx)?.name()?.to_string(),
+                    offset: sym.address(),
+                }),
+                None => RelocTarget::Undefined(sym.name()?.to_string()),
+            };
+            out.insert(
+                Loc {
+                    section: name.clone(),
+                    offset,
+                },
+                target,
+            );
+        }
+    }
     Ok(out)
 }
 

@@ -2,7 +2,8 @@
 //! alone, so it works on any `.S`/`.o`, not only on what copygen emitted.
 //!
 //! For each global `*_from_user` / `*_to_user` (and fixed-size
-//! `*_<dir>_<N>`) function it decodes `.text` and runs one forward data-flow
+//! `*_<dir>_<N>`) function it decodes `.text` (and, for ARM, the function's
+//! piece of `.text.fixup`) and runs one forward data-flow
 //! analysis over the instructions (fault edges from each entry's instruction
 //! to its fixup included). The abstract value of a register or stack slot is
 //! a set of tags — "holds its own entry value", "derives from `to`/`from`",
@@ -15,29 +16,33 @@
 //!   function and reaches a return;
 //! - registers the convention does not let the routine clobber hold their
 //!   entry value at every return, and the stack is balanced;
-//! - linux-flavour code touches no MMX/SSE/AVX/x87 register;
-//! - every touch load (a load from the source whose value is dead) is
-//!   dominated by a length check that keeps it inside the source.
+//! - linux-flavour code touches no MMX/SSE/AVX/x87 (ARM: VFP/NEON) register;
+//! - every touch load (a load from the source whose value is dead) and every
+//!   ARM `pld` of the source is dominated by a length check that keeps it
+//!   inside the source (a `pld` cannot fault: it needs no table entry, and
+//!   one past the end is a warning, not an error).
 //!
-//! x86_64 and i386; ARM objects are read but not analysed yet.
+//! The checker is arch-neutral: `x86.rs` (iced-x86) and `arm.rs` (unarm,
+//! A32 for ARMv6) turn each instruction into the same facts ([`Insn`]) and
+//! give its effect on the abstract state (`transfer`).
+
+mod arm;
+mod x86;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
-use iced_x86::{
-    ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind,
-    Register,
-};
+use anyhow::Result;
 
 use crate::ir::{Arch, Convention, Direction, Flavor};
-use crate::objfile::{self, Assemble, FnSym, ObjectFile};
+use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Architecture of a `.S` input (default: the copygen header's, else x86_64).
+    /// Architecture of a `.S` input (default: the copygen header's, else
+    /// armv6 for a file with `.arm`/`.syntax`, else x86_64).
     pub arch: Option<Arch>,
     /// Flavour (default: the copygen header's; else linux when the file
     /// includes kernel headers, standalone otherwise; `.o`: standalone).
@@ -46,7 +51,7 @@ pub struct Options {
     pub convention: Option<Convention>,
     /// i386: arguments in eax/edx/ecx (default: on for the linux flavour).
     pub regparm: Option<bool>,
-    /// The routines own the vector state: allow MMX/SSE/AVX in the linux flavour.
+    /// The routines own the vector state: allow MMX/SSE/AVX (ARM: VFP) in the linux flavour.
     pub allow_vector: bool,
 }
 
@@ -71,8 +76,11 @@ impl fmt::Display for Severity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub severity: Severity,
+    /// Offset in `section`.
     pub addr: u64,
-    /// The instruction in AT&T syntax.
+    /// `.text`, or `.text.fixup` for ARM linux-flavour fixups.
+    pub section: String,
+    /// The instruction (x86: AT&T syntax; ARM: unified syntax).
     pub insn: String,
     /// Source line (from DWARF; `.S` inputs are assembled with `-g`).
     pub line: Option<u32>,
@@ -81,7 +89,11 @@ pub struct Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at {:#x}", self.severity, self.addr)?;
+        if self.section == ".text" {
+            write!(f, "{} at {:#x}", self.severity, self.addr)?;
+        } else {
+            write!(f, "{} at {}+{:#x}", self.severity, self.section, self.addr)?;
+        }
         if let Some(l) = self.line {
             write!(f, " (line {l})")?;
         }
@@ -208,18 +220,33 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let (h_arch, h_flavor, h_conv) = header_facts(&text);
-        let arch = options.arch.or(h_arch).unwrap_or(Arch::X86_64);
+        // Unified-syntax ARM files say so; x86 never does.
+        let arm = text.lines().any(|l| {
+            let l = l.trim();
+            l == ".arm" || l.starts_with(".syntax")
+        });
+        let arch = options
+            .arch
+            .or(h_arch)
+            .unwrap_or(if arm { Arch::Armv6 } else { Arch::X86_64 });
         let kernel = text.contains("#include <linux/") || text.contains("#include <asm/");
         let flavor = options.flavor.or(h_flavor).unwrap_or(if kernel {
             Flavor::Linux
         } else {
             Flavor::Standalone
         });
+        // ARM: accept VFP instructions, so the check (not the assembler)
+        // reports them, with their line.
+        let flags = match arch {
+            Arch::Armv6 => vec!["-mfpu=vfp".to_string()],
+            _ => Vec::new(),
+        };
         let how = Assemble {
             arch,
             kernel_shims: kernel,
             debug: true,
             keep_locals: false,
+            flags,
         };
         let dir = tempfile::tempdir()?;
         let out = dir.path().join("static.o");
@@ -256,16 +283,17 @@ pub fn check_file(
     options: &Options,
 ) -> Result<Report> {
     let arch = obj.arch;
-    if arch == Arch::Armv6 {
-        bail!(
-            "{}: static verification of ARM code is not implemented yet",
-            path.display()
-        );
-    }
     let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
     let abi = AbiSpec::new(arch, flavor, convention, regparm);
     let mut functions = Vec::new();
     let mut checked: Vec<&FnSym> = Vec::new();
+    let owners = if arch == Arch::Armv6 {
+        fixup_owners(obj)
+    } else {
+        BTreeMap::new()
+    };
+    let in_piece =
+        |f: &FnSym, l: &Loc| l.section == ".text.fixup" && owners.get(&l.offset) == Some(&f.name);
     for f in obj
         .functions
         .iter()
@@ -276,11 +304,23 @@ pub fn check_file(
         };
         checked.push(f);
         let vector_ok = options.allow_vector || flavor == Flavor::Standalone;
-        functions.push(check_function(obj, f, direction, fixed, &abi, vector_ok));
+        let entries = obj
+            .extable
+            .iter()
+            .filter(|e| f.contains(&e.insn) || in_piece(f, &e.insn))
+            .cloned()
+            .collect();
+        functions.push(check_function(
+            obj, f, &owners, entries, direction, fixed, &abi, vector_ok,
+        ));
     }
     let mut file_findings = Vec::new();
     for e in &obj.extable {
-        if !checked.iter().any(|f| f.contains(&e.insn)) && obj.function_at(&e.insn).is_none() {
+        let owned = checked
+            .iter()
+            .any(|f| f.contains(&e.insn) || in_piece(f, &e.insn));
+        let in_a_piece = e.insn.section == ".text.fixup" && owners.contains_key(&e.insn.offset);
+        if !owned && obj.function_at(&e.insn).is_none() && !in_a_piece {
             file_findings.push(format!(
                 "__ex_table+{:#x}: entry for {} lies in no function",
                 e.at, e.insn
@@ -318,17 +358,11 @@ pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
 // The calling convention, as the analysis needs it.
 
 const NREGS: usize = 16;
-const RSP: usize = 4;
 
 fn reg_name(arch: Arch, r: usize) -> &'static str {
-    const R64: [&str; NREGS] = [
-        "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
-        "r13", "r14", "r15",
-    ];
-    const R32: [&str; 8] = ["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"];
     match arch {
-        Arch::I386 => R32[r],
-        _ => R64[r],
+        Arch::Armv6 => arm::reg_name(r),
+        _ => x86::reg_name(arch, r),
     }
 }
 
@@ -340,41 +374,61 @@ struct AbiSpec {
     arg_regs: Option<[usize; 3]>,
     ret: usize,
     clobber: Vec<usize>,
+    sp: usize,
+    /// ARM: the program counter, whose value at a return must be the entry lr.
+    pc: Option<usize>,
     describe: String,
 }
 
 impl AbiSpec {
     fn new(arch: Arch, flavor: Flavor, convention: Convention, regparm: bool) -> Self {
         let (ax, cx, dx, si, di) = (0, 1, 2, 6, 7);
+        let x86 = |ptr, arg_regs, ret, clobber, describe: &str| AbiSpec {
+            arch,
+            ptr,
+            arg_regs,
+            ret,
+            clobber,
+            sp: x86::RSP,
+            pc: None,
+            describe: describe.into(),
+        };
         match arch {
-            Arch::X86_64 if flavor == Flavor::Linux && convention == Convention::RepMovs => AbiSpec {
-                arch,
-                ptr: 8,
-                arg_regs: Some([di, si, cx]),
-                ret: cx,
-                clobber: vec![ax, cx, si, di],
-                describe: "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, may clobber rax rcx rsi rdi".into(),
-            },
-            Arch::X86_64 => AbiSpec {
-                arch,
-                ptr: 8,
-                arg_regs: Some([di, si, dx]),
-                ret: ax,
-                clobber: vec![ax, cx, dx, si, di, 8, 9, 10, 11],
-                describe: "C convention: rdi=to rsi=from rdx=n -> rax, may clobber rax rcx rdx rsi rdi r8-r11".into(),
-            },
-            _ => AbiSpec {
+            Arch::Armv6 => AbiSpec {
                 arch,
                 ptr: 4,
-                arg_regs: regparm.then_some([ax, dx, cx]),
-                ret: ax,
-                clobber: vec![ax, cx, dx],
-                describe: if regparm {
-                    "regparm(3): eax=to edx=from ecx=n -> eax, may clobber eax ecx edx".into()
-                } else {
-                    "cdecl: to, from, n at 4/8/12(%esp) -> eax, may clobber eax ecx edx".into()
-                },
+                arg_regs: Some([0, 1, 2]),
+                ret: 0,
+                clobber: vec![0, 1, 2, 3, 12, arm::LR],
+                sp: arm::SP,
+                pc: Some(arm::PC),
+                describe: "AAPCS: r0=to r1=from r2=n -> r0, may clobber r0-r3 ip lr, returns through the entry lr".into(),
             },
+            Arch::X86_64 if flavor == Flavor::Linux && convention == Convention::RepMovs => x86(
+                8,
+                Some([di, si, cx]),
+                cx,
+                vec![ax, cx, si, di],
+                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, may clobber rax rcx rsi rdi",
+            ),
+            Arch::X86_64 => x86(
+                8,
+                Some([di, si, dx]),
+                ax,
+                vec![ax, cx, dx, si, di, 8, 9, 10, 11],
+                "C convention: rdi=to rsi=from rdx=n -> rax, may clobber rax rcx rdx rsi rdi r8-r11",
+            ),
+            _ => x86(
+                4,
+                regparm.then_some([ax, dx, cx]),
+                ax,
+                vec![ax, cx, dx],
+                if regparm {
+                    "regparm(3): eax=to edx=from ecx=n -> eax, may clobber eax ecx edx"
+                } else {
+                    "cdecl: to, from, n at 4/8/12(%esp) -> eax, may clobber eax ecx edx"
+                },
+            ),
         }
     }
 
@@ -395,9 +449,13 @@ const SRC: u32 = 1 << 17;
 const LEN: u32 = 1 << 18;
 const RETADDR: u32 = 1 << 19;
 const OTHER: u32 = 1 << 20;
+/// A known constant (`off` holds it): ARM builds big offsets in ip.
+const CONST: u32 = 1 << 21;
+const PTRS: u32 = SRC | DST;
 
 /// One register or stack slot. `off` is meaningful when `tags` is exactly
-/// `SRC` (`src_end - value == LEN + off`) or `LEN` (`value == LEN + off`).
+/// `SRC` (`src_end - value == LEN + off`), `LEN` (`value == LEN + off`) or
+/// `CONST` (`value == off`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Val {
     tags: u32,
@@ -418,8 +476,17 @@ impl Val {
     fn tagged(tags: u32, off: Option<i64>) -> Val {
         Val { tags, off }
     }
+    fn konst(k: i64) -> Val {
+        Val {
+            tags: CONST,
+            off: Some(k),
+        }
+    }
+    fn konst_value(self) -> Option<i64> {
+        self.off.filter(|_| self.tags == CONST)
+    }
     fn is_ptr(self) -> bool {
-        self.tags & (SRC | DST) != 0
+        self.tags & PTRS != 0
     }
     fn join(self, o: Val) -> Val {
         let tags = self.tags | o.tags;
@@ -432,6 +499,34 @@ impl Val {
     }
 }
 
+/// `a + sign * b`: a pointer moved by anything is still that pointer (the
+/// source pointer and the length keep their offsets when `b` is a known
+/// constant); anything else is just a value.
+fn add_val(a: Val, b: Val, sign: i64) -> Val {
+    if let Some(k) = b.konst_value() {
+        let k = sign * k;
+        return if a.tags == SRC {
+            Val::tagged(SRC, a.off.map(|c| c - k))
+        } else if a.tags == LEN {
+            Val::tagged(LEN, a.off.map(|o| o + k))
+        } else if let Some(c) = a.konst_value() {
+            Val::konst(c + k)
+        } else if a.is_ptr() {
+            Val::tagged(a.tags & PTRS, None)
+        } else {
+            Val::OTHER
+        };
+    }
+    if sign > 0 && a.konst_value().is_some() && b.tags == SRC {
+        return add_val(b, a, 1);
+    }
+    match (a.is_ptr(), b.is_ptr()) {
+        (true, false) => Val::tagged(a.tags & PTRS, None),
+        (false, true) if sign > 0 => Val::tagged(b.tags & PTRS, None),
+        _ => Val::OTHER,
+    }
+}
+
 /// `LEN >= value`, established by the compare at `origin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Bound {
@@ -439,18 +534,20 @@ struct Bound {
     origin: Option<u64>,
 }
 
-/// The last flag-setting compare of a register with an immediate.
+/// The last flag-setting compare of a register with a constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Cmp {
     reg: usize,
     imm: i64,
     /// `test r, r` rather than `cmp $imm, r`.
     test: bool,
+    /// Analysis address of the compare.
     addr: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
+    /// General registers (ARM: r15 holds the value a return jumps to).
     regs: [Val; NREGS],
     /// Stack slots by offset from the entry stack pointer.
     stack: BTreeMap<i64, Val>,
@@ -519,26 +616,101 @@ impl State {
     }
 }
 
-fn gpr(r: Register) -> Option<usize> {
-    if r.is_gpr() {
-        let n = r.full_register().number();
-        (n < NREGS).then_some(n)
-    } else {
-        None
-    }
+// ---------------------------------------------------------------------------
+// One instruction, as the checker sees it (both architectures).
+
+/// `.text.fixup` instructions live above this in a function's address space.
+const FIXUP_BASE: u64 = 1 << 40;
+
+#[derive(Debug, Clone)]
+enum Raw {
+    X86(iced_x86::Instruction),
+    Arm(unarm::Ins),
 }
 
-/// Register writes that replace the whole value (32/64-bit GPR writes).
-fn full_write(r: Register) -> bool {
-    r.is_gpr() && r.size() >= 4
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Next,
+    Jump(u64),
+    CondJump(u64),
+    Return,
+    Indirect,
+    Stop,
 }
 
-fn imm_of(i: &Instruction, op: u32) -> i64 {
-    let v = i.immediate(op);
-    match i.op_kind(op) {
-        OpKind::Immediate64 | OpKind::Immediate8to64 | OpKind::Immediate32to64 => v as i64,
-        _ => v as u32 as i32 as i64,
-    }
+/// Branch (or ARM execution) conditions the length refinement understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cc {
+    Eq,
+    Ne,
+    Hs,
+    Lo,
+    Hi,
+    Ls,
+    Ge,
+    Lt,
+    Gt,
+    Le,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemKind {
+    Load,
+    Store,
+    Prefetch,
+    Other,
+}
+
+/// A memory operand: `base + index + disp`, `size` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Mem {
+    base: Option<usize>,
+    index: Option<usize>,
+    disp: i64,
+    size: usize,
+    kind: MemKind,
+}
+
+/// A plain load into one register (or a preload) whose reach the bounds
+/// check looks at if its value is dead.
+#[derive(Debug, Clone, Copy)]
+struct Touch {
+    dst: Option<usize>,
+    base: Option<usize>,
+    /// None: a register offset.
+    disp: Option<i64>,
+    size: usize,
+    prefetch: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Insn {
+    /// Address in the function's address space (see [`FIXUP_BASE`]).
+    addr: u64,
+    loc: Loc,
+    len: u64,
+    text: String,
+    raw: Raw,
+    flow: Flow,
+    /// Condition of a `CondJump`, or of a conditionally executed instruction.
+    cc: Cc,
+    /// ARM: runs only when `cc` holds (a non-branch with a condition).
+    cond_exec: bool,
+    mems: Vec<Mem>,
+    /// GPRs read, with the bytes read.
+    uses: Vec<(usize, usize)>,
+    /// GPRs surely written, with the bytes replaced (liveness kills).
+    defs: Vec<(usize, usize)>,
+    /// Every GPR it may write.
+    written: Vec<usize>,
+    /// Why it touches vector state, if it does.
+    vector: Option<String>,
+    touch: Option<Touch>,
+    /// Bytes of the (user) memory operand, at least 1.
+    width: usize,
+    /// A preload (`pld`): cannot fault.
+    prefetch: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -547,11 +719,13 @@ fn imm_of(i: &Instruction, op: u32) -> i64 {
 struct Func<'a> {
     obj: &'a ObjectFile,
     abi: &'a AbiSpec,
-    insns: Vec<Instruction>,
+    insns: Vec<Insn>,
     index: BTreeMap<u64, usize>,
     /// Entry (fixup index) of each instruction that has one.
     fault: BTreeMap<usize, usize>,
     succ: Vec<Vec<usize>>,
+    /// The instruction after each one (fallthrough), if in the function.
+    fall: Vec<Option<usize>>,
     findings: Vec<Finding>,
 }
 
@@ -560,9 +734,10 @@ impl Func<'_> {
         let i = &self.insns[k];
         let f = Finding {
             severity,
-            addr: i.ip(),
-            insn: objfile::format_x86(i),
-            line: self.obj.line_of(i.ip()),
+            addr: i.loc.offset,
+            section: i.loc.section.clone(),
+            insn: i.text.clone(),
+            line: self.obj.line_at(&i.loc),
             message,
         };
         if !self.findings.contains(&f) {
@@ -572,23 +747,125 @@ impl Func<'_> {
 
     fn describe(&self, k: usize) -> String {
         let i = &self.insns[k];
-        match self.obj.line_of(i.ip()) {
-            Some(l) => format!("`{}` at {:#x} (line {l})", objfile::format_x86(i), i.ip()),
-            None => format!("`{}` at {:#x}", objfile::format_x86(i), i.ip()),
+        match self.obj.line_at(&i.loc) {
+            Some(l) => format!("`{}` at {} (line {l})", i.text, i.loc),
+            None => format!("`{}` at {}", i.text, i.loc),
         }
+    }
+
+    fn transfer(&self, k: usize, st: &State) -> State {
+        let insn = &self.insns[k];
+        match &insn.raw {
+            Raw::X86(i) => x86::transfer(insn, i, st, self.abi),
+            Raw::Arm(i) => arm::transfer(insn, i, st, self.abi),
+        }
+    }
+
+    /// The state an instruction runs in (a conditional one: its condition holds).
+    fn exec_state(&self, k: usize, st: &State) -> State {
+        let mut s = st.clone();
+        if self.insns[k].cond_exec {
+            refine(self.insns[k].cc, &mut s, true);
+        }
+        s
     }
 }
 
+/// The `.text.fixup` instructions (4-byte ARM words) of each function:
+/// offset → owner. With line info a word belongs to the function whose
+/// source it sits in (its `.pushsection` lies between the function's
+/// first line and the next function's); without, the pieces follow the
+/// order of the functions' first fixup targets there.
+fn fixup_owners(obj: &ObjectFile) -> BTreeMap<u64, String> {
+    let mut owners = BTreeMap::new();
+    let Some(code) = obj.code.get(".text.fixup") else {
+        return owners;
+    };
+    let text_fns: Vec<&FnSym> = obj
+        .functions
+        .iter()
+        .filter(|f| f.section == ".text")
+        .collect();
+    let words = (0..code.len() as u64 / 4).map(|w| w * 4);
+    let mut by_line: Vec<(u32, &str)> = text_fns
+        .iter()
+        .filter_map(|f| obj.line_of(f.start).map(|l| (l, f.name.as_str())))
+        .collect();
+    by_line.sort();
+    let have_lines = obj.section_lines.contains_key(".text.fixup") && !by_line.is_empty();
+    if have_lines {
+        for o in words {
+            let loc = Loc {
+                section: ".text.fixup".into(),
+                offset: o,
+            };
+            let Some(line) = obj.line_at(&loc) else {
+                continue;
+            };
+            if let Some((_, name)) = by_line.iter().rev().find(|(l, _)| *l <= line) {
+                owners.insert(o, name.to_string());
+            }
+        }
+        return owners;
+    }
+    let mut starts: Vec<(u64, &str)> = text_fns
+        .iter()
+        .filter_map(|f| {
+            obj.entries_of(f)
+                .filter(|e| e.fixup.section == ".text.fixup")
+                .map(|e| e.fixup.offset)
+                .min()
+                .map(|o| (o, f.name.as_str()))
+        })
+        .collect();
+    starts.sort();
+    for o in words {
+        if let Some((_, name)) = starts.iter().rev().find(|(s, _)| *s <= o) {
+            owners.insert(o, name.to_string());
+        }
+    }
+    owners
+}
+
+#[allow(clippy::too_many_arguments)]
 fn check_function(
     obj: &ObjectFile,
     f: &FnSym,
+    owners: &BTreeMap<u64, String>,
+    entries: Vec<objfile::ExEntry>,
     direction: Direction,
     fixed: Option<u64>,
     abi: &AbiSpec,
     vector_ok: bool,
 ) -> FunctionReport {
-    let insns = objfile::decode_x86(obj.arch, obj.bytes_of(f), f.start);
-    let index: BTreeMap<u64, usize> = insns.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
+    let piece: Vec<u64> = owners
+        .iter()
+        .filter(|(_, n)| **n == f.name)
+        .map(|(&o, _)| o)
+        .collect();
+    let addr_of = |l: &Loc| -> Option<u64> {
+        if l.section == f.section {
+            Some(l.offset)
+        } else if l.section == ".text.fixup" {
+            Some(FIXUP_BASE + l.offset)
+        } else {
+            None
+        }
+    };
+    let insns = match obj.arch {
+        Arch::Armv6 => {
+            let mut v = arm::decode(obj, &f.section, (f.start..f.end).step_by(4), &addr_of);
+            v.extend(arm::decode(
+                obj,
+                ".text.fixup",
+                piece.iter().copied(),
+                &addr_of,
+            ));
+            v
+        }
+        _ => x86::decode(obj, f, abi),
+    };
+    let index: BTreeMap<u64, usize> = insns.iter().enumerate().map(|(k, i)| (i.addr, k)).collect();
     let mut func = Func {
         obj,
         abi,
@@ -596,18 +873,19 @@ fn check_function(
         index,
         fault: BTreeMap::new(),
         succ: Vec::new(),
+        fall: Vec::new(),
         findings: Vec::new(),
     };
-    let entries: Vec<_> = obj.entries_of(f).cloned().collect();
+    let in_function =
+        |l: &Loc| f.contains(l) || (l.section == ".text.fixup" && piece.contains(&l.offset));
 
     // Exception-table entries: boundaries and fixups inside the function.
+    // `listed`: instructions with an entry, usable or not.
+    let mut listed = BTreeSet::new();
     for e in &entries {
-        let Some(&k) = func.index.get(&e.insn.offset) else {
-            let near = func
-                .index
-                .range(..e.insn.offset)
-                .next_back()
-                .map(|(_, &k)| k)
+        let Some(&k) = addr_of(&e.insn).and_then(|a| func.index.get(&a)) else {
+            let near = addr_of(&e.insn)
+                .and_then(|a| func.index.range(..a).next_back().map(|(_, &k)| k))
                 .unwrap_or(0);
             func.finding(
                 Severity::Error,
@@ -619,10 +897,17 @@ fn check_function(
             );
             continue;
         };
-        if !f.contains(&e.fixup) {
+        listed.insert(k);
+        if !in_function(&e.fixup) {
             let other = obj
                 .function_at(&e.fixup)
                 .map(|g| format!(" (in {})", g.name))
+                .or_else(|| {
+                    (e.fixup.section == ".text.fixup")
+                        .then(|| owners.get(&e.fixup.offset))
+                        .flatten()
+                        .map(|g| format!(" (in the .text.fixup piece of {g})"))
+                })
                 .unwrap_or_default();
             func.finding(
                 Severity::Error,
@@ -631,7 +916,7 @@ fn check_function(
             );
             continue;
         }
-        let Some(&fx) = func.index.get(&e.fixup.offset) else {
+        let Some(&fx) = addr_of(&e.fixup).and_then(|a| func.index.get(&a)) else {
             func.finding(
                 Severity::Error,
                 k,
@@ -651,36 +936,43 @@ fn check_function(
     // Control flow.
     let n = func.insns.len();
     let mut succ = vec![Vec::new(); n];
+    let mut fall = vec![None; n];
     for (k, out) in succ.iter_mut().enumerate() {
-        let i = func.insns[k];
-        match i.flow_control() {
-            FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception => {}
-            FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch => {
-                if i.flow_control() == FlowControl::ConditionalBranch {
-                    out.push(k + 1);
+        let i = func.insns[k].clone();
+        fall[k] = func.index.get(&(i.addr + i.len)).copied();
+        let mut needs_fall = i.cond_exec;
+        match i.flow {
+            Flow::Return | Flow::Stop => {}
+            Flow::Jump(t) | Flow::CondJump(t) => {
+                if matches!(i.flow, Flow::CondJump(_)) {
+                    needs_fall = true;
                 }
-                match func.index.get(&i.near_branch_target()) {
+                match func.index.get(&t) {
                     Some(&t) => out.push(t),
                     None => func.finding(Severity::Error, k, "jumps outside the function".into()),
                 }
             }
-            FlowControl::IndirectBranch => func.finding(
+            Flow::Indirect => func.finding(
                 Severity::Warning,
                 k,
                 "indirect jump: paths through it are not checked".into(),
             ),
-            _ => out.push(k + 1),
+            Flow::Next => needs_fall = true,
         }
-        if out.contains(&n) {
-            out.retain(|&s| s != n);
-            func.finding(
-                Severity::Error,
-                k,
-                "runs off the end of the function".into(),
-            );
+        if needs_fall {
+            match fall[k] {
+                // Conditional branches list the fallthrough first.
+                Some(s) => out.insert(0, s),
+                None => func.finding(
+                    Severity::Error,
+                    k,
+                    "runs off the end of the function".into(),
+                ),
+            }
         }
     }
     func.succ = succ;
+    func.fall = fall;
 
     // The forward analysis.
     let entry = entry_state(abi, fixed);
@@ -691,29 +983,20 @@ fn check_function(
         Direction::FromUser => SRC,
         Direction::ToUser => DST,
     };
-    let mut factory = InstructionInfoFactory::new();
     let mut user_accesses = 0;
     let live = liveness(&func, abi);
     for k in 0..n {
-        let Some(st) = states[k].clone() else {
+        let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
             continue;
         };
-        let i = func.insns[k];
-        let info = factory.info(&i);
-        let mems: Vec<_> = info
-            .used_memory()
-            .iter()
-            .filter(|m| m.access() != OpAccess::NoMemAccess)
-            .copied()
-            .collect();
-        let regs: Vec<_> = info.used_registers().to_vec();
-        let val = |r: Register| gpr(r).map(|g| st.regs[g]).unwrap_or(Val::OTHER);
-        let user = mems
-            .iter()
-            .any(|m| (val(m.base()).tags | val(m.index()).tags) & user_tag != 0);
+        let i = func.insns[k].clone();
+        let val = |r: Option<usize>| r.map(|g| st.regs[g]).unwrap_or(Val::OTHER);
+        let user = i.mems.iter().any(|m| {
+            m.kind != MemKind::Prefetch && (val(m.base).tags | val(m.index).tags) & user_tag != 0
+        });
         if user {
             user_accesses += 1;
-            if !func.fault.contains_key(&k) {
+            if !listed.contains(&k) {
                 func.finding(
                     Severity::Error,
                     k,
@@ -723,98 +1006,29 @@ fn check_function(
                     ),
                 );
             }
-        } else if func.fault.contains_key(&k) {
+        } else if listed.contains(&k) {
+            let why = if i.prefetch {
+                "a preload cannot fault, so it needs none"
+            } else {
+                "this instruction does not access user memory"
+            };
             func.finding(
                 Severity::Error,
                 k,
-                "stray exception-table entry: this instruction does not access user memory".into(),
+                format!("stray exception-table entry: {why}"),
             );
         }
         if !vector_ok {
-            if let Some(r) = regs
-                .iter()
-                .map(|u| u.register())
-                .find(|r| r.is_vector_register() || r.is_mm() || r.is_st() || r.is_k())
-            {
-                func.finding(
-                    Severity::Error,
-                    k,
-                    format!(
-                        "uses {r:?}: linux-flavour routines may not touch MMX/SSE/AVX/x87 state"
-                    ),
-                );
+            if let Some(why) = &i.vector {
+                func.finding(Severity::Error, k, why.clone());
             }
         }
-        // Touch loads: a load from the source whose value is dead.
-        if i.mnemonic() == Mnemonic::Mov
-            && i.op0_kind() == OpKind::Register
-            && i.op1_kind() == OpKind::Memory
-        {
-            let dst = i.op0_register();
-            let base = val(i.memory_base());
-            let dead = gpr(dst).is_some_and(|g| !live[k].contains_key(&g));
-            if dead && base.tags & SRC != 0 && i.memory_index() == Register::None {
-                let disp = displacement(&i, abi);
-                let need = disp + dst.size() as i64;
-                let proven = base
-                    .off
-                    .filter(|_| base.tags == SRC)
-                    .map(|c| st.lb.value + c);
-                match (proven, st.lb.origin) {
-                    (Some(p), Some(o)) if p >= need => {
-                        let check = func.describe(func.index[&o]);
-                        func.finding(
-                            Severity::Note,
-                            k,
-                            format!("touch load of source bytes [{disp}, {need}) is inside the source: guarded by {check} (at least {p} bytes left)"),
-                        );
-                    }
-                    (Some(p), _) if p >= need => {}
-                    (p, o) => {
-                        let what = match (p, o) {
-                            (Some(p), Some(o)) => {
-                                format!("only {p} proven by {}", func.describe(func.index[&o]))
-                            }
-                            (Some(p), None) => format!("only {p} proven"),
-                            (None, _) => {
-                                "the length check cannot be related to this pointer".into()
-                            }
-                        };
-                        func.finding(
-                            Severity::Error,
-                            k,
-                            format!("touch load past the checked length: reads source bytes [{disp}, {need}), needs {need} bytes left, {what}"),
-                        );
-                    }
-                }
-            }
+        if let Some(t) = i.touch {
+            check_touch(&mut func, k, &t, &st, &live[k], user_tag);
         }
         // Preserved registers and the stack at every return.
-        if i.flow_control() == FlowControl::Return {
-            if st.sp != Some(0) {
-                let sp = st
-                    .sp
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "unknown".into());
-                func.finding(
-                    Severity::Error,
-                    k,
-                    format!("stack not balanced at return (sp = entry {sp})"),
-                );
-            }
-            for r in 0..abi.regs() {
-                if r == RSP || abi.clobber.contains(&r) || st.regs[r].tags == 1 << r {
-                    continue;
-                }
-                let by = first_write(&func, &states, r)
-                    .map(|w| func.describe(w))
-                    .unwrap_or_else(|| "an unknown path".into());
-                func.finding(
-                    Severity::Error,
-                    k,
-                    format!("{} is not preserved: the convention does not let it be clobbered, written by {by}", reg_name(abi.arch, r)),
-                );
-            }
+        if i.flow == Flow::Return {
+            check_return(&mut func, &states, k, &st);
         }
     }
 
@@ -824,7 +1038,7 @@ fn check_function(
         if states[fx].is_none() {
             continue;
         }
-        let (returns, byte) = fixup_paths(&func, &states, fx, user_tag, &mut factory);
+        let (returns, byte) = fixup_paths(&func, &states, fx, user_tag);
         if !returns {
             func.finding(
                 Severity::Error,
@@ -832,7 +1046,7 @@ fn check_function(
                 format!("its fixup {} never reaches a return", func.describe(fx)),
             );
         }
-        let wide = access_width(&func.insns[k]) > 1;
+        let wide = func.insns[k].width > 1;
         if wide && !byte && states[k].is_some() {
             func.finding(
                 Severity::Warning,
@@ -846,16 +1060,160 @@ fn check_function(
     }
 
     let mut findings = std::mem::take(&mut func.findings);
-    findings.sort_by_key(|f| (std::cmp::Reverse(f.severity), f.addr));
+    findings.sort_by_key(|f| (std::cmp::Reverse(f.severity), f.section != ".text", f.addr));
     FunctionReport {
         name: f.name.clone(),
         direction,
         fixed,
-        bytes: f.end - f.start,
+        bytes: f.end - f.start + 4 * piece.len() as u64,
         instructions: func.insns.len(),
         user_accesses,
         entries: entries.len(),
         findings,
+    }
+}
+
+/// Touch loads (a load from the source whose value is dead) and preloads:
+/// each must stay inside the source, by a dominating length check.
+fn check_touch(
+    func: &mut Func,
+    k: usize,
+    t: &Touch,
+    st: &State,
+    live: &BTreeMap<usize, usize>,
+    user_tag: u32,
+) {
+    let base = t.base.map(|g| st.regs[g]).unwrap_or(Val::OTHER);
+    let dead = t.dst.is_none_or(|g| !live.contains_key(&g));
+    let no_entry = if t.prefetch && base.tags & user_tag != 0 {
+        "; a preload cannot fault, so it needs no exception-table entry"
+    } else {
+        ""
+    };
+    if !dead || base.tags & SRC == 0 {
+        if !no_entry.is_empty() {
+            func.finding(
+                Severity::Note,
+                k,
+                format!("preload of user memory{no_entry}"),
+            );
+        }
+        return;
+    }
+    let what = if t.prefetch { "preload" } else { "touch load" };
+    let Some(disp) = t.disp else {
+        let sev = if t.prefetch {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        func.finding(
+            sev,
+            k,
+            format!("{what} at a register offset from the source: its reach cannot be checked"),
+        );
+        return;
+    };
+    // Byte offsets count from where the length is measured (the source
+    // pointer as the length register sees it), not from the base register.
+    let c = base.off.filter(|_| base.tags == SRC);
+    let disp = disp - c.unwrap_or(0);
+    let need = disp + t.size as i64;
+    let proven = c.map(|_| st.lb.value);
+    match (proven, st.lb.origin) {
+        (Some(p), Some(o)) if p >= need => {
+            let check = func.describe(func.index[&o]);
+            func.finding(
+                Severity::Note,
+                k,
+                format!("{what} of source bytes [{disp}, {need}) is inside the source: guarded by {check} (at least {p} bytes left){no_entry}"),
+            );
+        }
+        (Some(p), _) if p >= need => {
+            if !no_entry.is_empty() {
+                func.finding(
+                    Severity::Note,
+                    k,
+                    format!(
+                        "{what} of source bytes [{disp}, {need}) is inside the source{no_entry}"
+                    ),
+                );
+            }
+        }
+        (p, o) => {
+            let have = match (p, o) {
+                (Some(p), Some(o)) => {
+                    format!("only {p} proven by {}", func.describe(func.index[&o]))
+                }
+                (Some(p), None) => format!("only {p} proven"),
+                (None, _) => "the length check cannot be related to this pointer".into(),
+            };
+            // A preload cannot fault or change memory, so it breaks no
+            // copy; it still touches (caches) memory outside the source,
+            // which the contract forbids: a warning, not an error.
+            let (sev, why) = if t.prefetch {
+                (
+                    Severity::Warning,
+                    "; a preload cannot fault, but the contract forbids touching memory outside the source",
+                )
+            } else {
+                (Severity::Error, "")
+            };
+            func.finding(
+                sev,
+                k,
+                format!("{what} past the checked length: reads source bytes [{disp}, {need}), needs {need} bytes left, {have}{why}"),
+            );
+        }
+    }
+}
+
+/// At a return: the stack is balanced, the registers the convention keeps
+/// hold their entry values and (ARM) the return goes to the entry lr.
+fn check_return(func: &mut Func, states: &[Option<State>], k: usize, st: &State) {
+    let abi = func.abi;
+    // x86 checks before `ret` pops; ARM after the pop that returns.
+    let st = if abi.pc.is_some() {
+        func.transfer(k, st)
+    } else {
+        st.clone()
+    };
+    if st.sp != Some(0) {
+        let sp = st
+            .sp
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "unknown".into());
+        func.finding(
+            Severity::Error,
+            k,
+            format!("stack not balanced at return (sp = entry {sp})"),
+        );
+    }
+    for r in 0..abi.regs() {
+        if r == abi.sp || Some(r) == abi.pc || abi.clobber.contains(&r) || st.regs[r].tags == 1 << r
+        {
+            continue;
+        }
+        let by = first_write(func, states, r)
+            .map(|w| func.describe(w))
+            .unwrap_or_else(|| "an unknown path".into());
+        func.finding(
+            Severity::Error,
+            k,
+            format!(
+                "{} is not preserved: the convention does not let it be clobbered, written by {by}",
+                reg_name(abi.arch, r)
+            ),
+        );
+    }
+    if let Some(pc) = abi.pc {
+        if st.regs[pc] != Val::orig(arm::LR) {
+            func.finding(
+                Severity::Error,
+                k,
+                "returns to an address other than the entry lr".into(),
+            );
+        }
     }
 }
 
@@ -864,19 +1222,6 @@ fn pointer_name(d: Direction) -> &'static str {
         Direction::FromUser => "from",
         Direction::ToUser => "to",
     }
-}
-
-fn displacement(i: &Instruction, abi: &AbiSpec) -> i64 {
-    if abi.ptr == 8 {
-        i.memory_displacement64() as i64
-    } else {
-        i.memory_displacement32() as i32 as i64
-    }
-}
-
-/// Bytes an instruction's memory operand covers (1 for `rep movsb`).
-fn access_width(i: &Instruction) -> usize {
-    i.memory_size().size().max(1)
 }
 
 fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
@@ -892,7 +1237,10 @@ fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
         }
     };
     let mut stack = BTreeMap::new();
-    stack.insert(0, Val::tagged(RETADDR, None));
+    // x86 calls push the return address; ARM passes it in lr.
+    if abi.pc.is_none() {
+        stack.insert(0, Val::tagged(RETADDR, None));
+    }
     match abi.arg_regs {
         Some([to, from, n]) => {
             regs[to] = Val::tagged(DST, None);
@@ -933,25 +1281,38 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
     }
     states[0] = Some(entry);
     let mut work: VecDeque<usize> = VecDeque::from([0]);
-    let mut factory = InstructionInfoFactory::new();
     while let Some(k) = work.pop_front() {
         let st = states[k].clone().unwrap();
-        let i = func.insns[k];
+        let insn = &func.insns[k];
+        let exec = func.exec_state(k, &st);
         let mut outs: Vec<(usize, State)> = Vec::new();
         if let Some(&fx) = func.fault.get(&k) {
             // A fault leaves before the instruction has any effect.
-            let mut s = st.clone();
+            let mut s = exec.clone();
             s.flags = None;
             outs.push((fx, s));
         }
-        let after = transfer(&i, &st, func.abi, &mut factory);
+        let after = func.transfer(k, &exec);
         for &s in &func.succ[k] {
-            let mut o = after.clone();
-            refine(
-                &i,
-                &mut o,
-                s != k + 1 || i.flow_control() == FlowControl::UnconditionalBranch,
-            );
+            let on_fall = Some(s) == func.fall[k];
+            let o = match insn.flow {
+                Flow::CondJump(_) => {
+                    let mut o = after.clone();
+                    refine(insn.cc, &mut o, !on_fall);
+                    o
+                }
+                _ if insn.cond_exec && on_fall => {
+                    // Skipped, or (when it falls through) run.
+                    let mut skip = st.clone();
+                    refine(insn.cc, &mut skip, false);
+                    if insn.flow == Flow::Next {
+                        skip.join(&after)
+                    } else {
+                        skip
+                    }
+                }
+                _ => after.clone(),
+            };
             outs.push((s, o));
         }
         for (s, mut o) in outs {
@@ -964,8 +1325,11 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
                         continue;
                     }
                     visits[s] += 1;
-                    if visits[s] > 64 && j.lb.value < old.lb.value {
-                        // Widen: a bound still falling after many rounds is lost.
+                    // Widen at loop heads (every cycle has an edge back in
+                    // layout order): a bound still falling after many rounds
+                    // is lost. Nodes after a length check in the loop keep
+                    // what the check refines.
+                    if s <= k && visits[s] > 64 && j.lb.value < old.lb.value {
                         j.lb = Bound {
                             value: i64::MIN / 4,
                             origin: None,
@@ -983,22 +1347,23 @@ fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
     states
 }
 
-/// Narrow the length bound on a conditional branch's edge.
-fn refine(i: &Instruction, st: &mut State, taken: bool) {
-    if i.flow_control() != FlowControl::ConditionalBranch {
-        return;
-    }
+/// Narrow the length bound on the edge where condition `cc` is `taken`.
+fn refine(cc: Cc, st: &mut State, taken: bool) {
     let Some(c) = st.flags else { return };
     let v = st.regs[c.reg];
     let (true, Some(o)) = (v.tags == LEN, v.off) else {
         return;
     };
-    use ConditionCode as C;
-    // The value is at least `min` on this edge (unsigned compares only).
-    let min = match (c.test, i.condition_code(), taken) {
-        (false, C::ae, true) | (false, C::b, false) | (false, C::e, true) => Some(c.imm),
-        (false, C::a, true) | (false, C::be, false) => Some(c.imm + 1),
-        (true, C::ne, true) | (true, C::e, false) => Some(1),
+    // The value is at least `min` on this edge. Signed conditions bound
+    // it too when the constant is not negative: a value at or above 2^31
+    // (2^63) is negative and fails them.
+    let min = match (c.test, cc, taken) {
+        (false, Cc::Hs, true) | (false, Cc::Lo, false) | (false, Cc::Eq, true) => Some(c.imm),
+        (false, Cc::Hi, true) | (false, Cc::Ls, false) => Some(c.imm + 1),
+        (false, Cc::Ge, true) | (false, Cc::Lt, false) if c.imm >= 0 => Some(c.imm),
+        (false, Cc::Gt, true) | (false, Cc::Le, false) if c.imm >= 0 => Some(c.imm + 1),
+        (false, Cc::Ne, true) | (false, Cc::Eq, false) if c.imm == 0 => Some(1),
+        (true, Cc::Ne, true) | (true, Cc::Eq, false) => Some(1),
         _ => None,
     };
     if let Some(m) = min {
@@ -1012,252 +1377,14 @@ fn refine(i: &Instruction, st: &mut State, taken: bool) {
     }
 }
 
-/// The state after `i` on its normal path.
-fn transfer(
-    i: &Instruction,
-    st: &State,
-    abi: &AbiSpec,
-    factory: &mut InstructionInfoFactory,
-) -> State {
-    let mut s = st.clone();
-    let pw = abi.ptr as usize;
-    let reg0 = if i.op_count() > 0 && i.op0_kind() == OpKind::Register {
-        gpr(i.op0_register())
-    } else {
-        None
-    };
-    let wide0 =
-        i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().size() == pw;
-    let val = |r: Register| gpr(r).map(|g| st.regs[g]).unwrap_or(Val::OTHER);
-    let stack_slot = |s: &State| -> Option<i64> {
-        (i.memory_base().full_register() == Register::RSP || i.memory_base() == Register::ESP)
-            .then_some(())
-            .and(s.sp)
-            .filter(|_| i.memory_index() == Register::None)
-            .map(|sp| sp + displacement(i, abi))
-    };
-
-    // Generic effects first: every written GPR loses what it held.
-    let info = factory.info(i);
-    for u in info.used_registers() {
-        if matches!(
-            u.access(),
-            OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite
-        ) {
-            if let Some(g) = gpr(u.register()) {
-                if g != RSP {
-                    s.regs[g] = Val::OTHER;
-                }
-                if s.flags.is_some_and(|c| c.reg == g) {
-                    s.flags = None;
-                }
-            }
-        }
-    }
-    if i.rflags_modified() != 0 {
-        s.flags = None;
-    }
-
-    let m = i.mnemonic();
-    match m {
-        Mnemonic::Mov if i.op_count() == 2 => match (i.op0_kind(), i.op1_kind()) {
-            (OpKind::Register, OpKind::Register) => {
-                if let Some(d) = reg0 {
-                    s.regs[d] = if wide0 {
-                        val(i.op1_register())
-                    } else {
-                        Val::OTHER
-                    };
-                }
-            }
-            (OpKind::Register, OpKind::Memory) => {
-                if let (Some(d), Some(slot)) = (reg0, stack_slot(st)) {
-                    if wide0 {
-                        s.regs[d] = st.stack.get(&slot).copied().unwrap_or(Val::OTHER);
-                    }
-                }
-            }
-            (OpKind::Memory, _) => {
-                if let Some(slot) = stack_slot(st) {
-                    let v = if i.op1_kind() == OpKind::Register && i.op1_register().size() == pw {
-                        val(i.op1_register())
-                    } else {
-                        Val::OTHER
-                    };
-                    s.stack.insert(slot, v);
-                }
-            }
-            _ => {}
-        },
-        Mnemonic::Push => {
-            let v = if i.op0_kind() == OpKind::Register {
-                val(i.op0_register())
-            } else {
-                Val::OTHER
-            };
-            s.sp = st.sp.map(|sp| sp - abi.ptr);
-            if let Some(sp) = s.sp {
-                s.stack.insert(sp, v);
-            }
-        }
-        Mnemonic::Pop => {
-            if let (Some(d), Some(sp)) = (reg0, st.sp) {
-                s.regs[d] = st.stack.get(&sp).copied().unwrap_or(Val::OTHER);
-            }
-            s.sp = st.sp.map(|sp| sp + abi.ptr);
-        }
-        Mnemonic::Add | Mnemonic::Sub if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
-            let sign = if m == Mnemonic::Add { 1 } else { -1 };
-            let Some(d) = reg0 else { return s };
-            let imm = matches!(
-                i.op1_kind(),
-                OpKind::Immediate8
-                    | OpKind::Immediate8to32
-                    | OpKind::Immediate8to64
-                    | OpKind::Immediate32
-                    | OpKind::Immediate32to64
-            );
-            if d == RSP {
-                s.sp = if imm {
-                    st.sp.map(|sp| sp + sign * imm_of(i, 1))
-                } else {
-                    None
-                };
-                return s;
-            }
-            let old = st.regs[d];
-            if !wide0 {
-                return s;
-            }
-            if imm {
-                let k = sign * imm_of(i, 1);
-                s.regs[d] = if old.tags == SRC {
-                    Val::tagged(SRC, old.off.map(|c| c - k))
-                } else if old.tags == LEN {
-                    Val::tagged(LEN, old.off.map(|o| o + k))
-                } else if old.is_ptr() {
-                    Val::tagged(old.tags & (SRC | DST), None)
-                } else {
-                    Val::OTHER
-                };
-            } else if i.op1_kind() == OpKind::Register {
-                let other = val(i.op1_register());
-                s.regs[d] = match (old.is_ptr(), other.is_ptr()) {
-                    (true, false) => Val::tagged(old.tags & (SRC | DST), None),
-                    (false, true) if m == Mnemonic::Add => {
-                        Val::tagged(other.tags & (SRC | DST), None)
-                    }
-                    _ => Val::OTHER,
-                };
-            }
-        }
-        Mnemonic::Lea => {
-            let Some(d) = reg0 else { return s };
-            let (b, x) = (val(i.memory_base()), val(i.memory_index()));
-            let disp = displacement(i, abi);
-            s.regs[d] = if !wide0 {
-                Val::OTHER
-            } else if i.memory_index() == Register::None && b.tags == SRC {
-                Val::tagged(SRC, b.off.map(|c| c - disp))
-            } else if i.memory_index() == Register::None && b.tags == LEN {
-                Val::tagged(LEN, b.off.map(|o| o + disp))
-            } else if b.is_ptr() && !x.is_ptr() {
-                Val::tagged(b.tags & (SRC | DST), None)
-            } else if x.is_ptr() && !b.is_ptr() && i.memory_index_scale() == 1 {
-                Val::tagged(x.tags & (SRC | DST), None)
-            } else {
-                Val::OTHER
-            };
-        }
-        Mnemonic::Movsb
-        | Mnemonic::Movsw
-        | Mnemonic::Movsd
-        | Mnemonic::Movsq
-        | Mnemonic::Stosb
-        | Mnemonic::Stosd
-        | Mnemonic::Stosq
-            if i.op0_kind() == OpKind::MemoryESEDI || i.op0_kind() == OpKind::MemoryESRDI =>
-        {
-            // The string pointers advance: still the same pointers.
-            for r in [6usize, 7] {
-                if st.regs[r].is_ptr() {
-                    s.regs[r] = Val::tagged(st.regs[r].tags & (SRC | DST), None);
-                }
-            }
-        }
-        Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
-            if let Some(r) = reg0 {
-                if i.op1_kind() != OpKind::Register && i.op1_kind() != OpKind::Memory {
-                    s.flags = Some(Cmp {
-                        reg: r,
-                        imm: imm_of(i, 1),
-                        test: false,
-                        addr: i.ip(),
-                    });
-                }
-            }
-        }
-        Mnemonic::Test
-            if i.op0_kind() == OpKind::Register
-                && i.op1_kind() == OpKind::Register
-                && i.op0_register() == i.op1_register()
-                && wide_or_32(i.op0_register(), abi) =>
-        {
-            if let Some(r) = reg0 {
-                s.flags = Some(Cmp {
-                    reg: r,
-                    imm: 0,
-                    test: true,
-                    addr: i.ip(),
-                });
-            }
-        }
-        _ => {
-            // Anything else that moves the stack pointer makes it unknown.
-            let writes_sp = info.used_registers().iter().any(|u| {
-                gpr(u.register()) == Some(RSP)
-                    && !matches!(u.access(), OpAccess::Read | OpAccess::CondRead)
-            });
-            if writes_sp && !matches!(i.flow_control(), FlowControl::Call | FlowControl::Return) {
-                s.sp = None;
-            }
-            if i.flow_control() == FlowControl::Call {
-                for &r in &abi.clobber {
-                    s.regs[r] = Val::OTHER;
-                }
-            }
-        }
-    }
-    s
-}
-
-/// A compare of the length is meaningful at pointer width (or 32 bits).
-fn wide_or_32(r: Register, abi: &AbiSpec) -> bool {
-    r.size() == abi.ptr as usize || r.size() == 4
-}
-
 /// The first reachable instruction (in address order) after which `r`
 /// no longer holds its entry value.
 fn first_write(func: &Func, states: &[Option<State>], r: usize) -> Option<usize> {
-    let mut factory = InstructionInfoFactory::new();
     (0..func.insns.len()).find(|&k| {
         states[k]
             .as_ref()
             .is_some_and(|s| s.regs[r].tags & (1 << r) != 0)
-            && factory
-                .info(&func.insns[k])
-                .used_registers()
-                .iter()
-                .any(|u| {
-                    gpr(u.register()) == Some(r)
-                        && matches!(
-                            u.access(),
-                            OpAccess::Write
-                                | OpAccess::ReadWrite
-                                | OpAccess::CondWrite
-                                | OpAccess::ReadCondWrite
-                        )
-                })
+            && func.insns[k].written.contains(&r)
     })
 }
 
@@ -1268,44 +1395,17 @@ fn first_write(func: &Func, states: &[Option<State>], r: usize) -> Option<usize>
 fn liveness(func: &Func, abi: &AbiSpec) -> Vec<BTreeMap<usize, usize>> {
     type Live = BTreeMap<usize, usize>;
     let n = func.insns.len();
-    let mut factory = InstructionInfoFactory::new();
     let mut uses: Vec<Live> = vec![Live::new(); n];
-    let mut defs: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
-    let read_width = |r: Register| {
-        if matches!(r, Register::AH | Register::CH | Register::DH | Register::BH) {
-            2
-        } else {
-            r.size()
+    for (i, u) in func.insns.iter().zip(uses.iter_mut()) {
+        for &(g, w) in &i.uses {
+            let e = u.entry(g).or_insert(0);
+            *e = (*e).max(w);
         }
-    };
-    for k in 0..n {
-        let i = &func.insns[k];
-        for u in factory.info(i).used_registers() {
-            let Some(g) = gpr(u.register()) else { continue };
-            match u.access() {
-                OpAccess::Write => {
-                    // 32-bit writes zero-extend: the whole register.
-                    let w = if full_write(u.register()) {
-                        8
-                    } else if read_width(u.register()) == 2 && u.register().size() == 1 {
-                        0
-                    } else {
-                        u.register().size()
-                    };
-                    defs[k].push((g, w));
-                }
-                OpAccess::CondWrite => {}
-                _ => {
-                    let e = uses[k].entry(g).or_insert(0);
-                    *e = (*e).max(read_width(u.register()));
-                }
-            }
-        }
-        if i.flow_control() == FlowControl::Return {
+        if i.flow == Flow::Return {
             // The result and everything the caller keeps.
-            uses[k].insert(abi.ret, 8);
+            u.insert(abi.ret, 8);
             for r in (0..abi.regs()).filter(|r| !abi.clobber.contains(r)) {
-                uses[k].insert(r, 8);
+                u.insert(r, 8);
             }
         }
     }
@@ -1326,7 +1426,7 @@ fn liveness(func: &Func, abi: &AbiSpec) -> Vec<BTreeMap<usize, usize>> {
                 merge(&mut out, &live_in[s]);
             }
             let mut inn = out.clone();
-            for &(g, w) in &defs[k] {
+            for &(g, w) in &func.insns[k].defs {
                 if inn.get(&g).is_some_and(|&need| need <= w) {
                     inn.remove(&g);
                 }
@@ -1349,13 +1449,7 @@ fn liveness(func: &Func, abi: &AbiSpec) -> Vec<BTreeMap<usize, usize>> {
 
 /// From a fixup: does some path reach a return, and is there a one-byte
 /// user access (a byte retry or step) on the way?
-fn fixup_paths(
-    func: &Func,
-    states: &[Option<State>],
-    fx: usize,
-    user_tag: u32,
-    factory: &mut InstructionInfoFactory,
-) -> (bool, bool) {
+fn fixup_paths(func: &Func, states: &[Option<State>], fx: usize, user_tag: u32) -> (bool, bool) {
     let mut seen = BTreeSet::new();
     let mut work = vec![fx];
     let (mut returns, mut byte) = (false, false);
@@ -1364,14 +1458,14 @@ fn fixup_paths(
             continue;
         }
         let i = &func.insns[k];
-        if i.flow_control() == FlowControl::Return {
+        if i.flow == Flow::Return {
             returns = true;
         }
         if let Some(st) = &states[k] {
-            byte |= factory.info(i).used_memory().iter().any(|m| {
-                m.access() != OpAccess::NoMemAccess
-                    && m.memory_size().size() == 1
-                    && gpr(m.base()).is_some_and(|g| st.regs[g].tags & user_tag != 0)
+            byte |= i.mems.iter().any(|m| {
+                m.kind != MemKind::Prefetch
+                    && m.size == 1
+                    && m.base.is_some_and(|g| st.regs[g].tags & user_tag != 0)
             });
         }
         work.extend(func.succ[k].iter().copied());
@@ -1390,13 +1484,9 @@ pub fn render_reports(reports: &[Report]) -> (String, bool) {
     (s, ok)
 }
 
-/// Check every x86 strategy of the built-in catalog in both flavours, from
-/// freshly rendered text (what `copygen emit` writes to `emitted/`).
-/// Architectures the static checker decodes.
-pub fn supports(arch: Arch) -> bool {
-    matches!(arch, Arch::X86_64 | Arch::I386)
-}
-
+/// Check every strategy of the built-in catalog (all architectures) in both
+/// flavours, from freshly rendered text (what `copygen emit` writes to
+/// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
     check_strategies(&crate::emit::catalog()?, options)
 }
@@ -1409,9 +1499,6 @@ pub fn check_strategies(
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
     for s in strategies.iter().cloned() {
-        if !supports(s.arch) {
-            continue;
-        }
         for flavor in Flavor::ALL {
             let rel = crate::render::emitted_path(&s, flavor);
             let path = dir.path().join(&rel);

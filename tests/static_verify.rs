@@ -1,5 +1,5 @@
-//! `copygen verify --static` (static_verify): the catalog passes on x86_64
-//! and i386, hand-written fixtures get the verdicts they deserve, and each
+//! `copygen verify --static` (static_verify): the catalog passes on x86_64,
+//! i386 and ARMv6, hand-written fixtures get the verdicts they deserve, and each
 //! mutant of emitted text — made by editing the generator's own output so the
 //! mutants track it — is caught with a finding naming the instruction and
 //! its source line.
@@ -98,12 +98,14 @@ fn the_catalog_passes_and_counts_the_lowerings_user_accesses() {
         text.push_str(&r.to_string());
     }
     assert!(reports.iter().all(|r| r.passed()), "{text}");
+    for arch in [Arch::X86_64, Arch::I386, Arch::Armv6] {
+        assert!(
+            reports.iter().any(|r| r.arch == arch),
+            "no {arch} in the catalog"
+        );
+    }
     // The analysis finds exactly the accesses the lowering marked as user.
-    for s in catalog()
-        .unwrap()
-        .into_iter()
-        .filter(|s| matches!(s.arch, Arch::X86_64 | Arch::I386))
-    {
+    for s in catalog().unwrap() {
         for flavor in Flavor::ALL {
             let r = reports
                 .iter()
@@ -175,6 +177,47 @@ fn hand_written_fixtures() {
         .functions
         .iter()
         .all(|f| f.user_accesses == 1 && f.entries == 1));
+
+    // ARM, kernel style (conditional return, post-indexed writeback, subs):
+    // the architecture comes from `.arm`/`.syntax` in a file with no header.
+    let r = check_object(&dir.join("arm-bytecopy.S"), &Options::default()).unwrap();
+    assert_eq!(r.arch, Arch::Armv6);
+    assert!(r.passed() && r.findings().next().is_none(), "{r}");
+    assert_eq!(r.functions.len(), 2);
+    assert!(r
+        .functions
+        .iter()
+        .all(|f| f.user_accesses == 1 && f.entries == 1));
+
+    // ARM, linux flavour: the fixup in .text.fixup branches back into .text
+    // through a relocation; what it does there is checked.
+    let path = dir.join("arm-kstyle-linux.S");
+    let r = check_object(&path, &Options::default()).unwrap();
+    assert_eq!((r.arch, r.flavor), (Arch::Armv6, Flavor::Linux));
+    assert!(r.passed() && r.findings().next().is_none(), "{r}");
+    assert_eq!(
+        (r.functions[0].user_accesses, r.functions[0].entries),
+        (1, 1)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let m = text.replace(
+        "9001:\tmov\tr4, r2\n\tmov\tr2, r4",
+        "9001:\tmov\tr5, r2\n\tmov\tr2, r5",
+    );
+    let r = check_text(&m, "arm-kstyle-linux.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "kstyle_from_user",
+        "r5 is not preserved",
+        line_number(&m, "\tpop\t{r4, pc}"),
+    );
+    assert!(
+        f.message.contains(&format!(
+            "written by `mov r5, r2` at .text.fixup+0x0 (line {})",
+            line_number(&m, "9001:\tmov\tr5, r2")
+        )),
+        "{f}"
+    );
 
     let opts = Options {
         arch: Some(Arch::I386),
@@ -356,4 +399,334 @@ fn mutant_unguarded_touch_load() {
         line_of_label(&m, ".Lfrom_unrolled_touch64"),
     );
     assert_eq!(f.insn, "mov 0x40(%esi), %eax");
+}
+
+// ---------------------------------------------------------------------------
+// ARMv6 (A32).
+
+/// The lowering's user sites per entry point of `s` in `flavor`.
+fn user_sites(s: &Strategy, flavor: Flavor) -> Vec<(String, usize)> {
+    backend::functions(s, flavor)
+        .into_iter()
+        .map(|(r, _)| (r.symbol.clone(), r.user_sites().len()))
+        .collect()
+}
+
+#[test]
+fn armv6_sinks_pass_with_the_lowerings_user_accesses_and_guarded_preloads() {
+    // The test-only strategies that reach every armv6 backend path: head/tail
+    // with end-relative words (`add ip, r1, r2`), ldm/stm at offsets, far
+    // touch loads and preloads through ip, constant sizes, zero_tail.
+    let sinks: Vec<Strategy> = fixture_strategies()
+        .into_iter()
+        .filter(|s| s.arch == Arch::Armv6)
+        .collect();
+    assert_eq!(sinks.len(), 2);
+    let mut preloads = 0;
+    for s in &sinks {
+        for flavor in Flavor::ALL {
+            let text = render(s, flavor);
+            let r = check_text(&text, &format!("{}.S", s.name), &Options::default());
+            assert!(r.passed(), "{r}");
+            assert!(
+                r.findings().all(|(_, f)| f.severity == Severity::Note),
+                "{r}"
+            );
+            for (symbol, sites) in user_sites(s, flavor) {
+                let f = r.functions.iter().find(|f| f.name == symbol).unwrap();
+                assert_eq!((f.user_accesses, f.entries), (sites, sites), "{symbol}");
+            }
+            // Every preload of the source names the length check that keeps
+            // it inside, on the source line of a `cmp r2, ...`.
+            let lines: Vec<&str> = text.lines().collect();
+            for (_, f) in r.findings().filter(|(_, f)| f.insn.starts_with("pld")) {
+                assert!(
+                    lines[f.line.unwrap() as usize - 1].contains("\tpld\t"),
+                    "{f}"
+                );
+                let check: u32 = f
+                    .message
+                    .split("(line ")
+                    .nth(1)
+                    .and_then(|t| t.split(')').next())
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!(lines[check as usize - 1].starts_with("\tcmp\tr2, "), "{f}");
+                preloads += 1;
+            }
+        }
+    }
+    // pld +32 and +4096 in each `inter` loop: 3 loops x 2 routines x 2 flavours x 2 sinks.
+    assert_eq!(preloads, 48);
+}
+
+#[test]
+fn armv6_ldm_stm_report_names_the_pld_guard() {
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let r = check_text(&text, "ldm-stm.S", &Options::default());
+    assert!(r.passed(), "{r}");
+    let pld = line_number(&text, "\tpld\t[r1, #64]");
+    let notes: Vec<_> = r
+        .findings()
+        .filter(|(n, _)| *n == "ldm_stm_from_user")
+        .collect();
+    assert_eq!(notes.len(), 1, "{r}");
+    let f = notes[0].1;
+    assert_eq!(
+        (f.severity, f.line, f.insn.as_str()),
+        (Severity::Note, Some(pld), "pld [r1, #64]")
+    );
+    assert!(
+        f.message.contains(&format!(
+            "guarded by `cmp r2, #65` at 0x12c (line {})",
+            line_number(&text, "\tcmp\tr2, #65")
+        )) && f.message.contains("needs no exception-table entry"),
+        "{f}"
+    );
+}
+
+#[test]
+fn arm_mutant_missing_entry() {
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let entry = "\t.pushsection __ex_table, \"a\"\n\t.align\t3\n\t.long\t.Lfrom_ldm_ldm0, .Lfrom_fixup_retry\n\t.popsection\n";
+    assert!(text.contains(entry));
+    let m = text.replacen(entry, "", 1);
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_from_user",
+        "without an exception-table entry",
+        line_of_label(&m, ".Lfrom_ldm_ldm0"),
+    );
+    assert_eq!(f.insn, "ldm r1, {r3-r10}");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+}
+
+#[test]
+fn arm_mutant_stray_entries() {
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let anchor = "ENDPROC(ldm_stm_to_user)\n";
+    let entry = |insn: &str| {
+        format!("\t.pushsection __ex_table, \"a\"\n\t.align\t3\n\t.long\t{insn}, .Lto_fixup_retry\n\t.popsection\n")
+    };
+    // On a compare.
+    let m = text.replacen(anchor, &format!("{anchor}{}", entry(".Lto_ldm_aligned")), 1);
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_to_user",
+        "stray exception-table entry: this instruction does not access user memory",
+        line_of_label(&m, ".Lto_ldm_aligned"),
+    );
+    assert_eq!(f.insn, "cmp r2, #32");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+    // On a kernel-side store of from_user (the buffer, not the user).
+    let m = text.replacen(
+        "\tstrb\tr3, [r0]\n",
+        "\tstrb\tr3, [r0]\n.Lfrom_kernel_store:\n",
+        1,
+    );
+    let m = m.replacen(
+        "ENDPROC(ldm_stm_from_user)\n",
+        "ENDPROC(ldm_stm_from_user)\n\t.pushsection __ex_table, \"a\"\n\t.align\t3\n\t.long\t.Lfrom_kernel_store - 4, .Lfrom_fixup_retry\n\t.popsection\n",
+        1,
+    );
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let line = line_number(&m, ".Lfrom_kernel_store:") - 1;
+    let f = assert_caught(&r, "ldm_stm_from_user", "stray exception-table entry", line);
+    assert_eq!(f.insn, "strb r3, [r0]");
+    // On a pld: a preload cannot fault.
+    let at = text.rfind("\tpld\t[r1, #64]\n").unwrap();
+    let m = format!("{}.Lto_pld:\n{}", &text[..at], &text[at..]);
+    let m = m.replacen(anchor, &format!("{anchor}{}", entry(".Lto_pld")), 1);
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_to_user",
+        "a preload cannot fault, so it needs none",
+        line_of_label(&m, ".Lto_pld"),
+    );
+    assert_eq!(f.insn, "pld [r1, #64]");
+}
+
+#[test]
+fn arm_mutant_fixup_outside_the_function() {
+    // Linux: into the other function's piece of .text.fixup.
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let entry = "\t.long\t.Lfrom_ldm_byte_load, .Lfrom_fixup_retry\n";
+    assert!(text.contains(entry));
+    let m = text.replacen(
+        entry,
+        "\t.long\t.Lfrom_ldm_byte_load, .Lto_fixup_retry\n",
+        1,
+    );
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_from_user",
+        "lies outside the function (in the .text.fixup piece of ldm_stm_to_user)",
+        line_of_label(&m, ".Lfrom_ldm_byte_load"),
+    );
+    assert_eq!(f.insn, "ldrb r3, [r1]");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+
+    // Standalone: into the other function.
+    let text = render(&strategy("ldm-stm"), Flavor::Standalone);
+    let entry = "\t.long\t.Lfrom_ldm_byte_load - ., .Lfrom_fixup_retry - .\n";
+    assert!(text.contains(entry));
+    let m = text.replacen(
+        entry,
+        "\t.long\t.Lfrom_ldm_byte_load - ., .Lto_fixup_retry - .\n",
+        1,
+    );
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    assert_caught(
+        &r,
+        "ldm_stm_from_user",
+        "lies outside the function (in ldm_stm_to_user)",
+        line_of_label(&m, ".Lfrom_ldm_byte_load"),
+    );
+}
+
+#[test]
+fn arm_mutant_callee_saved_register_clobbered() {
+    // r4 no longer saved by from_user (its push and pops drop it).
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let (from, to) = text.split_at(text.find("ENTRY(ldm_stm_to_user)").unwrap());
+    let m = from
+        .replace("push\t{r4-r10, lr}", "push\t{r5-r10, lr}")
+        .replace("pop\t{r4-r10, pc}", "pop\t{r5-r10, pc}")
+        + to;
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let written = line_number(&m, "\tldr\tr4, [r1, #4]");
+    let errs = errors(&r);
+    // One error per return, the fixup's return in .text.fixup included.
+    assert_eq!(errs.len(), 3, "{r}");
+    for (n, f) in &errs {
+        assert_eq!(n, "ldm_stm_from_user");
+        assert_eq!(f.insn, "pop {r5-r10, pc}");
+        assert_eq!(
+            m.lines().nth(f.line.unwrap() as usize - 1),
+            Some("\tpop\t{r5-r10, pc}")
+        );
+        assert!(
+            f.message.contains("r4 is not preserved")
+                && f.message.contains(&format!(
+                    "written by `ldr r4, [r1, #4]` at 0x6c (line {written})"
+                )),
+            "{f}"
+        );
+    }
+    let in_fixup = errs
+        .iter()
+        .find(|(_, f)| f.section == ".text.fixup")
+        .unwrap();
+    assert_eq!(
+        in_fixup.1.line,
+        Some(line_of_label(&m, ".Lfrom_fixup_done") + 1)
+    );
+
+    // A return that skips the pop: the stack is not balanced.
+    let m = text.replacen(
+        "\tmov\tr0, #0\n\tpop\t{r4-r10, pc}\n",
+        "\tmov\tr0, #0\n\tbx\tlr\n",
+        1,
+    );
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_from_user",
+        "stack not balanced at return (sp = entry -32)",
+        line_number(&m, "\tbx\tlr"),
+    );
+    assert_eq!(f.insn, "bx lr");
+
+    // lr clobbered and returned through.
+    let m = text.replacen(
+        "\tmov\tr0, #0\n\tpop\t{r4-r10, pc}\n",
+        "\tmov\tr0, #0\n\tpop\t{r4-r10, lr}\n\tmov\tlr, r0\n\tbx\tlr\n",
+        1,
+    );
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    assert_caught(
+        &r,
+        "ldm_stm_from_user",
+        "returns to an address other than the entry lr",
+        line_number(&m, "\tbx\tlr"),
+    );
+}
+
+#[test]
+fn arm_mutant_vfp_in_the_linux_flavour() {
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let anchor = "ENTRY(ldm_stm_to_user)\n";
+    let m = text.replacen(anchor, &format!("{anchor}\tvmov\ts0, r0\n"), 1);
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_to_user",
+        "uses VFP/NEON state",
+        line_number(&m, "\tvmov\ts0, r0"),
+    );
+    assert_eq!(f.insn, "vmov s0, r0");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+    // A strategy that owns the VFP state may.
+    let r = check_text(
+        &m,
+        "ldm-stm.S",
+        &Options {
+            allow_vector: true,
+            ..Options::default()
+        },
+    );
+    assert!(r.passed(), "{r}");
+}
+
+#[test]
+fn arm_mutant_unguarded_touch_load_and_pld() {
+    // to_user: a dead load 64 bytes ahead at the top of the ldm loop, where
+    // only len >= 32 is known.
+    let text = render(&strategy("ldm-stm"), Flavor::Linux);
+    let anchor = ".Lto_ldm_loop:\n";
+    let m = text.replacen(anchor, &format!("{anchor}\tldr\tr3, [r1, #64]\n"), 1);
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "ldm_stm_to_user",
+        "touch load past the checked length",
+        line_number(&m, "\tldr\tr3, [r1, #64]"),
+    );
+    assert_eq!(f.insn, "ldr r3, [r1, #64]");
+    assert!(
+        f.message
+            .contains("needs 68 bytes left, only 32 proven by `cmp r2, #32`"),
+        "{f}"
+    );
+    assert_eq!(errors(&r).len(), 1, "{r}");
+
+    // from_user: the pld's own guard taken out. A preload cannot fault, so
+    // this is a warning (the verdict stays ok), but it is reported.
+    let guard = "\tcmp\tr2, #65\n\tblo\t.Lfrom_ldm_prefetched\n";
+    assert!(text.contains(guard));
+    let m = text.replacen(guard, "", 1);
+    let r = check_text(&m, "ldm-stm.S", &Options::default());
+    assert!(r.passed(), "{r}");
+    let warns: Vec<_> = r
+        .findings()
+        .filter(|(_, f)| f.severity == Severity::Warning)
+        .collect();
+    assert_eq!(warns.len(), 1, "{r}");
+    let (n, f) = warns[0];
+    assert_eq!(n, "ldm_stm_from_user");
+    assert_eq!(f.insn, "pld [r1, #64]");
+    assert_eq!(f.line, Some(line_of_label(&m, ".Lfrom_ldm_loop")));
+    assert!(
+        f.message.contains("preload past the checked length")
+            && f.message
+                .contains("needs 65 bytes left, only 32 proven by `cmp r2, #32`")
+            && f.message
+                .contains("contract forbids touching memory outside the source"),
+        "{f}"
+    );
 }
