@@ -1498,12 +1498,12 @@ pub fn check_strategies(
 ) -> Result<Vec<Report>> {
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
-    for s in strategies.iter().cloned() {
+    for s in strategies {
         for flavor in Flavor::ALL {
-            let rel = crate::render::emitted_path(&s, flavor);
+            let rel = crate::render::emitted_path(s, flavor);
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
-            std::fs::write(&path, crate::render::render(&s, flavor))?;
+            std::fs::write(&path, crate::render::render(s, flavor))?;
             let mut r = check_object(&path, options)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);
