@@ -11,6 +11,7 @@ pub mod backend;
 pub mod diagnostics;
 pub mod emit;
 pub mod ir;
+pub mod jit;
 pub mod lower;
 pub mod ops;
 pub mod render;

@@ -44,6 +44,15 @@ enum Command {
     },
     /// List the built-in strategies, one line each.
     List,
+    /// JIT-compile a strategy and run the in-process fault-injection suite;
+    /// exit 1 on any contract violation.
+    Jit {
+        /// The strategy file.
+        file: PathBuf,
+        /// Architecture instead of the file's (only x86_64 runs in-process).
+        #[arg(long)]
+        arch: Option<String>,
+    },
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -74,6 +83,7 @@ fn main() -> ExitCode {
             cmd_emit(files, check, arch, flavor, output, emitted)
         }
         Command::List => cmd_list(),
+        Command::Jit { file, arch } => cmd_jit(file, arch),
     };
     match result {
         Ok(code) => code,
@@ -201,3 +211,13 @@ fn cmd_list() -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+
+fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
+    let s = strategy::load(&file, parse_arch(arch)?)?;
+    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
+        copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+        e => Failure::Other(e.into()),
+    })?;
+    print!("{report}");
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
