@@ -43,6 +43,8 @@ struct Lowering<'a> {
     s: &'a Strategy,
     dir: Direction,
     uaccess_in_routine: bool,
+    /// Scratch registers this target's convention lets a routine clobber.
+    scratch: u32,
     fixed: Option<u32>,
     ops: Vec<Op>,
     fixups: Vec<Fixup>,
@@ -70,6 +72,7 @@ impl<'a> Lowering<'a> {
             s,
             dir,
             uaccess_in_routine,
+            scratch: crate::arch::scratch_registers(target.arch, target.flavor, s.linux.convention),
             fixed,
             ops: Vec::new(),
             fixups: Vec::new(),
@@ -279,9 +282,11 @@ impl<'a> Lowering<'a> {
             pieces.push((w, At::Start(off)));
             off += w;
         }
+        // Alternate two registers where the convention allows two.
+        let regs = self.scratch.min(2) as usize;
         let mut p = Progress { done: 0, dirty: false };
         for (i, &(w, at)) in pieces.iter().enumerate() {
-            p = self.copy_one(&format!("piece{i}"), w, (i % 2) as u8, at, p);
+            p = self.copy_one(&format!("piece{i}"), w, (i % regs) as u8, at, p);
         }
         self.ret(true);
         self.finish()
