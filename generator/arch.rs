@@ -14,6 +14,8 @@ pub struct Capabilities {
     pub tails: &'static [Tail],
     /// Largest `ldm`/`stm` register list, when `Multiple` grouping exists.
     pub max_multiple: u32,
+    /// Scratch registers with a 1-byte form (i386's ebp has none).
+    pub byte_registers: u32,
 }
 
 pub fn capabilities(arch: Arch) -> &'static Capabilities {
@@ -29,6 +31,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             groupings: X86_GROUPING,
             tails: X86_TAILS,
             max_multiple: 0,
+            byte_registers: 6,
         },
         Arch::I386 => &Capabilities {
             widths: &[1, 2, 4],
@@ -37,6 +40,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             groupings: X86_GROUPING,
             tails: X86_TAILS,
             max_multiple: 0,
+            byte_registers: 3,
         },
         Arch::Armv6 => &Capabilities {
             widths: &[1, 4],
@@ -49,6 +53,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             ],
             tails: &[Tail::Bytes, Tail::Words],
             max_multiple: 8,
+            byte_registers: 8,
         },
     }
 }
