@@ -15,6 +15,7 @@ use dynasmrt::{DynasmApi, ExecutableBuffer};
 use crate::backend::{self, x86};
 use crate::ir::{Arch, Direction, Flavor, Strategy};
 use crate::lower::{lower, Target};
+use crate::ops::Routine;
 use encode::{EncodeError, Mode};
 
 /// A compiled routine: `to, from, n` (SysV) → bytes not copied. Fixed-size
@@ -162,6 +163,15 @@ impl JitModule {
 /// Compile every entry point of an x86_64 strategy (standalone ABI) into
 /// executable memory and register its exception tables.
 pub fn compile(s: &Strategy) -> Result<JitModule, JitError> {
+    compile_edited(s, |_, _| {})
+}
+
+/// [`compile`], with each routine's selected lines passed through `edit`
+/// first: how the tests show that the contract checks catch broken code.
+pub fn compile_edited(
+    s: &Strategy,
+    mut edit: impl FnMut(&Routine, &mut Vec<x86::Line>),
+) -> Result<JitModule, JitError> {
     if s.arch != Arch::X86_64 {
         return Err(JitError::NotExecutable(s.arch));
     }
@@ -179,7 +189,8 @@ pub fn compile(s: &Strategy) -> Result<JitModule, JitError> {
             flavor,
         },
     ) {
-        let lines = x86::select(&r, &abi);
+        let mut lines = x86::select(&r, &abi);
+        edit(&r, &mut lines);
         let err = |source| JitError::Encode {
             symbol: r.symbol.clone(),
             source,
