@@ -5,11 +5,12 @@
 //!
 //! Two things differ from GNU as by construction (see `tests/jit_encoder.rs`):
 //! dynasm gives every memory operand with a dynamic base register a SIB byte
-//! and at least a disp8, and it cannot relax branches itself. [`encode`]
+//! and at least a disp8, and it cannot relax branches itself. [`plan`]
 //! therefore relaxes: it starts with every branch in its rel32 form and
-//! shortens, pass by pass, each branch whose rel8 displacement is provably
-//! in range on the current layout (shortening only ever brings two points
-//! closer, so every earlier proof stays valid), until nothing changes.
+//! shortens, round by round, each branch whose rel8 displacement is
+//! provably in range on the current layout (shortening only ever brings two
+//! points closer, so every earlier proof stays valid), until nothing
+//! changes.
 
 use std::collections::HashMap;
 
@@ -28,13 +29,31 @@ pub enum Mode {
     X86,
 }
 
+/// A routine ready to encode: labels numbered once, each branch's form
+/// chosen. Built by [`plan`].
+#[derive(Debug, Clone)]
+pub struct Plan<'a> {
+    lines: &'a [Line],
+    /// Label names by number.
+    names: Vec<&'a str>,
+    /// Per line: the label it defines (`Inst::Label`) or targets (a
+    /// branch); `NONE` otherwise.
+    label: Vec<u32>,
+    /// Per line: the fixup label of a user access; `NONE` otherwise.
+    fixup: Vec<u32>,
+    /// Per line: a branch in its rel8 form.
+    pub short: Vec<bool>,
+}
+
+const NONE: u32 = u32::MAX;
+
 /// Where things landed in one encoded routine, relative to its first byte.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layout {
     /// Offset of every line (a label or comment has the next insn's offset).
     pub line_offsets: Vec<usize>,
-    /// Offset of every `Inst::Label`.
-    pub labels: HashMap<String, usize>,
+    /// Offset of every label, by the plan's numbering.
+    pub label_offsets: Vec<usize>,
     /// Routine length in bytes.
     pub len: usize,
 }
@@ -42,19 +61,26 @@ pub struct Layout {
 impl Layout {
     /// (faulting instruction, fixup) offsets of every user access, in line
     /// order: the routine's exception table.
-    pub fn extable(&self, lines: &[Line]) -> Result<Vec<(u32, u32)>, EncodeError> {
-        lines
+    pub fn extable(&self, plan: &Plan) -> Vec<(u32, u32)> {
+        plan.fixup
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| l.user.as_ref().map(|u| (i, u)))
-            .map(|(i, (_, fixup))| {
-                let fix = *self
-                    .labels
-                    .get(fixup)
-                    .ok_or_else(|| EncodeError::NoLabel(fixup.clone()))?;
-                Ok((self.line_offsets[i] as u32, fix as u32))
+            .filter(|&(_, &f)| f != NONE)
+            .map(|(i, &f)| {
+                (
+                    self.line_offsets[i] as u32,
+                    self.label_offsets[f as usize] as u32,
+                )
             })
             .collect()
+    }
+
+    /// Offset of the label `name`, if the routine defines it.
+    pub fn label(&self, plan: &Plan, name: &str) -> Option<usize> {
+        plan.names
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| self.label_offsets[i])
     }
 }
 
@@ -66,82 +92,117 @@ pub enum EncodeError {
     NoLabel(String),
     #[error("a branch targets the undefined label `{0}`")]
     NoTarget(String),
+    #[error("the label `{0}` is defined twice")]
+    Duplicate(String),
     #[error("cannot encode {0:?} for {1:?}")]
     Unsupported(Inst, Mode),
 }
 
-/// Encode `lines` into a fresh byte vector, relaxing branches; returns the
-/// bytes, the layout and which lines (branches) use the short form.
-pub fn encode(lines: &[Line], mode: Mode) -> Result<(Vec<u8>, Layout, Vec<bool>), EncodeError> {
-    let mut short = vec![false; lines.len()];
-    loop {
-        let mut ops = VecAssembler::<SimpleRelocation>::new(0);
-        let layout = emit(&mut ops, lines, &short, mode)?;
-        let code = ops.finalize()?;
-        if !shorten(lines, &layout, &mut short)? {
-            return Ok((code, layout, short));
-        }
-    }
-}
-
-/// Mark every long branch whose short form provably reaches; true if any.
-fn shorten(lines: &[Line], layout: &Layout, short: &mut [bool]) -> Result<bool, EncodeError> {
-    let mut changed = false;
+/// Number the labels of `lines` and relax its branches: one dynasm pass
+/// with every branch rel32 gives each line's size (only branches depend on
+/// the layout); then, on those sizes, every branch whose rel8 provably
+/// reaches is shortened, repeatedly, until nothing changes.
+pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
+    let mut ids: HashMap<&str, u32> = HashMap::with_capacity(lines.len() / 4);
+    let mut names = Vec::new();
+    let mut defined = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let target = match &line.inst {
-            Inst::Jcc { target, .. } | Inst::Jmp { target } => target,
-            _ => continue,
-        };
-        if short[i] {
-            continue;
-        }
-        let to = *layout
-            .labels
-            .get(target)
-            .ok_or_else(|| EncodeError::NoTarget(target.clone()))? as i64;
-        // rel8 is counted from the end of the 2-byte short form.
-        let disp = to - (layout.line_offsets[i] as i64 + 2);
-        if (-128..=127).contains(&disp) {
-            short[i] = true;
-            changed = true;
+        if let Inst::Label(l) = &line.inst {
+            if ids.insert(l, names.len() as u32).is_some() {
+                return Err(EncodeError::Duplicate(l.clone()));
+            }
+            names.push(l.as_str());
+            defined.push(i);
         }
     }
-    Ok(changed)
-}
-
-/// Encode `lines` at the assembler's current offset with the given branch
-/// forms. Offsets in the result are relative to where the routine starts.
-pub fn emit<A: Asm>(
-    ops: &mut A,
-    lines: &[Line],
-    short: &[bool],
-    mode: Mode,
-) -> Result<Layout, EncodeError> {
-    let base = ops.offset().0;
-    let mut layout = Layout {
-        line_offsets: Vec::with_capacity(lines.len()),
-        ..Layout::default()
+    let mut label = vec![NONE; lines.len()];
+    let mut fixup = vec![NONE; lines.len()];
+    for (i, line) in lines.iter().enumerate() {
+        match &line.inst {
+            Inst::Label(l) => label[i] = ids[l.as_str()],
+            Inst::Jcc { target, .. } | Inst::Jmp { target } => {
+                label[i] = *ids
+                    .get(target.as_str())
+                    .ok_or_else(|| EncodeError::NoTarget(target.clone()))?
+            }
+            _ => {}
+        }
+        if let Some((_, f)) = &line.user {
+            fixup[i] = *ids
+                .get(f.as_str())
+                .ok_or_else(|| EncodeError::NoLabel(f.clone()))?;
+        }
+    }
+    let mut plan = Plan {
+        lines,
+        names,
+        label,
+        fixup,
+        short: vec![false; lines.len()],
     };
-    let mut dyn_labels: HashMap<&str, DynamicLabel> = HashMap::new();
-    for (i, line) in lines.iter().enumerate() {
-        layout.line_offsets.push(ops.offset().0 - base);
+
+    let mut ops = VecAssembler::<SimpleRelocation>::new(0);
+    // Only the sizes matter here: the bytes are dropped unresolved.
+    let first = emit(&mut ops, &plan, mode)?;
+    let mut sizes: Vec<usize> = first.line_offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    sizes.push(first.len - first.line_offsets.last().copied().unwrap_or(0));
+    let mut offsets = vec![0; lines.len()];
+    loop {
+        let mut at = 0;
+        for (o, s) in offsets.iter_mut().zip(&sizes) {
+            *o = at;
+            at += s;
+        }
+        let mut changed = false;
+        for i in 0..lines.len() {
+            if plan.short[i] || !matches!(lines[i].inst, Inst::Jcc { .. } | Inst::Jmp { .. }) {
+                continue;
+            }
+            let to = offsets[defined[plan.label[i] as usize]] as i64;
+            // rel8 counts from the end of the 2-byte short form.
+            if (-128..=127).contains(&(to - (offsets[i] as i64 + 2))) {
+                plan.short[i] = true;
+                sizes[i] = 2;
+                changed = true;
+            }
+        }
+        if !changed {
+            return Ok(plan);
+        }
+    }
+}
+
+/// [`plan`], then encode into a byte vector (encode-only).
+pub fn encode<'a>(
+    lines: &'a [Line],
+    mode: Mode,
+) -> Result<(Vec<u8>, Layout, Plan<'a>), EncodeError> {
+    let plan = plan(lines, mode)?;
+    let mut ops = VecAssembler::<SimpleRelocation>::new(0);
+    let layout = emit(&mut ops, &plan, mode)?;
+    Ok((ops.finalize()?, layout, plan))
+}
+
+/// Encode a planned routine at the assembler's current offset. Offsets in
+/// the result are relative to where the routine starts.
+pub fn emit<A: Asm>(ops: &mut A, plan: &Plan, mode: Mode) -> Result<Layout, EncodeError> {
+    let base = ops.offset().0;
+    let labels: Vec<DynamicLabel> = plan.names.iter().map(|_| ops.new_label()).collect();
+    let mut layout = Layout {
+        line_offsets: Vec::with_capacity(plan.lines.len()),
+        label_offsets: vec![0; labels.len()],
+        len: 0,
+    };
+    for (i, line) in plan.lines.iter().enumerate() {
+        let here = ops.offset().0 - base;
+        layout.line_offsets.push(here);
+        let label = (plan.label[i] != NONE).then(|| labels[plan.label[i] as usize]);
+        if let Inst::Label(_) = line.inst {
+            layout.label_offsets[plan.label[i] as usize] = here;
+        }
         match mode {
-            Mode::X64 => x64(
-                ops,
-                &line.inst,
-                short[i],
-                &mut dyn_labels,
-                &mut layout,
-                base,
-            )?,
-            Mode::X86 => x86(
-                ops,
-                &line.inst,
-                short[i],
-                &mut dyn_labels,
-                &mut layout,
-                base,
-            )?,
+            Mode::X64 => x64(ops, &line.inst, plan.short[i], label)?,
+            Mode::X86 => x86(ops, &line.inst, plan.short[i], label)?,
         }
     }
     layout.len = ops.offset().0 - base;
@@ -164,15 +225,6 @@ impl Asm for dynasmrt::Assembler<SimpleRelocation> {
     fn new_label(&mut self) -> DynamicLabel {
         self.new_dynamic_label()
     }
-}
-
-/// A label's dynasm id, made on first use (definition or reference).
-fn label<'a, A: Asm>(
-    ops: &mut A,
-    map: &mut HashMap<&'a str, DynamicLabel>,
-    name: &'a str,
-) -> DynamicLabel {
-    *map.entry(name).or_insert_with(|| ops.new_label())
 }
 
 /// One instruction with a memory operand `m`: `pre [m] post`. dynasm needs
@@ -271,19 +323,12 @@ macro_rules! branch {
 macro_rules! encoder {
     ($name:ident, $arch:ident, $mode:expr, ptr: ($pw:literal, $P:ident),
      widths: [$(($w:literal, $R:ident, $SZ:ident, $ISZ:ident)),+]) => {
-        fn $name<'a, A: Asm>(
-            ops: &mut A,
-            inst: &'a Inst,
-            short: bool,
-            labels: &mut HashMap<&'a str, DynamicLabel>,
-            layout: &mut Layout,
-            base: usize,
-        ) -> Result<(), EncodeError> {
+        /// `label`: the label an `Inst::Label` defines or a branch targets.
+        fn $name<A: Asm>(ops: &mut A, inst: &Inst, short: bool, label: Option<DynamicLabel>) -> Result<(), EncodeError> {
             let unsupported = || EncodeError::Unsupported(inst.clone(), $mode);
             match inst {
-                Inst::Label(l) => {
-                    let id = label(ops, labels, l);
-                    layout.labels.insert(l.clone(), ops.offset().0 - base);
+                Inst::Label(_) => {
+                    let id = label.expect("planned");
                     dynasm!(ops; .arch $arch; =>id);
                 }
                 Inst::Comment(_) => {}
@@ -331,14 +376,8 @@ macro_rules! encoder {
                         _ => return Err(unsupported()),
                     }
                 }
-                Inst::Jcc { cc, target } => {
-                    let id = label(ops, labels, target);
-                    branch!(ops, $arch, Some(*cc), short, id)
-                }
-                Inst::Jmp { target } => {
-                    let id = label(ops, labels, target);
-                    branch!(ops, $arch, None::<Cc>, short, id)
-                }
+                Inst::Jcc { cc, .. } => branch!(ops, $arch, Some(*cc), short, label.expect("planned")),
+                Inst::Jmp { .. } => branch!(ops, $arch, None::<Cc>, short, label.expect("planned")),
                 Inst::RepMovs { unit: 1 } => dynasm!(ops; .arch $arch; rep movsb),
                 Inst::RepMovs { unit: 2 } => dynasm!(ops; .arch $arch; rep movsw),
                 Inst::RepMovs { unit: 4 } => dynasm!(ops; .arch $arch; rep movsd),
@@ -374,19 +413,17 @@ encoder!(x64_common, x64, Mode::X64, ptr: (8, Rq),
     widths: [(1, Rb, BYTE, BYTE), (2, Rw, WORD, WORD), (4, Rd, DWORD, DWORD), (8, Rq, QWORD, DWORD)]);
 
 /// x86_64: `rep movsq` exists only here; everything else is shared.
-fn x64<'a, A: Asm>(
+fn x64<A: Asm>(
     ops: &mut A,
-    inst: &'a Inst,
+    inst: &Inst,
     short: bool,
-    labels: &mut HashMap<&'a str, DynamicLabel>,
-    layout: &mut Layout,
-    base: usize,
+    label: Option<DynamicLabel>,
 ) -> Result<(), EncodeError> {
     match inst {
         Inst::RepMovs { unit: 8 } => {
             dynasm!(ops; .arch x64; rep movsq);
             Ok(())
         }
-        _ => x64_common(ops, inst, short, labels, layout, base),
+        _ => x64_common(ops, inst, short, label),
     }
 }

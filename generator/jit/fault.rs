@@ -167,25 +167,30 @@ fn lookup(pc: usize) -> Option<(usize, Option<usize>)> {
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handler {
     use super::{lookup, LAST_STRAY};
+    use std::cell::UnsafeCell;
     use std::mem::MaybeUninit;
     use std::sync::Once;
 
     static INSTALL: Once = Once::new();
-    /// The actions installed before ours, for SIGSEGV and SIGBUS; written
-    /// once, before our handler is installed.
-    static mut PREVIOUS: [MaybeUninit<libc::sigaction>; 2] =
-        [MaybeUninit::uninit(), MaybeUninit::uninit()];
 
-    fn index(sig: libc::c_int) -> usize {
-        usize::from(sig == libc::SIGBUS)
+    /// The actions installed before ours, for SIGSEGV and SIGBUS: written
+    /// once, before our handler is installed, then only read.
+    struct Previous(UnsafeCell<MaybeUninit<[libc::sigaction; 2]>>);
+    // SAFETY: the one write (under `INSTALL`) precedes every read.
+    unsafe impl Sync for Previous {}
+    static PREVIOUS: Previous = Previous(UnsafeCell::new(MaybeUninit::uninit()));
+
+    fn previous(sig: libc::c_int) -> *mut libc::sigaction {
+        let i = usize::from(sig == libc::SIGBUS);
+        // SAFETY: in bounds of the 2-element array.
+        unsafe { PREVIOUS.0.get().cast::<libc::sigaction>().add(i) }
     }
 
     pub fn install() {
         INSTALL.call_once(|| unsafe {
             for sig in [libc::SIGSEGV, libc::SIGBUS] {
-                let prev = &raw mut PREVIOUS[index(sig)];
                 assert_eq!(
-                    libc::sigaction(sig, std::ptr::null(), (*prev).as_mut_ptr()),
+                    libc::sigaction(sig, std::ptr::null(), previous(sig)),
                     0,
                     "sigaction query"
                 );
@@ -223,7 +228,8 @@ mod handler {
 
     /// Hand the fault to whoever was there before us.
     unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-        let prev = unsafe { (*(&raw const PREVIOUS[index(sig)])).assume_init_ref() };
+        // SAFETY: written by `install` before this handler existed.
+        let prev = unsafe { &*previous(sig) };
         let h = prev.sa_sigaction;
         if h == libc::SIG_DFL || h == libc::SIG_IGN {
             // Back to the default action; returning re-runs the faulting

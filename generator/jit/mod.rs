@@ -75,8 +75,8 @@ pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> 
             symbol: r.symbol.clone(),
             source,
         };
-        let (code, layout, _) = encode::encode(&lines, mode).map_err(err)?;
-        let extable = layout.extable(&lines).map_err(err)?;
+        let (code, layout, plan) = encode::encode(&lines, mode).map_err(err)?;
+        let extable = layout.extable(&plan);
         Ok(Encoded {
             symbol: r.symbol.clone(),
             direction: r.direction,
@@ -195,11 +195,11 @@ pub fn compile_edited(
             symbol: r.symbol.clone(),
             source,
         };
-        let (_, _, short) = encode::encode(&lines, Mode::X64).map_err(err)?;
+        let plan = encode::plan(&lines, Mode::X64).map_err(err)?;
         ops.align(16, 0xcc);
         let offset = ops.offset().0;
-        let layout = encode::emit(&mut ops, &lines, &short, Mode::X64).map_err(err)?;
-        let extable = layout.extable(&lines).map_err(err)?;
+        let layout = encode::emit(&mut ops, &plan, Mode::X64).map_err(err)?;
+        let extable = layout.extable(&plan);
         placed.push((r, offset, layout.len, extable));
     }
     let landing = ops.offset().0;
