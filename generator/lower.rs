@@ -5,7 +5,7 @@
 //! are done at each user access; it records that in the access's fixup, so
 //! exception tables and fixups are right by construction.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::ir::*;
 use crate::ops::*;
@@ -48,7 +48,6 @@ struct Lowering<'a> {
     fixed: Option<u32>,
     ops: Vec<Op>,
     fixups: Vec<Fixup>,
-    fixup_ids: HashMap<(Recover, Then), FixupId>,
     labels: BTreeSet<String>,
 }
 
@@ -76,7 +75,6 @@ impl<'a> Lowering<'a> {
             fixed,
             ops: Vec::new(),
             fixups: Vec::new(),
-            fixup_ids: HashMap::new(),
             labels: BTreeSet::new(),
         }
     }
@@ -146,7 +144,8 @@ impl<'a> Lowering<'a> {
     }
 
     fn fixup(&mut self, recover: Recover, then: Then) -> FixupId {
-        if let Some(&id) = self.fixup_ids.get(&(recover, then)) {
+        // A handful of fixups per routine: a scan beats hashing.
+        if let Some(id) = self.fixups.iter().position(|f| f.recover == recover && f.then == then) {
             return id;
         }
         let then_name = match then {
@@ -163,7 +162,6 @@ impl<'a> Lowering<'a> {
         let label = self.label(&label);
         let id = self.fixups.len();
         self.fixups.push(Fixup { recover, then, label });
-        self.fixup_ids.insert((recover, then), id);
         id
     }
 
@@ -185,9 +183,10 @@ impl<'a> Lowering<'a> {
     /// one store; `p` is the progress before it. Returns the progress after.
     fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
         let from = self.loads_user();
-        let load_site = self.site(from, &format!("{name}_load"), p);
+        // Names only for user sites: the JIT lowers on every compile.
+        let load_site = if from { self.site(true, &format!("{name}_load"), p) } else { None };
         self.op(Op::Load(Access { width, reg, mem: Mem { base: Ptr::Src, at }, user: load_site }));
-        let store_site = self.site(!from, &format!("{name}_store"), p);
+        let store_site = if from { None } else { self.site(true, &format!("{name}_store"), p) };
         self.op(Op::Store(Access { width, reg, mem: Mem { base: Ptr::Dst, at }, user: store_site }));
         after_store(p, width, at)
     }
@@ -200,12 +199,12 @@ impl<'a> Lowering<'a> {
             let before = p;
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
-                let site = self.site(from, &format!("{name}_load{idx}"), before);
+                let site = if from { self.site(true, &format!("{name}_load{idx}"), before) } else { None };
                 self.op(Op::Load(Access { width, reg: i as u8, mem: Mem { base: Ptr::Src, at }, user: site }));
             }
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
-                let site = self.site(!from, &format!("{name}_store{idx}"), p);
+                let site = if from { None } else { self.site(true, &format!("{name}_store{idx}"), p) };
                 self.op(Op::Store(Access { width, reg: i as u8, mem: Mem { base: Ptr::Dst, at }, user: site }));
                 p = after_store(p, width, at);
             }
