@@ -3,8 +3,9 @@
 //! exception table of the module it lies in and resumes at the fixup by
 //! rewriting RIP. Every other fault goes to the handler installed before.
 //!
-//! The registry is a fixed array of slots, each published under a sequence
-//! counter (a seqlock), so the handler neither allocates nor locks: it reads
+//! The registry is an append-only list of slot arrays (chunks, never
+//! freed), each slot published under a sequence counter (a seqlock), so
+//! the handler neither allocates nor locks: it reads
 //! a slot, and trusts it only if the counter was even and unchanged. A slot
 //! that matches the faulting RIP belongs to code running on this very
 //! thread, so its table cannot be freed while the handler reads it.
@@ -24,7 +25,8 @@ pub struct Entry {
     pub fixup: u32,
 }
 
-const SLOTS: usize = 1024;
+/// Slots per chunk; chunks are appended (and never freed) as needed.
+const SLOTS: usize = 256;
 
 struct Slot {
     /// Odd while the slot is being rewritten.
@@ -49,9 +51,33 @@ const EMPTY: Slot = Slot {
     landing: AtomicUsize::new(0),
 };
 
-static REGISTRY: [Slot; SLOTS] = [EMPTY; SLOTS];
-/// Slots at and above this index were never claimed.
-static HIGH: AtomicUsize = AtomicUsize::new(0);
+/// A block of slots; the registry is a lock-free append-only list of them.
+struct Chunk {
+    slots: [Slot; SLOTS],
+    /// Slots at and above this index were never claimed.
+    high: AtomicUsize,
+    next: AtomicPtr<Chunk>,
+}
+
+impl Chunk {
+    const fn new() -> Chunk {
+        Chunk {
+            slots: [EMPTY; SLOTS],
+            high: AtomicUsize::new(0),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// This chunk and the ones after it.
+    fn chain(&'static self) -> impl Iterator<Item = &'static Chunk> {
+        // SAFETY: chunks are leaked once published, so 'static.
+        std::iter::successors(Some(self), |c| unsafe {
+            c.next.load(Ordering::Acquire).as_ref()
+        })
+    }
+}
+
+static REGISTRY: Chunk = Chunk::new();
 
 thread_local! {
     /// (faulting RIP, fault address) of this thread's last stray fault.
@@ -65,16 +91,11 @@ pub fn last_stray() -> (usize, usize) {
 }
 
 /// A module's place in the registry; clears it when dropped.
-#[derive(Debug)]
 pub struct Registration {
-    slot: usize,
+    slot: &'static Slot,
     /// Owned here; the handler reads it through the slot's pointer.
     _table: Box<[Entry]>,
 }
-
-#[derive(Debug, thiserror::Error)]
-#[error("more than {SLOTS} JIT modules are alive at once")]
-pub struct RegistryFull;
 
 /// Publish the code range `start..end` with its exception table (sorted
 /// here) and an optional `ret` landing for stray faults.
@@ -83,39 +104,73 @@ pub fn register(
     end: usize,
     mut table: Vec<Entry>,
     landing: Option<usize>,
-) -> Result<Registration, RegistryFull> {
+) -> Registration {
     install();
     table.sort_unstable();
     let mut table = table.into_boxed_slice();
-    for (i, slot) in REGISTRY.iter().enumerate() {
-        if slot
-            .claimed
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            HIGH.fetch_max(i + 1, Ordering::AcqRel);
-            write(
-                slot,
-                start,
-                end,
-                table.as_mut_ptr(),
-                table.len(),
-                landing.unwrap_or(0),
-            );
-            return Ok(Registration {
-                slot: i,
-                _table: table,
-            });
-        }
+    let slot = claim();
+    write(
+        slot,
+        start,
+        end,
+        table.as_mut_ptr(),
+        table.len(),
+        landing.unwrap_or(0),
+    );
+    Registration {
+        slot,
+        _table: table,
     }
-    Err(RegistryFull)
+}
+
+/// A free slot, appending a chunk when every one is taken.
+fn claim() -> &'static Slot {
+    let mut chunk: &'static Chunk = &REGISTRY;
+    loop {
+        for (i, slot) in chunk.slots.iter().enumerate() {
+            if slot
+                .claimed
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                chunk.high.fetch_max(i + 1, Ordering::AcqRel);
+                return slot;
+            }
+        }
+        let mut next = chunk.next.load(Ordering::Acquire);
+        if next.is_null() {
+            let fresh = Box::into_raw(Box::new(Chunk::new()));
+            match chunk.next.compare_exchange(
+                std::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => next = fresh,
+                Err(theirs) => {
+                    // SAFETY: never published.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    next = theirs;
+                }
+            }
+        }
+        // SAFETY: published chunks are leaked, never freed.
+        chunk = unsafe { &*next };
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("entries", &self._table.len())
+            .finish()
+    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let slot = &REGISTRY[self.slot];
-        write(slot, 0, 0, std::ptr::null_mut(), 0, 0);
-        slot.claimed.store(false, Ordering::Release);
+        write(self.slot, 0, 0, std::ptr::null_mut(), 0, 0);
+        self.slot.claimed.store(false, Ordering::Release);
         // `_table` is freed after this, once the slot no longer points at it.
     }
 }
@@ -136,8 +191,10 @@ fn write(slot: &Slot, start: usize, end: usize, table: *mut Entry, len: usize, l
 /// Where to resume after a fault at `pc`: `(rip, Some(rax))` for a stray
 /// fault in a registered module, `(fixup, None)` for a table hit.
 fn lookup(pc: usize) -> Option<(usize, Option<usize>)> {
-    let high = HIGH.load(Ordering::Acquire);
-    for slot in &REGISTRY[..high] {
+    let slots = REGISTRY
+        .chain()
+        .flat_map(|c| &c.slots[..c.high.load(Ordering::Acquire)]);
+    for slot in slots {
         let s1 = slot.seq.load(Ordering::Acquire);
         if s1 & 1 == 1 {
             continue; // being rewritten: not the slot of code running here
@@ -273,13 +330,37 @@ mod tests {
                 },
             ],
             Some(0x10ff),
-        )
-        .unwrap();
+        );
         assert_eq!(lookup(0x1010), Some((0x1090, None)));
         assert_eq!(lookup(0x1020), Some((0x1080, None)));
         assert_eq!(lookup(0x1011), Some((0x10ff, Some(STRAY))));
         assert_eq!(lookup(0x1100), None);
         drop(r);
         assert_eq!(lookup(0x1010), None);
+    }
+
+    #[test]
+    fn more_modules_than_a_chunk_holds() {
+        // Fake code ranges far from real code; more than two chunks' worth.
+        let base = 0x7000_0000usize;
+        let regs: Vec<_> = (0..2 * SLOTS + 10)
+            .map(|i| {
+                register(
+                    base + i * 0x100,
+                    base + i * 0x100 + 0x80,
+                    vec![Entry { insn: 4, fixup: 8 }],
+                    None,
+                )
+            })
+            .collect();
+        for i in (0..regs.len()).step_by(37) {
+            assert_eq!(
+                lookup(base + i * 0x100 + 4),
+                Some((base + i * 0x100 + 8, None))
+            );
+            assert_eq!(lookup(base + i * 0x100 + 5), None);
+        }
+        drop(regs);
+        assert_eq!(lookup(base + 4), None);
     }
 }

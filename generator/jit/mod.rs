@@ -32,8 +32,6 @@ pub enum JitError {
     Encode { symbol: String, source: EncodeError },
     #[error("executable memory: {0}")]
     Memory(#[from] std::io::Error),
-    #[error(transparent)]
-    Registry(#[from] fault::RegistryFull),
 }
 
 /// One routine encoded without executing it (any x86 arch and flavour).
@@ -221,7 +219,7 @@ pub fn compile_edited(
             })
         })
         .collect();
-    let registration = fault::register(base, base + buf.len(), table, Some(base + landing))?;
+    let registration = fault::register(base, base + buf.len(), table, Some(base + landing));
     let routines = placed
         .into_iter()
         .map(|(r, offset, len, extable)| {
