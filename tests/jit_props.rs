@@ -149,3 +149,69 @@ proptest! {
         prop_assert!(violations.is_empty(), "{}\n--- strategy ---\n{text}", violations.join("\n"));
     }
 }
+
+// ---- shrunk failures, kept as explicit tests ------------------------------
+
+/// Constant-size entry points alternated scratch 0 and 1 even under the
+/// x86_64 linux `rep_movs` convention, which has only rax: the printer
+/// indexed past the scratch table and panicked (lower.rs fix).
+#[test]
+fn regression_fixed_sizes_with_the_rep_movs_convention() {
+    let text = r#"
+name = "prop"
+description = "random"
+arch = "x86_64"
+directions = ["from_user", "to_user"]
+fixed_sizes = [9]
+
+[fault]
+precision = "block"
+
+[linux]
+convention = "rep_movs"
+
+[methods.m0]
+kind = "bytes"
+
+[[dispatch]]
+sizes = "0.."
+use = "m0"
+"#;
+    let cases: Vec<CaseSpec> = (0..4)
+        .map(|i| CaseSpec {
+            routine: i,
+            size: 9,
+            large: false,
+            fault: Some(i as u32 * 3),
+            kernel: (true, 1),
+        })
+        .collect();
+    assert_eq!(check_text(text, &cases), Vec::<String>::new());
+}
+
+/// i386's fourth scratch register (ebp) has no byte form: a width-1
+/// method with 4 registers validated, then the printer panicked. Now the
+/// validator says so, at the field; 3 registers work.
+#[test]
+fn regression_i386_byte_methods_use_byte_registers() {
+    let text = |regs: u32| {
+        format!(
+            "name = \"b\"\ndescription = \"d\"\narch = \"i386\"\n\n[methods.s]\nkind = \"head_tail\"\n\
+             width = 1\nregisters = {regs}\n\n[methods.b]\nkind = \"bytes\"\n\n[[dispatch]]\n\
+             sizes = \"0..=8\"\nuse = \"s\"\n\n[[dispatch]]\nsizes = \"9..\"\nuse = \"b\"\n"
+        )
+    };
+    let err = strategy::parse(Path::new("b.toml"), &text(4), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("b.toml:8:13")
+            && err.contains("methods.s.registers")
+            && err.contains("byte form"),
+        "{err}"
+    );
+    let s = strategy::parse(Path::new("b.toml"), &text(3), None).unwrap();
+    for flavor in Flavor::ALL {
+        assert!(render::render(&s, flavor).contains("%bl"));
+    }
+}
