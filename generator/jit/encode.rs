@@ -3,9 +3,11 @@
 //! `.arch x86` for i386 (encode-only). One arm per [`Inst`], like
 //! `x86::print_inst`; nothing here decides what to copy.
 //!
-//! Two things differ from GNU as by construction (see `tests/jit_encoder.rs`):
-//! dynasm gives every memory operand with a dynamic base register a SIB byte
-//! and at least a disp8, and it cannot relax branches itself. [`plan`]
+//! Some encodings differ from GNU as by construction (the full list is in
+//! `tests/jit_encoder.rs`): dynasm gives every memory operand with a
+//! dynamic base register a SIB byte and at least a disp8, a REX prefix to
+//! every x86_64 instruction with a dynamic register, and it cannot relax
+//! branches itself. [`plan`]
 //! therefore relaxes: it starts with every branch in its rel32 form and
 //! shortens, round by round, each branch whose rel8 displacement is
 //! provably in range on the current layout (shortening only ever brings two
