@@ -14,6 +14,8 @@ pub struct Capabilities {
     pub tails: &'static [Tail],
     /// Largest `ldm`/`stm` register list, when `Multiple` grouping exists.
     pub max_multiple: u32,
+    /// Scratch registers with a 1-byte form (i386's ebp has none).
+    pub byte_registers: u32,
 }
 
 pub fn capabilities(arch: Arch) -> &'static Capabilities {
@@ -35,6 +37,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             groupings: X86_GROUPING,
             tails: X86_TAILS,
             max_multiple: 0,
+            byte_registers: 6,
         },
         Arch::I386 => &Capabilities {
             widths: &[1, 2, 4],
@@ -43,6 +46,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             groupings: X86_GROUPING,
             tails: X86_TAILS,
             max_multiple: 0,
+            byte_registers: 3,
         },
         Arch::Armv6 => &Capabilities {
             widths: &[1, 4],
@@ -57,6 +61,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             // ARMv6 performs in hardware (SCTLR.U=1, set by Linux on v6+).
             tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
             max_multiple: 8,
+            byte_registers: 8,
         },
     }
 }

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-/// A copy routine: `f(to, from, n)` → bytes not copied (SysV on x86_64).
-pub type CopyFn = unsafe extern "C" fn(*mut u8, *const u8, usize) -> usize;
+/// A copy routine: `f(to, from, n)` → bytes not copied (SysV), the JIT's type.
+pub type CopyFn = crate::jit::CopyFn;
 
 /// Something to time: a name and a routine. `_owner` keeps JIT code alive.
 pub struct Subject {
@@ -30,7 +30,7 @@ pub struct Subject {
 /// # Safety
 /// `to` and `from` must be valid for `n` bytes and not overlap.
 #[unsafe(naked)]
-pub unsafe extern "C" fn rep_movsb(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
+pub unsafe extern "sysv64" fn rep_movsb(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
     core::arch::naked_asm!("mov rcx, rdx", "rep movsb", "xor eax, eax", "ret")
 }
 
@@ -39,7 +39,7 @@ pub unsafe extern "C" fn rep_movsb(_to: *mut u8, _from: *const u8, _n: usize) ->
 /// # Safety
 /// `to` and `from` must be valid for `n` bytes and not overlap.
 #[unsafe(naked)]
-pub unsafe extern "C" fn rep_movsq(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
+pub unsafe extern "sysv64" fn rep_movsq(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
     core::arch::naked_asm!(
         "mov rcx, rdx",
         "shr rcx, 3",
@@ -53,7 +53,7 @@ pub unsafe extern "C" fn rep_movsq(_to: *mut u8, _from: *const u8, _n: usize) ->
 }
 
 /// libc's `memcpy` (glibc picks its own variant for this CPU).
-unsafe extern "C" fn libc_memcpy(to: *mut u8, from: *const u8, n: usize) -> usize {
+unsafe extern "sysv64" fn libc_memcpy(to: *mut u8, from: *const u8, n: usize) -> usize {
     // SAFETY: the caller passes valid, non-overlapping buffers of n bytes.
     unsafe { libc::memcpy(to.cast(), from.cast(), n) };
     0
@@ -69,6 +69,32 @@ pub const BASELINES: &[(&str, CopyFn, &str)] = &[
     ("memcpy", libc_memcpy, "libc memcpy (through a call)"),
 ];
 
+/// One routine of `s`, JIT-compiled; the module lives as long as the subject.
+pub fn jit_subject(s: &crate::ir::Strategy, symbol: &str, name: String) -> Result<Subject> {
+    let module = crate::jit::compile(s).map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
+    let f = module
+        .routine(symbol)
+        .ok_or_else(|| anyhow::anyhow!("{}: no routine {symbol}", s.name))?
+        .entry();
+    Ok(Subject {
+        name,
+        f,
+        _owner: Some(Box::new(module)),
+    })
+}
+
+/// The routine a strategy is benchmarked by: its general from_user entry
+/// (to_user when it has none); without faults both copy the same way.
+pub fn strategy_subject(s: &crate::ir::Strategy) -> Result<Subject> {
+    use crate::ir::Direction;
+    let dir = if s.directions.contains(&Direction::FromUser) {
+        Direction::FromUser
+    } else {
+        Direction::ToUser
+    };
+    jit_subject(s, &crate::lower::entry_symbol(s, dir, None), s.name.clone())
+}
+
 pub fn baseline(name: &str) -> Option<Subject> {
     BASELINES.iter().find(|b| b.0 == name).map(|b| Subject {
         name: b.0.to_string(),
@@ -82,7 +108,7 @@ pub fn baseline(name: &str) -> Option<Subject> {
 /// source is the page cache's page-aligned page, so `from` is unused.
 static KERNEL_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
-unsafe extern "C" fn kernel_read(to: *mut u8, _from: *const u8, n: usize) -> usize {
+unsafe extern "sysv64" fn kernel_read(to: *mut u8, _from: *const u8, n: usize) -> usize {
     let fd = KERNEL_FD.load(std::sync::atomic::Ordering::Relaxed);
     // SAFETY: `to` is valid for n bytes; fd is a memfd at least n long.
     let got = unsafe { libc::pread(fd, to.cast(), n, 0) };

@@ -13,6 +13,7 @@ pub mod diagnostics;
 pub mod emit;
 pub mod faultinject;
 pub mod ir;
+pub mod jit;
 pub mod lower;
 pub mod objfile;
 pub mod ops;

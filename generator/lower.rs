@@ -5,7 +5,7 @@
 //! are done at each user access; it records that in the access's fixup, so
 //! exception tables and fixups are right by construction.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::ir::*;
 use crate::ops::*;
@@ -43,10 +43,11 @@ struct Lowering<'a> {
     s: &'a Strategy,
     dir: Direction,
     uaccess_in_routine: bool,
+    /// Scratch registers this target's convention lets a routine clobber.
+    scratch: u32,
     fixed: Option<u32>,
     ops: Vec<Op>,
     fixups: Vec<Fixup>,
-    fixup_ids: HashMap<(Recover, Then), FixupId>,
     labels: BTreeSet<String>,
 }
 
@@ -70,10 +71,10 @@ impl<'a> Lowering<'a> {
             s,
             dir,
             uaccess_in_routine,
+            scratch: crate::arch::scratch_registers(target.arch, target.flavor, s.linux.convention),
             fixed,
             ops: Vec::new(),
             fixups: Vec::new(),
-            fixup_ids: HashMap::new(),
             labels: BTreeSet::new(),
         }
     }
@@ -147,7 +148,12 @@ impl<'a> Lowering<'a> {
     }
 
     fn fixup(&mut self, recover: Recover, then: Then) -> FixupId {
-        if let Some(&id) = self.fixup_ids.get(&(recover, then)) {
+        // A handful of fixups per routine: a scan beats hashing.
+        if let Some(id) = self
+            .fixups
+            .iter()
+            .position(|f| f.recover == recover && f.then == then)
+        {
             return id;
         }
         let then_name = match then {
@@ -168,7 +174,6 @@ impl<'a> Lowering<'a> {
             then,
             label,
         });
-        self.fixup_ids.insert((recover, then), id);
         id
     }
 
@@ -197,8 +202,17 @@ impl<'a> Lowering<'a> {
     /// one store; `p` is the progress before it. Returns the progress after.
     fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
         let from = self.loads_user();
-        let load_site = self.site(from, &format!("{name}_load"), p);
-        let store_site = self.site(!from, &format!("{name}_store"), p);
+        // Names only for user sites: the JIT lowers on every compile.
+        let load_site = if from {
+            self.site(true, &format!("{name}_load"), p)
+        } else {
+            None
+        };
+        let store_site = if from {
+            None
+        } else {
+            self.site(true, &format!("{name}_store"), p)
+        };
         self.load_store(width, reg, at, load_site, store_site);
         after_store(p, width, at)
     }
@@ -255,7 +269,11 @@ impl<'a> Lowering<'a> {
             let before = p;
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
-                let site = self.site(from, &format!("{name}_load{idx}"), before);
+                let site = if from {
+                    self.site(true, &format!("{name}_load{idx}"), before)
+                } else {
+                    None
+                };
                 self.op(Op::Load(Access {
                     width,
                     reg: i as u8,
@@ -265,7 +283,11 @@ impl<'a> Lowering<'a> {
             }
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
-                let site = self.site(!from, &format!("{name}_store{idx}"), p);
+                let site = if from {
+                    None
+                } else {
+                    self.site(true, &format!("{name}_store{idx}"), p)
+                };
                 self.op(Op::Store(Access {
                     width,
                     reg: i as u8,
@@ -355,12 +377,14 @@ impl<'a> Lowering<'a> {
             pieces.push((w, At::Start(off)));
             off += w;
         }
+        // Alternate two registers where the convention allows two.
+        let regs = self.scratch.min(2) as usize;
         let mut p = Progress {
             done: 0,
             dirty: false,
         };
         for (i, &(w, at)) in pieces.iter().enumerate() {
-            p = self.copy_one(&format!("piece{i}"), w, (i % 2) as u8, at, p);
+            p = self.copy_one(&format!("piece{i}"), w, (i % regs) as u8, at, p);
         }
         self.ret(true);
         self.finish()

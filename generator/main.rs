@@ -57,6 +57,15 @@ enum Command {
     /// Each side: a strategy .toml, an emitted .S, an emitted folder,
     /// WORKTREE, or a git revision (its emitted/ tree).
     Diff(DiffArgs),
+    /// JIT-compile a strategy and run the in-process fault-injection suite;
+    /// exit 1 on any contract violation.
+    Jit {
+        /// The strategy file.
+        file: PathBuf,
+        /// Architecture instead of the file's (only x86_64 runs in-process).
+        #[arg(long)]
+        arch: Option<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -191,6 +200,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Diff(args) => cmd_diff(args),
+        Command::Jit { file, arch } => cmd_jit(file, arch),
     };
     match result {
         Ok(code) => code,
@@ -396,14 +406,28 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
     if let Some(b) = copygen::bench::baseline(name) {
         return Ok(b);
     }
-    Err(Failure::Input(format!(
-        "error: `{name}` is not a baseline ({})",
-        copygen::bench::BASELINES
-            .iter()
-            .map(|b| b.0)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
+    let path = std::path::Path::new(name);
+    let s = if path.extension().is_some_and(|e| e == "toml") {
+        strategy::load(path, None)?
+    } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
+        s
+    } else {
+        return Err(Failure::Input(format!(
+            "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
+            copygen::bench::BASELINES
+                .iter()
+                .map(|b| b.0)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    if s.arch != Arch::X86_64 {
+        return Err(Failure::Input(format!(
+            "error: `{name}` is {}: the bench runs x86_64 routines in-process",
+            s.arch
+        )));
+    }
+    Ok(copygen::bench::strategy_subject(&s)?)
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
@@ -524,5 +548,19 @@ fn static_options(
         convention,
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
         allow_vector: args.allow_vector,
+    })
+}
+
+fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
+    let s = strategy::load(&file, parse_arch(arch)?)?;
+    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
+        copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+        e => Failure::Other(e.into()),
+    })?;
+    print!("{report}");
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     })
 }

@@ -1295,30 +1295,16 @@ pub fn bench_pairs(r: &Report, old: &Side, new: &Side) -> Result<Vec<BenchPair>>
     Ok(out)
 }
 
-/// The hook `--bench` needs from the JIT: the old and new routine of
-/// `pair`, compiled and ready to call (SysV), named `old:<sym>`/`new:<sym>`.
-///
-/// Wiring it once `copygen::jit` is on main (its `compile(&Strategy) ->
-/// JitModule` keeps the code mapped and registered while it lives;
-/// checked against branch `jit` at 9974a74, where it builds and times):
-///
-/// ```text
-/// let mut v = Vec::new();
-/// for (tag, s, sym) in [("old", &pair.old, &pair.old_symbol), ("new", &pair.new, &pair.new_symbol)] {
-///     let module = std::sync::Arc::new(crate::jit::compile(s).map_err(|e| anyhow!("{e}"))?);
-///     let r = module.routine(sym).ok_or_else(|| anyhow!("{sym}: not compiled"))?;
-///     // jit::CopyFn is extern "sysv64", bench::CopyFn extern "C": the same ABI on x86_64 Linux.
-///     let f: crate::bench::CopyFn = unsafe { std::mem::transmute(r.entry()) };
-///     v.push(crate::bench::Subject { name: format!("{tag}:{sym}"), f, _owner: Some(Box::new(module)) });
-/// }
-/// Ok(v)
-/// ```
+/// The old and new routine of `pair`, JIT-compiled and ready to call,
+/// named `old:<sym>`/`new:<sym>`.
 pub fn bench_subjects(pair: &BenchPair) -> Result<Vec<crate::bench::Subject>> {
-    Err(anyhow!(
-        "--bench needs the JIT (copygen::jit), which this build does not have; \
-         cannot time {} (the diff itself works without --bench)",
-        pair.name
-    ))
+    [
+        ("old", &pair.old, &pair.old_symbol),
+        ("new", &pair.new, &pair.new_symbol),
+    ]
+    .into_iter()
+    .map(|(tag, s, sym)| crate::bench::jit_subject(s, sym, format!("{tag}:{sym}")))
+    .collect()
 }
 
 /// Sizes `--bench` times each changed routine at (bytes, page-aligned).

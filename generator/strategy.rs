@@ -387,6 +387,24 @@ impl Validator<'_> {
         }
     }
 
+    /// 1-byte accesses need registers with a byte form.
+    fn check_byte_registers(
+        &self,
+        caps: &crate::arch::Capabilities,
+        path: &FieldPath,
+        width: u32,
+        n: u32,
+        arch: Arch,
+    ) -> R<()> {
+        if width == 1 && n > caps.byte_registers {
+            return Err(self.err(
+                path,
+                format!("{n} registers for 1-byte accesses, but only {} of {arch}'s scratch registers have a byte form", caps.byte_registers),
+            ));
+        }
+        Ok(())
+    }
+
     fn check_registers(
         &self,
         budget: (u32, Flavor),
@@ -461,6 +479,7 @@ impl Validator<'_> {
                 self.check_width(arch, caps, &path.key("width"), width)?;
                 let registers = m.registers.unwrap_or(2.min(budget.0));
                 self.check_registers(budget, &path.key("registers"), registers, arch)?;
+                self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
                 Ok(MethodKind::HeadTail { width, registers })
             }
             RawKind::RepMovs => {
@@ -528,6 +547,7 @@ impl Validator<'_> {
         }
         let registers = m.registers.unwrap_or(1);
         self.check_registers(budget, &path.key("registers"), registers, arch)?;
+        self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
         let words = block / width;
         if words % registers != 0 {
             return Err(self.err(

@@ -684,17 +684,34 @@ fn bad_input_exits_2_and_differences_exit_0() {
 }
 
 #[test]
-fn bench_needs_the_jit_until_it_is_wired() {
-    // copygen::jit is not on this branch: --bench must say so, not time
-    // something else. (When the JIT is wired, this test becomes the check
-    // that both versions of each changed routine are timed.)
+fn bench_times_old_and_new_of_each_changed_routine() {
     let dir = tempfile::tempdir().unwrap();
     knob_pair(dir.path(), "registers = 4", "registers = 2");
     let o = copygen(&["diff", "old.toml", "new.toml", "--bench"], dir.path());
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("needs the JIT"), "{err}");
-    assert!(err.contains("unrolled64_from_user"), "{err}");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stdout(&o);
+    let bench = &out[out.find("# bench").expect("a bench section")..];
+    // Both routines changed (from_user grew two fixup stubs, to_user reloads
+    // registers); each is timed old and new, in a section of its own.
+    for routine in ["unrolled64_from_user", "unrolled64_to_user"] {
+        assert!(
+            bench.contains(&format!("old:{routine}  new:{routine}")),
+            "{bench}"
+        );
+    }
+    let section = &bench[..bench.find("## unrolled64_to_user").expect("second section")];
+    for size in review::BENCH_SIZES {
+        let row = section
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&size.to_string()))
+            .unwrap_or_else(|| panic!("no row for {size}:\n{bench}"));
+        let cols: Vec<f64> = row
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|c| c.trim_end_matches('x').parse().ok())
+            .collect();
+        assert!(cols.len() >= 3 && cols[0] > 0.0 && cols[1] > 0.0, "{row}");
+    }
     // The hook finds the changed routines and their strategies, also from
     // emitted files (their header restates the strategy).
     let s = parse("unrolled64", &preset_text("unrolled64"));

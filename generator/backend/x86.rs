@@ -290,7 +290,15 @@ struct Selector<'a> {
 
 impl Selector<'_> {
     fn label(&self, name: &str) -> String {
-        format!(".L{}_{}", self.r.tag, name)
+        // Built by hand: the JIT selects on every compile, and format! is
+        // a large part of that.
+        let tag = &self.r.tag;
+        let mut l = String::with_capacity(3 + tag.len() + name.len());
+        l.push_str(".L");
+        l.push_str(tag);
+        l.push('_');
+        l.push_str(name);
+        l
     }
 
     fn emit(&mut self, inst: Inst) {
@@ -436,7 +444,7 @@ impl Selector<'_> {
 
     fn op(&mut self, op: &Op) {
         let pw = self.pw();
-        let abi = self.abi.clone();
+        let abi = self.abi;
         match op {
             Op::Comment(c) => self.emit(Inst::Comment(c.clone())),
             Op::Label(l) => {

@@ -1,0 +1,247 @@
+//! The JIT: a strategy compiled in-process by dynasm from the *same* x86
+//! instruction list the GNU as printer prints (`backend::x86::select`), with
+//! one exception table per routine, registered with an in-process fault
+//! handler that resumes at the fixup exactly as the kernel does.
+//!
+//! x86_64 routines run (the standalone SysV ABI); i386 is encode-only
+//! ([`assemble`]), for comparison with GNU as.
+
+pub mod contract;
+pub mod encode;
+pub mod fault;
+
+use dynasmrt::{DynasmApi, ExecutableBuffer};
+
+use crate::backend::{self, x86};
+use crate::ir::{Arch, Direction, Flavor, Strategy};
+use crate::lower::{lower, Target};
+use crate::ops::Routine;
+use encode::{EncodeError, Mode};
+
+/// A compiled routine: `to, from, n` (SysV) → bytes not copied. Fixed-size
+/// routines ignore `n`.
+pub type CopyFn = unsafe extern "sysv64" fn(to: *mut u8, from: *const u8, n: usize) -> usize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    #[error("the JIT runs x86_64 code only; {0} is encode-only (use `jit::assemble`)")]
+    NotExecutable(Arch),
+    #[error("{0} has no x86 encoder")]
+    NotX86(Arch),
+    #[error("{symbol}: {source}")]
+    Encode { symbol: String, source: EncodeError },
+    #[error("executable memory: {0}")]
+    Memory(#[from] std::io::Error),
+}
+
+/// One routine encoded without executing it (any x86 arch and flavour).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    pub symbol: String,
+    pub direction: Direction,
+    pub fixed: Option<u32>,
+    pub code: Vec<u8>,
+    /// (faulting instruction, fixup) offsets from the routine's first byte,
+    /// in the order of the printed `__ex_table`.
+    pub extable: Vec<(u32, u32)>,
+}
+
+fn mode(arch: Arch) -> Result<Mode, JitError> {
+    match arch {
+        Arch::X86_64 => Ok(Mode::X64),
+        Arch::I386 => Ok(Mode::X86),
+        Arch::Armv6 => Err(JitError::NotX86(arch)),
+    }
+}
+
+/// Select and encode every entry point of `s` for `flavor` into plain
+/// bytes (dynasm's `VecAssembler`), one routine each.
+pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
+    let mode = mode(s.arch)?;
+    let abi = backend::x86_abi(s, s.arch, flavor);
+    lower(
+        s,
+        Target {
+            arch: s.arch,
+            flavor,
+        },
+    )
+    .into_iter()
+    .map(|r| {
+        let lines = x86::select(&r, &abi);
+        let err = |source| JitError::Encode {
+            symbol: r.symbol.clone(),
+            source,
+        };
+        let (code, layout, plan) = encode::encode(&lines, mode).map_err(err)?;
+        let extable = layout.extable(&plan);
+        Ok(Encoded {
+            symbol: r.symbol.clone(),
+            direction: r.direction,
+            fixed: r.fixed,
+            code,
+            extable,
+        })
+    })
+    .collect()
+}
+
+/// A routine inside a [`JitModule`].
+#[derive(Debug)]
+pub struct JitRoutine {
+    symbol: String,
+    direction: Direction,
+    fixed: Option<u32>,
+    offset: usize,
+    len: usize,
+    entry: CopyFn,
+    code: *const u8,
+    extable: Vec<(u32, u32)>,
+}
+
+impl JitRoutine {
+    pub fn symbol(&self) -> &str {
+        &self.symbol
+    }
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+    /// `Some(n)` for a constant-size entry point.
+    pub fn fixed(&self) -> Option<u32> {
+        self.fixed
+    }
+    /// Offset of the routine in the module's code.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    /// The entry point. Calling it is unsafe: `to`/`from` must be valid
+    /// for `n` bytes except where a fault is meant to happen.
+    pub fn entry(&self) -> CopyFn {
+        self.entry
+    }
+    pub fn code(&self) -> &[u8] {
+        // SAFETY: a JitRoutine lives only inside its module, whose buffer
+        // is immutable after finalize and outlives this borrow.
+        unsafe { std::slice::from_raw_parts(self.code, self.len) }
+    }
+    /// (faulting instruction, fixup) offsets from the routine's first byte.
+    pub fn extable(&self) -> &[(u32, u32)] {
+        &self.extable
+    }
+}
+
+// SAFETY: `code` points into the owning module's buffer, immutable after
+// finalize; a JitRoutine cannot leave its module.
+unsafe impl Send for JitRoutine {}
+unsafe impl Sync for JitRoutine {}
+
+/// Executable routines of one strategy, registered with the fault handler
+/// for as long as the module lives.
+#[derive(Debug)]
+pub struct JitModule {
+    routines: Vec<JitRoutine>,
+    // Declared before `buf`: the registry forgets the code before it is unmapped.
+    _registration: fault::Registration,
+    buf: ExecutableBuffer,
+}
+
+impl JitModule {
+    pub fn routines(&self) -> &[JitRoutine] {
+        &self.routines
+    }
+    pub fn routine(&self, symbol: &str) -> Option<&JitRoutine> {
+        self.routines.iter().find(|r| r.symbol == symbol)
+    }
+    /// All code, routines 16-byte aligned, then a `ret` for stray faults.
+    pub fn code(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// Compile every entry point of an x86_64 strategy (standalone ABI) into
+/// executable memory and register its exception tables.
+pub fn compile(s: &Strategy) -> Result<JitModule, JitError> {
+    compile_edited(s, |_, _| {})
+}
+
+/// [`compile`], with each routine's selected lines passed through `edit`
+/// first: how the tests show that the contract checks catch broken code.
+pub fn compile_edited(
+    s: &Strategy,
+    mut edit: impl FnMut(&Routine, &mut Vec<x86::Line>),
+) -> Result<JitModule, JitError> {
+    if s.arch != Arch::X86_64 {
+        return Err(JitError::NotExecutable(s.arch));
+    }
+    let flavor = Flavor::Standalone;
+    let abi = backend::x86_abi(s, s.arch, flavor);
+    // The stray-fault landing is a bare `ret`: right only while no routine
+    // moves the stack pointer, which holds for the x86_64 standalone ABI.
+    assert!(abi.always_saved.is_empty() && abi.saved_if_used.is_empty());
+    let mut ops = dynasmrt::x64::Assembler::new()?;
+    let mut placed = Vec::new();
+    for r in lower(
+        s,
+        Target {
+            arch: s.arch,
+            flavor,
+        },
+    ) {
+        let mut lines = x86::select(&r, &abi);
+        edit(&r, &mut lines);
+        let err = |source| JitError::Encode {
+            symbol: r.symbol.clone(),
+            source,
+        };
+        let plan = encode::plan(&lines, Mode::X64).map_err(err)?;
+        ops.align(16, 0xcc);
+        let offset = ops.offset().0;
+        let layout = encode::emit(&mut ops, &plan, Mode::X64).map_err(err)?;
+        let extable = layout.extable(&plan);
+        placed.push((r, offset, layout.len, extable));
+    }
+    let landing = ops.offset().0;
+    dynasmrt::dynasm!(ops; .arch x64; ret);
+    ops.commit().map_err(|e| JitError::Encode {
+        symbol: s.symbol.clone(),
+        source: e.into(),
+    })?;
+    let buf = ops
+        .finalize()
+        .expect("no executor exists, so finalize returns the buffer");
+    let base = buf.ptr(dynasmrt::AssemblyOffset(0)) as usize;
+    let table = placed
+        .iter()
+        .flat_map(|(_, off, _, ex)| {
+            ex.iter().map(move |&(i, f)| fault::Entry {
+                insn: (off + i as usize) as u32,
+                fixup: (off + f as usize) as u32,
+            })
+        })
+        .collect();
+    let registration = fault::register(base, base + buf.len(), table, Some(base + landing));
+    let routines = placed
+        .into_iter()
+        .map(|(r, offset, len, extable)| {
+            let code = (base + offset) as *const u8;
+            // SAFETY: `code` is the first byte of a routine encoded for the
+            // SysV ABI with this signature.
+            let entry: CopyFn = unsafe { std::mem::transmute::<*const u8, CopyFn>(code) };
+            JitRoutine {
+                symbol: r.symbol,
+                direction: r.direction,
+                fixed: r.fixed,
+                offset,
+                len,
+                entry,
+                code,
+                extable,
+            }
+        })
+        .collect();
+    Ok(JitModule {
+        routines,
+        _registration: registration,
+        buf,
+    })
+}

@@ -1,0 +1,315 @@
+//! Random *valid* strategies for the property and cross-check tests:
+//! raw random choices ([`Spec`]) that [`toml_of`] bends into a strategy
+//! file the validator accepts, for x86_64 or i386, so shrinking works on
+//! the choices and every knob is reachable.
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+
+use copygen::ir::Arch;
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+pub struct MethodSpec {
+    pub kind: u8,
+    width: u8,
+    regs: u32,
+    repeat: u32,
+    interleaved: bool,
+    prefetch: Option<(u8, Vec<u32>)>,
+    align: Option<(u8, u32, u32)>,
+    tail: u8,
+    unit: u8,
+}
+
+#[derive(Debug, Clone)]
+pub enum Cond {
+    Alias(u32, u32),
+    Aligned(u8, u32),
+}
+
+#[derive(Debug, Clone)]
+pub struct ClassSpec {
+    cut: u32,
+    method: MethodSpec,
+    guards: Vec<(Cond, MethodSpec)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    dirs: u8,
+    exact: bool,
+    zero_tail: bool,
+    rep_movs_convention: bool,
+    uaccess_routine: bool,
+    /// i386 only: the 2002 absolute `__ex_table` format.
+    absolute_extable: bool,
+    fixed: Vec<u32>,
+    classes: Vec<ClassSpec>,
+}
+
+fn method_spec() -> impl Strategy<Value = MethodSpec> {
+    (
+        (0u8..4, 0u8..4, 0u32..6, 1u32..9, any::<bool>()),
+        proptest::option::weighted(0.3, (0u8..3, proptest::collection::vec(0u32..4096, 1..4))),
+        proptest::option::weighted(0.4, (0u8..3, 1u32..7, 0u32..100)),
+        (0u8..4, 0u8..3),
+    )
+        .prop_map(
+            |((kind, width, regs, repeat, interleaved), prefetch, align, (tail, unit))| {
+                MethodSpec {
+                    kind,
+                    width,
+                    regs,
+                    repeat,
+                    interleaved,
+                    prefetch,
+                    align,
+                    tail,
+                    unit,
+                }
+            },
+        )
+}
+
+fn cond() -> impl Strategy<Value = Cond> {
+    prop_oneof![
+        (0u32..4096, 0u32..4096).prop_map(|(a, b)| Cond::Alias(a.min(b), a.max(b))),
+        (0u8..3, 1u32..13).prop_map(|(p, e)| Cond::Aligned(p, e)),
+    ]
+}
+
+fn class_spec() -> impl Strategy<Value = ClassSpec> {
+    (
+        1u32..400,
+        method_spec(),
+        proptest::collection::vec((cond(), method_spec()), 0..3),
+    )
+        .prop_map(|(cut, method, guards)| ClassSpec {
+            cut,
+            method,
+            guards,
+        })
+}
+
+pub fn spec() -> impl Strategy<Value = Spec> {
+    (
+        (
+            0u8..3,
+            any::<bool>(),
+            any::<bool>(),
+            proptest::bool::weighted(0.2),
+            any::<bool>(),
+            any::<bool>(),
+        ),
+        proptest::collection::vec(1u32..=64, 0..4),
+        proptest::collection::vec(class_spec(), 1..5),
+    )
+        .prop_map(
+            |(
+                (dirs, exact, zero_tail, rep_movs_convention, uaccess_routine, absolute_extable),
+                fixed,
+                classes,
+            )| Spec {
+                dirs,
+                exact,
+                zero_tail,
+                rep_movs_convention,
+                uaccess_routine,
+                absolute_extable,
+                fixed,
+                classes,
+            },
+        )
+}
+
+const POINTERS: [&str; 3] = ["dst", "src", "both"];
+
+/// The TOML text of `m` as a method named `name` serving sizes `lo..=hi`,
+/// with invalid combinations bent into valid ones.
+fn method_toml(
+    out: &mut String,
+    name: &str,
+    m: &MethodSpec,
+    arch: Arch,
+    budget: u32,
+    lo: u64,
+    hi: Option<u64>,
+) {
+    let i386 = arch == Arch::I386;
+    // i386: no 8-byte registers, and only eax, edx, ebx have a byte form.
+    let width = 1u32 << if i386 { m.width % 3 } else { m.width };
+    let budget = if i386 && width == 1 {
+        budget.min(3)
+    } else {
+        budget
+    };
+    let _ = writeln!(out, "[methods.{name}]");
+    let head_tail_fits = hi.is_some_and(|h| h <= 256);
+    match m.kind {
+        1 if head_tail_fits => {
+            let _ = writeln!(
+                out,
+                "kind = \"head_tail\"\nwidth = {width}\nregisters = {}",
+                1 + m.regs % budget
+            );
+        }
+        2 => {
+            let registers = 1 + m.regs % budget;
+            let repeat = m.repeat.min(1024 / (width * registers)).max(1);
+            let block = width * registers * repeat;
+            let _ = writeln!(
+                out,
+                "kind = \"unrolled\"\nwidth = {width}\nblock = {block}\nregisters = {registers}"
+            );
+            let grouping = if m.interleaved {
+                "interleaved"
+            } else {
+                "loads_first"
+            };
+            let _ = writeln!(out, "grouping = \"{grouping}\"");
+            let tail = match m.tail {
+                0 => "bytes",
+                1 => "words",
+                2 if lo >= width as u64 => "overlap",
+                2 => "words",
+                _ => "rep_movsb",
+            };
+            let _ = writeln!(out, "tail = \"{tail}\"");
+            if let Some((kind, dists)) = &m.prefetch {
+                let kind = ["nta", "t0", "touch"][*kind as usize];
+                let dists: Vec<String> = dists
+                    .iter()
+                    .map(|d| {
+                        if kind == "touch" {
+                            width * (1 + d % (4096 / width))
+                        } else {
+                            1 + d % 4096
+                        }
+                    })
+                    .map(|d| d.to_string())
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "prefetch = {{ kind = \"{kind}\", distance = [{}] }}",
+                    dists.join(", ")
+                );
+            }
+            if let Some((p, e, extra)) = m.align {
+                let to = 1u32 << e;
+                let _ = writeln!(
+                    out,
+                    "align = {{ pointer = \"{}\", to = {to}, min_size = {} }}",
+                    POINTERS[p as usize],
+                    to + extra
+                );
+            }
+        }
+        3 => {
+            let units: &[u32] = if i386 { &[1, 4] } else { &[1, 4, 8] };
+            let _ = writeln!(
+                out,
+                "kind = \"rep_movs\"\nunit = {}",
+                units[m.unit as usize % units.len()]
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "kind = \"bytes\"");
+        }
+    }
+    out.push('\n');
+}
+
+pub fn toml_of(s: &Spec, arch: Arch) -> String {
+    let mut out = format!("name = \"prop\"\ndescription = \"random\"\narch = \"{arch}\"\n");
+    let dirs = [
+        "[\"from_user\", \"to_user\"]",
+        "[\"from_user\"]",
+        "[\"to_user\"]",
+    ][s.dirs as usize];
+    let _ = writeln!(out, "directions = {dirs}");
+    let mut fixed = s.fixed.clone();
+    fixed.sort_unstable();
+    fixed.dedup();
+    if !fixed.is_empty() {
+        let f: Vec<String> = fixed.iter().map(u32::to_string).collect();
+        let _ = writeln!(out, "fixed_sizes = [{}]", f.join(", "));
+    }
+    let zero_tail = s.zero_tail && s.dirs != 2;
+    let precision = if s.exact { "exact" } else { "block" };
+    let _ = writeln!(
+        out,
+        "\n[fault]\nprecision = \"{precision}\"\nzero_tail = {zero_tail}\n"
+    );
+    let uaccess = if s.uaccess_routine {
+        "routine"
+    } else {
+        "caller"
+    };
+    let _ = writeln!(out, "[linux]\nuaccess = \"{uaccess}\"");
+    // The fewest scratch registers any flavour allows (arch.rs).
+    let budget = match arch {
+        Arch::I386 => 4,
+        _ if s.rep_movs_convention => 1,
+        _ => 6,
+    };
+    if arch == Arch::I386 && s.absolute_extable {
+        let _ = writeln!(out, "extable = \"absolute\"");
+    }
+    if arch == Arch::X86_64 {
+        let convention = if s.rep_movs_convention {
+            "rep_movs"
+        } else {
+            "c"
+        };
+        let _ = writeln!(out, "convention = \"{convention}\"");
+    }
+    out.push('\n');
+
+    let mut cuts: Vec<u64> = s.classes[1..].iter().map(|c| c.cut as u64).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut bounds = Vec::new();
+    let mut lo = 0;
+    for &c in &cuts {
+        bounds.push((lo, Some(c - 1)));
+        lo = c;
+    }
+    bounds.push((lo, None));
+
+    let mut dispatch = String::new();
+    for (i, (&(lo, hi), c)) in bounds.iter().zip(&s.classes).enumerate() {
+        let name = format!("m{i}");
+        method_toml(&mut out, &name, &c.method, arch, budget, lo, hi);
+        let sizes = match hi {
+            Some(h) => format!("{lo}..={h}"),
+            None => format!("{lo}.."),
+        };
+        let _ = writeln!(
+            dispatch,
+            "[[dispatch]]\nsizes = \"{sizes}\"\nuse = \"{name}\""
+        );
+        for (g, (cond, m)) in c.guards.iter().enumerate() {
+            let gname = format!("m{i}_g{g}");
+            method_toml(&mut out, &gname, m, arch, budget, lo, hi);
+            let _ = writeln!(dispatch, "[[dispatch.guard]]");
+            match cond {
+                Cond::Alias(a, b) => {
+                    let _ = writeln!(dispatch, "alias = [{a}, {b}]");
+                }
+                Cond::Aligned(p, e) => {
+                    let _ = writeln!(
+                        dispatch,
+                        "aligned = {{ pointer = \"{}\", to = {} }}",
+                        POINTERS[*p as usize],
+                        1u32 << e
+                    );
+                }
+            }
+            let _ = writeln!(dispatch, "use = \"{gname}\"");
+        }
+        dispatch.push('\n');
+    }
+    out.push_str(&dispatch);
+    out
+}

@@ -1,0 +1,60 @@
+//! `copygen jit FILE`: the per-routine summary and the exit codes
+//! (0 clean, 1 violations, 2 bad strategy or an arch that cannot run).
+
+use std::process::Command;
+
+use copygen::emit::repo_root;
+
+fn copygen(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (
+        out.status.code().unwrap(),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+#[test]
+fn a_preset_runs_clean_with_a_summary_per_routine() {
+    let (code, out, err) = copygen(&["jit", "generator/strategies/rep-movsb.toml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for routine in ["rep_movsb_from_user", "rep_movsb_to_user"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(routine))
+            .unwrap_or_else(|| panic!("{out}"));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert!(cols[1].parse::<usize>().unwrap() > 100_000, "{line}");
+        assert_eq!(cols[2], "0", "violations: {line}");
+    }
+}
+
+#[test]
+fn a_bad_strategy_exits_2_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(&f, "name = \"x\"\ndescription = \"d\"\narch = \"x86_64\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"nope\"\n").unwrap();
+    let (code, _, err) = copygen(&["jit", f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad.toml:6") && err.contains("dispatch[0].use"),
+        "{err}"
+    );
+}
+
+#[test]
+fn i386_is_refused_with_exit_2() {
+    let (code, _, err) = copygen(&[
+        "jit",
+        "generator/strategies/fixed-size.toml",
+        "--arch",
+        "i386",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("encode-only"), "{err}");
+}
