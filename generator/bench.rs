@@ -631,99 +631,110 @@ pub fn google_benchmark_json(res: &Results) -> serde_json::Value {
 /// series); the y axis is logarithmic when the range is wide.
 pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
     use plotters::prelude::*;
-    let xs: Vec<f64> = res.sweep.rows.iter().map(|r| r.x).collect();
-    let (xmin, xmax) = xs
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let ys: Vec<f64> = res.cells.iter().flatten().map(|c| c.cycles).collect();
-    let (ymin, ymax) = ys
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
-    let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
-    root.fill(&WHITE)
-        .map_err(|e| anyhow::anyhow!("plot: {e:?}"))?;
     let mut series: Vec<String> = Vec::new();
     for r in &res.sweep.rows {
         if !series.contains(&r.series) {
             series.push(r.series.clone());
         }
     }
+    // One panel per series (e.g. per size of an alias sweep), one colour per
+    // subject, so every line can be told apart.
+    let cols = if series.len() > 1 { 2 } else { 1 };
+    let rows = series.len().div_ceil(cols);
+    let root = SVGBackend::new(
+        path,
+        (if cols > 1 { 1400 } else { 1000 }, 520 * rows as u32),
+    )
+    .into_drawing_area();
+    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("plot: {e:?}");
+    root.fill(&WHITE).map_err(e)?;
+    let root = root
+        .titled(
+            &format!(
+                "{} - TSC ticks per call, median of {} ({})",
+                res.sweep.name, res.repeats, res.cpu
+            ),
+            ("sans-serif", 18),
+        )
+        .map_err(e)?;
     let palette = [
         RED,
         BLUE,
-        GREEN,
+        RGBColor(0, 150, 0),
         MAGENTA,
-        CYAN,
-        BLACK,
         RGBColor(255, 128, 0),
+        BLACK,
+        CYAN,
         RGBColor(128, 0, 255),
     ];
-    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("plot: {e:?}");
-    // The same drawing on a linear or a log y axis (different chart types).
-    macro_rules! draw {
-        ($chart:expr, $y_desc:expr) => {{
-            let chart = &mut $chart;
-            chart
-                .configure_mesh()
-                .x_desc(res.sweep.x_label.as_str())
-                .y_desc($y_desc)
-                .draw()
-                .map_err(e)?;
-            let mut k = 0;
-            for (s, subject) in res.subjects.iter().enumerate() {
-                for ser in &series {
-                    let color = palette[k % palette.len()];
-                    k += 1;
-                    let pts: Vec<(f64, f64)> = res
-                        .sweep
-                        .rows
+    for (panel, ser) in root.split_evenly((rows, cols)).iter().zip(&series) {
+        let rows_here: Vec<(usize, &Row)> = res
+            .sweep
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| &r.series == ser)
+            .collect();
+        let (xmin, xmax) = rows_here
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), (_, r)| {
+                (a.min(r.x), b.max(r.x))
+            });
+        let (ymin, ymax) = rows_here
+            .iter()
+            .flat_map(|(i, _)| res.cells[*i].iter().map(|c| c.cycles))
+            .fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+        // The same drawing on a linear or a log y axis (different chart types).
+        macro_rules! draw {
+            ($chart:expr, $y_desc:expr) => {{
+                let chart = &mut $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(res.sweep.x_label.as_str())
+                    .y_desc($y_desc)
+                    .draw()
+                    .map_err(e)?;
+                for (s, subject) in res.subjects.iter().enumerate() {
+                    let color = palette[s % palette.len()];
+                    let pts: Vec<(f64, f64)> = rows_here
                         .iter()
-                        .enumerate()
-                        .filter(|(_, r)| &r.series == ser)
-                        .map(|(r, row)| (row.x, res.cells[r][s].cycles))
+                        .map(|(i, r)| (r.x, res.cells[*i][s].cycles))
                         .collect();
-                    let label = if ser.is_empty() {
-                        subject.clone()
-                    } else {
-                        format!("{subject} ({ser})")
-                    };
                     chart
                         .draw_series(LineSeries::new(pts, color.stroke_width(2)))
                         .map_err(e)?
-                        .label(label)
+                        .label(subject.as_str())
                         .legend(move |(x, y)| {
                             PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                         });
                 }
-            }
-            chart
-                .configure_series_labels()
-                .border_style(BLACK)
-                .background_style(WHITE)
-                .draw()
+                chart
+                    .configure_series_labels()
+                    .border_style(BLACK)
+                    .background_style(WHITE)
+                    .draw()
+                    .map_err(e)?;
+            }};
+        }
+        let mut builder = ChartBuilder::on(panel);
+        builder
+            .caption(ser.as_str(), ("sans-serif", 15))
+            .margin(12)
+            .x_label_area_size(35)
+            .y_label_area_size(55);
+        let xr = xmin..xmax.max(xmin + 1.0);
+        if ymax / ymin.max(1.0) > 8.0 {
+            let mut chart = builder
+                .build_cartesian_2d(xr, (ymin.max(1.0) * 0.8..ymax * 1.25).log_scale())
                 .map_err(e)?;
-        }};
+            draw!(chart, "TSC ticks (log scale)");
+        } else {
+            let mut chart = builder
+                .build_cartesian_2d(xr, 0.0..ymax * 1.15)
+                .map_err(e)?;
+            draw!(chart, "TSC ticks");
+        }
     }
-    let caption = format!(
-        "{} - TSC ticks per call, median of {}",
-        res.sweep.name, res.repeats
-    );
-    let mut builder = ChartBuilder::on(&root);
-    builder
-        .caption(caption, ("sans-serif", 18))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(60);
-    let xr = xmin..xmax.max(xmin + 1.0);
-    if ymax / ymin.max(1.0) > 20.0 {
-        let mut chart = builder
-            .build_cartesian_2d(xr, (ymin.max(1.0) * 0.8..ymax * 1.2).log_scale())
-            .map_err(e)?;
-        draw!(chart, "TSC ticks (log scale)");
-    } else {
-        let mut chart = builder.build_cartesian_2d(xr, 0.0..ymax * 1.1).map_err(e)?;
-        draw!(chart, "TSC ticks");
-    }
-    root.present().map_err(|e| anyhow::anyhow!("plot: {e:?}"))?;
+    root.present().map_err(e)?;
     Ok(())
 }
