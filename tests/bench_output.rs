@@ -120,5 +120,8 @@ fn the_plot_renders_a_line_per_subject() {
         "{}",
         svg.matches("<polyline").count()
     );
-    assert!(svg.contains("rep_movsb (src+0 dst+3)"));
+    // One panel per offset series, each with a legend entry per subject.
+    assert!(svg.contains("src+0 dst+3") && svg.contains("src+0 dst+0"));
+    assert_eq!(svg.matches(">\nrep_movsb\n<").count(), 2, "{svg}");
+    assert_eq!(svg.matches(">\nmemcpy\n<").count(), 2);
 }
