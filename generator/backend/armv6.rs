@@ -206,15 +206,8 @@ pub enum Inst {
     Bx(Reg),
 }
 
-/// One instruction and, for a user access, its (instruction label, fixup
-/// label) pair: one exception-table entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
-    pub inst: Inst,
-    pub user: Option<(String, String)>,
-    /// Out-of-line fixup code starts at this line.
-    pub fixup_start: bool,
-}
+/// A selected instruction (see [`super::Line`]).
+pub type Line = super::Line<Inst>;
 
 /// Is `k` an A32 modified immediate (8 bits rotated right by an even amount)?
 pub fn encodable(k: u32) -> bool {
@@ -253,8 +246,7 @@ fn cc(c: Cond) -> Cc {
 pub fn select(r: &Routine) -> Vec<Line> {
     let mut s = Selector {
         r,
-        out: Vec::new(),
-        pending_fixup_start: false,
+        lines: super::Lines::new(r),
     };
     let saved = s.saved();
     if !saved.is_empty() {
@@ -263,42 +255,25 @@ pub fn select(r: &Routine) -> Vec<Line> {
     for op in &r.ops {
         s.op(op);
     }
-    s.out
+    s.lines.out
 }
 
 struct Selector<'a> {
     r: &'a Routine,
-    out: Vec<Line>,
-    pending_fixup_start: bool,
+    lines: super::Lines<'a, Inst>,
 }
 
 impl Selector<'_> {
     fn label(&self, name: &str) -> String {
-        format!(".L{}_{}", self.r.tag, name)
+        self.lines.label(name)
     }
 
     fn emit(&mut self, inst: Inst) {
-        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
-        self.out.push(Line {
-            inst,
-            user: None,
-            fixup_start,
-        });
+        self.lines.emit(inst);
     }
 
     fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
-        let user = site.as_ref().map(|s| {
-            (
-                self.label(&s.name),
-                self.label(&self.r.fixups[s.fixup].label),
-            )
-        });
-        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
-        self.out.push(Line {
-            inst,
-            user,
-            fixup_start,
-        });
+        self.lines.emit_user(inst, site);
     }
 
     fn scratch(&self, i: u8) -> Reg {
@@ -593,7 +568,7 @@ impl Selector<'_> {
                 });
                 self.emit(Inst::Label(done));
             }
-            Op::BeginFixups => self.pending_fixup_start = true,
+            Op::BeginFixups => self.lines.begin_fixups(),
             Op::Return { zero } => {
                 let op2 = if *zero {
                     Operand::Imm(0)
@@ -703,30 +678,7 @@ pub fn print_inst(inst: &Inst) -> String {
 /// Print one routine for GNU as. Both flavours print the same instructions;
 /// the templates place `fixups` (in the function, or in `.text.fixup`).
 pub fn print(lines: &[Line], _flavor: Flavor) -> super::Function {
-    let mut body = Vec::new();
-    let mut extable = Vec::new();
-    let mut in_fixups = false;
-    let mut fixups = Vec::new();
-    for line in lines {
-        if line.fixup_start {
-            in_fixups = true;
-        }
-        let out = if in_fixups { &mut fixups } else { &mut body };
-        if let Some((insn, fixup)) = &line.user {
-            out.push(format!("{insn}:"));
-            extable.push(super::ExEntry {
-                insn: insn.clone(),
-                fixup: fixup.clone(),
-            });
-        }
-        out.push(print_inst(&line.inst));
-    }
-    super::Function {
-        symbol: String::new(),
-        body,
-        fixups,
-        extable,
-    }
+    super::print_lines(lines, print_inst)
 }
 
 #[cfg(test)]

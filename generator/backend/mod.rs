@@ -30,6 +30,100 @@ pub struct Function {
     pub extable: Vec<ExEntry>,
 }
 
+/// A selected instruction of either backend and, for a user access, its
+/// (instruction label, fixup label) pair: one exception-table entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line<I> {
+    pub inst: I,
+    pub user: Option<(String, String)>,
+    /// Out-of-line fixup code starts at this line.
+    pub fixup_start: bool,
+}
+
+/// What every selector shares: local labels named after the routine, and
+/// the lines with their exception-table pairs.
+pub struct Lines<'r, I> {
+    pub r: &'r Routine,
+    pub out: Vec<Line<I>>,
+    pending_fixup_start: bool,
+}
+
+impl<'r, I> Lines<'r, I> {
+    pub fn new(r: &'r Routine) -> Self {
+        Lines {
+            r,
+            out: Vec::new(),
+            pending_fixup_start: false,
+        }
+    }
+
+    /// `.L<tag>_<name>`. Built by hand: the JIT selects on every compile,
+    /// and `format!` was a large part of that.
+    pub fn label(&self, name: &str) -> String {
+        let tag = &self.r.tag;
+        let mut l = String::with_capacity(3 + tag.len() + name.len());
+        l.push_str(".L");
+        l.push_str(tag);
+        l.push('_');
+        l.push_str(name);
+        l
+    }
+
+    pub fn emit(&mut self, inst: I) {
+        self.emit_user(inst, &None);
+    }
+
+    /// An instruction; a user access when `site` is given.
+    pub fn emit_user(&mut self, inst: I, site: &Option<crate::ops::UserSite>) {
+        let user = site.as_ref().map(|s| {
+            (
+                self.label(&s.name),
+                self.label(&self.r.fixups[s.fixup].label),
+            )
+        });
+        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
+        self.out.push(Line {
+            inst,
+            user,
+            fixup_start,
+        });
+    }
+
+    /// The next line starts the out-of-line fixup code.
+    pub fn begin_fixups(&mut self) {
+        self.pending_fixup_start = true;
+    }
+}
+
+/// Print selected lines: each user access gets its label line and table
+/// entry; lines from the first fixup on go to `Function::fixups`.
+pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> Function {
+    let mut f = Function {
+        symbol: String::new(),
+        body: Vec::new(),
+        fixups: Vec::new(),
+        extable: Vec::new(),
+    };
+    let mut in_fixups = false;
+    for line in lines {
+        in_fixups |= line.fixup_start;
+        let out = if in_fixups {
+            &mut f.fixups
+        } else {
+            &mut f.body
+        };
+        if let Some((insn, fixup)) = &line.user {
+            out.push(format!("{insn}:"));
+            f.extable.push(ExEntry {
+                insn: insn.clone(),
+                fixup: fixup.clone(),
+            });
+        }
+        out.push(print_inst(&line.inst));
+    }
+    f
+}
+
 /// The x86 ABI table for `routine` on `arch`/`flavor`.
 pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
     match arch {

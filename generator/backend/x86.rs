@@ -217,15 +217,8 @@ pub enum Inst {
     Ret,
 }
 
-/// One instruction and, for a user access, its (instruction label, fixup
-/// label) pair: one exception-table entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
-    pub inst: Inst,
-    pub user: Option<(String, String)>,
-    /// Out-of-line fixup code starts at this line.
-    pub fixup_start: bool,
-}
+/// A selected instruction (see [`super::Line`]).
+pub type Line = super::Line<Inst>;
 
 /// Registers and argument passing of one entry point.
 #[derive(Debug, Clone)]
@@ -271,58 +264,32 @@ pub fn select(r: &Routine, abi: &Abi) -> Vec<Line> {
     let mut s = Selector {
         abi,
         r,
-        out: Vec::new(),
-        pending_fixup_start: false,
+        lines: super::Lines::new(r),
     };
     s.prologue();
     for op in &r.ops {
         s.op(op);
     }
-    s.out
+    s.lines.out
 }
 
 struct Selector<'a> {
     abi: &'a Abi,
     r: &'a Routine,
-    out: Vec<Line>,
-    pending_fixup_start: bool,
+    lines: super::Lines<'a, Inst>,
 }
 
 impl Selector<'_> {
     fn label(&self, name: &str) -> String {
-        // Built by hand: the JIT selects on every compile, and format! is
-        // a large part of that.
-        let tag = &self.r.tag;
-        let mut l = String::with_capacity(3 + tag.len() + name.len());
-        l.push_str(".L");
-        l.push_str(tag);
-        l.push('_');
-        l.push_str(name);
-        l
+        self.lines.label(name)
     }
 
     fn emit(&mut self, inst: Inst) {
-        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
-        self.out.push(Line {
-            inst,
-            user: None,
-            fixup_start,
-        });
+        self.lines.emit(inst);
     }
 
     fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
-        let user = site.as_ref().map(|s| {
-            (
-                self.label(&s.name),
-                self.label(&self.r.fixups[s.fixup].label),
-            )
-        });
-        let fixup_start = std::mem::take(&mut self.pending_fixup_start);
-        self.out.push(Line {
-            inst,
-            user,
-            fixup_start,
-        });
+        self.lines.emit_user(inst, site);
     }
 
     fn mov(&mut self, width: u32, dst: Reg, src: Reg) {
@@ -623,7 +590,7 @@ impl Selector<'_> {
                     self.emit(Inst::RepStosb);
                 }
             }
-            Op::BeginFixups => self.pending_fixup_start = true,
+            Op::BeginFixups => self.lines.begin_fixups(),
             Op::UaccessBegin => self.emit(Inst::Stac),
             Op::UaccessEnd => self.emit(Inst::Clac),
             Op::Return { zero } => {
@@ -746,28 +713,5 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
 
 /// Print one routine for GNU as.
 pub fn print(lines: &[Line], ptr_width: u32, flavor: Flavor) -> super::Function {
-    let mut body = Vec::new();
-    let mut extable = Vec::new();
-    let mut in_fixups = false;
-    let mut fixups = Vec::new();
-    for line in lines {
-        if line.fixup_start {
-            in_fixups = true;
-        }
-        let out = if in_fixups { &mut fixups } else { &mut body };
-        if let Some((insn, fixup)) = &line.user {
-            out.push(format!("{insn}:"));
-            extable.push(super::ExEntry {
-                insn: insn.clone(),
-                fixup: fixup.clone(),
-            });
-        }
-        out.push(print_inst(&line.inst, ptr_width, flavor));
-    }
-    super::Function {
-        symbol: String::new(),
-        body,
-        fixups,
-        extable,
-    }
+    super::print_lines(lines, |i| print_inst(i, ptr_width, flavor))
 }
