@@ -20,7 +20,13 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
     const X86_PREFETCH: &[PrefetchKind] =
         &[PrefetchKind::Nta, PrefetchKind::T0, PrefetchKind::Touch];
     const X86_GROUPING: &[Grouping] = &[Grouping::LoadsFirst, Grouping::Interleaved];
-    const X86_TAILS: &[Tail] = &[Tail::Bytes, Tail::Words, Tail::Overlap, Tail::RepMovsb];
+    const X86_TAILS: &[Tail] = &[
+        Tail::Bytes,
+        Tail::Words,
+        Tail::Overlap,
+        Tail::RepMovsb,
+        Tail::RepMovs,
+    ];
     match arch {
         Arch::X86_64 => &Capabilities {
             widths: &[1, 2, 4, 8],
@@ -47,7 +53,9 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
                 Grouping::Interleaved,
                 Grouping::Multiple,
             ],
-            tails: &[Tail::Bytes, Tail::Words],
+            // Overlap: its end-relative word is an unaligned ldr/str, which
+            // ARMv6 performs in hardware (SCTLR.U=1, set by Linux on v6+).
+            tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
             max_multiple: 8,
         },
     }

@@ -15,7 +15,10 @@ fn main() {
         println!("cargo:rerun-if-changed={}", f.display());
         let rel = f.display().to_string();
         let abs = fs::canonicalize(f).expect("canonical path");
-        code.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", abs.display().to_string()));
+        code.push_str(&format!(
+            "    ({rel:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
     }
     code.push_str("];\n");
     let out = Path::new(&env::var("OUT_DIR").unwrap()).join("catalog.rs");

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::diagnostics::StrategyError;
 use crate::ir::{Arch, Flavor, Strategy};
-use crate::render::{emitted_path, render};
+use crate::render::{emitted_path, render_functions};
 use crate::strategy;
 
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
@@ -26,13 +26,45 @@ pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
 
 /// Every file of the tree: relative path → contents.
 pub fn render_tree(strategies: &[Strategy]) -> BTreeMap<String, String> {
+    render_tree_with_stats(strategies).0
+}
+
+/// One line of `copygen emit`'s summary.
+#[derive(Debug, Clone)]
+pub struct FileStats {
+    pub strategy: String,
+    pub arch: Arch,
+    pub flavor: Flavor,
+    pub routines: usize,
+    pub entries: usize,
+}
+
+/// The tree and, per file, how many routines and table entries it holds.
+pub fn render_tree_with_stats(
+    strategies: &[Strategy],
+) -> (BTreeMap<String, String>, Vec<FileStats>) {
     let mut files = BTreeMap::new();
+    let mut stats = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            files.insert(emitted_path(s, flavor), render(s, flavor));
+            let functions: Vec<_> = crate::backend::functions(s, flavor)
+                .into_iter()
+                .map(|(_, f)| f)
+                .collect();
+            stats.push(FileStats {
+                strategy: s.name.clone(),
+                arch: s.arch,
+                flavor,
+                routines: functions.len(),
+                entries: functions.iter().map(|f| f.extable.len()).sum(),
+            });
+            files.insert(
+                emitted_path(s, flavor),
+                render_functions(s, flavor, functions),
+            );
         }
     }
-    files
+    (files, stats)
 }
 
 /// The `.S` files now under `dir`, relative to it.
@@ -41,12 +73,22 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
     for arch in Arch::ALL {
         for flavor in Flavor::ALL {
             let sub = dir.join(arch.name()).join(flavor.name());
-            let Ok(entries) = fs::read_dir(&sub) else { continue };
+            let Ok(entries) = fs::read_dir(&sub) else {
+                continue;
+            };
             for e in entries {
                 let p = e?.path();
                 if p.extension().is_some_and(|x| x == "S") {
-                    let rel = p.strip_prefix(dir).expect("under dir").to_string_lossy().into_owned();
-                    out.insert(rel, fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?);
+                    let rel = p
+                        .strip_prefix(dir)
+                        .expect("under dir")
+                        .to_string_lossy()
+                        .into_owned();
+                    out.insert(
+                        rel,
+                        fs::read_to_string(&p)
+                            .with_context(|| format!("reading {}", p.display()))?,
+                    );
                 }
             }
         }
@@ -58,9 +100,11 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
 pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("temporary file in {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("temporary file in {}", dir.display()))?;
     tmp.write_all(contents.as_bytes())?;
-    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -99,12 +143,24 @@ pub fn check_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<String
         let old = existing.get(rel).map(String::as_str).unwrap_or("");
         if old != text {
             let diff = similar::TextDiff::from_lines(old, text);
-            let a = if existing.contains_key(rel) { format!("a/emitted/{rel}") } else { "/dev/null".into() };
-            out.push_str(&diff.unified_diff().context_radius(3).header(&a, &format!("b/emitted/{rel}")).to_string());
+            let a = if existing.contains_key(rel) {
+                format!("a/emitted/{rel}")
+            } else {
+                "/dev/null".into()
+            };
+            out.push_str(
+                &diff
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&a, &format!("b/emitted/{rel}"))
+                    .to_string(),
+            );
         }
     }
     for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
-        out.push_str(&format!("--- a/emitted/{rel}\n+++ /dev/null\n(stale: no catalog strategy generates it)\n"));
+        out.push_str(&format!(
+            "--- a/emitted/{rel}\n+++ /dev/null\n(stale: no catalog strategy generates it)\n"
+        ));
     }
     Ok(out)
 }

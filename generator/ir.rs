@@ -32,7 +32,7 @@ impl Arch {
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -58,7 +58,7 @@ impl Flavor {
 
 impl fmt::Display for Flavor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -169,8 +169,12 @@ pub struct Prefetch {
 pub enum AlignPointer {
     Dst,
     Src,
-    /// Both, only when `dst` and `src` are congruent modulo `to`.
+    /// Both: for an alignment prologue, only when `dst` and `src` are
+    /// congruent modulo `to`; for a guard, both are aligned.
     Both,
+    /// Guards only: `dst` and `src` are congruent modulo `to` (`(dst ^ src)
+    /// & (to - 1) == 0`), so aligning one aligns the other.
+    Congruent,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,6 +195,8 @@ pub enum Tail {
     Overlap,
     /// x86 `rep movsb`.
     RepMovsb,
+    /// x86 `rep movs` of the loop's width, then `rep movsb` (seed 000).
+    RepMovs,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,8 +221,9 @@ pub enum MethodKind {
     HeadTail { width: u32, registers: u32 },
     /// An unrolled loop.
     Unrolled(Unrolled),
-    /// x86 `rep movs` of `unit` bytes, then `rep movsb` for the rest.
-    RepMovs { unit: u32 },
+    /// x86 `rep movs` of `unit` bytes, then `rep movsb` for the rest,
+    /// optionally after an alignment prologue.
+    RepMovs { unit: u32, align: Option<Align> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,6 +279,12 @@ pub struct Strategy {
 
 pub fn symbol_of(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }

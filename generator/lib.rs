@@ -8,10 +8,15 @@
 
 pub mod arch;
 pub mod backend;
+pub mod bench;
 pub mod diagnostics;
 pub mod emit;
+pub mod faultinject;
 pub mod ir;
 pub mod lower;
+pub mod objfile;
 pub mod ops;
 pub mod render;
+pub mod static_verify;
 pub mod strategy;
+pub mod verify;

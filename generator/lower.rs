@@ -122,7 +122,11 @@ impl<'a> Lowering<'a> {
     }
 
     fn jump_len(&mut self, cond: Cond, imm: u64, target: &Label) {
-        self.op(Op::JumpIfLen { cond, imm, target: target.clone() });
+        self.op(Op::JumpIfLen {
+            cond,
+            imm,
+            target: target.clone(),
+        });
     }
 
     fn ret(&mut self, zero: bool) {
@@ -159,7 +163,11 @@ impl<'a> Lowering<'a> {
         };
         let label = self.label(&label);
         let id = self.fixups.len();
-        self.fixups.push(Fixup { recover, then, label });
+        self.fixups.push(Fixup {
+            recover,
+            then,
+            label,
+        });
         self.fixup_ids.insert((recover, then), id);
         id
     }
@@ -169,9 +177,16 @@ impl<'a> Lowering<'a> {
         if !is_user {
             return None;
         }
-        let recover = if p.done == 0 { Recover::None } else { Recover::Advance(p.done) };
+        let recover = if p.done == 0 {
+            Recover::None
+        } else {
+            Recover::Advance(p.done)
+        };
         let fixup = self.fixup_for(recover, p.dirty);
-        Some(UserSite { name: self.label(name), fixup })
+        Some(UserSite {
+            name: self.label(name),
+            fixup,
+        })
     }
 
     fn loads_user(&self) -> bool {
@@ -183,27 +198,80 @@ impl<'a> Lowering<'a> {
     fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
         let from = self.loads_user();
         let load_site = self.site(from, &format!("{name}_load"), p);
-        self.op(Op::Load(Access { width, reg, mem: Mem { base: Ptr::Src, at }, user: load_site }));
         let store_site = self.site(!from, &format!("{name}_store"), p);
-        self.op(Op::Store(Access { width, reg, mem: Mem { base: Ptr::Dst, at }, user: store_site }));
+        self.load_store(width, reg, at, load_site, store_site);
         after_store(p, width, at)
+    }
+
+    /// One load from `src + at` and one store to `dst + at` through `reg`.
+    fn load_store(
+        &mut self,
+        width: u32,
+        reg: u8,
+        at: At,
+        load: Option<UserSite>,
+        store: Option<UserSite>,
+    ) {
+        self.op(Op::Load(Access {
+            width,
+            reg,
+            mem: Mem { base: Ptr::Src, at },
+            user: load,
+        }));
+        self.op(Op::Store(Access {
+            width,
+            reg,
+            mem: Mem { base: Ptr::Dst, at },
+            user: store,
+        }));
+    }
+
+    /// Copy one byte; a fault lands on the final return (`fixup`).
+    fn byte_landing_on(&mut self, name: &str, fixup: FixupId) {
+        let from = self.loads_user();
+        let load = from.then(|| UserSite {
+            name: self.label(&format!("{name}_load")),
+            fixup,
+        });
+        let store = (!from).then(|| UserSite {
+            name: self.label(&format!("{name}_store")),
+            fixup,
+        });
+        self.load_store(1, 0, At::Start(0), load, store);
+        self.op(Op::Advance(1));
     }
 
     /// A straight-line sequence of accesses `(width, at)` in ascending
     /// order, loaded in groups of `regs` registers before being stored.
-    fn copy_group(&mut self, name: &str, pieces: &[(u32, At)], regs: u32, mut p: Progress) -> Progress {
+    fn copy_group(
+        &mut self,
+        name: &str,
+        pieces: &[(u32, At)],
+        regs: u32,
+        mut p: Progress,
+    ) -> Progress {
         let from = self.loads_user();
         for (g, chunk) in pieces.chunks(regs as usize).enumerate() {
             let before = p;
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
                 let site = self.site(from, &format!("{name}_load{idx}"), before);
-                self.op(Op::Load(Access { width, reg: i as u8, mem: Mem { base: Ptr::Src, at }, user: site }));
+                self.op(Op::Load(Access {
+                    width,
+                    reg: i as u8,
+                    mem: Mem { base: Ptr::Src, at },
+                    user: site,
+                }));
             }
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
                 let site = self.site(!from, &format!("{name}_store{idx}"), p);
-                self.op(Op::Store(Access { width, reg: i as u8, mem: Mem { base: Ptr::Dst, at }, user: site }));
+                self.op(Op::Store(Access {
+                    width,
+                    reg: i as u8,
+                    mem: Mem { base: Ptr::Dst, at },
+                    user: site,
+                }));
                 p = after_store(p, width, at);
             }
         }
@@ -217,7 +285,9 @@ impl<'a> Lowering<'a> {
             self.op(Op::UaccessBegin);
         }
         let classes = self.s.classes.clone();
-        let labels: Vec<Label> = (0..classes.len()).map(|i| self.label(&format!("class{i}"))).collect();
+        let labels: Vec<Label> = (0..classes.len())
+            .map(|i| self.label(&format!("class{i}")))
+            .collect();
         for (i, class) in classes.iter().enumerate() {
             if i > 0 {
                 self.place(&labels[i]);
@@ -238,9 +308,11 @@ impl<'a> Lowering<'a> {
                 .collect();
             for (g, l) in class.guards.iter().zip(&guard_labels) {
                 match g.condition {
-                    Condition::Alias { lo, hi } => {
-                        self.op(Op::JumpIfAlias { lo, hi, target: l.clone() })
-                    }
+                    Condition::Alias { lo, hi } => self.op(Op::JumpIfAlias {
+                        lo,
+                        hi,
+                        target: l.clone(),
+                    }),
                     Condition::Aligned { pointer, to } => self.op(Op::JumpIfPtr {
                         test: pointer.into(),
                         mask: to - 1,
@@ -275,11 +347,18 @@ impl<'a> Lowering<'a> {
         let mut pieces = Vec::new();
         let mut off = 0;
         while off < n {
-            let w = *widths.iter().filter(|&&w| w <= n - off).max().expect("byte width");
+            let w = *widths
+                .iter()
+                .filter(|&&w| w <= n - off)
+                .max()
+                .expect("byte width");
             pieces.push((w, At::Start(off)));
             off += w;
         }
-        let mut p = Progress { done: 0, dirty: false };
+        let mut p = Progress {
+            done: 0,
+            dirty: false,
+        };
         for (i, &(w, at)) in pieces.iter().enumerate() {
             p = self.copy_one(&format!("piece{i}"), w, (i % 2) as u8, at, p);
         }
@@ -290,11 +369,18 @@ impl<'a> Lowering<'a> {
     fn method(&mut self, m: &Method, lo: u64, hi: Option<u64>) {
         match &m.kind {
             MethodKind::Bytes => self.bytes(&m.name),
-            MethodKind::HeadTail { width, registers } => {
-                self.head_tail(&m.name, *width, *registers, lo, hi.expect("validated: bounded"))
-            }
+            MethodKind::HeadTail { width, registers } => self.head_tail(
+                &m.name,
+                *width,
+                *registers,
+                lo,
+                hi.expect("validated: bounded"),
+            ),
             MethodKind::Unrolled(u) => self.unrolled(&m.name, u, lo),
-            MethodKind::RepMovs { unit } => {
+            MethodKind::RepMovs { unit, align } => {
+                if let Some(a) = align {
+                    self.align_prologue(&m.name, a, lo);
+                }
                 self.rep_movs(*unit);
                 self.ret(true);
             }
@@ -309,7 +395,10 @@ impl<'a> Lowering<'a> {
         let done = self.label(&format!("{name}_bytes_done"));
         self.place(&top);
         self.jump_len(Cond::Eq, 0, &done);
-        let p = Progress { done: 0, dirty: false };
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
         self.copy_one(&format!("{name}_byte"), 1, 0, At::Start(0), p);
         self.op(Op::Advance(1));
         self.op(Op::Jump(top));
@@ -319,12 +408,21 @@ impl<'a> Lowering<'a> {
 
     fn rep_movs(&mut self, unit: u32) {
         let is_user = true;
-        let p = Progress { done: 0, dirty: false };
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
         let main_fix = self.fixup_for(Recover::Rep { unit }, p.dirty);
-        let main = is_user.then(|| UserSite { name: self.label(&format!("rep_movs{}", unit_suffix(unit))), fixup: main_fix });
+        let main = is_user.then(|| UserSite {
+            name: self.label(&format!("rep_movs{}", unit_suffix(unit))),
+            fixup: main_fix,
+        });
         let rest = (unit > 1).then(|| {
             let fixup = self.fixup_for(Recover::Rep { unit: 1 }, false);
-            UserSite { name: self.label("rep_movsb_rest"), fixup }
+            UserSite {
+                name: self.label("rep_movsb_rest"),
+                fixup,
+            }
         });
         self.op(Op::RepMovs { unit, main, rest });
     }
@@ -342,7 +440,11 @@ impl<'a> Lowering<'a> {
         }
         let mut n: u64 = 2;
         while n <= hi {
-            let last = if 2 * n == hi { 2 * n } else { (2 * n - 1).min(hi) };
+            let last = if 2 * n == hi {
+                2 * n
+            } else {
+                (2 * n - 1).min(hi)
+            };
             if last >= lo {
                 buckets.push((n.max(lo), last, n));
             }
@@ -362,15 +464,22 @@ impl<'a> Lowering<'a> {
             match n {
                 0 => self.ret(true),
                 1 => {
-                    let p = Progress { done: 0, dirty: false };
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
                     self.copy_one(&format!("{name}_1"), 1, 0, At::Start(0), p);
                     self.ret(true);
                 }
                 _ => {
                     let w = width.min(n);
-                    let mut pieces: Vec<(u32, At)> = (0..n / w).map(|i| (w, At::Start(i * w))).collect();
+                    let mut pieces: Vec<(u32, At)> =
+                        (0..n / w).map(|i| (w, At::Start(i * w))).collect();
                     pieces.extend((0..n / w).map(|i| (w, At::End(n - i * w))));
-                    let p = Progress { done: 0, dirty: false };
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
                     self.copy_group(&format!("{name}_{n}"), &pieces, regs, p);
                     self.ret(true);
                 }
@@ -385,43 +494,64 @@ impl<'a> Lowering<'a> {
         self.bucket_tree(name, width, regs, &buckets[mid..]);
     }
 
+    /// Copy bytes until the chosen pointer is aligned, when len >= min_size
+    /// (and, for `Both`, the pointers are congruent). Returns the smallest
+    /// len possible afterwards.
+    fn align_prologue(&mut self, name: &str, a: &Align, lo: u64) -> u64 {
+        let aligned = self.label(&format!("{name}_aligned"));
+        if lo < a.min_size {
+            self.jump_len(Cond::Below, a.min_size, &aligned);
+        }
+        let test = match a.pointer {
+            AlignPointer::Both => {
+                // Only congruent pointers can both be aligned.
+                self.op(Op::JumpIfPtr {
+                    test: PtrTest::Congruent,
+                    mask: a.to - 1,
+                    aligned: false,
+                    target: aligned.clone(),
+                });
+                PtrTest::Dst
+            }
+            AlignPointer::Dst => PtrTest::Dst,
+            AlignPointer::Src => PtrTest::Src,
+            AlignPointer::Congruent => unreachable!("validated: not a prologue pointer"),
+        };
+        let top = self.label(&format!("{name}_align"));
+        self.place(&top);
+        self.op(Op::JumpIfPtr {
+            test,
+            mask: a.to - 1,
+            aligned: true,
+            target: aligned.clone(),
+        });
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
+        self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
+        self.op(Op::Advance(1));
+        self.op(Op::Jump(top));
+        self.place(&aligned);
+        self.comment(format!(
+            "here: {} is {}-byte aligned if len was >= {} on entry",
+            match a.pointer {
+                AlignPointer::Both => "dst (and src, when congruent)",
+                AlignPointer::Dst => "dst",
+                _ => "src",
+            },
+            a.to,
+            a.min_size
+        ));
+        lo.saturating_sub(a.to as u64 - 1)
+    }
+
     fn unrolled(&mut self, name: &str, u: &Unrolled, lo: u64) {
         let from = self.loads_user();
-        let mut lo_after_align = lo;
-        if let Some(a) = u.align {
-            let aligned = self.label(&format!("{name}_aligned"));
-            if lo < a.min_size {
-                self.jump_len(Cond::Below, a.min_size, &aligned);
-            }
-            let test = match a.pointer {
-                AlignPointer::Both => {
-                    // Only congruent pointers can both be aligned.
-                    self.op(Op::JumpIfPtr { test: PtrTest::Congruent, mask: a.to - 1, aligned: false, target: aligned.clone() });
-                    PtrTest::Dst
-                }
-                AlignPointer::Dst => PtrTest::Dst,
-                AlignPointer::Src => PtrTest::Src,
-            };
-            let top = self.label(&format!("{name}_align"));
-            self.place(&top);
-            self.op(Op::JumpIfPtr { test, mask: a.to - 1, aligned: true, target: aligned.clone() });
-            let p = Progress { done: 0, dirty: false };
-            self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
-            self.op(Op::Advance(1));
-            self.op(Op::Jump(top));
-            self.place(&aligned);
-            self.comment(format!(
-                "here: {} is {}-byte aligned if len was >= {} on entry",
-                match a.pointer {
-                    AlignPointer::Both => "dst (and src, when congruent)",
-                    AlignPointer::Dst => "dst",
-                    AlignPointer::Src => "src",
-                },
-                a.to,
-                a.min_size
-            ));
-            lo_after_align = lo.saturating_sub(a.to as u64 - 1);
-        }
+        let lo_after_align = match u.align {
+            Some(a) => self.align_prologue(name, &a, lo),
+            None => lo,
+        };
 
         let top = self.label(&format!("{name}_loop"));
         let tail = self.label(&format!("{name}_tail"));
@@ -433,23 +563,44 @@ impl<'a> Lowering<'a> {
 
         // Prefetch: never beyond the end of the source.
         if let Some(pf) = &u.prefetch {
-            let size = if pf.kind == PrefetchKind::Touch { u.width } else { 1 };
+            let size = if pf.kind == PrefetchKind::Touch {
+                u.width
+            } else {
+                1
+            };
             let mut distances = pf.distances.clone();
             distances.sort_unstable();
             let skip = self.label(&format!("{name}_prefetched"));
             let mut guarded = false;
             for d in distances {
                 if d + size > u.block {
-                    self.comment(format!("prefetch at +{d} only while it stays inside the source (len >= {})", d + size));
+                    self.comment(format!(
+                        "prefetch at +{d} only while it stays inside the source (len >= {})",
+                        d + size
+                    ));
                     self.jump_len(Cond::Below, (d + size) as u64, &skip);
                     guarded = true;
                 }
                 if pf.kind == PrefetchKind::Touch {
-                    let p = Progress { done: 0, dirty: false };
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
                     let site = self.site(from, &format!("{name}_touch{d}"), p);
-                    self.op(Op::Load(Access { width: u.width, reg: 0, mem: Mem { base: Ptr::Src, at: At::Start(d) }, user: site }));
+                    self.op(Op::Load(Access {
+                        width: u.width,
+                        reg: 0,
+                        mem: Mem {
+                            base: Ptr::Src,
+                            at: At::Start(d),
+                        },
+                        user: site,
+                    }));
                 } else {
-                    self.op(Op::Prefetch { kind: pf.kind, at: d });
+                    self.op(Op::Prefetch {
+                        kind: pf.kind,
+                        at: d,
+                    });
                 }
             }
             if guarded {
@@ -460,28 +611,57 @@ impl<'a> Lowering<'a> {
         }
 
         let words = u.block / u.width;
-        let p = Progress { done: 0, dirty: false };
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
         match u.grouping {
             Grouping::LoadsFirst => {
-                let pieces: Vec<_> = (0..words).map(|i| (u.width, At::Start(i * u.width))).collect();
+                let pieces: Vec<_> = (0..words)
+                    .map(|i| (u.width, At::Start(i * u.width)))
+                    .collect();
                 self.copy_group(&format!("{name}_loop"), &pieces, u.registers, p);
             }
             Grouping::Interleaved => {
                 let mut p = p;
                 for i in 0..words {
-                    p = self.copy_one(&format!("{name}_loop{i}"), u.width, (i % u.registers) as u8, At::Start(i * u.width), p);
+                    p = self.copy_one(
+                        &format!("{name}_loop{i}"),
+                        u.width,
+                        (i % u.registers) as u8,
+                        At::Start(i * u.width),
+                        p,
+                    );
                 }
             }
             Grouping::Multiple => {
                 let group = u.registers * 4;
                 for g in 0..(u.block / group) {
                     let at = g * group;
-                    let before = Progress { done: at, dirty: false };
+                    let before = Progress {
+                        done: at,
+                        dirty: false,
+                    };
                     let lsite = self.site(from, &format!("{name}_ldm{g}"), before);
-                    self.op(Op::LoadMultiple { count: u.registers as u8, at, user: lsite });
+                    self.op(Op::LoadMultiple {
+                        count: u.registers as u8,
+                        at,
+                        user: lsite,
+                    });
                     // An stm that faults may have stored some of its words.
-                    let ssite = self.site(!from, &format!("{name}_stm{g}"), Progress { done: at, dirty: true });
-                    self.op(Op::StoreMultiple { count: u.registers as u8, at, user: ssite });
+                    let ssite = self.site(
+                        !from,
+                        &format!("{name}_stm{g}"),
+                        Progress {
+                            done: at,
+                            dirty: true,
+                        },
+                    );
+                    self.op(Op::StoreMultiple {
+                        count: u.registers as u8,
+                        at,
+                        user: ssite,
+                    });
                 }
             }
         }
@@ -496,12 +676,19 @@ impl<'a> Lowering<'a> {
                 self.rep_movs(1);
                 self.ret(true);
             }
+            Tail::RepMovs => {
+                self.rep_movs(u.width);
+                self.ret(true);
+            }
             Tail::Words | Tail::Overlap => {
                 let wtop = self.label(&format!("{name}_words"));
                 let wdone = self.label(&format!("{name}_words_done"));
                 self.place(&wtop);
                 self.jump_len(Cond::Below, u.width as u64, &wdone);
-                let p = Progress { done: 0, dirty: false };
+                let p = Progress {
+                    done: 0,
+                    dirty: false,
+                };
                 self.copy_one(&format!("{name}_word"), u.width, 0, At::Start(0), p);
                 self.op(Op::Advance(u.width));
                 self.op(Op::Jump(wtop));
@@ -516,7 +703,10 @@ impl<'a> Lowering<'a> {
                         "the last {} bytes, overlapping bytes already copied: at least {} were copied in all",
                         u.width, u.width
                     ));
-                    let p = Progress { done: 0, dirty: false };
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
                     self.copy_one(&format!("{name}_overlap"), u.width, 0, At::End(u.width), p);
                     self.place(&ret);
                     self.ret(true);
@@ -543,8 +733,16 @@ impl<'a> Lowering<'a> {
             let id = self.fixup(Recover::None, then);
             self.fixups[id].label.clone()
         };
-        let retry = if need_retry { loop_label(Then::Retry) } else { String::new() };
-        let step = if need_step { loop_label(Then::Step) } else { String::new() };
+        let retry = if need_retry {
+            loop_label(Then::Retry)
+        } else {
+            String::new()
+        };
+        let step = if need_step {
+            loop_label(Then::Step)
+        } else {
+            String::new()
+        };
         for f in self.fixups.clone() {
             if f.recover == Recover::None {
                 continue; // the loop or the return itself
@@ -557,7 +755,10 @@ impl<'a> Lowering<'a> {
                     self.op(Op::Advance(k))
                 }
                 Recover::Rep { unit } => {
-                    self.comment(format!("rep movs{} stopped early: recompute the bytes left", unit_suffix(unit)));
+                    self.comment(format!(
+                        "rep movs{} stopped early: recompute the bytes left",
+                        unit_suffix(unit)
+                    ));
                     self.op(Op::RepRecover { unit })
                 }
             }
@@ -570,27 +771,17 @@ impl<'a> Lowering<'a> {
         }
         let done_label = self.fixups[done_id].label.clone();
         if need_retry {
-            let l = retry.clone();
-            self.place(&l);
+            self.place(&retry);
             self.comment("byte retry: copy until the next fault, for an exact count");
             self.jump_len(Cond::Eq, 0, &done_label);
-            let lsite = from.then(|| UserSite { name: self.label("retry_load"), fixup: done_id });
-            self.op(Op::Load(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Src, at: At::Start(0) }, user: lsite }));
-            let ssite = (!from).then(|| UserSite { name: self.label("retry_store"), fixup: done_id });
-            self.op(Op::Store(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Dst, at: At::Start(0) }, user: ssite }));
-            self.op(Op::Advance(1));
-            self.op(Op::Jump(l));
+            self.byte_landing_on("retry", done_id);
+            self.op(Op::Jump(retry));
         }
         if need_step {
-            let l = step.clone();
-            self.place(&l);
+            self.place(&step);
             self.comment("one byte more, so a fault in the first block still copies something");
             self.jump_len(Cond::Eq, 0, &done_label);
-            let lsite = from.then(|| UserSite { name: self.label("step_load"), fixup: done_id });
-            self.op(Op::Load(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Src, at: At::Start(0) }, user: lsite }));
-            let ssite = (!from).then(|| UserSite { name: self.label("step_store"), fixup: done_id });
-            self.op(Op::Store(Access { width: 1, reg: 0, mem: Mem { base: Ptr::Dst, at: At::Start(0) }, user: ssite }));
-            self.op(Op::Advance(1));
+            self.byte_landing_on("step", done_id);
         }
         self.place(&done_label);
         if from && self.s.zero_tail {
@@ -619,10 +810,16 @@ fn drop_jumps_to_next(ops: &mut Vec<Op>) {
 /// Progress after storing `width` bytes at `at`.
 fn after_store(p: Progress, width: u32, at: At) -> Progress {
     match at {
-        At::Start(off) if off <= p.done => Progress { done: p.done.max(off + width), dirty: p.dirty },
+        At::Start(off) if off <= p.done => Progress {
+            done: p.done.max(off + width),
+            dirty: p.dirty,
+        },
         // A store past the known prefix, or relative to the end: the
         // frontier is no longer known statically.
-        _ => Progress { done: p.done, dirty: true },
+        _ => Progress {
+            done: p.done,
+            dirty: true,
+        },
     }
 }
 
@@ -653,12 +850,19 @@ fn range_fact(lo: u64, hi: Option<u64>) -> String {
 fn condition_text(c: &Condition) -> String {
     match c {
         Condition::Alias { lo, hi } => format!("(dst - src) mod 4096 in {lo}..={hi}"),
+        Condition::Aligned {
+            pointer: AlignPointer::Congruent,
+            to,
+        } => {
+            format!("dst and src congruent modulo {to}")
+        }
         Condition::Aligned { pointer, to } => {
-            format!("{} {to}-byte aligned", match pointer {
+            let which = match pointer {
                 AlignPointer::Dst => "dst",
                 AlignPointer::Src => "src",
-                AlignPointer::Both => "dst and src",
-            })
+                _ => "dst and src",
+            };
+            format!("{which} {to}-byte aligned")
         }
     }
 }

@@ -8,13 +8,17 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree, write_tree};
+use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
 use copygen::ir::{Arch, Flavor, Strategy};
 use copygen::render::{emitted_path, render};
 use copygen::strategy;
 
 #[derive(Parser)]
-#[command(name = "copygen", version, about = "Generate, test, benchmark and review copy_{to,from}_user routines")]
+#[command(
+    name = "copygen",
+    version,
+    about = "Generate, test, benchmark and review copy_{to,from}_user routines"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,6 +48,86 @@ enum Command {
     },
     /// List the built-in strategies, one line each.
     List,
+    /// Static verification of `.S`/`.o` files (the catalog without files):
+    /// exception-table coverage, preserved registers, no vector state in the
+    /// linux flavour, no unguarded read-ahead. (Folds into `verify --static`.)
+    VerifyStatic {
+        /// `.S` or `.o` files; without any, the whole built-in catalog.
+        files: Vec<PathBuf>,
+        /// Architecture of `.S` files without a copygen header (i386, x86_64).
+        #[arg(long)]
+        arch: Option<String>,
+        /// Flavour (linux, standalone); default from the header or includes.
+        #[arg(long)]
+        flavor: Option<String>,
+        /// x86_64 linux calling convention: c or rep_movs.
+        #[arg(long)]
+        convention: Option<String>,
+        /// i386: arguments in eax/edx/ecx (the default for the linux flavour).
+        #[arg(long, conflicts_with = "cdecl")]
+        regparm: bool,
+        /// i386: arguments on the stack (the default for standalone).
+        #[arg(long)]
+        cdecl: bool,
+        /// The routines own the vector state: allow MMX/SSE/AVX in the linux flavour.
+        #[arg(long)]
+        allow_vector: bool,
+    },
+    /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
+    Bench(BenchArgs),
+    /// Check strategies on real CPU modes (fault injection); exit 1 on any violation.
+    Verify(VerifyArgs),
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Strategy files, catalog names, or baselines: rep_movsb, rep_movsq, memcpy.
+    #[arg(required_unless_present = "kernel")]
+    subjects: Vec<String>,
+    /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
+    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
+    table: Option<String>,
+    /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`.
+    #[arg(long)]
+    sizes: Option<String>,
+    /// Source offsets from a page boundary (list or range).
+    #[arg(long, default_value = "0")]
+    src_offsets: String,
+    /// Destination offsets from a page boundary (list or range).
+    #[arg(long, default_value = "0")]
+    dst_offsets: String,
+    /// Sweep `(dst - src) mod 4096` over these values (at --sizes, default 1024).
+    #[arg(long)]
+    alias_offsets: Option<String>,
+    /// Flush the buffers from the caches before every call.
+    #[arg(long)]
+    cold: bool,
+    /// Add the running kernel: `pread()` of a cached memfd into the destination
+    /// (its copy_to_user), as the first column.
+    #[arg(long)]
+    kernel: bool,
+    /// Rounds; each figure is the median over them.
+    #[arg(long, default_value_t = 15)]
+    repeats: usize,
+    /// Write Google Benchmark JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write an SVG plot here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct VerifyArgs {
+    /// Strategy files; without any, the whole built-in catalog.
+    files: Vec<PathBuf>,
+    /// Only this architecture (catalog), or build the files for it instead of theirs.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Strategies run at once.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    // Further suites (e.g. static checks) add their flags here.
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -70,10 +154,33 @@ impl From<StrategyError> for Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Emit { files, check, arch, flavor, output, emitted } => {
-            cmd_emit(files, check, arch, flavor, output, emitted)
-        }
+        Command::Emit {
+            files,
+            check,
+            arch,
+            flavor,
+            output,
+            emitted,
+        } => cmd_emit(files, check, arch, flavor, output, emitted),
         Command::List => cmd_list(),
+        Command::Verify(args) => cmd_verify(args),
+        Command::Bench(args) => cmd_bench(args),
+        Command::VerifyStatic {
+            files,
+            arch,
+            flavor,
+            convention,
+            regparm,
+            cdecl,
+            allow_vector,
+        } => cmd_verify_static(
+            files,
+            arch,
+            flavor,
+            convention,
+            (regparm, cdecl),
+            allow_vector,
+        ),
     };
     match result {
         Ok(code) => code,
@@ -91,18 +198,22 @@ fn main() -> ExitCode {
 fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
     match f {
         None => Ok(Flavor::ALL.to_vec()),
-        Some(f) => Flavor::parse(&f)
-            .map(|f| vec![f])
-            .ok_or_else(|| Failure::Input(format!("error: unknown flavour `{f}`; copygen emits linux and standalone"))),
+        Some(f) => Flavor::parse(&f).map(|f| vec![f]).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown flavour `{f}`; copygen emits linux and standalone"
+            ))
+        }),
     }
 }
 
 fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
     match a {
         None => Ok(None),
-        Some(a) => Arch::parse(&a)
-            .map(Some)
-            .ok_or_else(|| Failure::Input(format!("error: unknown architecture `{a}`; copygen targets i386, x86_64 and armv6"))),
+        Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown architecture `{a}`; copygen targets i386, x86_64 and armv6"
+            ))
+        }),
     }
 }
 
@@ -123,7 +234,9 @@ fn cmd_emit(
         return emit_catalog(check, emitted);
     }
     if check {
-        return Err(Failure::Input("error: --check compares the catalog with emitted/; give no files".into()));
+        return Err(Failure::Input(
+            "error: --check compares the catalog with emitted/; give no files".into(),
+        ));
     }
     // Validate everything before writing anything.
     let strategies: Vec<Strategy> = files
@@ -160,7 +273,7 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     let start = Instant::now();
     let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
     let strategies = catalog()?;
-    let files = render_tree(&strategies);
+    let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;
         if diff.is_empty() {
@@ -173,13 +286,15 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     }
     let report = write_tree(&dir, &files)?;
     let elapsed = start.elapsed();
-    println!("{:<24} {:<7} {:>11} {:>8} {:>8}", "strategy", "arch", "flavour", "routines", "entries");
-    for s in &strategies {
-        for flavor in Flavor::ALL {
-            let fns = copygen::backend::functions(s, flavor);
-            let entries: usize = fns.iter().map(|(_, f)| f.extable.len()).sum();
-            println!("{:<24} {:<7} {:>11} {:>8} {:>8}", s.name, s.arch, flavor, fns.len(), entries);
-        }
+    println!(
+        "{:<24} {:<7} {:<11} {:>8} {:>8}",
+        "strategy", "arch", "flavour", "routines", "entries"
+    );
+    for st in &stats {
+        println!(
+            "{:<24} {:<7} {:<11} {:>8} {:>8}",
+            st.strategy, st.arch, st.flavor, st.routines, st.entries
+        );
     }
     println!(
         "{} files in {}: {} written, {} unchanged, {} removed ({:.1} ms)",
@@ -201,3 +316,152 @@ fn cmd_list() -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
+    use copygen::bench;
+    let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
+    let mut sweep = if let Some(t) = &a.table {
+        bench::table(t).map_err(input)?
+    } else if let Some(al) = &a.alias_offsets {
+        let sizes = a
+            .sizes
+            .as_deref()
+            .map(bench::parse_list)
+            .transpose()
+            .map_err(input)?
+            .unwrap_or(vec![1024]);
+        let alias = bench::parse_list(al).map_err(input)?;
+        bench::Sweep {
+            name: "alias".into(),
+            title: "(dst - src) mod 4096 sweep".into(),
+            x_label: "(dst - src) mod 4096".into(),
+            rows: bench::alias_rows(&sizes, &alias),
+            cold: false,
+        }
+    } else {
+        let sizes = bench::parse_list(a.sizes.as_deref().unwrap_or("0..=64")).map_err(input)?;
+        let src = bench::parse_list(&a.src_offsets).map_err(input)?;
+        let dst = bench::parse_list(&a.dst_offsets).map_err(input)?;
+        bench::custom(&sizes, &src, &dst)
+    };
+    sweep.cold = a.cold;
+    if a.repeats == 0 {
+        return Err(Failure::Input("error: --repeats must be at least 1".into()));
+    }
+    let mut subjects = Vec::new();
+    if a.kernel {
+        let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
+        subjects.push(bench::kernel_subject(largest.max(1))?);
+    }
+    for name in &a.subjects {
+        subjects.push(bench_subject(name)?);
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("bench {}", sweep.name));
+    let results = bench::run(&sweep, &subjects, a.repeats, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    print!("{}", bench::text_table(&results));
+    if let Some(p) = &a.json {
+        let text =
+            serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
+        emit::write_atomic(p, &(text + "\n"))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        bench::plot_svg(&results, p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
+fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
+    if let Some(b) = copygen::bench::baseline(name) {
+        return Ok(b);
+    }
+    Err(Failure::Input(format!(
+        "error: `{name}` is not a baseline ({})",
+        copygen::bench::BASELINES
+            .iter()
+            .map(|b| b.0)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+fn cmd_verify_static(
+    files: Vec<PathBuf>,
+    arch: Option<String>,
+    flavor: Option<String>,
+    convention: Option<String>,
+    (regparm, cdecl): (bool, bool),
+    allow_vector: bool,
+) -> Result<ExitCode, Failure> {
+    use copygen::ir::Convention;
+    use copygen::static_verify::{check_catalog, check_object, render_reports, Options};
+    let convention = match convention.as_deref() {
+        None => None,
+        Some("c") => Some(Convention::C),
+        Some("rep_movs") => Some(Convention::RepMovs),
+        Some(c) => {
+            return Err(Failure::Input(format!(
+                "error: unknown convention `{c}`; use c or rep_movs"
+            )))
+        }
+    };
+    let flavor = match flavor {
+        None => None,
+        f => Some(parse_flavor(f)?[0]),
+    };
+    let options = Options {
+        arch: parse_arch(arch)?,
+        flavor,
+        convention,
+        regparm: (regparm || cdecl).then_some(regparm),
+        allow_vector,
+    };
+    let reports = if files.is_empty() {
+        check_catalog(&options)?
+    } else {
+        files
+            .iter()
+            .map(|f| check_object(f, &options))
+            .collect::<Result<Vec<_>>>()?
+    };
+    let (text, ok) = render_reports(&reports);
+    print!("{text}");
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    let arch = parse_arch(args.arch)?;
+    let strategies: Vec<Strategy> = if args.files.is_empty() {
+        catalog()?
+            .into_iter()
+            .filter(|s| arch.is_none_or(|a| s.arch == a))
+            .collect()
+    } else {
+        args.files
+            .iter()
+            .map(|f| strategy::load(f, arch))
+            .collect::<Result<_>>()?
+    };
+    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::verify::table(&outcomes));
+    Ok(if outcomes.iter().any(|o| o.failed()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -58,6 +58,7 @@ impl From<AlignPointer> for PtrTest {
             AlignPointer::Dst => PtrTest::Dst,
             AlignPointer::Src => PtrTest::Src,
             AlignPointer::Both => PtrTest::Both,
+            AlignPointer::Congruent => PtrTest::Congruent,
         }
     }
 }
@@ -86,28 +87,58 @@ pub enum Op {
     Comment(String),
     Label(Label),
     Jump(Label),
-    JumpIfLen { cond: Cond, imm: u64, target: Label },
+    JumpIfLen {
+        cond: Cond,
+        imm: u64,
+        target: Label,
+    },
     /// Jump when `(dst - src) mod 4096` lies in `lo..=hi` (uses scratch 0).
-    JumpIfAlias { lo: u32, hi: u32, target: Label },
+    JumpIfAlias {
+        lo: u32,
+        hi: u32,
+        target: Label,
+    },
     /// Jump when the tested pointer is (or, `aligned == false`, is not)
     /// aligned to `mask + 1` (uses scratch 0).
-    JumpIfPtr { test: PtrTest, mask: u32, aligned: bool, target: Label },
+    JumpIfPtr {
+        test: PtrTest,
+        mask: u32,
+        aligned: bool,
+        target: Label,
+    },
     Load(Access),
     Store(Access),
     /// Load `count` words into scratch 0.. from `src + at` (ARM `ldm`).
-    LoadMultiple { count: u8, at: u32, user: Option<UserSite> },
+    LoadMultiple {
+        count: u8,
+        at: u32,
+        user: Option<UserSite>,
+    },
     /// Store scratch 0..`count` to `dst + at` (ARM `stm`).
-    StoreMultiple { count: u8, at: u32, user: Option<UserSite> },
-    Prefetch { kind: PrefetchKind, at: u32 },
+    StoreMultiple {
+        count: u8,
+        at: u32,
+        user: Option<UserSite>,
+    },
+    Prefetch {
+        kind: PrefetchKind,
+        at: u32,
+    },
     /// `dst += k; src += k; len -= k`
     Advance(u32),
     /// `len = n` (constant-size entry points, which take no length).
     SetLen(u32),
     /// Copy `len` bytes with `rep movs` of `unit` bytes (then `rep movsb`
     /// for the rest when `unit > 1`); `len` is spent: a return follows.
-    RepMovs { unit: u32, main: Option<UserSite>, rest: Option<UserSite> },
+    RepMovs {
+        unit: u32,
+        main: Option<UserSite>,
+        rest: Option<UserSite>,
+    },
     /// After a fault in `RepMovs`: make `len` the bytes left again.
-    RepRecover { unit: u32 },
+    RepRecover {
+        unit: u32,
+    },
     /// `memset(dst, 0, len)` on the kernel side (zeroing from_user).
     ZeroRest,
     /// Start of the out-of-line fixup code.
@@ -115,7 +146,9 @@ pub enum Op {
     UaccessBegin,
     UaccessEnd,
     /// Return 0 (`zero`) or `len`: the bytes not copied.
-    Return { zero: bool },
+    Return {
+        zero: bool,
+    },
 }
 
 /// How the state is repaired when a user access faults.

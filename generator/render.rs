@@ -12,8 +12,19 @@ use crate::ir::{Arch, Convention, Flavor, Strategy};
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("header", include_str!("../templates/header.S.tera")),
-    ("x86-standalone", include_str!("../templates/x86-standalone.S.tera")),
+    (
+        "x86-standalone",
+        include_str!("../templates/x86-standalone.S.tera"),
+    ),
     ("x86-linux", include_str!("../templates/x86-linux.S.tera")),
+    (
+        "armv6-standalone",
+        include_str!("../templates/armv6-standalone.S.tera"),
+    ),
+    (
+        "armv6-linux",
+        include_str!("../templates/armv6-linux.S.tera"),
+    ),
 ];
 
 fn tera() -> &'static Tera {
@@ -38,7 +49,9 @@ pub fn abi_text(s: &Strategy, flavor: Flavor) -> &'static str {
         (Arch::X86_64, Flavor::Standalone) => "SysV: rdi=to rsi=from rdx=n -> rax",
         (Arch::X86_64, Flavor::Linux) => match s.linux.convention {
             Convention::C => "C convention: rdi=to rsi=from rdx=n -> rax",
-            Convention::RepMovs => "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, clobbers rax",
+            Convention::RepMovs => {
+                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, clobbers rax"
+            }
         },
         (Arch::I386, Flavor::Standalone) => "cdecl: to, from, n on the stack -> eax",
         (Arch::I386, Flavor::Linux) => "-mregparm=3: eax=to edx=from ecx=n -> eax",
@@ -61,7 +74,15 @@ struct FileContext<'a> {
 
 /// Render the whole `.S` file of `s` in `flavor`.
 pub fn render(s: &Strategy, flavor: Flavor) -> String {
-    let functions = backend::functions(s, flavor).into_iter().map(|(_, f)| f).collect();
+    let functions = backend::functions(s, flavor)
+        .into_iter()
+        .map(|(_, f)| f)
+        .collect();
+    render_functions(s, flavor, functions)
+}
+
+/// Render the file around functions already printed for `s` in `flavor`.
+pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
     let params = s
         .text
         .lines()

@@ -122,11 +122,10 @@ pub fn parse(file: &Path, text: &str, arch: Option<Arch>) -> Result<Strategy, St
     let loc = Locator::new(file, text);
     let raw: RawStrategy = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        let field = loc
-            .doc
-            .as_ref()
-            .map(|d| field_at(d.get_ref(), span.start).to_string())
-            .unwrap_or_else(|| "(syntax)".into());
+        let field = match loc.doc.as_ref() {
+            Some(d) => field_at(d.get_ref(), span.start).to_string(),
+            None => key_on_line(text, span.start),
+        };
         loc.at_span(span, &field, e.message().trim().to_string())
     })?;
     Validator { loc: &loc }.strategy(raw, file, text, arch)
@@ -139,6 +138,19 @@ pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
     Ok(parse(file, &text, arch)?)
 }
 
+/// For a syntax error (no parsed document): the key assigned on the line of
+/// `offset`, or the table header there.
+fn key_on_line(text: &str, offset: usize) -> String {
+    let start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("").trim();
+    match line.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => key.trim().to_string(),
+        _ => line.trim_matches(|c| c == '[' || c == ']').to_string(),
+    }
+}
+
 /// The deepest field whose key or value span contains `offset`.
 fn field_at(table: &toml::de::DeTable, offset: usize) -> FieldPath {
     fn walk(v: &toml::de::DeValue, offset: usize, path: FieldPath) -> FieldPath {
@@ -149,7 +161,12 @@ fn field_at(table: &toml::de::DeTable, offset: usize) -> FieldPath {
                     if k.span().contains(&offset) {
                         return here;
                     }
-                    if val.span().contains(&offset) || matches!(val.get_ref(), toml::de::DeValue::Table(_) | toml::de::DeValue::Array(_)) {
+                    if val.span().contains(&offset)
+                        || matches!(
+                            val.get_ref(),
+                            toml::de::DeValue::Table(_) | toml::de::DeValue::Array(_)
+                        )
+                    {
                         let deeper = walk(val.get_ref(), offset, here.clone());
                         if deeper != here || val.span().contains(&offset) {
                             return deeper;
@@ -171,7 +188,11 @@ fn field_at(table: &toml::de::DeTable, offset: usize) -> FieldPath {
             _ => path,
         }
     }
-    walk(&toml::de::DeValue::Table(table.clone()), offset, FieldPath::root())
+    walk(
+        &toml::de::DeValue::Table(table.clone()),
+        offset,
+        FieldPath::root(),
+    )
 }
 
 /// Parse `a..=b`, `a..b` or `a..` into an inclusive range.
@@ -208,7 +229,13 @@ impl Validator<'_> {
         self.loc.at_field(path, msg)
     }
 
-    fn strategy(&self, raw: RawStrategy, file: &Path, text: &str, arch: Option<Arch>) -> R<Strategy> {
+    fn strategy(
+        &self,
+        raw: RawStrategy,
+        file: &Path,
+        text: &str,
+        arch: Option<Arch>,
+    ) -> R<Strategy> {
         let root = FieldPath::root();
         if raw.name.is_empty()
             || !raw
@@ -340,7 +367,13 @@ impl Validator<'_> {
         })
     }
 
-    fn check_width(&self, arch: Arch, caps: &crate::arch::Capabilities, path: &FieldPath, w: u32) -> R<()> {
+    fn check_width(
+        &self,
+        arch: Arch,
+        caps: &crate::arch::Capabilities,
+        path: &FieldPath,
+        w: u32,
+    ) -> R<()> {
         if caps.widths.contains(&w) {
             Ok(())
         } else {
@@ -354,7 +387,13 @@ impl Validator<'_> {
         }
     }
 
-    fn check_registers(&self, budget: (u32, Flavor), path: &FieldPath, n: u32, arch: Arch) -> R<()> {
+    fn check_registers(
+        &self,
+        budget: (u32, Flavor),
+        path: &FieldPath,
+        n: u32,
+        arch: Arch,
+    ) -> R<()> {
         if n == 0 {
             return Err(self.err(path, "at least one register is needed"));
         }
@@ -382,9 +421,15 @@ impl Validator<'_> {
             RawKind::Bytes => &[],
             RawKind::HeadTail => &["width", "registers"],
             RawKind::Unrolled => &[
-                "width", "block", "registers", "grouping", "prefetch", "align", "tail",
+                "width",
+                "block",
+                "registers",
+                "grouping",
+                "prefetch",
+                "align",
+                "tail",
             ],
-            RawKind::RepMovs => &["unit"],
+            RawKind::RepMovs => &["unit", "align"],
         };
         let present = [
             ("width", m.width.is_some()),
@@ -420,21 +465,24 @@ impl Validator<'_> {
             }
             RawKind::RepMovs => {
                 if !caps.rep_strings {
-                    return Err(self.err(
-                        &path.key("kind"),
-                        format!("{arch} has no `rep movs`"),
-                    ));
+                    return Err(self.err(&path.key("kind"), format!("{arch} has no `rep movs`")));
                 }
                 let unit = m.unit.unwrap_or(1);
                 if !matches!(unit, 1 | 4 | 8) || !caps.widths.contains(&unit) {
                     return Err(self.err(
                         &path.key("unit"),
-                        format!("`rep movs` on {arch} moves units of 1, 4{} bytes, not {unit}", if arch == Arch::X86_64 { " or 8" } else { "" }),
+                        format!(
+                            "`rep movs` on {arch} moves units of 1, 4{} bytes, not {unit}",
+                            if arch == Arch::X86_64 { " or 8" } else { "" }
+                        ),
                     ));
                 }
-                Ok(MethodKind::RepMovs { unit })
+                let align = self.align(&path.key("align"), m.align.as_ref())?;
+                Ok(MethodKind::RepMovs { unit, align })
             }
-            RawKind::Unrolled => self.unrolled(arch, caps, budget, path, m).map(MethodKind::Unrolled),
+            RawKind::Unrolled => self
+                .unrolled(arch, caps, budget, path, m)
+                .map(MethodKind::Unrolled),
         }
     }
 
@@ -446,13 +494,19 @@ impl Validator<'_> {
         path: &FieldPath,
         m: &RawMethod,
     ) -> R<Unrolled> {
-        let width = m
-            .width
-            .ok_or_else(|| self.err(path, "an unrolled method needs `width` (register width in bytes)"))?;
+        let width = m.width.ok_or_else(|| {
+            self.err(
+                path,
+                "an unrolled method needs `width` (register width in bytes)",
+            )
+        })?;
         self.check_width(arch, caps, &path.key("width"), width)?;
-        let block = m
-            .block
-            .ok_or_else(|| self.err(path, "an unrolled method needs `block` (bytes per iteration)"))?;
+        let block = m.block.ok_or_else(|| {
+            self.err(
+                path,
+                "an unrolled method needs `block` (bytes per iteration)",
+            )
+        })?;
         if block == 0 || block % width != 0 {
             return Err(self.err(
                 &path.key("block"),
@@ -460,7 +514,10 @@ impl Validator<'_> {
             ));
         }
         if block > 1024 {
-            return Err(self.err(&path.key("block"), format!("block {block} exceeds 1024 bytes of unrolling")));
+            return Err(self.err(
+                &path.key("block"),
+                format!("block {block} exceeds 1024 bytes of unrolling"),
+            ));
         }
         let grouping = m.grouping.unwrap_or(Grouping::LoadsFirst);
         if !caps.groupings.contains(&grouping) {
@@ -475,12 +532,17 @@ impl Validator<'_> {
         if words % registers != 0 {
             return Err(self.err(
                 &path.key("registers"),
-                format!("{registers} registers do not divide the {words} words of a {block}-byte block"),
+                format!(
+                    "{registers} registers do not divide the {words} words of a {block}-byte block"
+                ),
             ));
         }
         if grouping == Grouping::Multiple {
             if width != 4 {
-                return Err(self.err(&path.key("width"), "ldm/stm move 4-byte words: width must be 4"));
+                return Err(self.err(
+                    &path.key("width"),
+                    "ldm/stm move 4-byte words: width must be 4",
+                ));
             }
             if registers > caps.max_multiple || registers < 2 {
                 return Err(self.err(
@@ -504,7 +566,10 @@ impl Validator<'_> {
                     OneOrMany::Many(d) => d.clone(),
                 };
                 if distances.is_empty() || distances.iter().any(|&d| d == 0 || d > 4096) {
-                    return Err(self.err(&pp.key("distance"), "prefetch distances lie in 1..=4096 bytes"));
+                    return Err(self.err(
+                        &pp.key("distance"),
+                        "prefetch distances lie in 1..=4096 bytes",
+                    ));
                 }
                 if p.kind == PrefetchKind::Touch && distances.iter().any(|d| d % width != 0) {
                     return Err(self.err(
@@ -512,33 +577,65 @@ impl Validator<'_> {
                         format!("a touch load reads {width} bytes: its distance must be a multiple of the width"),
                     ));
                 }
-                Some(Prefetch { kind: p.kind, distances })
+                Some(Prefetch {
+                    kind: p.kind,
+                    distances,
+                })
             }
         };
-        let align = match &m.align {
-            None => None,
-            Some(a) => {
-                let ap = path.key("align");
-                if !a.to.is_power_of_two() || a.to < 2 || a.to > 64 {
-                    return Err(self.err(&ap.key("to"), format!("alignment {} is not a power of two in 2..=64", a.to)));
-                }
-                if a.min_size < a.to as u64 {
-                    return Err(self.err(
-                        &ap.key("min_size"),
-                        format!("min_size {} is below the alignment {}: the prologue could run past the end", a.min_size, a.to),
-                    ));
-                }
-                Some(Align { pointer: a.pointer, to: a.to, min_size: a.min_size })
-            }
-        };
+        let align = self.align(&path.key("align"), m.align.as_ref())?;
         let tail = m.tail.unwrap_or(Tail::Bytes);
+        if tail == Tail::RepMovs && !matches!(width, 4 | 8) {
+            return Err(self.err(
+                &path.key("tail"),
+                format!("a `rep_movs` tail moves units of the loop width, which must be 4 or 8, not {width}"),
+            ));
+        }
         if !caps.tails.contains(&tail) {
             return Err(self.err(
                 &path.key("tail"),
                 format!("tail `{tail:?}` does not exist on {arch}").to_lowercase(),
             ));
         }
-        Ok(Unrolled { block, width, registers, grouping, prefetch, align, tail })
+        Ok(Unrolled {
+            block,
+            width,
+            registers,
+            grouping,
+            prefetch,
+            align,
+            tail,
+        })
+    }
+
+    fn align(&self, ap: &FieldPath, a: Option<&RawAlign>) -> R<Option<Align>> {
+        let Some(a) = a else { return Ok(None) };
+        if a.pointer == AlignPointer::Congruent {
+            return Err(self.err(
+                &ap.key("pointer"),
+                "an alignment prologue aligns `dst`, `src` or `both`; `congruent` is a guard condition",
+            ));
+        }
+        if !a.to.is_power_of_two() || a.to < 2 || a.to > 64 {
+            return Err(self.err(
+                &ap.key("to"),
+                format!("alignment {} is not a power of two in 2..=64", a.to),
+            ));
+        }
+        if a.min_size < a.to as u64 {
+            return Err(self.err(
+                &ap.key("min_size"),
+                format!(
+                    "min_size {} is below the alignment {}: the prologue could run past the end",
+                    a.min_size, a.to
+                ),
+            ));
+        }
+        Ok(Some(Align {
+            pointer: a.pointer,
+            to: a.to,
+            min_size: a.min_size,
+        }))
     }
 
     fn dispatch(&self, raw: &[RawClass], methods: &BTreeMap<String, Method>) -> R<Vec<SizeClass>> {
@@ -551,7 +648,14 @@ impl Validator<'_> {
                 let known: Vec<_> = methods.keys().map(String::as_str).collect();
                 self.err(
                     path,
-                    format!("no method named `{name}` (defined: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") }),
+                    format!(
+                        "no method named `{name}` (defined: {})",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
                 )
             })
         };
@@ -560,7 +664,13 @@ impl Validator<'_> {
             let cpath = dpath.index(i);
             let spath = cpath.key("sizes");
             let (lo, hi) = parse_range(&c.sizes).ok_or_else(|| {
-                self.err(&spath, format!("`{}` is not a size range (`0..=64`, `65..4096`, `4096..`)", c.sizes))
+                self.err(
+                    &spath,
+                    format!(
+                        "`{}` is not a size range (`0..=64`, `65..4096`, `4096..`)",
+                        c.sizes
+                    ),
+                )
             })?;
             let expected = match classes.last() {
                 None => 0,
@@ -577,45 +687,74 @@ impl Validator<'_> {
             if lo > expected {
                 return Err(self.err(
                     &spath,
-                    format!("gap: sizes {} are covered by no class", fmt_range(expected, Some(lo - 1))),
+                    format!(
+                        "gap: sizes {} are covered by no class",
+                        fmt_range(expected, Some(lo - 1))
+                    ),
                 ));
             }
             if lo < expected {
                 return Err(self.err(
                     &spath,
-                    format!("overlap: sizes {} are already covered by class {}", fmt_range(lo, Some((expected - 1).min(hi.unwrap_or(u64::MAX)))), i - 1),
+                    format!(
+                        "overlap: sizes {} are already covered by class {}",
+                        fmt_range(lo, Some((expected - 1).min(hi.unwrap_or(u64::MAX)))),
+                        i - 1
+                    ),
                 ));
             }
             let method = lookup(&cpath.key("use"), &c.method)?;
-            self.method_fits(&method, lo, hi, &cpath.key("use"))?;
+            self.method_fits(&method, lo, hi, None, &cpath.key("use"))?;
             let mut guards = Vec::new();
             for (g, rg) in c.guard.iter().enumerate() {
                 let gpath = cpath.key("guard").index(g);
-                let condition = match (&rg.alias, &rg.aligned) {
-                    (Some([a, b]), None) => {
-                        if a > b || *b >= 4096 {
-                            return Err(self.err(&gpath.key("alias"), "an alias band is [lo, hi] with lo <= hi < 4096"));
+                let condition =
+                    match (&rg.alias, &rg.aligned) {
+                        (Some([a, b]), None) => {
+                            if a > b || *b >= 4096 {
+                                return Err(self.err(
+                                    &gpath.key("alias"),
+                                    "an alias band is [lo, hi] with lo <= hi < 4096",
+                                ));
+                            }
+                            Condition::Alias { lo: *a, hi: *b }
                         }
-                        Condition::Alias { lo: *a, hi: *b }
-                    }
-                    (None, Some(al)) => {
-                        if !al.to.is_power_of_two() || al.to < 2 || al.to > 4096 {
-                            return Err(self.err(&gpath.key("aligned").key("to"), "alignment is a power of two in 2..=4096"));
+                        (None, Some(al)) => {
+                            if !al.to.is_power_of_two() || al.to < 2 || al.to > 4096 {
+                                return Err(self.err(
+                                    &gpath.key("aligned").key("to"),
+                                    "alignment is a power of two in 2..=4096",
+                                ));
+                            }
+                            Condition::Aligned {
+                                pointer: al.pointer,
+                                to: al.to,
+                            }
                         }
-                        Condition::Aligned { pointer: al.pointer, to: al.to }
-                    }
-                    (Some(_), Some(_)) => {
-                        return Err(self.err(&gpath, "a guard tests one condition: `alias` or `aligned`, not both"))
-                    }
-                    (None, None) => {
-                        return Err(self.err(&gpath, "a guard needs a condition: `alias = [lo, hi]` or `aligned = {...}`"))
-                    }
-                };
+                        (Some(_), Some(_)) => {
+                            return Err(self.err(
+                                &gpath,
+                                "a guard tests one condition: `alias` or `aligned`, not both",
+                            ))
+                        }
+                        (None, None) => return Err(self.err(
+                            &gpath,
+                            "a guard needs a condition: `alias = [lo, hi]` or `aligned = {...}`",
+                        )),
+                    };
                 let gm = lookup(&gpath.key("use"), &rg.method)?;
-                self.method_fits(&gm, lo, hi, &gpath.key("use"))?;
-                guards.push(Guard { condition, method: gm });
+                self.method_fits(&gm, lo, hi, Some(&condition), &gpath.key("use"))?;
+                guards.push(Guard {
+                    condition,
+                    method: gm,
+                });
             }
-            classes.push(SizeClass { lo, hi, guards, method });
+            classes.push(SizeClass {
+                lo,
+                hi,
+                guards,
+                method,
+            });
         }
         let last = classes.last().expect("non-empty");
         if let Some(h) = last.hi {
@@ -627,8 +766,21 @@ impl Validator<'_> {
         Ok(classes)
     }
 
-    /// Checks that depend on the sizes a method serves.
-    fn method_fits(&self, m: &Method, lo: u64, hi: Option<u64>, path: &FieldPath) -> R<()> {
+    /// Checks that depend on the sizes a method serves and the guard (if
+    /// any) under which it runs.
+    fn method_fits(
+        &self,
+        m: &Method,
+        lo: u64,
+        hi: Option<u64>,
+        guard: Option<&Condition>,
+        path: &FieldPath,
+    ) -> R<()> {
+        if let MethodKind::Unrolled(u) = &m.kind {
+            if u.grouping == Grouping::Multiple {
+                self.multiple_fits(m, u, lo, guard, path)?;
+            }
+        }
         match &m.kind {
             MethodKind::HeadTail { .. } => match hi {
                 Some(h) if h <= 256 => Ok(()),
@@ -647,5 +799,60 @@ impl Validator<'_> {
             _ => Ok(()),
         }
     }
-}
 
+    /// `ldm`/`stm` fault on addresses that are not word-aligned (SIGBUS in
+    /// user space, the slow alignment trap in the kernel), so a method that
+    /// uses them must have both pointers 4-byte aligned when its loop runs:
+    /// either the guard says both are aligned, or the guard says they are
+    /// congruent and the method's prologue aligns one of them (for every
+    /// length that reaches the loop).
+    fn multiple_fits(
+        &self,
+        m: &Method,
+        u: &Unrolled,
+        lo: u64,
+        guard: Option<&Condition>,
+        path: &FieldPath,
+    ) -> R<()> {
+        let name = &m.name;
+        let congruent = match guard {
+            Some(Condition::Aligned { pointer: AlignPointer::Both, to }) if *to >= 4 => return Ok(()),
+            Some(Condition::Aligned { pointer: AlignPointer::Congruent, to }) if *to >= 4 => *to,
+            _ => {
+                return Err(self.err(
+                    path,
+                    format!(
+                        "method `{name}` uses ldm/stm, which need word-aligned pointers: use it only under a guard \
+                         `aligned = {{ pointer = \"congruent\", to = 4 }}` (with an align prologue) or `{{ pointer = \"both\", to = 4 }}`"
+                    ),
+                ))
+            }
+        };
+        let Some(a) = u.align else {
+            return Err(self.err(
+                path,
+                format!("method `{name}` uses ldm/stm under a congruence guard but has no `align` prologue to make the pointers word-aligned"),
+            ));
+        };
+        if a.to < 4 || (a.pointer == AlignPointer::Both && a.to > congruent) {
+            return Err(self.err(
+                path,
+                format!(
+                    "method `{name}` aligns {:?} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
+                    a.pointer, a.to
+                )
+                .to_lowercase(),
+            ));
+        }
+        if a.min_size > u.block as u64 && lo < a.min_size {
+            return Err(self.err(
+                path,
+                format!(
+                    "method `{name}` skips its align prologue below {} bytes but runs its ldm/stm loop from {}: lengths {}..{} would reach ldm/stm unaligned (lower min_size to at most the block)",
+                    a.min_size, u.block, u.block.max(lo as u32), a.min_size
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

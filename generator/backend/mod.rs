@@ -2,6 +2,7 @@
 //! Each takes the lowered [`Routine`]s and returns printed [`Function`]s;
 //! the file around them comes from the templates (`render.rs`).
 
+pub mod armv6;
 pub mod i386;
 pub mod x86;
 pub mod x86_64;
@@ -40,7 +41,13 @@ pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
 
 /// Lower and print every entry point of `s` for `flavor`.
 pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
-    let routines = lower(s, Target { arch: s.arch, flavor });
+    let routines = lower(
+        s,
+        Target {
+            arch: s.arch,
+            flavor,
+        },
+    );
     routines
         .into_iter()
         .map(|r| {
@@ -50,7 +57,7 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
                     let lines = x86::select(&r, &abi);
                     x86::print(&lines, abi.ptr_width, flavor)
                 }
-                Arch::Armv6 => unimplemented!("the armv6 backend lands with issue 3"),
+                Arch::Armv6 => armv6::print(&armv6::select(&r), flavor),
             };
             f.symbol = r.symbol.clone();
             (r, f)

@@ -65,15 +65,31 @@ pub struct MemRef {
 
 impl MemRef {
     pub fn base(base: Reg, disp: i32) -> Self {
-        MemRef { base, index: None, disp }
+        MemRef {
+            base,
+            index: None,
+            disp,
+        }
     }
 
     fn text(&self, ptr_width: u32) -> String {
-        let disp = if self.disp == 0 { String::new() } else { self.disp.to_string() };
+        let disp = if self.disp == 0 {
+            String::new()
+        } else {
+            self.disp.to_string()
+        };
         match self.index {
             None => format!("{disp}({})", self.base.name(ptr_width)),
-            Some((i, 1)) => format!("{disp}({},{})", self.base.name(ptr_width), i.name(ptr_width)),
-            Some((i, s)) => format!("{disp}({},{},{s})", self.base.name(ptr_width), i.name(ptr_width)),
+            Some((i, 1)) => format!(
+                "{disp}({},{})",
+                self.base.name(ptr_width),
+                i.name(ptr_width)
+            ),
+            Some((i, s)) => format!(
+                "{disp}({},{},{s})",
+                self.base.name(ptr_width),
+                i.name(ptr_width)
+            ),
         }
     }
 }
@@ -133,23 +149,67 @@ pub enum Inst {
     Label(String),
     Comment(String),
     /// `mov mem, reg`
-    Load { width: u32, reg: Reg, mem: MemRef },
+    Load {
+        width: u32,
+        reg: Reg,
+        mem: MemRef,
+    },
     /// `mov reg, mem`
-    Store { width: u32, reg: Reg, mem: MemRef },
+    Store {
+        width: u32,
+        reg: Reg,
+        mem: MemRef,
+    },
     /// `mov src, dst`
-    Mov { width: u32, dst: Reg, src: Reg },
+    Mov {
+        width: u32,
+        dst: Reg,
+        src: Reg,
+    },
     /// `mov $imm, dst`
-    MovImm { width: u32, dst: Reg, imm: u32 },
-    Lea { width: u32, dst: Reg, mem: MemRef },
-    AluImm { op: Alu, width: u32, reg: Reg, imm: i32 },
-    AluReg { op: Alu, width: u32, dst: Reg, src: Reg },
-    Shr { width: u32, reg: Reg, imm: u8 },
-    Jcc { cc: Cc, target: String },
-    Jmp { target: String },
+    MovImm {
+        width: u32,
+        dst: Reg,
+        imm: u32,
+    },
+    Lea {
+        width: u32,
+        dst: Reg,
+        mem: MemRef,
+    },
+    AluImm {
+        op: Alu,
+        width: u32,
+        reg: Reg,
+        imm: i32,
+    },
+    AluReg {
+        op: Alu,
+        width: u32,
+        dst: Reg,
+        src: Reg,
+    },
+    Shr {
+        width: u32,
+        reg: Reg,
+        imm: u8,
+    },
+    Jcc {
+        cc: Cc,
+        target: String,
+    },
+    Jmp {
+        target: String,
+    },
     /// `rep movs{b,l,q}`
-    RepMovs { unit: u32 },
+    RepMovs {
+        unit: u32,
+    },
     RepStosb,
-    Prefetch { kind: PrefetchKind, mem: MemRef },
+    Prefetch {
+        kind: PrefetchKind,
+        mem: MemRef,
+    },
     Push(Reg),
     Pop(Reg),
     Stac,
@@ -208,7 +268,12 @@ fn cc(c: Cond) -> Cc {
 
 /// Instruction selection: one routine's ops to x86 lines.
 pub fn select(r: &Routine, abi: &Abi) -> Vec<Line> {
-    let mut s = Selector { abi, r, out: Vec::new(), pending_fixup_start: false };
+    let mut s = Selector {
+        abi,
+        r,
+        out: Vec::new(),
+        pending_fixup_start: false,
+    };
     s.prologue();
     for op in &r.ops {
         s.op(op);
@@ -230,15 +295,48 @@ impl Selector<'_> {
 
     fn emit(&mut self, inst: Inst) {
         let fixup_start = std::mem::take(&mut self.pending_fixup_start);
-        self.out.push(Line { inst, user: None, fixup_start });
+        self.out.push(Line {
+            inst,
+            user: None,
+            fixup_start,
+        });
     }
 
     fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
-        let user = site
-            .as_ref()
-            .map(|s| (self.label(&s.name), self.label(&self.r.fixups[s.fixup].label)));
+        let user = site.as_ref().map(|s| {
+            (
+                self.label(&s.name),
+                self.label(&self.r.fixups[s.fixup].label),
+            )
+        });
         let fixup_start = std::mem::take(&mut self.pending_fixup_start);
-        self.out.push(Line { inst, user, fixup_start });
+        self.out.push(Line {
+            inst,
+            user,
+            fixup_start,
+        });
+    }
+
+    fn mov(&mut self, width: u32, dst: Reg, src: Reg) {
+        self.emit(Inst::Mov { width, dst, src });
+    }
+
+    fn alu_imm(&mut self, op: Alu, width: u32, reg: Reg, imm: i32) {
+        self.emit(Inst::AluImm {
+            op,
+            width,
+            reg,
+            imm,
+        });
+    }
+
+    fn alu(&mut self, op: Alu, width: u32, dst: Reg, src: Reg) {
+        self.emit(Inst::AluReg {
+            op,
+            width,
+            dst,
+            src,
+        });
     }
 
     fn pw(&self) -> u32 {
@@ -274,19 +372,35 @@ impl Selector<'_> {
                 // tables never make it so (checked in tests).
                 for (dst, src) in [(self.abi.dst, to), (self.abi.src, from)] {
                     if dst != src {
-                        self.emit(Inst::Mov { width: pw, dst, src });
+                        self.emit(Inst::Mov {
+                            width: pw,
+                            dst,
+                            src,
+                        });
                     }
                 }
                 if self.r.fixed.is_none() && self.abi.len != n {
-                    self.emit(Inst::Mov { width: pw, dst: self.abi.len, src: n });
+                    self.mov(pw, self.abi.len, n);
                 }
             }
             Args::Stack => {
                 let base = 4 * (saved.len() as i32 + 1);
-                self.emit(Inst::Load { width: 4, reg: self.abi.dst, mem: MemRef::base(Reg::Sp, base) });
-                self.emit(Inst::Load { width: 4, reg: self.abi.src, mem: MemRef::base(Reg::Sp, base + 4) });
+                self.emit(Inst::Load {
+                    width: 4,
+                    reg: self.abi.dst,
+                    mem: MemRef::base(Reg::Sp, base),
+                });
+                self.emit(Inst::Load {
+                    width: 4,
+                    reg: self.abi.src,
+                    mem: MemRef::base(Reg::Sp, base + 4),
+                });
                 if self.r.fixed.is_none() {
-                    self.emit(Inst::Load { width: 4, reg: self.abi.len, mem: MemRef::base(Reg::Sp, base + 8) });
+                    self.emit(Inst::Load {
+                        width: 4,
+                        reg: self.abi.len,
+                        mem: MemRef::base(Reg::Sp, base + 8),
+                    });
                 }
             }
         }
@@ -299,16 +413,20 @@ impl Selector<'_> {
         };
         match m.at {
             At::Start(k) => MemRef::base(base, k as i32),
-            At::End(k) => MemRef { base, index: Some((self.abi.len, 1)), disp: -(k as i32) },
+            At::End(k) => MemRef {
+                base,
+                index: Some((self.abi.len, 1)),
+                disp: -(k as i32),
+            },
         }
     }
 
     fn advance(&mut self, k: u32) {
         let pw = self.pw();
         let (d, s, l) = (self.abi.dst, self.abi.src, self.abi.len);
-        self.emit(Inst::AluImm { op: Alu::Add, width: pw, reg: s, imm: k as i32 });
-        self.emit(Inst::AluImm { op: Alu::Add, width: pw, reg: d, imm: k as i32 });
-        self.emit(Inst::AluImm { op: Alu::Sub, width: pw, reg: l, imm: k as i32 });
+        self.alu_imm(Alu::Add, pw, s, k as i32);
+        self.alu_imm(Alu::Add, pw, d, k as i32);
+        self.alu_imm(Alu::Sub, pw, l, k as i32);
     }
 
     /// Is the length register the string-count register?
@@ -333,46 +451,79 @@ impl Selector<'_> {
                 let target = self.label(target);
                 let imm = i32::try_from(*imm).expect("validated: sizes fit 32 bits");
                 if imm == 0 && matches!(cond, Cond::Eq | Cond::Ne) {
-                    self.emit(Inst::AluReg { op: Alu::Test, width: pw, dst: abi.len, src: abi.len });
+                    self.alu(Alu::Test, pw, abi.len, abi.len);
                 } else {
-                    self.emit(Inst::AluImm { op: Alu::Cmp, width: pw, reg: abi.len, imm });
+                    self.emit(Inst::AluImm {
+                        op: Alu::Cmp,
+                        width: pw,
+                        reg: abi.len,
+                        imm,
+                    });
                 }
-                self.emit(Inst::Jcc { cc: cc(*cond), target });
+                self.emit(Inst::Jcc {
+                    cc: cc(*cond),
+                    target,
+                });
             }
             Op::JumpIfAlias { lo, hi, target } => {
                 let t = self.scratch(0);
                 let target = self.label(target);
-                self.emit(Inst::Mov { width: 4, dst: t, src: abi.dst });
-                self.emit(Inst::AluReg { op: Alu::Sub, width: 4, dst: t, src: abi.src });
-                self.emit(Inst::AluImm { op: Alu::And, width: 4, reg: t, imm: 4095 });
+                self.mov(4, t, abi.dst);
+                self.alu(Alu::Sub, 4, t, abi.src);
+                self.alu_imm(Alu::And, 4, t, 4095);
                 if *lo > 0 {
-                    self.emit(Inst::AluImm { op: Alu::Sub, width: 4, reg: t, imm: *lo as i32 });
+                    self.alu_imm(Alu::Sub, 4, t, *lo as i32);
                 }
-                self.emit(Inst::AluImm { op: Alu::Cmp, width: 4, reg: t, imm: (*hi - *lo) as i32 });
+                self.alu_imm(Alu::Cmp, 4, t, (*hi - *lo) as i32);
                 self.emit(Inst::Jcc { cc: Cc::Be, target });
             }
-            Op::JumpIfPtr { test, mask, aligned, target } => {
+            Op::JumpIfPtr {
+                test,
+                mask,
+                aligned,
+                target,
+            } => {
                 let target = self.label(target);
                 let reg = match test {
                     PtrTest::Dst => abi.dst,
                     PtrTest::Src => abi.src,
                     PtrTest::Both | PtrTest::Congruent => {
                         let t = self.scratch(0);
-                        let alu = if *test == PtrTest::Both { Alu::Or } else { Alu::Xor };
-                        self.emit(Inst::Mov { width: 4, dst: t, src: abi.dst });
-                        self.emit(Inst::AluReg { op: alu, width: 4, dst: t, src: abi.src });
+                        let alu = if *test == PtrTest::Both {
+                            Alu::Or
+                        } else {
+                            Alu::Xor
+                        };
+                        self.mov(4, t, abi.dst);
+                        self.alu(alu, 4, t, abi.src);
                         t
                     }
                 };
-                self.emit(Inst::AluImm { op: Alu::Test, width: 4, reg, imm: *mask as i32 });
-                self.emit(Inst::Jcc { cc: if *aligned { Cc::E } else { Cc::Ne }, target });
+                self.emit(Inst::AluImm {
+                    op: Alu::Test,
+                    width: 4,
+                    reg,
+                    imm: *mask as i32,
+                });
+                self.emit(Inst::Jcc {
+                    cc: if *aligned { Cc::E } else { Cc::Ne },
+                    target,
+                });
             }
             Op::Load(a) => {
-                let inst = Inst::Load { width: a.width, reg: self.scratch(a.reg), mem: self.mem(a.mem) };
+                let inst = Inst::Load {
+                    width: a.width,
+                    reg: self.scratch(a.reg),
+                    mem: self.mem(a.mem),
+                };
                 self.emit_user(inst, &a.user)
             }
             Op::Store(a) => {
-                let inst = Inst::Store { width: a.width, reg: self.scratch(a.reg), mem: self.mem(a.mem) };
+                let inst = Inst::Store {
+                    width: a.width,
+                    reg: self.scratch(a.reg),
+                    mem: self.mem(a.mem),
+                };
                 self.emit_user(inst, &a.user)
             }
             Op::LoadMultiple { .. } | Op::StoreMultiple { .. } => {
@@ -383,42 +534,70 @@ impl Selector<'_> {
                 self.emit(Inst::Prefetch { kind: *kind, mem })
             }
             Op::Advance(k) => self.advance(*k),
-            Op::SetLen(n) => self.emit(Inst::MovImm { width: 4, dst: abi.len, imm: *n }),
+            Op::SetLen(n) => self.emit(Inst::MovImm {
+                width: 4,
+                dst: abi.len,
+                imm: *n,
+            }),
             Op::RepMovs { unit, main, rest } => {
                 let unit = *unit;
                 if unit == 1 {
                     if !self.len_is_count() {
-                        self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.len });
+                        self.mov(pw, Reg::Cx, abi.len);
                     }
                     self.emit_user(Inst::RepMovs { unit: 1 }, main);
                     return;
                 }
                 // The rest (len mod unit) waits in `rest_reg` while rep movs runs.
-                let rest_reg = if self.len_is_count() { self.scratch(0) } else { abi.len };
-                if self.len_is_count() {
-                    self.emit(Inst::Mov { width: 4, dst: rest_reg, src: Reg::Cx });
+                let rest_reg = if self.len_is_count() {
+                    self.scratch(0)
                 } else {
-                    self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.len });
+                    abi.len
+                };
+                if self.len_is_count() {
+                    self.mov(4, rest_reg, Reg::Cx);
+                } else {
+                    self.mov(pw, Reg::Cx, abi.len);
                 }
-                self.emit(Inst::Shr { width: pw, reg: Reg::Cx, imm: unit.trailing_zeros() as u8 });
-                self.emit(Inst::AluImm { op: Alu::And, width: 4, reg: rest_reg, imm: unit as i32 - 1 });
+                self.emit(Inst::Shr {
+                    width: pw,
+                    reg: Reg::Cx,
+                    imm: unit.trailing_zeros() as u8,
+                });
+                self.alu_imm(Alu::And, 4, rest_reg, unit as i32 - 1);
                 self.emit_user(Inst::RepMovs { unit }, main);
-                self.emit(Inst::Mov { width: 4, dst: Reg::Cx, src: rest_reg });
+                self.mov(4, Reg::Cx, rest_reg);
                 self.emit_user(Inst::RepMovs { unit: 1 }, rest);
             }
             Op::RepRecover { unit } => {
                 let unit = *unit;
                 match (self.len_is_count(), unit) {
                     (true, 1) => {}
-                    (false, 1) => self.emit(Inst::Mov { width: pw, dst: abi.len, src: Reg::Cx }),
+                    (false, 1) => self.mov(pw, abi.len, Reg::Cx),
                     (true, _) => {
                         let rest = self.scratch(0);
-                        let mem = MemRef { base: rest, index: Some((Reg::Cx, unit as u8)), disp: 0 };
-                        self.emit(Inst::Lea { width: pw, dst: Reg::Cx, mem })
+                        let mem = MemRef {
+                            base: rest,
+                            index: Some((Reg::Cx, unit as u8)),
+                            disp: 0,
+                        };
+                        self.emit(Inst::Lea {
+                            width: pw,
+                            dst: Reg::Cx,
+                            mem,
+                        })
                     }
                     (false, _) => {
-                        let mem = MemRef { base: abi.len, index: Some((Reg::Cx, unit as u8)), disp: 0 };
-                        self.emit(Inst::Lea { width: pw, dst: abi.len, mem })
+                        let mem = MemRef {
+                            base: abi.len,
+                            index: Some((Reg::Cx, unit as u8)),
+                            disp: 0,
+                        };
+                        self.emit(Inst::Lea {
+                            width: pw,
+                            dst: abi.len,
+                            mem,
+                        })
                     }
                 }
             }
@@ -426,13 +605,13 @@ impl Selector<'_> {
                 // rep stosb: rdi = dst (already), rcx = count, al = 0.
                 if self.len_is_count() {
                     // Keep len in the (now unused) source register.
-                    self.emit(Inst::Mov { width: pw, dst: abi.src, src: Reg::Cx });
-                    self.emit(Inst::AluReg { op: Alu::Xor, width: 4, dst: Reg::Ax, src: Reg::Ax });
+                    self.mov(pw, abi.src, Reg::Cx);
+                    self.alu(Alu::Xor, 4, Reg::Ax, Reg::Ax);
                     self.emit(Inst::RepStosb);
-                    self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.src });
+                    self.mov(pw, Reg::Cx, abi.src);
                 } else {
-                    self.emit(Inst::Mov { width: pw, dst: Reg::Cx, src: abi.len });
-                    self.emit(Inst::AluReg { op: Alu::Xor, width: 4, dst: Reg::Ax, src: Reg::Ax });
+                    self.mov(pw, Reg::Cx, abi.len);
+                    self.alu(Alu::Xor, 4, Reg::Ax, Reg::Ax);
                     self.emit(Inst::RepStosb);
                 }
             }
@@ -441,9 +620,9 @@ impl Selector<'_> {
             Op::UaccessEnd => self.emit(Inst::Clac),
             Op::Return { zero } => {
                 if *zero {
-                    self.emit(Inst::AluReg { op: Alu::Xor, width: 4, dst: abi.ret, src: abi.ret });
+                    self.alu(Alu::Xor, 4, abi.ret, abi.ret);
                 } else if abi.ret != abi.len {
-                    self.emit(Inst::Mov { width: pw, dst: abi.ret, src: abi.len });
+                    self.mov(pw, abi.ret, abi.len);
                 }
                 for reg in self.saved().into_iter().rev() {
                     self.emit(Inst::Pop(reg));
@@ -470,27 +649,70 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
         Inst::Label(l) => format!("{l}:"),
         Inst::Comment(c) => format!("\t/* {c} */"),
         Inst::Load { width, reg, mem } => {
-            format!("\tmov{}\t{}, {}", suffix(*width), mem.text(pw), reg.name(*width))
+            format!(
+                "\tmov{}\t{}, {}",
+                suffix(*width),
+                mem.text(pw),
+                reg.name(*width)
+            )
         }
         Inst::Store { width, reg, mem } => {
-            format!("\tmov{}\t{}, {}", suffix(*width), reg.name(*width), mem.text(pw))
+            format!(
+                "\tmov{}\t{}, {}",
+                suffix(*width),
+                reg.name(*width),
+                mem.text(pw)
+            )
         }
         Inst::Mov { width, dst, src } => {
-            format!("\tmov{}\t{}, {}", suffix(*width), src.name(*width), dst.name(*width))
+            format!(
+                "\tmov{}\t{}, {}",
+                suffix(*width),
+                src.name(*width),
+                dst.name(*width)
+            )
         }
         Inst::MovImm { width, dst, imm } => {
             format!("\tmov{}\t${imm}, {}", suffix(*width), dst.name(*width))
         }
         Inst::Lea { width, dst, mem } => {
-            format!("\tlea{}\t{}, {}", suffix(*width), mem.text(pw), dst.name(*width))
+            format!(
+                "\tlea{}\t{}, {}",
+                suffix(*width),
+                mem.text(pw),
+                dst.name(*width)
+            )
         }
-        Inst::AluImm { op, width, reg, imm } => {
-            format!("\t{}{}\t${imm}, {}", op.name(), suffix(*width), reg.name(*width))
+        Inst::AluImm {
+            op,
+            width,
+            reg,
+            imm,
+        } => {
+            format!(
+                "\t{}{}\t${imm}, {}",
+                op.name(),
+                suffix(*width),
+                reg.name(*width)
+            )
         }
-        Inst::AluReg { op, width, dst, src } => {
-            format!("\t{}{}\t{}, {}", op.name(), suffix(*width), src.name(*width), dst.name(*width))
+        Inst::AluReg {
+            op,
+            width,
+            dst,
+            src,
+        } => {
+            format!(
+                "\t{}{}\t{}, {}",
+                op.name(),
+                suffix(*width),
+                src.name(*width),
+                dst.name(*width)
+            )
         }
-        Inst::Shr { width, reg, imm } => format!("\tshr{}\t${imm}, {}", suffix(*width), reg.name(*width)),
+        Inst::Shr { width, reg, imm } => {
+            format!("\tshr{}\t${imm}, {}", suffix(*width), reg.name(*width))
+        }
         Inst::Jcc { cc, target } => format!("\tj{}\t{target}", cc.name()),
         Inst::Jmp { target } => format!("\tjmp\t{target}"),
         Inst::RepMovs { unit } => format!("\trep movs{}", suffix(*unit)),
@@ -527,9 +749,17 @@ pub fn print(lines: &[Line], ptr_width: u32, flavor: Flavor) -> super::Function 
         let out = if in_fixups { &mut fixups } else { &mut body };
         if let Some((insn, fixup)) = &line.user {
             out.push(format!("{insn}:"));
-            extable.push(super::ExEntry { insn: insn.clone(), fixup: fixup.clone() });
+            extable.push(super::ExEntry {
+                insn: insn.clone(),
+                fixup: fixup.clone(),
+            });
         }
         out.push(print_inst(&line.inst, ptr_width, flavor));
     }
-    super::Function { symbol: String::new(), body, fixups, extable }
+    super::Function {
+        symbol: String::new(),
+        body,
+        fixups,
+        extable,
+    }
 }

@@ -1,8 +1,10 @@
-/* Shim of the kernel's <linux/linkage.h> for assembling linux-flavour files
- * outside a kernel tree (tests only): the same symbols and sections. */
+/* Shim of the kernel's <linux/linkage.h> + <asm/linkage.h> (6.1, x86,
+ * CONFIG_SLS=y, no return thunk) for assembling linux-flavour files outside a
+ * kernel tree (tests and `copygen verify` only): the same symbols, alignment
+ * and sizes as SYM_FUNC_START/SYM_FUNC_END, and RET as `ret; int3`. */
 #ifndef COPYGEN_SHIM_LINKAGE_H
 #define COPYGEN_SHIM_LINKAGE_H
-#define SYM_FUNC_START(name) .globl name; .type name, @function; .p2align 4; name:
-#define SYM_FUNC_END(name) .size name, . - name
+#define SYM_FUNC_START(name) .globl name; .p2align 4, 0x90; name:
+#define SYM_FUNC_END(name) .type name, @function; .set .L__sym_size_##name, . - name; .size name, .L__sym_size_##name
 #define RET ret; int3
 #endif

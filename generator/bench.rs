@@ -1,0 +1,703 @@
+//! Benchmarks: time copy routines (JIT-compiled strategies and built-in
+//! baselines) in the same run, over the sweeps the seeds' tables used.
+//!
+//! The clock is the TSC (`rdtsc`): a constant-rate reference clock, not
+//! core cycles (these VMs have no performance counters). Each figure is the
+//! median over `repeats` rounds; in every round all (row, subject) pairs
+//! are measured in a freshly shuffled order, so drift (frequency, noisy
+//! neighbours) spreads over all subjects instead of favouring one.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// A copy routine: `f(to, from, n)` → bytes not copied (SysV on x86_64).
+pub type CopyFn = unsafe extern "C" fn(*mut u8, *const u8, usize) -> usize;
+
+/// Something to time: a name and a routine. `_owner` keeps JIT code alive.
+pub struct Subject {
+    pub name: String,
+    pub f: CopyFn,
+    pub _owner: Option<Box<dyn std::any::Any>>,
+}
+
+// ---- baselines -------------------------------------------------------------
+
+/// `rep movsb` alone, as the kernel's FSRM path does it.
+///
+/// # Safety
+/// `to` and `from` must be valid for `n` bytes and not overlap.
+#[unsafe(naked)]
+pub unsafe extern "C" fn rep_movsb(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
+    core::arch::naked_asm!("mov rcx, rdx", "rep movsb", "xor eax, eax", "ret")
+}
+
+/// `rep movsq` for the quadwords, then `rep movsb` for the rest.
+///
+/// # Safety
+/// `to` and `from` must be valid for `n` bytes and not overlap.
+#[unsafe(naked)]
+pub unsafe extern "C" fn rep_movsq(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
+    core::arch::naked_asm!(
+        "mov rcx, rdx",
+        "shr rcx, 3",
+        "and edx, 7",
+        "rep movsq",
+        "mov ecx, edx",
+        "rep movsb",
+        "xor eax, eax",
+        "ret"
+    )
+}
+
+/// libc's `memcpy` (glibc picks its own variant for this CPU).
+unsafe extern "C" fn libc_memcpy(to: *mut u8, from: *const u8, n: usize) -> usize {
+    // SAFETY: the caller passes valid, non-overlapping buffers of n bytes.
+    unsafe { libc::memcpy(to.cast(), from.cast(), n) };
+    0
+}
+
+pub const BASELINES: &[(&str, CopyFn, &str)] = &[
+    ("rep_movsb", rep_movsb, "rep movsb"),
+    (
+        "rep_movsq",
+        rep_movsq,
+        "rep movsq, then rep movsb for the rest",
+    ),
+    ("memcpy", libc_memcpy, "libc memcpy (through a call)"),
+];
+
+pub fn baseline(name: &str) -> Option<Subject> {
+    BASELINES.iter().find(|b| b.0 == name).map(|b| Subject {
+        name: b.0.to_string(),
+        f: b.1,
+        _owner: None,
+    })
+}
+
+/// The running kernel's copy_to_user, as seed 001 measured it: `pread()`
+/// of a fully cached in-memory file (memfd) into the buffer at `to`. The
+/// source is the page cache's page-aligned page, so `from` is unused.
+static KERNEL_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+unsafe extern "C" fn kernel_read(to: *mut u8, _from: *const u8, n: usize) -> usize {
+    let fd = KERNEL_FD.load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: `to` is valid for n bytes; fd is a memfd at least n long.
+    let got = unsafe { libc::pread(fd, to.cast(), n, 0) };
+    n - got.max(0) as usize
+}
+
+/// The `kernel_read` subject, with a memfd of `size` bytes filled and cached.
+pub fn kernel_subject(size: usize) -> Result<Subject> {
+    // SAFETY: plain system calls on a fresh descriptor.
+    unsafe {
+        let mut fd = KERNEL_FD.load(std::sync::atomic::Ordering::Relaxed);
+        if fd < 0 {
+            fd = libc::memfd_create(c"copygen-bench".as_ptr(), 0);
+            if fd < 0 {
+                bail!("memfd_create: {}", std::io::Error::last_os_error());
+            }
+            KERNEL_FD.store(fd, std::sync::atomic::Ordering::Relaxed);
+        }
+        let data: Vec<u8> = (0..size).map(|i| (i * 131 + 7) as u8).collect();
+        if libc::pwrite(fd, data.as_ptr().cast(), size, 0) != size as isize {
+            bail!("filling the memfd: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(Subject {
+        name: "kernel_read".into(),
+        f: kernel_read,
+        _owner: None,
+    })
+}
+
+// ---- the clock -----------------------------------------------------------------
+
+#[inline(always)]
+fn tsc_start() -> u64 {
+    // SAFETY: lfence and rdtsc exist on every x86_64 CPU.
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+        let t = core::arch::x86_64::_rdtsc();
+        core::arch::x86_64::_mm_lfence();
+        t
+    }
+}
+
+#[inline(always)]
+fn tsc_end() -> u64 {
+    let mut aux = 0;
+    // SAFETY: rdtscp exists on every x86_64 CPU this runs on.
+    unsafe {
+        let t = core::arch::x86_64::__rdtscp(&mut aux);
+        core::arch::x86_64::_mm_lfence();
+        t
+    }
+}
+
+/// TSC ticks per second, measured against the monotonic clock.
+pub fn tsc_hz() -> f64 {
+    let t0 = Instant::now();
+    let c0 = tsc_start();
+    while t0.elapsed() < Duration::from_millis(50) {}
+    let c1 = tsc_end();
+    (c1 - c0) as f64 / t0.elapsed().as_secs_f64()
+}
+
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+// ---- sweeps ------------------------------------------------------------------
+
+/// One measured configuration: a copy of `n` bytes with the pointers at
+/// these offsets from page-aligned buffers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Row label in the text table (`1024 B`, `+0x0f`).
+    pub label: String,
+    /// Plot series this row belongs to (e.g. the size in an alias sweep).
+    pub series: String,
+    /// Plot x value.
+    pub x: f64,
+    pub n: usize,
+    pub src_off: usize,
+    pub dst_off: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Sweep {
+    pub name: String,
+    pub title: String,
+    pub x_label: String,
+    pub rows: Vec<Row>,
+    pub cold: bool,
+}
+
+fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: usize) -> Row {
+    Row {
+        label,
+        series: series.to_string(),
+        x,
+        n,
+        src_off,
+        dst_off,
+    }
+}
+
+/// The seeds' tables, re-run here.
+pub fn table(name: &str) -> Result<Sweep> {
+    let (title, x_label, rows): (&str, &str, Vec<Row>) = match name {
+        "abeni" => (
+            "seed 004 (Abeni 2017): short copies, 0..64 bytes, hot",
+            "bytes",
+            (0..=64).map(|n| row(format!("{n}"), "", n as f64, n, 0, 0)).collect(),
+        ),
+        "wilson" => (
+            "seed 003 (Wilson 2017): benchmark_copy_user(hot), 1..128 bytes",
+            "bytes",
+            [1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
+                .into_iter()
+                .map(|n| row(format!("{n}"), "", n as f64, n, 0, 0))
+                .collect(),
+        ),
+        "morton" => (
+            "seed 001 (Morton 2002): 8192-byte copies to a user buffer at offset 0x00..0x20 from a page-aligned buffer",
+            "user-buffer offset",
+            (0..=0x20)
+                .map(|k| row(format!("+0x{k:02x}"), "", k as f64, 8192, 0, k))
+                .collect(),
+        ),
+        "anand" => (
+            "seed 000 (Anand 2002): 1448-byte copies, aligned and misaligned",
+            "case",
+            [(0, 0, "aligned"), (0, 1, "dst+1"), (1, 0, "src+1"), (3, 5, "src+3 dst+5"), (4, 0, "src+4"), (0, 4, "dst+4")]
+                .into_iter()
+                .enumerate()
+                .map(|(i, (s, d, l))| row(l.to_string(), "", i as f64, 1448, s, d))
+                .collect(),
+        ),
+        "alias" => (
+            "(dst - src) mod 4096 sweep: where rep movsb collapses",
+            "(dst - src) mod 4096",
+            alias_rows(&[64, 256, 1024, 4096], &alias_offsets()),
+        ),
+        other => bail!("unknown table `{other}`: abeni, wilson, morton, anand or alias"),
+    };
+    Ok(Sweep {
+        name: name.into(),
+        title: title.into(),
+        x_label: x_label.into(),
+        rows,
+        cold: false,
+    })
+}
+
+/// Every distance through the band and a little past it, then two far ones.
+pub fn alias_offsets() -> Vec<usize> {
+    (0..=72).chain([96, 128]).collect()
+}
+
+pub fn alias_rows(sizes: &[usize], alias: &[usize]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &n in sizes {
+        for &a in alias {
+            // src page-aligned + 64, dst so that (dst - src) mod 4096 == a.
+            let src_off = 64;
+            let dst_off = (src_off + a) % 4096;
+            rows.push(row(
+                format!("{n} B, {a}"),
+                &format!("{n} B"),
+                a as f64,
+                n,
+                src_off,
+                dst_off,
+            ));
+        }
+    }
+    rows
+}
+
+/// A sweep from `--sizes` and offsets.
+pub fn custom(sizes: &[usize], src_offs: &[usize], dst_offs: &[usize]) -> Sweep {
+    let mut rows = Vec::new();
+    for &s in src_offs {
+        for &d in dst_offs {
+            let series = if src_offs.len() * dst_offs.len() > 1 {
+                format!("src+{s} dst+{d}")
+            } else {
+                String::new()
+            };
+            for &n in sizes {
+                let label = if series.is_empty() {
+                    format!("{n}")
+                } else {
+                    format!("{n} {series}")
+                };
+                rows.push(row(label, &series, n as f64, n, s, d));
+            }
+        }
+    }
+    Sweep {
+        name: "custom".into(),
+        title: "custom sweep".into(),
+        x_label: "bytes".into(),
+        rows,
+        cold: false,
+    }
+}
+
+/// Parse `1,2,8` or `0..=64` or `0..64` or `64..=4096:64` (step).
+pub fn parse_list(s: &str) -> Result<Vec<usize>> {
+    let s = s.trim();
+    if let Some((range, step)) = s
+        .split_once(':')
+        .or(Some((s, "1")))
+        .filter(|_| s.contains(".."))
+    {
+        let step: usize = step.parse().context("range step")?;
+        let (lo, hi) = crate::strategy::parse_range(range)
+            .with_context(|| format!("`{range}` is not a range"))?;
+        let hi = hi.with_context(|| format!("`{range}` needs an upper bound"))? as usize;
+        if step == 0 {
+            bail!("range step must be positive");
+        }
+        return Ok((lo as usize..=hi).step_by(step).collect());
+    }
+    s.split(',')
+        .map(|x| {
+            let x = x.trim();
+            if let Some(h) = x.strip_prefix("0x") {
+                usize::from_str_radix(h, 16).with_context(|| format!("`{x}`"))
+            } else {
+                x.parse().with_context(|| format!("`{x}` is not a number"))
+            }
+        })
+        .collect()
+}
+
+// ---- measuring ---------------------------------------------------------------
+
+/// Page-aligned buffers big enough for every row.
+struct Buffers {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+    half: usize,
+}
+
+impl Buffers {
+    fn new(rows: &[Row]) -> Buffers {
+        let need = rows
+            .iter()
+            .map(|r| r.n + r.src_off.max(r.dst_off))
+            .max()
+            .unwrap_or(0);
+        let half = need.div_ceil(4096) * 4096 + 4096;
+        let layout = std::alloc::Layout::from_size_align(2 * half, 4096).expect("layout");
+        // SAFETY: non-zero size; the memory is initialised right below.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        assert!(!ptr.is_null(), "out of memory");
+        // SAFETY: ptr is valid for 2 * half bytes.
+        unsafe { std::ptr::write_bytes(ptr, 0x5a, 2 * half) };
+        Buffers { ptr, layout, half }
+    }
+    fn src(&self, off: usize) -> *const u8 {
+        // SAFETY: offsets are within the first half by construction.
+        unsafe { self.ptr.add(off) }
+    }
+    fn dst(&self, off: usize) -> *mut u8 {
+        // SAFETY: offsets are within the second half by construction.
+        unsafe { self.ptr.add(self.half + off) }
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+fn flush(p: *const u8, n: usize) {
+    let mut a = (p as usize) & !63;
+    while a < p as usize + n.max(1) {
+        // SAFETY: a lies within a live buffer.
+        unsafe { core::arch::x86_64::_mm_clflush(a as *const u8) };
+        a += 64;
+    }
+    // SAFETY: mfence exists on every x86_64 CPU.
+    unsafe { core::arch::x86_64::_mm_mfence() };
+}
+
+/// TSC ticks for `iters` calls, divided by `iters`.
+fn time_calls(f: CopyFn, dst: *mut u8, src: *const u8, n: usize, iters: u32) -> f64 {
+    let t0 = tsc_start();
+    for _ in 0..iters {
+        // SAFETY: the buffers hold n bytes at these offsets (Buffers::new).
+        let r = unsafe { f(std::hint::black_box(dst), std::hint::black_box(src), n) };
+        std::hint::black_box(r);
+    }
+    (tsc_end() - t0) as f64 / iters as f64
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    pub row: usize,
+    pub subject: usize,
+    /// Median TSC ticks per call.
+    pub cycles: f64,
+    pub iterations: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    pub sweep: Sweep,
+    pub subjects: Vec<String>,
+    pub repeats: usize,
+    pub tsc_hz: f64,
+    pub cpu: String,
+    /// `cells[row][subject]`
+    pub cells: Vec<Vec<Measurement>>,
+}
+
+/// A small deterministic PRNG for the measuring order (xorshift64*).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, (self.next() % (i as u64 + 1)) as usize);
+        }
+    }
+}
+
+/// Measure every subject on every row; `progress` is told each step.
+pub fn run(
+    sweep: &Sweep,
+    subjects: &[Subject],
+    repeats: usize,
+    progress: &dyn Fn(u64, u64),
+) -> Results {
+    let bufs = Buffers::new(&sweep.rows);
+    let pairs: Vec<(usize, usize)> = (0..sweep.rows.len())
+        .flat_map(|r| (0..subjects.len()).map(move |s| (r, s)))
+        .collect();
+    // Iterations per measurement: about 20k ticks each when hot.
+    let iters: Vec<Vec<u32>> = sweep
+        .rows
+        .iter()
+        .map(|r| {
+            subjects
+                .iter()
+                .map(|s| {
+                    if sweep.cold {
+                        return 1;
+                    }
+                    let (d, src) = (bufs.dst(r.dst_off), bufs.src(r.src_off));
+                    time_calls(s.f, d, src, r.n, 50);
+                    let per = time_calls(s.f, d, src, r.n, 50).max(1.0);
+                    ((20_000.0 / per) as u32).clamp(5, 5_000)
+                })
+                .collect()
+        })
+        .collect();
+    let mut samples = vec![vec![Vec::with_capacity(repeats); subjects.len()]; sweep.rows.len()];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let total = (repeats * pairs.len()) as u64;
+    let mut done = 0;
+    for _ in 0..repeats {
+        let mut order = pairs.clone();
+        rng.shuffle(&mut order);
+        for (r, s) in order {
+            let row = &sweep.rows[r];
+            let (d, src) = (bufs.dst(row.dst_off), bufs.src(row.src_off));
+            let t = if sweep.cold {
+                flush(src, row.n);
+                flush(d, row.n);
+                time_calls(subjects[s].f, d, src, row.n, 1)
+            } else {
+                time_calls(subjects[s].f, d, src, row.n, 1); // warm the line buffers
+                time_calls(subjects[s].f, d, src, row.n, iters[r][s])
+            };
+            samples[r][s].push(t);
+            done += 1;
+            progress(done, total);
+        }
+    }
+    let cells = samples
+        .into_iter()
+        .enumerate()
+        .map(|(r, per_subject)| {
+            per_subject
+                .into_iter()
+                .enumerate()
+                .map(|(s, mut v)| {
+                    v.sort_by(|a, b| a.total_cmp(b));
+                    Measurement {
+                        row: r,
+                        subject: s,
+                        cycles: v[v.len() / 2],
+                        iterations: iters[r][s],
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Results {
+        sweep: sweep.clone(),
+        subjects: subjects.iter().map(|s| s.name.clone()).collect(),
+        repeats,
+        tsc_hz: tsc_hz(),
+        cpu: cpu_name(),
+        cells,
+    }
+}
+
+// ---- output --------------------------------------------------------------------
+
+/// An aligned text table like the seeds': rows, a column per subject, and
+/// each subject's ratio to the first column.
+pub fn text_table(res: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", res.sweep.title);
+    let _ = writeln!(
+        out,
+        "TSC ticks per call (TSC: constant {:.2} GHz reference clock, not core cycles), median of {}{}; CPU: {}",
+        res.tsc_hz / 1e9,
+        res.repeats,
+        if res.sweep.cold { ", cold caches" } else { ", hot" },
+        res.cpu
+    );
+    let label_w = res
+        .sweep
+        .rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(4)
+        .max(res.sweep.x_label.len());
+    let col_w: Vec<usize> = res.subjects.iter().map(|s| s.len().max(8)).collect();
+    let _ = write!(out, "{:<label_w$}", res.sweep.x_label);
+    for (i, s) in res.subjects.iter().enumerate() {
+        let _ = write!(out, "  {:>w$}", s, w = col_w[i]);
+        if i > 0 {
+            let _ = write!(out, "  {:>6}", "ratio");
+        }
+    }
+    out.push('\n');
+    for (r, row) in res.sweep.rows.iter().enumerate() {
+        let _ = write!(out, "{:<label_w$}", row.label);
+        let base = res.cells[r][0].cycles;
+        for (s, cell) in res.cells[r].iter().enumerate() {
+            let _ = write!(out, "  {:>w$.1}", cell.cycles, w = col_w[s]);
+            if s > 0 {
+                let _ = write!(out, "  {:>5.2}x", cell.cycles / base);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Google Benchmark's JSON shape, so its `compare.py` reads it. Times are
+/// in nanoseconds (from the TSC rate); `tsc_ticks` holds the raw figure.
+pub fn google_benchmark_json(res: &Results) -> serde_json::Value {
+    let mut benchmarks = Vec::new();
+    for (s, subject) in res.subjects.iter().enumerate() {
+        for (r, row) in res.sweep.rows.iter().enumerate() {
+            let cell = &res.cells[r][s];
+            let name = format!(
+                "{}/{}/n:{}/src:{}/dst:{}",
+                res.sweep.name, subject, row.n, row.src_off, row.dst_off
+            );
+            let ns = cell.cycles / res.tsc_hz * 1e9;
+            benchmarks.push(serde_json::json!({
+                "name": name,
+                "family_index": s,
+                "per_family_instance_index": r,
+                "run_name": name,
+                "run_type": "iteration",
+                "repetitions": res.repeats,
+                "repetition_index": 0,
+                "threads": 1,
+                "iterations": cell.iterations,
+                "real_time": ns,
+                "cpu_time": ns,
+                "time_unit": "ns",
+                "tsc_ticks": cell.cycles,
+                "bytes": row.n,
+            }));
+        }
+    }
+    serde_json::json!({
+        "context": {
+            "executable": "copygen bench",
+            "host_name": std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim(),
+            "num_cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "mhz_per_cpu": (res.tsc_hz / 1e6).round() as u64,
+            "cpu_scaling_enabled": false,
+            "library_build_type": "release",
+            "cpu": res.cpu,
+            "clock": "tsc (reference clock, not core cycles)",
+            "table": res.sweep.name,
+            "cold": res.sweep.cold,
+        },
+        "benchmarks": benchmarks,
+    })
+}
+
+/// An SVG plot of ticks against the sweep's x, one line per subject (and
+/// series); the y axis is logarithmic when the range is wide.
+pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
+    use plotters::prelude::*;
+    let xs: Vec<f64> = res.sweep.rows.iter().map(|r| r.x).collect();
+    let (xmin, xmax) = xs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let ys: Vec<f64> = res.cells.iter().flatten().map(|c| c.cycles).collect();
+    let (ymin, ymax) = ys
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+    let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
+    root.fill(&WHITE)
+        .map_err(|e| anyhow::anyhow!("plot: {e:?}"))?;
+    let mut series: Vec<String> = Vec::new();
+    for r in &res.sweep.rows {
+        if !series.contains(&r.series) {
+            series.push(r.series.clone());
+        }
+    }
+    let palette = [
+        RED,
+        BLUE,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        BLACK,
+        RGBColor(255, 128, 0),
+        RGBColor(128, 0, 255),
+    ];
+    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("plot: {e:?}");
+    // The same drawing on a linear or a log y axis (different chart types).
+    macro_rules! draw {
+        ($chart:expr, $y_desc:expr) => {{
+            let chart = &mut $chart;
+            chart
+                .configure_mesh()
+                .x_desc(res.sweep.x_label.as_str())
+                .y_desc($y_desc)
+                .draw()
+                .map_err(e)?;
+            let mut k = 0;
+            for (s, subject) in res.subjects.iter().enumerate() {
+                for ser in &series {
+                    let color = palette[k % palette.len()];
+                    k += 1;
+                    let pts: Vec<(f64, f64)> = res
+                        .sweep
+                        .rows
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| &r.series == ser)
+                        .map(|(r, row)| (row.x, res.cells[r][s].cycles))
+                        .collect();
+                    let label = if ser.is_empty() {
+                        subject.clone()
+                    } else {
+                        format!("{subject} ({ser})")
+                    };
+                    chart
+                        .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                        .map_err(e)?
+                        .label(label)
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                        });
+                }
+            }
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE)
+                .draw()
+                .map_err(e)?;
+        }};
+    }
+    let caption = format!(
+        "{} - TSC ticks per call, median of {}",
+        res.sweep.name, res.repeats
+    );
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(caption, ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(60);
+    let xr = xmin..xmax.max(xmin + 1.0);
+    if ymax / ymin.max(1.0) > 20.0 {
+        let mut chart = builder
+            .build_cartesian_2d(xr, (ymin.max(1.0) * 0.8..ymax * 1.2).log_scale())
+            .map_err(e)?;
+        draw!(chart, "TSC ticks (log scale)");
+    } else {
+        let mut chart = builder.build_cartesian_2d(xr, 0.0..ymax * 1.1).map_err(e)?;
+        draw!(chart, "TSC ticks");
+    }
+    root.present().map_err(|e| anyhow::anyhow!("plot: {e:?}"))?;
+    Ok(())
+}

@@ -1,0 +1,439 @@
+//! Assembled objects: assemble a `.S` with GNU as (through gcc), then read
+//! back what the tests, `copygen verify --static` and `copygen diff` look at:
+//! the functions (symbol → byte range), the exception table (each entry's
+//! instruction and fixup, resolved through its relocations), the code bytes
+//! and, for objects built with `-g`, address → source line.
+//!
+//! Only ELF relocatable objects are read (what `gcc -c` writes on Linux).
+//! Relocation types are compared raw after branching on the machine: the
+//! numbers overlap (`R_X86_64_PC32`, `R_386_PC32` and `R_ARM_ABS32` are all 2).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context, Result};
+use object::{elf, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
+
+use crate::ir::{Arch, Flavor};
+
+/// A place in a code section.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Loc {
+    pub section: String,
+    pub offset: u64,
+}
+
+impl std::fmt::Display for Loc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.section == ".text" {
+            write!(f, "{:#x}", self.offset)
+        } else {
+            write!(f, "{}+{:#x}", self.section, self.offset)
+        }
+    }
+}
+
+/// A function symbol: `[start, end)` in `section`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FnSym {
+    pub name: String,
+    pub section: String,
+    pub start: u64,
+    pub end: u64,
+    pub global: bool,
+}
+
+impl FnSym {
+    pub fn contains(&self, l: &Loc) -> bool {
+        l.section == self.section && (self.start..self.end).contains(&l.offset)
+    }
+}
+
+/// How an exception-table word is relocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// `.long x - .`: `R_X86_64_PC32`, `R_386_PC32`, `R_ARM_REL32`.
+    Relative,
+    /// `.long x`: `R_386_32`, `R_ARM_ABS32`.
+    Absolute,
+}
+
+/// One exception-table entry, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExEntry {
+    /// Offset of the entry in `__ex_table`.
+    pub at: u64,
+    pub insn: Loc,
+    pub fixup: Loc,
+    pub kind: EntryKind,
+    /// The raw ELF relocation type of the insn word.
+    pub reloc: u32,
+    /// The third word of 12-byte (linux x86) entries: the entry type.
+    pub type_word: Option<u32>,
+}
+
+/// What `read` finds in an object.
+#[derive(Debug, Clone)]
+pub struct ObjectFile {
+    pub arch: Arch,
+    /// Code sections by name (`.text`, `.text.fixup`).
+    pub code: BTreeMap<String, Vec<u8>>,
+    pub functions: Vec<FnSym>,
+    pub extable: Vec<ExEntry>,
+    /// Bytes per exception-table entry (8, or 12 with the type word).
+    pub entry_size: u64,
+    /// `.text` offset → source line, sorted (empty without debug info).
+    pub lines: Vec<(u64, u32)>,
+    /// Every named symbol in a code section; with `keep_locals` this
+    /// includes the `.L` labels, so entries can be matched to their names.
+    pub labels: BTreeMap<String, Loc>,
+}
+
+impl ObjectFile {
+    /// The function containing `l`.
+    pub fn function_at(&self, l: &Loc) -> Option<&FnSym> {
+        self.functions.iter().find(|f| f.contains(l))
+    }
+
+    pub fn function(&self, name: &str) -> Option<&FnSym> {
+        self.functions.iter().find(|f| f.name == name)
+    }
+
+    /// Entries whose instruction lies in `f`.
+    pub fn entries_of<'a>(&'a self, f: &'a FnSym) -> impl Iterator<Item = &'a ExEntry> + 'a {
+        self.extable.iter().filter(move |e| f.contains(&e.insn))
+    }
+
+    /// The bytes of `f`.
+    pub fn bytes_of(&self, f: &FnSym) -> &[u8] {
+        &self.code[&f.section][f.start as usize..f.end as usize]
+    }
+
+    /// The source line of the instruction at `.text` offset `addr`.
+    pub fn line_of(&self, addr: u64) -> Option<u32> {
+        let i = self.lines.partition_point(|&(a, _)| a <= addr);
+        (i > 0).then(|| self.lines[i - 1].1)
+    }
+}
+
+/// How to assemble a `.S` file.
+#[derive(Debug, Clone)]
+pub struct Assemble {
+    pub arch: Arch,
+    /// Use the kernel-macro shims of `verify/shim` (linux flavour).
+    pub kernel_shims: bool,
+    /// Emit DWARF line info (`-g`) so findings can name source lines.
+    pub debug: bool,
+    /// Keep `.L` labels in the symbol table (`-Wa,-L`).
+    pub keep_locals: bool,
+}
+
+impl Assemble {
+    pub fn new(arch: Arch, flavor: Flavor) -> Self {
+        Assemble {
+            arch,
+            kernel_shims: flavor == Flavor::Linux,
+            debug: false,
+            keep_locals: false,
+        }
+    }
+}
+
+/// The compiler driver for `arch` and the Debian package that has it.
+fn driver(arch: Arch) -> (&'static str, &'static str) {
+    match arch {
+        Arch::X86_64 => ("gcc", "gcc"),
+        Arch::I386 => ("gcc", "gcc-multilib"),
+        Arch::Armv6 => ("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi"),
+    }
+}
+
+/// The folder holding the kernel-macro shims (`verify/shim`).
+pub fn shim_dir() -> PathBuf {
+    crate::emit::repo_root().join("verify").join("shim")
+}
+
+/// Assemble `src` into `out` with gcc; the error carries gcc's messages.
+pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
+    let (cc, package) = driver(how.arch);
+    let mut cmd = Command::new(cc);
+    cmd.arg("-c");
+    match how.arch {
+        Arch::I386 => {
+            cmd.arg("-m32");
+        }
+        Arch::Armv6 => {
+            cmd.args(["-march=armv6", "-marm"]);
+        }
+        Arch::X86_64 => {}
+    }
+    if how.kernel_shims {
+        cmd.arg("-nostdinc")
+            .arg("-I")
+            .arg(shim_dir())
+            .arg("-D__ASSEMBLY__");
+    }
+    if how.debug {
+        cmd.arg("-g");
+    }
+    if how.keep_locals {
+        cmd.arg("-Wa,-L");
+    }
+    cmd.arg(src).arg("-o").arg(out);
+    let output = match cmd.output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("`{cc}` not found: install the Debian package `{package}` (verify/install-deps does)")
+        }
+        Err(e) => return Err(e).with_context(|| format!("running {cc}")),
+    };
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        let hint = if how.arch == Arch::I386 && err.contains("bits/") {
+            format!(" (is `{package}` installed?)")
+        } else {
+            String::new()
+        };
+        bail!("{cc} could not assemble {}{hint}:\n{err}", src.display());
+    }
+    Ok(())
+}
+
+/// Assemble the text of a `.S` file in a temporary folder and read the object.
+pub fn assemble_text(text: &str, name: &str, how: &Assemble) -> Result<ObjectFile> {
+    let dir = tempfile::tempdir()?;
+    let src = dir.path().join(name);
+    std::fs::write(&src, text)?;
+    let obj = dir.path().join("out.o");
+    assemble(&src, &obj, how)?;
+    read_path(&obj)
+}
+
+pub fn read_path(path: &Path) -> Result<ObjectFile> {
+    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    read(&data).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Read an ELF relocatable object.
+pub fn read(data: &[u8]) -> Result<ObjectFile> {
+    let file = object::File::parse(data)?;
+    let arch = match file.architecture() {
+        object::Architecture::X86_64 => Arch::X86_64,
+        object::Architecture::I386 => Arch::I386,
+        object::Architecture::Arm => Arch::Armv6,
+        a => bail!("unsupported architecture {a:?}: copygen reads x86_64, i386 and ARM objects"),
+    };
+    let mut code = BTreeMap::new();
+    for s in file.sections() {
+        if s.kind() == object::SectionKind::Text {
+            code.insert(s.name()?.to_string(), s.data()?.to_vec());
+        }
+    }
+    let mut functions = Vec::new();
+    let mut labels = BTreeMap::new();
+    for sym in file.symbols() {
+        if let (Some(idx), Ok(name)) = (sym.section_index(), sym.name()) {
+            let section = file.section_by_index(idx)?;
+            if section.kind() == object::SectionKind::Text
+                && !name.is_empty()
+                && sym.kind() != object::SymbolKind::Section
+            {
+                labels.insert(
+                    name.to_string(),
+                    Loc {
+                        section: section.name()?.to_string(),
+                        offset: sym.address(),
+                    },
+                );
+            }
+        }
+        if sym.kind() != object::SymbolKind::Text || sym.size() == 0 {
+            continue;
+        }
+        let Some(idx) = sym.section_index() else {
+            continue;
+        };
+        let section = file.section_by_index(idx)?.name()?.to_string();
+        functions.push(FnSym {
+            name: sym.name()?.to_string(),
+            section,
+            start: sym.address(),
+            end: sym.address() + sym.size(),
+            global: sym.is_global(),
+        });
+    }
+    functions.sort_by(|a, b| (&a.section, a.start).cmp(&(&b.section, b.start)));
+    let (extable, entry_size) = read_extable(&file, arch)?;
+    let lines = read_lines(&file).unwrap_or_default();
+    Ok(ObjectFile {
+        arch,
+        code,
+        functions,
+        extable,
+        entry_size,
+        lines,
+        labels,
+    })
+}
+
+/// A relocated word: the raw type and the place it refers to.
+struct Word {
+    reloc: u32,
+    kind: EntryKind,
+    target: Loc,
+}
+
+fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> {
+    let Some(sec) = file.section_by_name("__ex_table") else {
+        return Ok((Vec::new(), 8));
+    };
+    let data = sec.data()?;
+    let mut words: BTreeMap<u64, Word> = BTreeMap::new();
+    for (offset, r) in sec.relocations() {
+        let RelocationFlags::Elf { r_type } = r.flags() else {
+            bail!("__ex_table+{offset:#x}: not an ELF relocation");
+        };
+        let kind = match (arch, r_type) {
+            (Arch::X86_64, elf::R_X86_64_PC32) => EntryKind::Relative,
+            (Arch::I386, elf::R_386_PC32) => EntryKind::Relative,
+            (Arch::I386, elf::R_386_32) => EntryKind::Absolute,
+            (Arch::Armv6, elf::R_ARM_REL32) => EntryKind::Relative,
+            (Arch::Armv6, elf::R_ARM_ABS32) => EntryKind::Absolute,
+            (_, t) => bail!(
+                "__ex_table+{offset:#x}: unexpected {arch} relocation type {}",
+                t.0
+            ),
+        };
+        let addend = if r.has_implicit_addend() {
+            let b = data
+                .get(offset as usize..offset as usize + 4)
+                .ok_or_else(|| {
+                    anyhow!("__ex_table+{offset:#x}: relocation past the section end")
+                })?;
+            i32::from_le_bytes(b.try_into().unwrap()) as i64
+        } else {
+            r.addend()
+        };
+        let RelocationTarget::Symbol(si) = r.target() else {
+            bail!("__ex_table+{offset:#x}: relocation without a symbol");
+        };
+        let sym = file.symbol_by_index(si)?;
+        let Some(sx) = sym.section_index() else {
+            bail!(
+                "__ex_table+{offset:#x}: refers to undefined symbol `{}`",
+                sym.name()?
+            );
+        };
+        let section = file.section_by_index(sx)?.name()?.to_string();
+        let target = Loc {
+            section,
+            offset: (sym.address() as i64 + addend) as u64,
+        };
+        words.insert(
+            offset,
+            Word {
+                reloc: r_type.0,
+                kind,
+                target,
+            },
+        );
+    }
+    // 12-byte entries (insn, fixup, type) leave every third word unrelocated.
+    let size = data.len() as u64;
+    let entry_size = if words.contains_key(&8) || size % 12 != 0 {
+        8
+    } else {
+        12
+    };
+    if size % entry_size != 0 {
+        bail!("__ex_table is {size} bytes, not a whole number of {entry_size}-byte entries");
+    }
+    let mut entries = Vec::new();
+    for at in (0..size).step_by(entry_size as usize) {
+        let insn = words
+            .remove(&at)
+            .ok_or_else(|| anyhow!("__ex_table+{at:#x}: insn word has no relocation"))?;
+        let fixup = words
+            .remove(&(at + 4))
+            .ok_or_else(|| anyhow!("__ex_table+{:#x}: fixup word has no relocation", at + 4))?;
+        if fixup.kind != insn.kind {
+            bail!("__ex_table+{at:#x}: insn and fixup words are relocated differently");
+        }
+        let type_word = (entry_size == 12).then(|| {
+            let o = (at + 8) as usize;
+            u32::from_le_bytes(data[o..o + 4].try_into().unwrap())
+        });
+        entries.push(ExEntry {
+            at,
+            insn: insn.target,
+            fixup: fixup.target,
+            kind: insn.kind,
+            reloc: insn.reloc,
+            type_word,
+        });
+    }
+    if let Some((&o, _)) = words.iter().next() {
+        bail!("__ex_table+{o:#x}: relocation inside an entry's type word");
+    }
+    Ok((entries, entry_size))
+}
+
+/// `.text` address → line from DWARF `.debug_line` (objects built with `-g`).
+/// In a relocatable object the sequence start addresses are relocations
+/// against `.text` at offset 0 (REL addends sit in the bytes), so the raw
+/// rows give `.text` offsets directly for a one-section file.
+fn read_lines(file: &object::File) -> Result<Vec<(u64, u32)>> {
+    let endian = gimli::RunTimeEndian::Little;
+    let load = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
+        let data = file.section_by_name(id.name()).and_then(|s| s.data().ok()).unwrap_or(&[]);
+        Ok(gimli::EndianSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load)?;
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        let unit = dwarf.unit(header)?;
+        let Some(program) = unit.line_program.clone() else {
+            continue;
+        };
+        let mut rows = program.rows();
+        while let Some((_, row)) = rows.next_row()? {
+            if row.end_sequence() {
+                continue;
+            }
+            if let Some(line) = row.line() {
+                out.push((row.address(), line.get() as u32));
+            }
+        }
+    }
+    out.sort();
+    out.dedup_by_key(|p| p.0);
+    Ok(out)
+}
+
+/// Decode `bytes` (starting at section offset `start`) as x86 code.
+pub fn decode_x86(arch: Arch, bytes: &[u8], start: u64) -> Vec<iced_x86::Instruction> {
+    let bitness = match arch {
+        Arch::X86_64 => 64,
+        Arch::I386 => 32,
+        Arch::Armv6 => panic!("decode_x86 on ARM code"),
+    };
+    let mut d = iced_x86::Decoder::with_ip(bitness, bytes, start, iced_x86::DecoderOptions::NONE);
+    let mut v = Vec::new();
+    while d.can_decode() {
+        v.push(d.decode());
+    }
+    v
+}
+
+/// GNU as (AT&T) text of one decoded instruction.
+pub fn format_x86(i: &iced_x86::Instruction) -> String {
+    use iced_x86::Formatter;
+    let mut f = iced_x86::GasFormatter::new();
+    f.options_mut().set_uppercase_hex(false);
+    f.options_mut().set_space_after_operand_separator(true);
+    let mut s = String::new();
+    f.format(i, &mut s);
+    s
+}

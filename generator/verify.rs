@@ -1,0 +1,144 @@
+//! `copygen verify`: run the checks over a set of strategies and print one
+//! table. Today that is fault injection ([`crate::faultinject`]) on every
+//! strategy's own architecture; static checks of the emitted objects slot
+//! in next to it as another suite.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::faultinject::{self, Report};
+use crate::ir::{Precision, Strategy};
+
+/// The fault-injection results of one strategy.
+pub struct Outcome {
+    pub strategy: String,
+    pub arch: crate::ir::Arch,
+    pub precision: Precision,
+    /// An error means the harness could not be built or run.
+    pub report: Result<Report>,
+}
+
+impl Outcome {
+    pub fn failed(&self) -> bool {
+        match &self.report {
+            Ok(r) => r.violations() > 0,
+            Err(_) => true,
+        }
+    }
+}
+
+/// Fault-inject every strategy, `jobs` at a time, with a progress bar on
+/// stderr when `progress` (it hides itself when stderr is not a terminal).
+pub fn fault_suite(strategies: &[Strategy], jobs: usize, progress: bool) -> Vec<Outcome> {
+    let bar = if progress {
+        ProgressBar::with_draw_target(Some(strategies.len() as u64), ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("fault injection {bar:30} {pos}/{len} {elapsed} {msg}")
+            .expect("static template"),
+    );
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Result<Report>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(s) = strategies.get(i) else { break };
+                bar.set_message(format!("{} ({})", s.name, s.arch));
+                let r = faultinject::run_strategy(s);
+                done.lock().expect("no panics while held").push((i, r));
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut done = done.into_inner().expect("no panics while held");
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter()
+        .map(|(i, report)| Outcome {
+            strategy: strategies[i].name.clone(),
+            arch: strategies[i].arch,
+            precision: strategies[i].precision,
+            report,
+        })
+        .collect()
+}
+
+/// The table `copygen verify` prints, then violation details and errors.
+pub fn table(outcomes: &[Outcome]) -> String {
+    let mut t = String::new();
+    writeln!(
+        t,
+        "{:<24} {:<7} {:<36} {:>7} {:>10} {:>9} {:>6} {:>8}",
+        "strategy", "arch", "routine", "cases", "violations", "shortfall", "text", "extable"
+    )
+    .unwrap();
+    for o in outcomes {
+        match &o.report {
+            Ok(r) => {
+                for x in &r.routines {
+                    writeln!(
+                        t,
+                        "{:<24} {:<7} {:<36} {:>7} {:>10} {:>9} {:>6} {:>8}",
+                        o.strategy,
+                        // Arch's Display ignores width: pad its name.
+                        o.arch.name(),
+                        x.symbol,
+                        x.cases,
+                        x.violations,
+                        x.max_shortfall,
+                        x.text_bytes,
+                        x.extable_entries
+                    )
+                    .unwrap();
+                }
+            }
+            Err(_) => writeln!(
+                t,
+                "{:<24} {:<7} (could not run: see below)",
+                o.strategy,
+                o.arch.name()
+            )
+            .unwrap(),
+        }
+    }
+    let routines: usize = outcomes
+        .iter()
+        .filter_map(|o| o.report.as_ref().ok())
+        .map(|r| r.routines.len())
+        .sum();
+    let cases: u64 = outcomes
+        .iter()
+        .filter_map(|o| o.report.as_ref().ok())
+        .flat_map(|r| &r.routines)
+        .map(|x| x.cases)
+        .sum();
+    let violations: u64 = outcomes
+        .iter()
+        .filter_map(|o| o.report.as_ref().ok())
+        .map(|r| r.violations())
+        .sum();
+    writeln!(
+        t,
+        "{} strategies, {routines} routines, {cases} cases, {violations} violations",
+        outcomes.len()
+    )
+    .unwrap();
+    for o in outcomes {
+        match &o.report {
+            Ok(r) => {
+                for d in &r.details {
+                    writeln!(t, "{}: {d}", o.strategy).unwrap();
+                }
+            }
+            Err(e) => writeln!(t, "{} ({}): error: {e:#}", o.strategy, o.arch.name()).unwrap(),
+        }
+    }
+    t
+}

@@ -1,0 +1,389 @@
+//! Malformed and contradictory strategies: each gets its own error, naming
+//! the file, the line of the offending field, and the field.
+
+use std::path::Path;
+use std::process::Command;
+
+use copygen::diagnostics::StrategyError;
+use copygen::strategy::parse;
+
+/// A valid x86_64 strategy that each case breaks in one place.
+const BASE: &str = r#"name = "t"
+description = "test"
+arch = "x86_64"
+
+[methods.loop]
+kind = "unrolled"
+block = 64
+width = 8
+registers = 4
+
+[methods.movsb]
+kind = "rep_movs"
+
+[[dispatch]]
+sizes = "0..=64"
+use = "loop"
+
+[[dispatch]]
+sizes = "65.."
+use = "movsb"
+"#;
+
+fn error_of(text: &str) -> StrategyError {
+    parse(Path::new("case.toml"), text, None).expect_err("the strategy must be rejected")
+}
+
+/// The 1-based number of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("`{needle}` not in the case text"))
+        + 1
+}
+
+struct Case {
+    what: &'static str,
+    text: String,
+    /// Text on the line the error must point at.
+    line_with: &'static str,
+    field: &'static str,
+    message: &'static str,
+}
+
+fn replace(from: &str, to: &str) -> String {
+    assert!(BASE.contains(from), "base lacks {from}");
+    BASE.replacen(from, to, 1)
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            what: "syntax error",
+            text: replace("description = \"test\"", "description = \"test"),
+            line_with: "description",
+            field: "description",
+            message: "invalid basic string",
+        },
+        Case {
+            what: "unknown top-level key",
+            text: replace("arch = \"x86_64\"", "arch = \"x86_64\"\ncolour = \"blue\""),
+            line_with: "colour",
+            field: "colour",
+            message: "unknown field `colour`",
+        },
+        Case {
+            what: "unknown method key",
+            text: replace("registers = 4", "registers = 4\nblok = 64"),
+            line_with: "blok",
+            field: "methods.loop.blok",
+            message: "unknown field `blok`",
+        },
+        Case {
+            what: "wrong type",
+            text: replace("width = 8", "width = \"eight\""),
+            line_with: "width",
+            field: "methods.loop.width",
+            message: "invalid type",
+        },
+        Case {
+            what: "unknown architecture",
+            text: replace("arch = \"x86_64\"", "arch = \"mips\""),
+            line_with: "arch",
+            field: "arch",
+            message: "unknown architecture `mips`",
+        },
+        Case {
+            what: "unroll not a multiple of the width",
+            text: replace("block = 64", "block = 60"),
+            line_with: "block = 60",
+            field: "methods.loop.block",
+            message: "not a positive multiple of the width 8",
+        },
+        Case {
+            what: "width the arch lacks",
+            text: replace("width = 8", "width = 16"),
+            line_with: "width = 16",
+            field: "methods.loop.width",
+            message: "not a register width of x86_64",
+        },
+        Case {
+            what: "more registers than the ABI allows",
+            text: replace("registers = 4", "registers = 8"),
+            line_with: "registers = 8",
+            field: "methods.loop.registers",
+            message: "clobber only 6 scratch register(s)",
+        },
+        Case {
+            what: "registers beyond the rep_movs convention",
+            text: replace("arch = \"x86_64\"", "arch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\""),
+            line_with: "registers = 4",
+            field: "methods.loop.registers",
+            message: "lets a routine clobber only 1 scratch register(s)",
+        },
+        Case {
+            what: "registers that do not divide the block",
+            text: replace("registers = 4", "registers = 3"),
+            line_with: "registers = 3",
+            field: "methods.loop.registers",
+            message: "do not divide the 8 words",
+        },
+        Case {
+            what: "gap between size classes",
+            text: replace("sizes = \"65..\"", "sizes = \"70..\""),
+            line_with: "70..",
+            field: "dispatch[1].sizes",
+            message: "gap: sizes 65..=69 are covered by no class",
+        },
+        Case {
+            what: "overlapping size classes",
+            text: replace("sizes = \"65..\"", "sizes = \"60..\""),
+            line_with: "60..",
+            field: "dispatch[1].sizes",
+            message: "overlap: sizes 60..=64",
+        },
+        Case {
+            what: "first class does not start at 0",
+            text: replace("sizes = \"0..=64\"", "sizes = \"1..=64\""),
+            line_with: "1..=64",
+            field: "dispatch[0].sizes",
+            message: "gap: sizes 0..=0",
+        },
+        Case {
+            what: "last class bounded",
+            text: replace("sizes = \"65..\"", "sizes = \"65..=4096\""),
+            line_with: "65..=4096",
+            field: "dispatch[1].sizes",
+            message: "the last class must be open",
+        },
+        Case {
+            what: "malformed range",
+            text: replace("sizes = \"65..\"", "sizes = \"65 to 99\""),
+            line_with: "65 to 99",
+            field: "dispatch[1].sizes",
+            message: "is not a size range",
+        },
+        Case {
+            what: "unknown method",
+            text: replace("use = \"movsb\"", "use = \"movsq\""),
+            line_with: "use = \"movsq\"",
+            field: "dispatch[1].use",
+            message: "no method named `movsq` (defined: loop, movsb)",
+        },
+        Case {
+            what: "field meaningless for the kind",
+            text: replace("kind = \"rep_movs\"", "kind = \"rep_movs\"\nblock = 32"),
+            line_with: "block = 32",
+            field: "methods.movsb.block",
+            message: "`block` means nothing to a method of kind `rep_movs`",
+        },
+        Case {
+            what: "rep movs on ARM",
+            text: replace("arch = \"x86_64\"", "arch = \"armv6\"").replace("width = 8", "width = 4"),
+            line_with: "kind = \"rep_movs\"",
+            field: "methods.movsb.kind",
+            message: "armv6 has no `rep movs`",
+        },
+        Case {
+            what: "prefetch instruction the arch lacks",
+            text: replace("registers = 4", "registers = 4\nprefetch = { kind = \"pld\", distance = 128 }"),
+            line_with: "prefetch",
+            field: "methods.loop.prefetch.kind",
+            message: "prefetch `pld` does not exist on x86_64",
+        },
+        Case {
+            what: "ldm/stm grouping on x86",
+            text: replace("registers = 4", "registers = 4\ngrouping = \"multiple\""),
+            line_with: "grouping",
+            field: "methods.loop.grouping",
+            message: "does not exist on x86_64",
+        },
+        Case {
+            what: "zero_tail without from_user",
+            text: replace("arch = \"x86_64\"", "arch = \"x86_64\"\ndirections = [\"to_user\"]\n[fault]\nzero_tail = true"),
+            line_with: "zero_tail",
+            field: "fault.zero_tail",
+            message: "does not emit",
+        },
+        Case {
+            what: "convention on i386",
+            text: replace("arch = \"x86_64\"", "arch = \"i386\"\n[linux]\nconvention = \"c\""),
+            line_with: "convention",
+            field: "linux.convention",
+            message: "only x86_64 offers a choice of convention",
+        },
+        Case {
+            what: "alignment prologue shorter than its alignment",
+            text: replace("registers = 4", "registers = 4\nalign = { pointer = \"dst\", to = 16, min_size = 8 }"),
+            line_with: "align",
+            field: "methods.loop.align.min_size",
+            message: "min_size 8 is below the alignment 16",
+        },
+        Case {
+            what: "overlapping tail needs a full word",
+            text: replace("registers = 4", "registers = 4\ntail = \"overlap\""),
+            line_with: "use = \"loop\"",
+            field: "dispatch[0].use",
+            message: "needs at least 8 bytes, but this class starts at 0",
+        },
+        Case {
+            what: "head_tail for unbounded sizes",
+            text: replace("kind = \"rep_movs\"", "kind = \"head_tail\""),
+            line_with: "use = \"movsb\"",
+            field: "dispatch[1].use",
+            message: "serves small sizes only",
+        },
+        Case {
+            what: "inverted alias band",
+            text: format!("{BASE}[[dispatch.guard]]\nalias = [63, 1]\nuse = \"loop\"\n"),
+            line_with: "alias = [63, 1]",
+            field: "dispatch[1].guard[0].alias",
+            message: "lo <= hi < 4096",
+        },
+        Case {
+            what: "guard with two conditions",
+            text: format!(
+                "{BASE}[[dispatch.guard]]\nalias = [1, 63]\naligned = {{ pointer = \"dst\", to = 8 }}\nuse = \"loop\"\n"
+            ),
+            line_with: "[[dispatch.guard]]",
+            field: "dispatch[1].guard[0]",
+            message: "one condition",
+        },
+        Case {
+            what: "fixed size out of range",
+            text: replace("arch = \"x86_64\"", "arch = \"x86_64\"\nfixed_sizes = [8, 100]"),
+            line_with: "fixed_sizes",
+            field: "fixed_sizes[1]",
+            message: "fixed size 100 is outside 1..=64",
+        },
+        Case {
+            what: "name unfit for files and symbols",
+            text: replace("name = \"t\"", "name = \"a b\""),
+            line_with: "name = ",
+            field: "name",
+            message: "only letters, digits",
+        },
+    ]
+}
+
+#[test]
+fn the_base_strategy_is_valid() {
+    parse(Path::new("case.toml"), BASE, None)
+        .expect("BASE must be valid for the cases to mean anything");
+}
+
+#[test]
+fn each_malformed_strategy_gets_its_own_located_error() {
+    let mut failures = Vec::new();
+    for c in cases() {
+        let e = error_of(&c.text);
+        let want_line = line_of(&c.text, c.line_with);
+        let ok = e.file == Path::new("case.toml")
+            && e.line == want_line
+            && e.field == c.field
+            && e.message.contains(c.message);
+        if !ok {
+            failures.push(format!(
+                "{}: got {}:{} field `{}`: {}\n   want line {want_line}, field `{}`, message containing {:?}",
+                c.what, e.line, e.column, e.field, e.message, c.field, c.message
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_error_display_names_file_line_and_field() {
+    let text = replace("block = 64", "block = 60");
+    let shown = error_of(&text).to_string();
+    let first = shown.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "case.toml:{}:9: error in `methods.loop.block`: block 60 is not a positive multiple of the width 8",
+            line_of(&text, "block = 60")
+        )
+    );
+    assert!(
+        shown.contains("block = 60"),
+        "the source line is quoted:\n{shown}"
+    );
+}
+
+#[test]
+fn the_cli_exits_2_and_writes_nothing_on_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&good, BASE).unwrap();
+    std::fs::write(&bad, replace("sizes = \"65..\"", "sizes = \"70..\"")).unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["emit"])
+        .arg(&good)
+        .arg(&bad)
+        .arg("-o")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.toml:") && stderr.contains("dispatch[1].sizes"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&out_dir).unwrap().count(),
+        0,
+        "nothing may be written"
+    );
+
+    // The good file alone goes through.
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["emit"])
+        .arg(&good)
+        .arg("-o")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out_dir.join("x86_64/linux/t.S").is_file());
+    assert!(out_dir.join("x86_64/standalone/t.S").is_file());
+}
+
+#[test]
+fn unknown_arch_and_flavour_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, BASE).unwrap();
+    for (flag, value, msg) in [
+        ("--arch", "mips", "unknown architecture `mips`"),
+        ("--flavor", "bsd", "unknown flavour `bsd`"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+            .args(["emit", flag, value])
+            .arg(&good)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(msg));
+    }
+    // An arch override revalidates: 8-byte registers do not exist on i386.
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["emit", "--arch", "i386"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("methods.loop.width"));
+}

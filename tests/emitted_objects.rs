@@ -1,0 +1,288 @@
+//! Every emitted x86 file, assembled with GNU as and read back with `object`
+//! and iced-x86: one exception-table entry per user access the lowering made,
+//! each on an instruction boundary that touches the user side, each fixup in
+//! its own function, relocated as the flavour's format says.
+//!
+//! Strategies: the built-in catalog (iterated by architecture, so presets
+//! added later are covered without touching this file) plus the i386
+//! fixtures in tests/fixtures/strategies/.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
+use object::elf;
+
+use copygen::backend;
+use copygen::emit::catalog;
+use copygen::ir::{Arch, Direction, ExtableFormat, Flavor, Strategy};
+use copygen::objfile::{self, Assemble, EntryKind, ObjectFile};
+use copygen::render::render;
+
+/// The catalog and the fixture strategies, x86 only.
+fn strategies() -> Vec<Strategy> {
+    let mut v: Vec<Strategy> = catalog().expect("catalog validates");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/strategies");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        v.push(
+            copygen::strategy::load(&f, None).unwrap_or_else(|e| panic!("{}: {e:#}", f.display())),
+        );
+    }
+    v.retain(|s| matches!(s.arch, Arch::X86_64 | Arch::I386));
+    v
+}
+
+fn assemble(s: &Strategy, flavor: Flavor) -> ObjectFile {
+    let how = Assemble {
+        keep_locals: true,
+        ..Assemble::new(s.arch, flavor)
+    };
+    objfile::assemble_text(&render(s, flavor), &format!("{}.S", s.name), &how)
+        .unwrap_or_else(|e| panic!("{} {} {flavor}: {e:#}", s.name, s.arch))
+}
+
+#[test]
+fn catalog_and_fixtures_cover_both_x86_architectures() {
+    let archs: BTreeSet<Arch> = strategies().iter().map(|s| s.arch).collect();
+    assert!(
+        archs.contains(&Arch::X86_64) && archs.contains(&Arch::I386),
+        "{archs:?}"
+    );
+}
+
+/// Does `i` touch the user side of `dir` through the ABI's pointer register
+/// (rsi/esi loads for from_user, rdi/edi stores for to_user) or `rep movs`?
+fn touches_user(i: &Instruction, dir: Direction) -> bool {
+    if matches!(
+        i.mnemonic(),
+        Mnemonic::Movsb | Mnemonic::Movsw | Mnemonic::Movsd | Mnemonic::Movsq
+    ) && i.has_rep_prefix()
+        && matches!(i.op0_kind(), OpKind::MemoryESEDI | OpKind::MemoryESRDI)
+    {
+        return true;
+    }
+    let mut f = InstructionInfoFactory::new();
+    let info = f.info(i);
+    info.used_memory().iter().any(|m| match dir {
+        Direction::FromUser => {
+            matches!(m.base(), Register::RSI | Register::ESI)
+                && matches!(m.access(), OpAccess::Read | OpAccess::CondRead)
+        }
+        Direction::ToUser => {
+            matches!(m.base(), Register::RDI | Register::EDI)
+                && matches!(m.access(), OpAccess::Write | OpAccess::CondWrite)
+        }
+    })
+}
+
+/// What every entry of `s` in `flavor` must look like: (bytes per entry,
+/// relative or absolute, raw ELF relocation type, type word).
+fn expected_format(s: &Strategy, flavor: Flavor) -> (u64, EntryKind, u32, Option<u32>) {
+    const EX_TYPE_UACCESS: u32 = 3;
+    match (s.arch, flavor, s.linux.extable) {
+        (Arch::X86_64, Flavor::Standalone, _) => {
+            (8, EntryKind::Relative, elf::R_X86_64_PC32.0, None)
+        }
+        (Arch::X86_64, Flavor::Linux, _) => (
+            12,
+            EntryKind::Relative,
+            elf::R_X86_64_PC32.0,
+            Some(EX_TYPE_UACCESS),
+        ),
+        (Arch::I386, Flavor::Standalone, _) => (8, EntryKind::Relative, elf::R_386_PC32.0, None),
+        (Arch::I386, Flavor::Linux, ExtableFormat::Relative) => (
+            12,
+            EntryKind::Relative,
+            elf::R_386_PC32.0,
+            Some(EX_TYPE_UACCESS),
+        ),
+        (Arch::I386, Flavor::Linux, ExtableFormat::Absolute) => {
+            (8, EntryKind::Absolute, elf::R_386_32.0, None)
+        }
+        (Arch::Armv6, ..) => unreachable!("x86 only"),
+    }
+}
+
+/// All problems with one strategy in one flavour (empty: correct).
+fn check(s: &Strategy, flavor: Flavor) -> Vec<String> {
+    let obj = assemble(s, flavor);
+    let mut errs = Vec::new();
+    let (size, kind, reloc, type_word) = expected_format(s, flavor);
+    if !obj.extable.is_empty() && obj.entry_size != size {
+        errs.push(format!(
+            "entries are {} bytes, expected {size}",
+            obj.entry_size
+        ));
+    }
+    let mut seen = 0;
+    for (routine, printed) in backend::functions(s, flavor) {
+        let name = &routine.symbol;
+        let Some(f) = obj.function(name) else {
+            errs.push(format!("{name}: no function symbol in the object"));
+            continue;
+        };
+        if !f.global {
+            errs.push(format!("{name}: not global"));
+        }
+        let entries: Vec<_> = obj.entries_of(f).collect();
+        seen += entries.len();
+        let sites = routine.user_sites().len();
+        if entries.len() != sites {
+            errs.push(format!(
+                "{name}: {} exception-table entries, {sites} user accesses in the lowering",
+                entries.len()
+            ));
+        }
+        let insns = objfile::decode_x86(s.arch, obj.bytes_of(f), f.start);
+        let starts: BTreeSet<u64> = insns.iter().map(|i| i.ip()).collect();
+        for (k, e) in entries.iter().enumerate() {
+            let at = format!("{name}: entry {k} (insn {}, fixup {})", e.insn, e.fixup);
+            if (e.kind, e.reloc, e.type_word) != (kind, reloc, type_word) {
+                errs.push(format!(
+                    "{at}: {:?} relocation type {} type word {:?}, expected {kind:?} {reloc} {type_word:?}",
+                    e.kind, e.reloc, e.type_word
+                ));
+            }
+            if !starts.contains(&e.insn.offset) {
+                errs.push(format!("{at}: not an instruction boundary"));
+            } else {
+                let i = insns.iter().find(|i| i.ip() == e.insn.offset).unwrap();
+                if !touches_user(i, routine.direction) {
+                    errs.push(format!(
+                        "{at}: `{}` does not access the user side",
+                        objfile::format_x86(i)
+                    ));
+                }
+            }
+            if !f.contains(&e.fixup) {
+                errs.push(format!("{at}: fixup outside the function"));
+            }
+            if !starts.contains(&e.fixup.offset) {
+                errs.push(format!("{at}: fixup not on an instruction boundary"));
+            }
+            // The entry is the one the printer wrote, in order, by label.
+            if let Some(p) = printed.extable.get(k) {
+                if obj.labels.get(&p.insn) != Some(&e.insn)
+                    || obj.labels.get(&p.fixup) != Some(&e.fixup)
+                {
+                    errs.push(format!(
+                        "{at}: expected ({}, {}) at ({:?}, {:?})",
+                        p.insn,
+                        p.fixup,
+                        obj.labels.get(&p.insn),
+                        obj.labels.get(&p.fixup)
+                    ));
+                }
+            }
+        }
+    }
+    if seen != obj.extable.len() {
+        errs.push(format!(
+            "{} entries in __ex_table, {seen} inside the functions",
+            obj.extable.len()
+        ));
+    }
+    errs.into_iter()
+        .map(|e| format!("{} {} {flavor}: {e}", s.name, s.arch))
+        .collect()
+}
+
+fn check_arch(arch: Arch) {
+    let mut errs = Vec::new();
+    let mut n = 0;
+    for s in strategies().iter().filter(|s| s.arch == arch) {
+        for flavor in Flavor::ALL {
+            errs.extend(check(s, flavor));
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no {arch} strategy to check");
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+}
+
+#[test]
+fn x86_64_objects_have_one_entry_per_user_access() {
+    check_arch(Arch::X86_64);
+}
+
+#[test]
+fn i386_objects_have_one_entry_per_user_access() {
+    check_arch(Arch::I386);
+}
+
+/// The checks above can fail: an entry taken out of the emitted text is
+/// noticed (count), and one moved to a kernel-side instruction too.
+#[test]
+fn a_missing_or_misplaced_entry_is_noticed() {
+    let s = catalog()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "unrolled64")
+        .expect("unrolled64 in the catalog");
+    let text = render(&s, Flavor::Linux);
+    let line = text
+        .lines()
+        .find(|l| l.contains("_ASM_EXTABLE_UA(.Lfrom_unrolled_loop_load3"))
+        .unwrap();
+    let how = Assemble {
+        keep_locals: true,
+        ..Assemble::new(s.arch, Flavor::Linux)
+    };
+    let full = objfile::assemble_text(&text, "a.S", &how).unwrap();
+    let fewer =
+        objfile::assemble_text(&text.replacen(&format!("{line}\n"), "", 1), "b.S", &how).unwrap();
+    assert_eq!(fewer.extable.len() + 1, full.extable.len());
+    // Point it at the store after the load instead: a kernel-side access.
+    let moved = text.replacen(
+        "\tmovq\t%rax, (%rdi)\n\tmovq\t%rcx, 8(%rdi)",
+        "\t.Lmoved: movq\t%rax, (%rdi)\n\tmovq\t%rcx, 8(%rdi)",
+        1,
+    );
+    let moved = moved.replacen(line, "\t_ASM_EXTABLE_UA(.Lmoved, .Lfrom_fixup_retry)", 1);
+    let obj = objfile::assemble_text(&moved, "c.S", &how).unwrap();
+    let f = obj.function("unrolled64_from_user").unwrap();
+    let at = obj.labels[".Lmoved"].offset;
+    let insns = objfile::decode_x86(s.arch, obj.bytes_of(f), f.start);
+    let i = insns.iter().find(|i| i.ip() == at).unwrap();
+    assert!(
+        !touches_user(i, Direction::FromUser),
+        "{}",
+        objfile::format_x86(i)
+    );
+    assert!(obj.extable.iter().any(|e| e.insn.offset == at));
+}
+
+/// The ARM side of the reader, ready for the armv6 backend: absolute
+/// (`R_ARM_ABS32`, linux) and relative (`R_ARM_REL32`, standalone) entries,
+/// fixups in `.text.fixup`, REL addends read from the section bytes.
+#[test]
+fn arm_entries_resolve_both_formats() {
+    let text = "\t.text\n\t.globl\tf_from_user\n\t.type\tf_from_user, %function\nf_from_user:\n\
+        \tmov\tr3, r0\n1:\tldrb\tr12, [r1], #1\n\tstrb\tr12, [r0], #1\n\tbx\tlr\n\
+        \t.size\tf_from_user, . - f_from_user\n\
+        \t.section .text.fixup, \"ax\"\n\t.align\t2\n\tnop\n9:\tmov\tr0, r2\n\tbx\tlr\n\
+        \t.pushsection __ex_table, \"a\"\n\t.align\t3\n\t.long\t1b, 9b\n\t.popsection\n\
+        \t.pushsection __ex_table, \"a\"\n\t.long\t1b - ., 9b - .\n\t.popsection\n";
+    let how = Assemble::new(Arch::Armv6, Flavor::Standalone);
+    let obj = objfile::assemble_text(text, "arm.S", &how).unwrap();
+    assert_eq!(obj.arch, Arch::Armv6);
+    let f = obj.function("f_from_user").unwrap();
+    assert_eq!(obj.extable.len(), 2);
+    for (e, kind, reloc) in [
+        (&obj.extable[0], EntryKind::Absolute, 2),
+        (&obj.extable[1], EntryKind::Relative, 3),
+    ] {
+        assert_eq!((e.kind, e.reloc), (kind, reloc));
+        assert_eq!((e.insn.section.as_str(), e.insn.offset), (".text", 4));
+        assert!(f.contains(&e.insn));
+        assert_eq!(
+            (e.fixup.section.as_str(), e.fixup.offset),
+            (".text.fixup", 4)
+        );
+    }
+}
