@@ -50,6 +50,7 @@ static const long file_offsets[] = {0, 5, PG - 6}; /* the last one crosses a pag
 static const char *preset = "?";
 static int exact, smap;
 static long cases, failures;
+static long shortfall_max; /* the most bytes a short count left uncopied that were accessible */
 
 static void say(const char *fmt, ...)
 {
@@ -69,8 +70,8 @@ static void say(const char *fmt, ...)
 
 static __attribute__((noreturn)) void finish(const char *status, const char *uc)
 {
-	say("copygen-boot: %s preset=%s precision=%s smap=%s test_user_copy=%s syscall_cases=%ld failures=%ld\n",
-	    status, preset, exact ? "exact" : "bounds", smap ? "yes" : "no", uc, cases, failures);
+	say("copygen-boot: %s preset=%s precision=%s smap=%s test_user_copy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
+	    status, preset, exact ? "exact" : "bounds", smap ? "yes" : "no", uc, cases, shortfall_max, failures);
 	sync();
 	reboot(RB_AUTOBOOT);
 	for (;;)
@@ -119,8 +120,11 @@ static int count_ok(long ret, int err, long acc, long n, char *why, size_t whyle
 			return 1;
 		snprintf(why, whylen, "returned %ld (errno %d), want exactly %ld", ret, ret < 0 ? err : 0, acc);
 	} else {
-		if (ret > 0 && ret <= acc)
+		if (ret > 0 && ret <= acc) {
+			if (acc - ret > shortfall_max)
+				shortfall_max = acc - ret;
 			return 1;
+		}
 		snprintf(why, whylen, "returned %ld (errno %d), want 1..=%ld", ret, ret < 0 ? err : 0, acc);
 	}
 	return 0;

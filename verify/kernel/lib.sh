@@ -1,8 +1,10 @@
+# shellcheck shell=bash disable=SC2034 # (variables used by the scripts that source this)
 # Shared by verify/kernel-tree, verify/kernel-boot and verify/kernel-ci (sourced, bash).
 # The Linux 6.1 tree is unpacked once into verify/.cache/linux; every build is out of tree (O=).
 
 kernel_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-kernel_cache=$kernel_root/verify/.cache
+# COPYGEN_KERNEL_CACHE moves the cache (tree, build folders) elsewhere, e.g. a CI cache.
+kernel_cache=${COPYGEN_KERNEL_CACHE:-$kernel_root/verify/.cache}
 kernel_src=$kernel_cache/linux
 kernel_tarball=/usr/src/linux-source-6.1.tar.xz
 # The machine is shared: kernel builds run niced on two jobs.
