@@ -496,7 +496,13 @@ impl<'a> Lowering<'a> {
                     self.ret(true);
                 }
                 _ => {
-                    let w = width.min(n);
+                    // The widest access the architecture has that fits N.
+                    let widths = crate::arch::capabilities(self.s.arch).widths;
+                    let w = *widths
+                        .iter()
+                        .filter(|&&w| w <= width.min(n))
+                        .max()
+                        .expect("byte width");
                     let mut pieces: Vec<(u32, At)> =
                         (0..n / w).map(|i| (w, At::Start(i * w))).collect();
                     pieces.extend((0..n / w).map(|i| (w, At::End(n - i * w))));

@@ -10,8 +10,7 @@ use std::process::Command;
 
 use copygen::backend::functions;
 use copygen::emit::catalog;
-use copygen::ir::{Arch, Direction, Flavor, Precision, Strategy};
-use copygen::lower::entry_symbol;
+use copygen::ir::{Arch, Direction, Flavor, Strategy};
 use copygen::render::{emitted_path, render};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
@@ -52,81 +51,12 @@ fn armv6_catalog() -> Vec<Strategy> {
     all
 }
 
-/// A test-only strategy that reaches the backend paths the presets do not:
-/// head/tail with end-relative words, the alias guard, a `both` guard with
-/// a mask that is no modified immediate, ldm/stm at non-zero offsets, a touch
-/// load and a pld beyond the 12-bit offset range, an overlapping tail,
-/// class bounds that need ip, constant-size entry points and zero_tail.
-const SINK: &str = r#"
-name = "armv6-sink-exact"
-description = "test only: every armv6 op the presets leave out"
-arch = "armv6"
-fixed_sizes = [1, 3, 7]
-
-[fault]
-precision = "exact"
-zero_tail = true
-
-[methods.small]
-kind = "head_tail"
-width = 4
-registers = 2
-
-[methods.inter]
-kind = "unrolled"
-block = 16
-width = 4
-registers = 2
-grouping = "interleaved"
-prefetch = { kind = "pld", distance = [32, 4096] }
-align = { pointer = "src", to = 4, min_size = 4 }
-tail = "bytes"
-
-[methods.pairs]
-kind = "unrolled"
-block = 64
-width = 4
-registers = 2
-grouping = "multiple"
-prefetch = { kind = "touch", distance = 4096 }
-align = { pointer = "both", to = 8, min_size = 8 }
-tail = "overlap"
-
-[[dispatch]]
-sizes = "0..=16"
-use = "small"
-
-[[dispatch]]
-sizes = "17..=4100"
-use = "inter"
-[[dispatch.guard]]
-alias = [1, 63]
-use = "inter"
-[[dispatch.guard]]
-aligned = { pointer = "congruent", to = 8 }
-use = "pairs"
-
-[[dispatch]]
-sizes = "4101.."
-use = "inter"
-[[dispatch.guard]]
-aligned = { pointer = "both", to = 4096 }
-use = "pairs"
-"#;
-
-/// The sink in both precisions (block: one-byte step instead of the retry).
 fn sinks() -> Vec<Strategy> {
-    let block = SINK
-        .replace("armv6-sink-exact", "armv6-sink-block")
-        .replace(
-            "precision = \"exact\"\nzero_tail = true",
-            "precision = \"block\"",
-        );
-    [SINK.to_string(), block]
+    ["armv6-sink-exact", "armv6-sink-block"]
         .iter()
-        .map(|t| {
-            copygen::strategy::parse(Path::new("tests/armv6.rs"), t, None)
-                .unwrap_or_else(|e| panic!("{e}"))
+        .map(|name| {
+            let path = root().join(format!("tests/fixtures/strategies/{name}.toml"));
+            copygen::strategy::load(&path, None).unwrap_or_else(|e| panic!("{e:#}"))
         })
         .collect()
 }
@@ -326,222 +256,35 @@ fn every_armv6_file_assembles_with_one_entry_per_user_site() {
     }
 }
 
-/// A small C driver: copies sizes 0..=70 and some larger ones at every
-/// alignment, then with the user side ending at a PROT_NONE page after
-/// `k` bytes; it checks the return value, the bytes copied and the bytes
-/// that must stay untouched. A SIGSEGV handler resumes at the fixup found
-/// in `__ex_table`, as the kernel does.
-const DRIVER: &str = r#"
-#define _GNU_SOURCE
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <ucontext.h>
-
-typedef unsigned long (*copy_fn)(void *to, const void *from, unsigned long n);
-struct routine {
-	const char *name;
-	copy_fn fn;
-	int to_user, exact, zero_tail;
-	unsigned long fixed; /* constant-size entry point: n is ignored */
-};
-#include "routines.h"
-
-extern const int __start___ex_table[], __stop___ex_table[];
-static volatile unsigned long faults;
-
-static void on_segv(int sig, siginfo_t *si, void *ctx)
-{
-	ucontext_t *uc = ctx;
-	unsigned long pc = uc->uc_mcontext.arm_pc;
-	(void)si;
-	for (const int *e = __start___ex_table; e < __stop___ex_table; e += 2)
-		if ((unsigned long)&e[0] + e[0] == pc) {
-			uc->uc_mcontext.arm_pc = (unsigned long)&e[1] + e[1];
-			faults++;
-			return;
-		}
-	signal(sig, SIG_DFL); /* not a table entry: die on return */
-}
-
-#define PAGE 4096
-#define CANARY 0xa5
-static unsigned char *user, *user_end; /* user_end: first byte of the PROT_NONE page */
-static unsigned char kernel[3 * PAGE] __attribute__((aligned(PAGE)));
-
-static void fill(unsigned char *p, unsigned long n, unsigned seed)
-{
-	for (unsigned long i = 0; i < n; i++)
-		p[i] = (unsigned char)(i * 131 + seed * 7 + 1);
-}
-
-static int fail(const struct routine *r, const char *what, unsigned long n, unsigned long k,
-		unsigned koff, unsigned long got)
-{
-	printf("FAIL %s: %s (n=%lu k=%lu kernel offset %u, got %lu)\n", r->name, what, n, k, koff, got);
-	exit(1);
-}
-
-/* Copy n bytes between the kernel buffer and a user pointer; when k < n
- * the user side ends at the PROT_NONE page after k bytes. */
-static void one(const struct routine *r, unsigned long n, unsigned long k, unsigned koff, unsigned uoff)
-{
-	int faulting = k < n;
-	/* Both pages' offsets equal: (dst - src) mod 4096 = koff - uoff, which
-	 * reaches alias bands and congruence guards; koff = uoff = 0 puts both
-	 * pointers on a page boundary. */
-	unsigned long base = koff == 0 && uoff == 0 ? PAGE : 64;
-	unsigned char *kp = kernel + base + koff;
-	unsigned char *up = faulting ? user_end - k : user + base + uoff;
-	unsigned long ok = faulting ? k : n, before = faults, ret;
-	unsigned char *to = r->to_user ? up : kp;
-	const unsigned char *from = r->to_user ? kp : up;
-
-	memset(kernel, CANARY, sizeof kernel);
-	memset(user, CANARY, user_end - user);
-	fill((unsigned char *)from, faulting && !r->to_user ? k : n, (unsigned)n);
-	ret = r->fn(to, from, n);
-	/* The contract: 0 <= N <= n; never more reported copied than was
-	 * accessible; exact means no shortfall; progress when byte 0 is
-	 * accessible. */
-	if (ret > n)
-		fail(r, "returned more than n", n, k, koff, ret);
-	unsigned long copied = n - ret;
-	if (copied > ok || (r->exact && copied != ok) || (faulting && k > 0 && copied == 0))
-		fail(r, "bytes not copied", n, k, koff, ret);
-	if (memcmp(to, from, copied))
-		fail(r, "copied bytes differ", n, k, koff, ret);
-	/* Beyond the count: zeroes (zero_tail from_user) or untouched, and
-	 * nothing near the destination changed (a faulting user destination
-	 * ends at the PROT_NONE page). */
-	int zeroed = r->zero_tail && !r->to_user;
-	unsigned char *lo = to - 64, *hi = to + n + 64;
-	if (r->to_user && hi > user_end)
-		hi = user_end;
-	for (unsigned char *p = lo; p < hi; p++) {
-		if (p >= to && p < to + copied)
-			continue;
-		if (zeroed && p >= to + copied && p < to + n) {
-			if (*p)
-				fail(r, "the uncopied rest is not zeroed", n, k, koff, (unsigned long)(p - to));
-			continue;
-		}
-		if (*p != CANARY)
-			fail(r, "a byte outside the copied range changed", n, k, koff, (unsigned long)(p - to));
-	}
-	if (faulting && faults == before)
-		fail(r, "no fault taken", n, k, koff, ret);
-}
-
-int main(void)
-{
-	struct sigaction sa = { 0 };
-	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigaction(SIGSEGV, &sa, 0);
-
-	user = mmap(0, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (user == MAP_FAILED || mprotect(user + 3 * PAGE, PAGE, PROT_NONE))
-		return perror("mmap"), 2;
-	user_end = user + 3 * PAGE;
-
-	static const unsigned long big[] = { 95, 96, 97, 100, 127, 128, 129, 200, 255, 256, 257, 1000, 1023, 1024, 1025, 2000, 4100, 4101, 4200, 5100 };
-	for (unsigned ri = 0; ri < sizeof routines / sizeof routines[0]; ri++) {
-		const struct routine *r = &routines[ri];
-		unsigned long cases = 0, before = faults;
-		for (unsigned long si = 0; si < 71 + sizeof big / sizeof big[0]; si++) {
-			unsigned long n = si < 71 ? si : big[si - 71];
-			if (r->fixed && n != r->fixed)
-				continue;
-			for (unsigned koff = 0; koff < 4; koff++) {
-				for (unsigned uoff = 0; uoff < 4; uoff++, cases++)
-					one(r, n, n, koff, uoff);
-				/* Faults: k accessible user bytes (k fixes the user alignment). */
-				static const unsigned long ks[] = { 0, 1, 2, 3, 4, 5, 7, 8, 31, 32, 33, 36, 63, 64, 65, 100 };
-				for (unsigned ki = 0; ki < sizeof ks / sizeof ks[0] + 2; ki++) {
-					unsigned long k = ki < sizeof ks / sizeof ks[0] ? ks[ki] : ki == sizeof ks / sizeof ks[0] ? n / 2 : n - 1;
-					if (k < n)
-						one(r, n, k, koff, 0), cases++;
-				}
-			}
-		}
-		printf("ok %s: %lu cases, %lu faults resumed\n", r->name, cases, faults - before);
-	}
-	return 0;
-}
-"#;
-
+/// The sink strategies reach paths the presets do not (head/tail, the
+/// alias guard, ldm at non-zero offsets, touch/pld far ahead, the overlap
+/// tail, constant-size entries, zero_tail): the shared fault-injection
+/// harness runs them on an ARM1176 under qemu.
 #[test]
-fn standalone_files_copy_and_recover_under_qemu_arm1176() {
-    need(CC, "gcc-arm-linux-gnueabi (and libc6-dev-armel-cross)");
+fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
+    need(CC, "gcc-arm-linux-gnueabi");
     need("qemu-arm", "qemu-user");
-    let dir = tempfile::tempdir().unwrap();
-    let mut header = String::new();
-    let mut table = String::from("static const struct routine routines[] = {\n");
-    let mut expected = 0;
-    let mut files = Vec::new();
-    for (s, src) in sources(dir.path(), Flavor::Standalone) {
-        files.push(src);
-        let entries = s.directions.iter().map(|&d| (d, None)).chain(
-            s.fixed_sizes
-                .iter()
-                .flat_map(|&n| s.directions.iter().map(move |&d| (d, Some(n)))),
-        );
-        for (dir, fixed) in entries {
-            let sym = entry_symbol(&s, dir, fixed);
-            header.push_str(&format!(
-                "unsigned long {sym}(void *, const void *, unsigned long);\n"
-            ));
-            table.push_str(&format!(
-                "\t{{ \"{sym}\", {sym}, {}, {}, {}, {} }},\n",
-                (dir == Direction::ToUser) as u8,
-                (s.precision == Precision::Exact) as u8,
-                s.zero_tail as u8,
-                fixed.unwrap_or(0)
-            ));
-            expected += 1;
+    for s in sinks() {
+        let r = copygen::faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(r.routines.len(), copygen::faultinject::entries(&s).len());
+        for x in &r.routines {
+            println!(
+                "{}: {} cases, {} violations, shortfall {}",
+                x.symbol, x.cases, x.violations, x.max_shortfall
+            );
+            assert!(
+                x.cases > 0 && x.violations == 0,
+                "{}: {:?}",
+                x.symbol,
+                r.details
+            );
+            if s.precision == copygen::ir::Precision::Exact {
+                assert_eq!(x.max_shortfall, 0, "{}", x.symbol);
+            }
         }
     }
-    table.push_str("};\n");
-    std::fs::write(dir.path().join("routines.h"), header + &table).unwrap();
-    std::fs::write(dir.path().join("driver.c"), DRIVER).unwrap();
-    let exe = dir.path().join("smoke");
-    run(Command::new(CC)
-        .args([
-            "-march=armv6",
-            "-marm",
-            "-static",
-            "-O1",
-            "-Wall",
-            "-Werror",
-        ])
-        .arg("-I")
-        .arg(dir.path())
-        .arg(dir.path().join("driver.c"))
-        .args(&files)
-        .arg("-o")
-        .arg(&exe));
-    let out = Command::new("qemu-arm")
-        .args(["-cpu", "arm1176"])
-        .arg(&exe)
-        .output()
-        .expect("qemu-arm runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}");
-    assert!(
-        out.status.success(),
-        "smoke run failed ({}):\n{stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let oks = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-    assert_eq!(oks, expected, "every routine reported:\n{stdout}");
 }
 
-/// ldm/stm fault on unaligned addresses, so validation must prove both
-/// pointers word-aligned wherever a `multiple` method runs.
 #[test]
 fn ldm_stm_needs_proven_word_alignment() {
     let text = std::fs::read_to_string(root().join("generator/strategies/ldm-stm.toml")).unwrap();

@@ -620,7 +620,11 @@ fn mem_text(base: Reg, off: i32) -> String {
 
 /// The GNU as (unified syntax) text of one instruction.
 pub fn print_inst(inst: &Inst) -> String {
-    let byte = |w: &u32| if *w == 1 { "b" } else { "" };
+    let byte = |w: &u32| match *w {
+        1 => "b",
+        4 => "",
+        w => unreachable!("no {w}-byte access on armv6 (arch.rs lists 1 and 4)"),
+    };
     match inst {
         Inst::Label(l) => format!("{l}:"),
         Inst::Comment(c) => format!("\t/* {c} */"),
