@@ -137,8 +137,14 @@ fn method_toml(
     hi: Option<u64>,
 ) {
     let i386 = arch == Arch::I386;
-    // i386: no 8-byte registers, and only eax, edx, ebx have a byte form.
-    let width = 1u32 << if i386 { m.width % 3 } else { m.width };
+    let arm = arch == Arch::Armv6;
+    // i386: no 8-byte registers, and only eax, edx, ebx have a byte form;
+    // armv6: bytes and words only.
+    let width = match arch {
+        Arch::I386 => 1u32 << (m.width % 3),
+        Arch::Armv6 => [1, 4][m.width as usize % 2],
+        Arch::X86_64 => 1u32 << m.width,
+    };
     let budget = if i386 && width == 1 {
         budget.min(3)
     } else {
@@ -173,11 +179,16 @@ fn method_toml(
                 1 => "words",
                 2 if lo >= width as u64 => "overlap",
                 2 => "words",
+                _ if arm => "words",
                 _ => "rep_movsb",
             };
             let _ = writeln!(out, "tail = \"{tail}\"");
             if let Some((kind, dists)) = &m.prefetch {
-                let kind = ["nta", "t0", "touch"][*kind as usize];
+                let kind = if arm {
+                    ["pld", "touch"][*kind as usize % 2]
+                } else {
+                    ["nta", "t0", "touch"][*kind as usize]
+                };
                 let dists: Vec<String> = dists
                     .iter()
                     .map(|d| {
@@ -205,7 +216,7 @@ fn method_toml(
                 );
             }
         }
-        3 => {
+        3 if !arm => {
             let units: &[u32] = if i386 { &[1, 4] } else { &[1, 4, 8] };
             let _ = writeln!(
                 out,
@@ -246,10 +257,13 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     } else {
         "caller"
     };
-    let _ = writeln!(out, "[linux]\nuaccess = \"{uaccess}\"");
+    if arch != Arch::Armv6 {
+        let _ = writeln!(out, "[linux]\nuaccess = \"{uaccess}\"");
+    }
     // The fewest scratch registers any flavour allows (arch.rs).
     let budget = match arch {
         Arch::I386 => 4,
+        Arch::Armv6 => 8,
         _ if s.rep_movs_convention => 1,
         _ => 6,
     };
