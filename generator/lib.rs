@@ -5,6 +5,12 @@
 //! strategy file → [`strategy`] (validated [`ir`]) → [`lower`] ([`ops`]) →
 //! [`backend`] (instruction selection and printing) → [`render`] (file
 //! templates) → [`emit`] (the `emitted/` tree).
+//!
+//! The same x86 instruction lines feed [`jit`] (dynasm, in-process fault
+//! injection) and [`bench`]. Verification reads what was emitted:
+//! [`objfile`] (assembled objects), [`static_verify`] (every user access
+//! covered, registers, bounds), [`faultinject`] and [`verify`] (the C harness
+//! on each CPU mode); [`review`] diffs two versions for review.
 
 pub mod arch;
 pub mod backend;
