@@ -16,6 +16,17 @@ pub struct Capabilities {
     pub max_multiple: u32,
     /// Scratch registers with a 1-byte form (i386's ebp has none).
     pub byte_registers: u32,
+    /// Bytes in one general-purpose register. A wider width is a register
+    /// pair (AArch64's 16: `ldp`/`stp` on the kernel side, two single
+    /// accesses on the user side) and takes two scratch registers.
+    pub register_bytes: u32,
+}
+
+impl Capabilities {
+    /// Scratch registers that `n` registers of `width` bytes occupy.
+    pub fn registers_needed(&self, width: u32, n: u32) -> u32 {
+        n * width.div_ceil(self.register_bytes)
+    }
 }
 
 pub fn capabilities(arch: Arch) -> &'static Capabilities {
@@ -38,6 +49,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             tails: X86_TAILS,
             max_multiple: 0,
             byte_registers: 6,
+            register_bytes: 8,
         },
         Arch::I386 => &Capabilities {
             widths: &[1, 2, 4],
@@ -47,6 +59,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             tails: X86_TAILS,
             max_multiple: 0,
             byte_registers: 3,
+            register_bytes: 4,
         },
         Arch::Armv6 => &Capabilities {
             widths: &[1, 4],
@@ -62,6 +75,21 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
             max_multiple: 8,
             byte_registers: 8,
+            register_bytes: 4,
+        },
+        Arch::Aarch64 => &Capabilities {
+            // 16: a register pair, `ldp`/`stp` on the kernel side only
+            // (`ldtr`/`sttr` have no pair form).
+            widths: &[1, 2, 4, 8, 16],
+            rep_strings: false,
+            prefetch: &[PrefetchKind::Pldl1keep, PrefetchKind::Pldl1strm],
+            groupings: &[Grouping::LoadsFirst, Grouping::Interleaved],
+            // Overlap: A64 loads and stores take any alignment (SCTLR.A=0
+            // at EL0 and in the kernel, for normal memory).
+            tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
+            max_multiple: 0,
+            byte_registers: 12,
+            register_bytes: 8,
         },
     }
 }
@@ -80,5 +108,9 @@ pub fn scratch_registers(arch: Arch, flavor: Flavor, convention: Convention) -> 
         (Arch::I386, _, _) => 4,
         // r3-r10 (r4-r10 saved by the routine)
         (Arch::Armv6, _, _) => 8,
+        // x3-x14: caller-saved in AAPCS64 and in the kernel alike; x16/x17
+        // are the backend's address temporaries, x18 is the platform (and
+        // shadow-call-stack) register, x19-x28 are callee-saved.
+        (Arch::Aarch64, _, _) => 12,
     }
 }

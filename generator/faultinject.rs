@@ -1,6 +1,7 @@
 //! Fault injection on real CPU modes: link a standalone `.S` with the C
 //! harness (`verify/harness.c`) and a manifest of its entry points, run it
-//! natively (x86_64, i386 via `gcc -m32`) or under `qemu-arm -cpu arm1176`,
+//! natively (x86_64, i386 via `gcc -m32`) or under `qemu-arm -cpu arm1176`
+//! and `qemu-aarch64`,
 //! and read back per-routine results. The harness checks the uaccess
 //! contract (CONTRACT.md §1) with the user side ending at a guard page.
 //!
@@ -114,6 +115,13 @@ fn toolchain(arch: Arch) -> Toolchain {
             flags: &["-march=armv6", "-marm", "-static"],
             packages: "gcc-arm-linux-gnueabi libc6-dev-armel-cross",
             runner: Some(("qemu-arm", &["-cpu", "arm1176"], "qemu-user")),
+        },
+        // Static, so qemu-aarch64 needs no sysroot.
+        Arch::Aarch64 => Toolchain {
+            cc: "aarch64-linux-gnu-gcc",
+            flags: &["-static"],
+            packages: "gcc-aarch64-linux-gnu libc6-dev-arm64-cross",
+            runner: Some(("qemu-aarch64", &[], "qemu-user")),
         },
     }
 }

@@ -33,7 +33,7 @@ enum Command {
         /// Exit 1 and print a diff when emitted/ is stale (catalog only).
         #[arg(long)]
         check: bool,
-        /// Emit for this architecture instead of the file's (i386, x86_64, armv6).
+        /// Emit for this architecture instead of the file's (i386, x86_64, armv6, aarch64).
         #[arg(long)]
         arch: Option<String>,
         /// Only this flavour (linux, standalone).
@@ -74,7 +74,7 @@ struct DiffArgs {
     old: String,
     /// New side.
     new: String,
-    /// Architecture of foreign .S files (i386, x86_64, armv6); for strategy files, overrides theirs.
+    /// Architecture of foreign .S files (i386, x86_64, armv6, aarch64); for strategy files, overrides theirs.
     #[arg(long)]
     arch: Option<String>,
     /// Only this flavour (linux, standalone); for foreign .S files, their flavour.
@@ -231,7 +231,7 @@ fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
         None => Ok(None),
         Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
             Failure::Input(format!(
-                "error: unknown architecture `{a}`; copygen targets i386, x86_64 and armv6"
+                "error: unknown architecture `{a}`; copygen targets i386, x86_64, armv6 and aarch64"
             ))
         }),
     }

@@ -25,6 +25,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         "armv6-linux",
         include_str!("../templates/armv6-linux.S.tera"),
     ),
+    (
+        "aarch64-standalone",
+        include_str!("../templates/aarch64-standalone.S.tera"),
+    ),
+    (
+        "aarch64-linux",
+        include_str!("../templates/aarch64-linux.S.tera"),
+    ),
 ];
 
 fn tera() -> &'static Tera {
@@ -56,6 +64,7 @@ pub fn abi_text(s: &Strategy, flavor: Flavor) -> &'static str {
         (Arch::I386, Flavor::Standalone) => "cdecl: to, from, n on the stack -> eax",
         (Arch::I386, Flavor::Linux) => "-mregparm=3: eax=to edx=from ecx=n -> eax",
         (Arch::Armv6, _) => "AAPCS: r0=to r1=from r2=n -> r0",
+        (Arch::Aarch64, _) => "AAPCS64: x0=to x1=from x2=n -> x0",
     }
 }
 
@@ -105,6 +114,7 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
         Arch::Armv6 => format!("armv6-{}", flavor.name()),
+        Arch::Aarch64 => format!("aarch64-{}", flavor.name()),
     };
     let ctx = Context::from_serialize(&ctx).expect("context serialises");
     let mut out = tera()
@@ -122,6 +132,7 @@ pub fn has_template(s: &Strategy) -> bool {
     let prefix = match s.arch {
         Arch::X86_64 | Arch::I386 => "x86-",
         Arch::Armv6 => "armv6-",
+        Arch::Aarch64 => "aarch64-",
     };
     TEMPLATES.iter().any(|(n, _)| n.starts_with(prefix))
 }

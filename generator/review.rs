@@ -294,10 +294,11 @@ fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
             input(format!("error: {e:#}"))
         }
     })?;
-    if s.arch == Arch::Armv6 && !crate::render::has_template(&s) {
+    if matches!(s.arch, Arch::Armv6 | Arch::Aarch64) && !crate::render::has_template(&s) {
         return Err(input(format!(
-            "error: {}: this build has no armv6 backend to render it; diff its emitted .S files instead",
-            path.display()
+            "error: {}: this build has no {} backend to render it; diff its emitted .S files instead",
+            path.display(),
+            s.arch
         )));
     }
     let flavors = match opts.flavor {
@@ -469,6 +470,7 @@ fn format_branch_x86(i: &iced_x86::Instruction, target: Option<u64>) -> String {
 fn objdump_all(path: &Path, arch: Arch) -> Result<BTreeMap<String, Insns>> {
     let (tool, package) = match arch {
         Arch::Armv6 => ("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi"),
+        Arch::Aarch64 => ("aarch64-linux-gnu-objdump", "binutils-aarch64-linux-gnu"),
         _ => ("objdump", "binutils"),
     };
     let out = Command::new(tool)
@@ -957,7 +959,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
                 }
             };
             let dump = match obj.arch {
-                Arch::Armv6 => match objdump_all(&path, obj.arch) {
+                Arch::Armv6 | Arch::Aarch64 => match objdump_all(&path, obj.arch) {
                     Ok(d) => Some(d),
                     Err(e) => {
                         let note = format!("no ARM listings: {e:#}");
@@ -972,7 +974,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
             for f in &obj.functions {
                 let insns = match obj.arch {
                     Arch::X86_64 | Arch::I386 => Some(insns_x86(&obj, f)),
-                    Arch::Armv6 => dump.as_ref().map(|d| {
+                    Arch::Armv6 | Arch::Aarch64 => dump.as_ref().map(|d| {
                         d.get(&f.section)
                             .map(|v| {
                                 v.iter()

@@ -252,7 +252,7 @@ impl Validator<'_> {
             self.err(
                 &root.key("arch"),
                 format!(
-                    "unknown architecture `{}`; copygen targets i386, x86_64 and armv6",
+                    "unknown architecture `{}`; copygen targets i386, x86_64, armv6 and aarch64",
                     raw.arch
                 ),
             )
@@ -348,10 +348,10 @@ impl Validator<'_> {
                 format!("only x86_64 offers a choice of convention; {arch} has one"),
             ));
         }
-        if raw.uaccess.is_some() && arch == Arch::Armv6 {
+        if raw.uaccess.is_some() && matches!(arch, Arch::Armv6 | Arch::Aarch64) {
             return Err(self.err(
                 &path.key("uaccess"),
-                "STAC/CLAC bracketing is an x86 option; armv6 has no SMAP",
+                format!("STAC/CLAC bracketing is an x86 option; {arch} has no SMAP"),
             ));
         }
         if raw.extable == Some(ExtableFormat::Absolute) && arch != Arch::I386 {
@@ -405,21 +405,31 @@ impl Validator<'_> {
         Ok(())
     }
 
+    /// `n` registers of `width` bytes fit the scratch budget (a
+    /// register-pair width takes two each).
     fn check_registers(
         &self,
+        caps: &crate::arch::Capabilities,
         budget: (u32, Flavor),
         path: &FieldPath,
+        width: u32,
         n: u32,
         arch: Arch,
     ) -> R<()> {
         if n == 0 {
             return Err(self.err(path, "at least one register is needed"));
         }
-        if n > budget.0 {
+        let needed = caps.registers_needed(width, n);
+        if needed > budget.0 {
+            let pairs = if needed > n {
+                format!(" ({width}-byte registers are pairs: {needed} scratch registers)")
+            } else {
+                String::new()
+            };
             return Err(self.err(
                 path,
                 format!(
-                    "{n} registers, but the {} flavour on {arch} lets a routine clobber only {} scratch register(s)",
+                    "{n} registers{pairs}, but the {} flavour on {arch} lets a routine clobber only {} scratch register(s)",
                     budget.1, budget.0
                 ),
             ));
@@ -478,7 +488,7 @@ impl Validator<'_> {
                 let width = m.width.unwrap_or(max_width);
                 self.check_width(arch, caps, &path.key("width"), width)?;
                 let registers = m.registers.unwrap_or(2.min(budget.0));
-                self.check_registers(budget, &path.key("registers"), registers, arch)?;
+                self.check_registers(caps, budget, &path.key("registers"), width, registers, arch)?;
                 self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
                 Ok(MethodKind::HeadTail { width, registers })
             }
@@ -546,7 +556,7 @@ impl Validator<'_> {
             ));
         }
         let registers = m.registers.unwrap_or(1);
-        self.check_registers(budget, &path.key("registers"), registers, arch)?;
+        self.check_registers(caps, budget, &path.key("registers"), width, registers, arch)?;
         self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
         let words = block / width;
         if words % registers != 0 {

@@ -104,7 +104,7 @@ fn expected_format(s: &Strategy, flavor: Flavor) -> (u64, EntryKind, u32, Option
         (Arch::I386, Flavor::Linux, ExtableFormat::Absolute) => {
             (8, EntryKind::Absolute, elf::R_386_32.0, None)
         }
-        (Arch::Armv6, ..) => unreachable!("x86 only"),
+        (Arch::Armv6 | Arch::Aarch64, ..) => unreachable!("x86 only"),
     }
 }
 

@@ -2,6 +2,7 @@
 //! Each takes the lowered [`Routine`]s and returns printed [`Function`]s;
 //! the file around them comes from the templates (`render.rs`).
 
+pub mod aarch64;
 pub mod armv6;
 pub mod i386;
 pub mod x86;
@@ -129,7 +130,7 @@ pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
     match arch {
         Arch::X86_64 => x86_64::abi(flavor, s.linux.convention),
         Arch::I386 => i386::abi(flavor),
-        Arch::Armv6 => panic!("armv6 is not x86"),
+        Arch::Armv6 | Arch::Aarch64 => panic!("{arch} is not x86"),
     }
 }
 
@@ -152,6 +153,7 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
                     x86::print(&lines, abi.ptr_width, flavor)
                 }
                 Arch::Armv6 => armv6::print(&armv6::select(&r), flavor),
+                Arch::Aarch64 => aarch64::print(&aarch64::select(&r), flavor),
             };
             f.symbol = r.symbol.clone();
             (r, f)

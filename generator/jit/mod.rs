@@ -50,7 +50,7 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
     match arch {
         Arch::X86_64 => Ok(Mode::X64),
         Arch::I386 => Ok(Mode::X86),
-        Arch::Armv6 => Err(JitError::NotX86(arch)),
+        Arch::Armv6 | Arch::Aarch64 => Err(JitError::NotX86(arch)),
     }
 }
 
