@@ -25,8 +25,8 @@
 //! A64 loads and stores take any alignment on normal memory, so neither
 //! side needs aligned pointers.
 
-use crate::ir::{Flavor, PrefetchKind};
-use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
+use crate::front::strategy::{Flavor, PrefetchKind};
+use crate::lower::routine::{self as ops, At, Cond, Op, PtrTest, Routine};
 
 /// A general-purpose register by number; 31 is the zero register here
 /// (no instruction of this backend addresses sp).
