@@ -6,6 +6,7 @@
 //! x86_64 routines run (the standalone SysV ABI); i386 is encode-only
 //! ([`assemble`]), for comparison with GNU as.
 
+pub mod a64;
 pub mod contract;
 pub mod encode;
 pub mod fault;
@@ -30,6 +31,11 @@ pub enum JitError {
     NotX86(Arch),
     #[error("{symbol}: {source}")]
     Encode { symbol: String, source: EncodeError },
+    #[error("{symbol}: {source}")]
+    EncodeA64 {
+        symbol: String,
+        source: a64::A64Error,
+    },
     #[error("executable memory: {0}")]
     Memory(#[from] std::io::Error),
 }
@@ -57,6 +63,9 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
 /// Select and encode every entry point of `s` for `flavor` into plain
 /// bytes (dynasm's `VecAssembler`), one routine each.
 pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
+    if s.arch == Arch::Aarch64 {
+        return assemble_a64(s, flavor);
+    }
     let mode = mode(s.arch)?;
     let abi = backend::x86_abi(s, s.arch, flavor);
     lower(
@@ -75,6 +84,34 @@ pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> 
         };
         let (code, layout, plan) = encode::encode(&lines, mode).map_err(err)?;
         let extable = layout.extable(&plan);
+        Ok(Encoded {
+            symbol: r.symbol.clone(),
+            direction: r.direction,
+            fixed: r.fixed,
+            code,
+            extable,
+        })
+    })
+    .collect()
+}
+
+/// [`assemble`] for AArch64: the lines of `backend::aarch64::select`
+/// through dynasm's `.arch aarch64`.
+fn assemble_a64(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
+    lower(
+        s,
+        Target {
+            arch: s.arch,
+            flavor,
+        },
+    )
+    .into_iter()
+    .map(|r| {
+        let lines = backend::aarch64::select(&r);
+        let (code, extable) = a64::encode(&lines).map_err(|source| JitError::EncodeA64 {
+            symbol: r.symbol.clone(),
+            source,
+        })?;
         Ok(Encoded {
             symbol: r.symbol.clone(),
             direction: r.direction,
