@@ -1,5 +1,6 @@
 //! AArch64 (A64, ARMv8-A): the instruction list, instruction selection
-//! from [`Op`]s and the GNU as printer.
+//! from [`Op`]s and the GNU as printer. Registers come from the AAPCS64
+//! table (`arch/aarch64.rs`):
 //!
 //! | model          | register | note                                        |
 //! |----------------|----------|---------------------------------------------|
@@ -11,9 +12,8 @@
 //! | immediate temp | x17      | immediates no instruction encodes           |
 //! | return         | x0       |                                             |
 //!
-//! All of x0-x17 are caller-saved in AAPCS64 and for the kernel's C
-//! callers, so the routine saves nothing and returns with `ret`; x18
-//! (platform / shadow call stack) and x19-x30 are never written.
+//! All of these are caller-saved, so the routine saves nothing and returns
+//! with `ret`.
 //!
 //! User accesses are the unprivileged `ldtr*`/`sttr*` forms in both
 //! flavours, as arm64's `copy_{from,to}_user` make them: in the kernel
@@ -25,6 +25,7 @@
 //! A64 loads and stores take any alignment on normal memory, so neither
 //! side needs aligned pointers.
 
+use crate::arch::aarch64::{self as abi, AAPCS64};
 use crate::front::strategy::{Flavor, PrefetchKind};
 use crate::lower::routine::{self as ops, At, Cond, Op, PtrTest, Routine};
 
@@ -33,30 +34,17 @@ use crate::lower::routine::{self as ops, At, Cond, Op, PtrTest, Routine};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Reg(pub u8);
 
-pub const DST: Reg = Reg(0);
-pub const SRC: Reg = Reg(1);
-pub const LEN: Reg = Reg(2);
-pub const RET: Reg = Reg(0);
+// The AAPCS64 table (`arch/aarch64.rs`) as `Reg`s.
+pub const DST: Reg = Reg(AAPCS64.dst);
+pub const SRC: Reg = Reg(AAPCS64.src);
+pub const LEN: Reg = Reg(AAPCS64.len);
+pub const RET: Reg = Reg(AAPCS64.ret);
 /// Address temporary (ip0).
-pub const ADDR: Reg = Reg(16);
+pub const ADDR: Reg = Reg(abi::ADDR);
 /// Immediate temporary (ip1).
-pub const IMM: Reg = Reg(17);
+pub const IMM: Reg = Reg(abi::IMM);
+/// The zero register (in the encodings this backend uses, 31 is never sp).
 pub const ZR: Reg = Reg(31);
-/// Scratch registers in model order.
-pub const SCRATCH: [Reg; 12] = [
-    Reg(3),
-    Reg(4),
-    Reg(5),
-    Reg(6),
-    Reg(7),
-    Reg(8),
-    Reg(9),
-    Reg(10),
-    Reg(11),
-    Reg(12),
-    Reg(13),
-    Reg(14),
-];
 
 impl Reg {
     /// `x<n>` (or `w<n>` for 32-bit and narrower views).
@@ -327,7 +315,7 @@ impl Selector<'_> {
     }
 
     fn scratch(&self, i: u8) -> Reg {
-        SCRATCH[i as usize]
+        Reg(AAPCS64.scratch[i as usize])
     }
 
     /// `rd = k` in a `movz` and as many `movk` as it takes.

@@ -4,9 +4,7 @@
 
 pub mod aarch64;
 pub mod armv6;
-pub mod i386;
 pub mod x86;
-pub mod x86_64;
 
 use crate::front::strategy::{Arch, Flavor, Strategy};
 use crate::lower::routine::Routine;
@@ -125,13 +123,14 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
     f
 }
 
-/// The x86 ABI table for `routine` on `arch`/`flavor`.
-pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
-    match arch {
-        Arch::X86_64 => x86_64::abi(flavor, s.linux.convention),
-        Arch::I386 => i386::abi(flavor),
-        Arch::Armv6 | Arch::Aarch64 => panic!("{arch} is not x86"),
-    }
+/// The x86 ABI of `s` on its arch in `flavor`.
+pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::Abi {
+    assert!(
+        matches!(s.arch, Arch::X86_64 | Arch::I386),
+        "{} is not x86",
+        s.arch
+    );
+    x86::Abi::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
 }
 
 /// Lower and print every entry point of `s` for `flavor`.
@@ -148,7 +147,7 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
         .map(|r| {
             let mut f = match s.arch {
                 Arch::X86_64 | Arch::I386 => {
-                    let abi = x86_abi(s, s.arch, flavor);
+                    let abi = x86_abi(s, flavor);
                     let lines = x86::select(&r, &abi);
                     x86::print(&lines, abi.ptr_width, flavor)
                 }

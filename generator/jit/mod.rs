@@ -67,7 +67,7 @@ pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> 
         return assemble_a64(s, flavor);
     }
     let mode = mode(s.arch)?;
-    let abi = backend::x86_abi(s, s.arch, flavor);
+    let abi = backend::x86_abi(s, flavor);
     lower(
         s,
         Target {
@@ -211,10 +211,10 @@ pub fn compile_edited(
         return Err(JitError::NotExecutable(s.arch));
     }
     let flavor = Flavor::Standalone;
-    let abi = backend::x86_abi(s, s.arch, flavor);
+    let abi = backend::x86_abi(s, flavor);
     // The stray-fault landing is a bare `ret`: right only while no routine
     // moves the stack pointer, which holds for the x86_64 standalone ABI.
-    assert!(abi.always_saved.is_empty() && abi.saved_if_used.is_empty());
+    assert!(abi.saves_nothing());
     let mut ops = dynasmrt::x64::Assembler::new()?;
     let mut placed = Vec::new();
     for r in lower(

@@ -8,7 +8,7 @@ use serde::Serialize;
 use tera::{Context, Tera};
 
 use crate::backend::{self, Function};
-use crate::front::strategy::{Arch, Convention, Flavor, Strategy};
+use crate::front::strategy::{Arch, Flavor, Strategy};
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("header", include_str!("../../templates/header.S.tera")),
@@ -56,19 +56,7 @@ pub fn emitted_path(s: &Strategy, flavor: Flavor) -> String {
 
 /// A one-line description of the calling convention of `s` in `flavor`.
 pub fn abi_text(s: &Strategy, flavor: Flavor) -> &'static str {
-    match (s.arch, flavor) {
-        (Arch::X86_64, Flavor::Standalone) => "SysV: rdi=to rsi=from rdx=n -> rax",
-        (Arch::X86_64, Flavor::Linux) => match s.linux.convention {
-            Convention::C => "C convention: rdi=to rsi=from rdx=n -> rax",
-            Convention::RepMovs => {
-                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, clobbers rax"
-            }
-        },
-        (Arch::I386, Flavor::Standalone) => "cdecl: to, from, n on the stack -> eax",
-        (Arch::I386, Flavor::Linux) => "-mregparm=3: eax=to edx=from ecx=n -> eax",
-        (Arch::Armv6, _) => "AAPCS: r0=to r1=from r2=n -> r0",
-        (Arch::Aarch64, _) => "AAPCS64: x0=to x1=from x2=n -> x0",
-    }
+    crate::arch::abi(s.arch, flavor, s.linux.convention).summary
 }
 
 #[derive(Serialize)]
