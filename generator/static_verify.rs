@@ -26,6 +26,7 @@
 //! A32 for ARMv6) turn each instruction into the same facts ([`Insn`]) and
 //! give its effect on the abstract state (`transfer`).
 
+mod a64;
 mod arm;
 mod x86;
 
@@ -362,6 +363,7 @@ const NREGS: usize = 16;
 fn reg_name(arch: Arch, r: usize) -> &'static str {
     match arch {
         Arch::Armv6 => arm::reg_name(r),
+        Arch::Aarch64 => a64::reg_name(r),
         _ => x86::reg_name(arch, r),
     }
 }
@@ -388,7 +390,13 @@ impl AbiSpec {
             Arch::I386 => &crate::arch::i386::CDECL,
             _ => crate::arch::abi(arch, flavor, convention),
         };
-        let clobber: Vec<usize> = table.clobbers.iter().map(|&r| r as usize).collect();
+        // Hardware numbers, or A64's slots (the checker tracks 16 registers).
+        let reg = |r: u8| match arch {
+            Arch::Aarch64 => a64::slot(r),
+            _ => r as usize,
+        };
+        let mut clobber: Vec<usize> = table.clobbers.iter().map(|&r| reg(r)).collect();
+        clobber.dedup();
         let names: Vec<&str> = clobber.iter().map(|&r| reg_name(arch, r)).collect();
         let mut describe = format!("{}, may clobber {}", table.summary, names.join(" "));
         if table.pc.is_some() {
@@ -398,12 +406,12 @@ impl AbiSpec {
             arch,
             ptr: table.ptr_width as i64,
             arg_regs: match table.args {
-                crate::arch::Args::Regs(r) => Some(r.map(usize::from)),
+                crate::arch::Args::Regs(r) => Some(r.map(reg)),
                 crate::arch::Args::Stack => None,
             },
             ret: table.ret as usize,
             clobber,
-            sp: table.sp as usize,
+            sp: reg(table.sp),
             pc: table.pc.map(usize::from),
             describe,
         }
@@ -603,6 +611,7 @@ const FIXUP_BASE: u64 = 1 << 40;
 enum Raw {
     X86(iced_x86::Instruction),
     Arm(unarm::Ins),
+    A64(yaxpeax_arm::armv8::a64::Instruction),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -735,6 +744,7 @@ impl Func<'_> {
         match &insn.raw {
             Raw::X86(i) => x86::transfer(insn, i, st, self.abi),
             Raw::Arm(i) => arm::transfer(insn, i, st, self.abi),
+            Raw::A64(i) => a64::transfer(insn, i, st, self.abi),
         }
     }
 
@@ -840,6 +850,7 @@ fn check_function(
             ));
             v
         }
+        Arch::Aarch64 => a64::decode(obj, &f.section, (f.start..f.end).step_by(4), &addr_of),
         _ => x86::decode(obj, f, abi),
     };
     let index: BTreeMap<u64, usize> = insns.iter().enumerate().map(|(k, i)| (i.addr, k)).collect();
