@@ -722,8 +722,9 @@ fn bench_times_old_and_new_of_each_changed_routine() {
 
 #[test]
 fn arm_objects_diff_with_objdump_listings() {
-    tool("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
-    tool("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi");
+    let arm = copygen::toolchain::toolchain(copygen::front::strategy::Arch::Armv6);
+    tool(arm.cc.program, &arm.cc.package_list());
+    tool(arm.objdump.program, &arm.objdump.package_list());
     // A hand-written A32 byte loop with one entry, as the armv6 standalone
     // flavour writes them (relative words).
     let arm = |extra: &str, entry: bool| {
@@ -761,8 +762,9 @@ fn arm_objects_diff_with_objdump_listings() {
 
 #[test]
 fn arm_strategy_files_diff_in_both_flavours() {
-    tool("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
-    tool("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi");
+    let arm = copygen::toolchain::toolchain(copygen::front::strategy::Arch::Armv6);
+    tool(arm.cc.program, &arm.cc.package_list());
+    tool(arm.objdump.program, &arm.objdump.package_list());
     let dir = tempfile::tempdir().unwrap();
     let text = preset_text("word-loop");
     assert!(text.contains("registers = 8"));

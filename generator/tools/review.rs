@@ -13,7 +13,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
@@ -157,7 +156,8 @@ fn source(rel: String, text: String, shown: &str, opts: &Options) -> Result<Sour
 }
 
 fn run_git(dir: &Path, args: &[&str]) -> Result<std::process::Output> {
-    Command::new("git")
+    crate::toolchain::GIT
+        .command()
         .current_dir(dir)
         .args(args)
         .output()
@@ -467,15 +467,14 @@ fn format_branch_x86(i: &iced_x86::Instruction, target: Option<u64>) -> String {
 /// objdump's disassembly of every code section: section → [(address, text
 /// with `{target}`, branch target)].
 fn objdump_all(path: &Path, arch: Arch) -> Result<BTreeMap<String, Insns>> {
-    let (tool, package) = match arch {
-        Arch::Armv6 => ("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi"),
-        _ => ("objdump", "binutils"),
-    };
-    let out = Command::new(tool)
-        .args(["-d", "--no-show-raw-insn", "-z"])
-        .arg(path)
-        .output()
-        .map_err(|e| anyhow!("{tool} (Debian package `{package}`) could not run: {e}"))?;
+    let objdump = crate::toolchain::toolchain(arch).objdump;
+    let tool = objdump.program;
+    let out = objdump.output(
+        objdump
+            .command()
+            .args(["-d", "--no-show-raw-insn", "-z"])
+            .arg(path),
+    )?;
     if !out.status.success() {
         return Err(anyhow!(
             "{tool} {}: {}",
