@@ -34,6 +34,7 @@ pub mod front {
 /// Generated files: templates around the printed functions, and the
 /// `emitted/` tree.
 pub mod output {
+    pub mod header;
     pub mod render;
     pub mod tree;
 }

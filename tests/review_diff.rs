@@ -716,7 +716,9 @@ fn bench_times_old_and_new_of_each_changed_routine() {
     // emitted files (their header restates the strategy).
     let s = parse("unrolled64", &preset_text("unrolled64"));
     let text = render(&s, Flavor::Standalone);
-    let back = review::restated_strategy(&text, None).unwrap().unwrap();
+    let back = copygen::output::header::restated_strategy(&text, None)
+        .unwrap()
+        .unwrap();
     assert_eq!(render(&back, Flavor::Standalone), text);
 }
 
