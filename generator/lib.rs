@@ -27,4 +27,5 @@ pub mod render;
 pub mod review;
 pub mod static_verify;
 pub mod strategy;
+pub mod variants;
 pub mod verify;

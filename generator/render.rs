@@ -70,14 +70,13 @@ struct FileContext<'a> {
     params: Vec<String>,
     functions: Vec<Function>,
     extable: &'static str,
+    /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
+    alternatives: bool,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
 pub fn render(s: &Strategy, flavor: Flavor) -> String {
-    let functions = backend::functions(s, flavor)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+    let functions = backend::file_functions(s, flavor);
     render_functions(s, flavor, functions)
 }
 
@@ -101,6 +100,7 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
             crate::ir::ExtableFormat::Relative => "relative",
             crate::ir::ExtableFormat::Absolute => "absolute",
         },
+        alternatives: !s.variants.is_empty(),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
