@@ -371,8 +371,10 @@ fn regs(arch: Arch) -> Regs {
     }
 }
 
-fn ptr_label(s: &Strategy, dir: Direction) -> String {
-    format!(".L{}_{}_ptr", s.symbol, dir.tag())
+/// The pointer an entry point jumps through: a hidden global, so a test
+/// linked with the object can see which variant the resolver chose.
+pub fn pointer_symbol(s: &Strategy, dir: Direction) -> String {
+    format!("{}__{}_ptr", s.symbol, dir.tag())
 }
 
 fn resolve_label(s: &Strategy, dir: Direction) -> String {
@@ -383,7 +385,7 @@ fn resolve_label(s: &Strategy, dir: Direction) -> String {
 /// holds this entry's resolver stub.
 fn standalone_entry(s: &Strategy, dir: Direction) -> Function {
     let sym = entry_symbol(s, dir, None);
-    let ptr = ptr_label(s, dir);
+    let ptr = pointer_symbol(s, dir);
     let mut body = match s.arch {
         Arch::X86_64 => vec![format!("\tjmp\t*{ptr}(%rip)")],
         _ => {
@@ -500,7 +502,7 @@ fn resolver(s: &Strategy) -> Vec<String> {
         b.push(format!("{}:", l(&format!("pick{i}"))));
         for &dir in &s.directions {
             let target = variant_symbol(s, v, dir);
-            let ptr = ptr_label(s, dir);
+            let ptr = pointer_symbol(s, dir);
             if x64 {
                 ins(&mut b, &format!("leaq\t{target}(%rip), %rax"));
                 ins(&mut b, &format!("movq\t%rax, {ptr}(%rip)"));
@@ -521,7 +523,12 @@ fn resolver(s: &Strategy) -> Vec<String> {
     b.push("\t.pushsection .data".into());
     b.push(format!("\t.balign\t{}", if x64 { 8 } else { 4 }));
     for &dir in &s.directions {
-        b.push(format!("{}:", ptr_label(s, dir)));
+        let p = pointer_symbol(s, dir);
+        b.push(format!("\t.globl\t{p}"));
+        b.push(format!("\t.hidden\t{p}"));
+        b.push(format!("\t.type\t{p}, @object"));
+        b.push(format!("\t.size\t{p}, {}", if x64 { 8 } else { 4 }));
+        b.push(format!("{p}:"));
         b.push(format!(
             "\t{}\t{}",
             if x64 { ".quad" } else { ".long" },
