@@ -108,7 +108,7 @@
 	.type	guarded_movsb_from_user, @function
 	.p2align 4
 guarded_movsb_from_user:
-	jmp	*.Lguarded_movsb_from_ptr(%rip)
+	jmp	*guarded_movsb__from_ptr(%rip)
 	/* first call: pick the variant for this CPU, then enter it */
 .Lguarded_movsb_from_resolve:
 	call	.Lguarded_movsb_resolve
@@ -123,7 +123,7 @@ guarded_movsb_from_user:
 	.type	guarded_movsb_to_user, @function
 	.p2align 4
 guarded_movsb_to_user:
-	jmp	*.Lguarded_movsb_to_ptr(%rip)
+	jmp	*guarded_movsb__to_ptr(%rip)
 	/* first call: pick the variant for this CPU, then enter it */
 .Lguarded_movsb_to_resolve:
 	call	.Lguarded_movsb_resolve
@@ -201,21 +201,21 @@ guarded_movsb_to_user:
 	je	.Lguarded_movsb_pick1
 .Lguarded_movsb_pick2:
 	leaq	guarded_movsb__loop_from_user(%rip), %rax
-	movq	%rax, .Lguarded_movsb_from_ptr(%rip)
+	movq	%rax, guarded_movsb__from_ptr(%rip)
 	leaq	guarded_movsb__loop_to_user(%rip), %rax
-	movq	%rax, .Lguarded_movsb_to_ptr(%rip)
+	movq	%rax, guarded_movsb__to_ptr(%rip)
 	jmp	.Lguarded_movsb_resolved
 .Lguarded_movsb_pick0:
 	leaq	guarded_movsb__zen_from_user(%rip), %rax
-	movq	%rax, .Lguarded_movsb_from_ptr(%rip)
+	movq	%rax, guarded_movsb__from_ptr(%rip)
 	leaq	guarded_movsb__zen_to_user(%rip), %rax
-	movq	%rax, .Lguarded_movsb_to_ptr(%rip)
+	movq	%rax, guarded_movsb__to_ptr(%rip)
 	jmp	.Lguarded_movsb_resolved
 .Lguarded_movsb_pick1:
 	leaq	guarded_movsb__fsrm_from_user(%rip), %rax
-	movq	%rax, .Lguarded_movsb_from_ptr(%rip)
+	movq	%rax, guarded_movsb__from_ptr(%rip)
 	leaq	guarded_movsb__fsrm_to_user(%rip), %rax
-	movq	%rax, .Lguarded_movsb_to_ptr(%rip)
+	movq	%rax, guarded_movsb__to_ptr(%rip)
 	jmp	.Lguarded_movsb_resolved
 .Lguarded_movsb_resolved:
 	pop	%rdx
@@ -224,9 +224,17 @@ guarded_movsb_to_user:
 
 	.pushsection .data
 	.balign	8
-.Lguarded_movsb_from_ptr:
+	.globl	guarded_movsb__from_ptr
+	.hidden	guarded_movsb__from_ptr
+	.type	guarded_movsb__from_ptr, @object
+	.size	guarded_movsb__from_ptr, 8
+guarded_movsb__from_ptr:
 	.quad	.Lguarded_movsb_from_resolve
-.Lguarded_movsb_to_ptr:
+	.globl	guarded_movsb__to_ptr
+	.hidden	guarded_movsb__to_ptr
+	.type	guarded_movsb__to_ptr, @object
+	.size	guarded_movsb__to_ptr, 8
+guarded_movsb__to_ptr:
 	.quad	.Lguarded_movsb_to_resolve
 	.popsection
 	.size	guarded_movsb_to_user, . - guarded_movsb_to_user
