@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::ir::{Arch, Convention, Direction, Flavor};
-use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
@@ -381,54 +381,31 @@ struct AbiSpec {
 }
 
 impl AbiSpec {
+    /// The checker's view of the convention table (`arch/<arch>.rs`).
     fn new(arch: Arch, flavor: Flavor, convention: Convention, regparm: bool) -> Self {
-        let (ax, cx, dx, si, di) = (0, 1, 2, 6, 7);
-        let x86 = |ptr, arg_regs, ret, clobber, describe: &str| AbiSpec {
-            arch,
-            ptr,
-            arg_regs,
-            ret,
-            clobber,
-            sp: x86::RSP,
-            pc: None,
-            describe: describe.into(),
+        let table = match arch {
+            Arch::I386 if regparm => &crate::arch::i386::REGPARM,
+            Arch::I386 => &crate::arch::i386::CDECL,
+            _ => crate::arch::abi(arch, flavor, convention),
         };
-        match arch {
-            Arch::Armv6 => AbiSpec {
-                arch,
-                ptr: 4,
-                arg_regs: Some([0, 1, 2]),
-                ret: 0,
-                clobber: vec![0, 1, 2, 3, 12, arm::LR],
-                sp: arm::SP,
-                pc: Some(arm::PC),
-                describe: "AAPCS: r0=to r1=from r2=n -> r0, may clobber r0-r3 ip lr, returns through the entry lr".into(),
+        let clobber: Vec<usize> = table.clobbers.iter().map(|&r| r as usize).collect();
+        let names: Vec<&str> = clobber.iter().map(|&r| reg_name(arch, r)).collect();
+        let mut describe = format!("{}, may clobber {}", table.summary, names.join(" "));
+        if table.pc.is_some() {
+            describe.push_str(", returns through the entry lr");
+        }
+        AbiSpec {
+            arch,
+            ptr: table.ptr_width as i64,
+            arg_regs: match table.args {
+                crate::arch::Args::Regs(r) => Some(r.map(usize::from)),
+                crate::arch::Args::Stack => None,
             },
-            Arch::X86_64 if flavor == Flavor::Linux && convention == Convention::RepMovs => x86(
-                8,
-                Some([di, si, cx]),
-                cx,
-                vec![ax, cx, si, di],
-                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, may clobber rax rcx rsi rdi",
-            ),
-            Arch::X86_64 => x86(
-                8,
-                Some([di, si, dx]),
-                ax,
-                vec![ax, cx, dx, si, di, 8, 9, 10, 11],
-                "C convention: rdi=to rsi=from rdx=n -> rax, may clobber rax rcx rdx rsi rdi r8-r11",
-            ),
-            _ => x86(
-                4,
-                regparm.then_some([ax, dx, cx]),
-                ax,
-                vec![ax, cx, dx],
-                if regparm {
-                    "regparm(3): eax=to edx=from ecx=n -> eax, may clobber eax ecx edx"
-                } else {
-                    "cdecl: to, from, n at 4/8/12(%esp) -> eax, may clobber eax ecx edx"
-                },
-            ),
+            ret: table.ret as usize,
+            clobber,
+            sp: table.sp as usize,
+            pc: table.pc.map(usize::from),
+            describe,
         }
     }
 
@@ -1507,22 +1484,22 @@ pub fn render_reports(reports: &[Report]) -> (String, bool) {
 /// flavours, from freshly rendered text (what `copygen emit` writes to
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
-    check_strategies(&crate::emit::catalog()?, options)
+    check_strategies(&crate::output::tree::catalog()?, options)
 }
 
 /// Render each strategy in both flavours and check the files.
 pub fn check_strategies(
-    strategies: &[crate::ir::Strategy],
+    strategies: &[crate::front::strategy::Strategy],
     options: &Options,
 ) -> Result<Vec<Report>> {
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let rel = crate::render::emitted_path(s, flavor);
+            let rel = crate::output::render::emitted_path(s, flavor);
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
-            std::fs::write(&path, crate::render::render(s, flavor))?;
+            std::fs::write(&path, crate::output::render::render(s, flavor))?;
             let mut r = check_object(&path, options)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);

@@ -19,9 +19,9 @@
 use std::fmt;
 
 use crate::backend::Function;
-use crate::ir::{Arch, Direction, Flavor, SizeClass, Strategy};
+use crate::front::strategy::{Arch, Direction, Flavor, SizeClass, Strategy};
+use crate::lower::routine::Routine;
 use crate::lower::{entry_symbol, lower, Target};
-use crate::ops::Routine;
 
 /// A CPU property a variant's condition may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -570,9 +570,9 @@ pub fn bench_subject(
     s: &Strategy,
     forced: Option<&str>,
     found: CpuFeatures,
-) -> anyhow::Result<crate::bench::Subject> {
+) -> anyhow::Result<crate::tools::bench::Subject> {
     let Some(v) = bench_variant(s, forced, found)? else {
-        return crate::bench::strategy_subject(s);
+        return crate::tools::bench::strategy_subject(s);
     };
     let vs = variant_strategy(s, v);
     let dir = if s.directions.contains(&Direction::FromUser) {
@@ -580,7 +580,7 @@ pub fn bench_subject(
     } else {
         Direction::ToUser
     };
-    crate::bench::jit_subject(
+    crate::tools::bench::jit_subject(
         &vs,
         &entry_symbol(&vs, dir, None),
         format!("{}[{}]", s.name, v.name),

@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use copygen::emit::{catalog, repo_root};
-use copygen::ir::{Direction, Flavor, Strategy};
-use copygen::render::render;
-use copygen::strategy::parse;
+use copygen::front::parse::parse;
+use copygen::front::strategy::{Direction, Flavor, Strategy};
+use copygen::output::render::render;
+use copygen::output::tree::{catalog, repo_root};
 use copygen::variants::{self, CpuFeature, CpuFeatures};
 
 /// Two variants over shared methods: rep movsb where ERMS and not Zen, a
@@ -350,7 +350,7 @@ fn the_standalone_resolver_picks_what_cpuid_says_on_this_host() {
 #[test]
 fn fault_injection_runs_every_variant_and_the_entry_points() {
     for s in [per_cpu("x86_64"), per_cpu("i386")] {
-        let names: Vec<String> = copygen::faultinject::entries(&s)
+        let names: Vec<String> = copygen::checks::faultinject::entries(&s)
             .into_iter()
             .map(|e| e.symbol)
             .collect();
@@ -365,7 +365,7 @@ fn fault_injection_runs_every_variant_and_the_entry_points() {
                 "per_cpu_to_user",
             ]
         );
-        let r = copygen::faultinject::run_strategy(&s).unwrap();
+        let r = copygen::checks::faultinject::run_strategy(&s).unwrap();
         assert_eq!(r.routines.len(), 6);
         assert_eq!(r.violations(), 0, "{}: {:?}", s.arch, r.details);
         assert!(r.routines.iter().all(|x| x.cases > 10_000));

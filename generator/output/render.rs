@@ -8,22 +8,25 @@ use serde::Serialize;
 use tera::{Context, Tera};
 
 use crate::backend::{self, Function};
-use crate::ir::{Arch, Convention, Flavor, Strategy};
+use crate::front::strategy::{Arch, Flavor, Strategy};
 
 const TEMPLATES: &[(&str, &str)] = &[
-    ("header", include_str!("../templates/header.S.tera")),
+    ("header", include_str!("../../templates/header.S.tera")),
     (
         "x86-standalone",
-        include_str!("../templates/x86-standalone.S.tera"),
+        include_str!("../../templates/x86-standalone.S.tera"),
     ),
-    ("x86-linux", include_str!("../templates/x86-linux.S.tera")),
+    (
+        "x86-linux",
+        include_str!("../../templates/x86-linux.S.tera"),
+    ),
     (
         "armv6-standalone",
-        include_str!("../templates/armv6-standalone.S.tera"),
+        include_str!("../../templates/armv6-standalone.S.tera"),
     ),
     (
         "armv6-linux",
-        include_str!("../templates/armv6-linux.S.tera"),
+        include_str!("../../templates/armv6-linux.S.tera"),
     ),
 ];
 
@@ -45,18 +48,7 @@ pub fn emitted_path(s: &Strategy, flavor: Flavor) -> String {
 
 /// A one-line description of the calling convention of `s` in `flavor`.
 pub fn abi_text(s: &Strategy, flavor: Flavor) -> &'static str {
-    match (s.arch, flavor) {
-        (Arch::X86_64, Flavor::Standalone) => "SysV: rdi=to rsi=from rdx=n -> rax",
-        (Arch::X86_64, Flavor::Linux) => match s.linux.convention {
-            Convention::C => "C convention: rdi=to rsi=from rdx=n -> rax",
-            Convention::RepMovs => {
-                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, clobbers rax"
-            }
-        },
-        (Arch::I386, Flavor::Standalone) => "cdecl: to, from, n on the stack -> eax",
-        (Arch::I386, Flavor::Linux) => "-mregparm=3: eax=to edx=from ecx=n -> eax",
-        (Arch::Armv6, _) => "AAPCS: r0=to r1=from r2=n -> r0",
-    }
+    crate::arch::abi(s.arch, flavor, s.linux.convention).summary
 }
 
 #[derive(Serialize)]
@@ -97,8 +89,8 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         params,
         functions,
         extable: match s.linux.extable {
-            crate::ir::ExtableFormat::Relative => "relative",
-            crate::ir::ExtableFormat::Absolute => "absolute",
+            crate::front::strategy::ExtableFormat::Relative => "relative",
+            crate::front::strategy::ExtableFormat::Absolute => "absolute",
         },
         alternatives: !s.variants.is_empty(),
     };
