@@ -34,8 +34,13 @@ pub struct Entry {
     pub exact: bool,
 }
 
-/// The manifest rows of `s`, from its lowered routines.
+/// The manifest rows of `s`, from its lowered routines; with per-CPU
+/// variants, every variant and the entry points that pick one.
 pub fn entries(s: &Strategy) -> Vec<Entry> {
+    let pickers = crate::variants::dispatchers(s, Flavor::Standalone)
+        .into_iter()
+        .zip(&s.directions)
+        .map(|(f, &direction)| (f.symbol, direction, None));
     lower(
         s,
         Target {
@@ -44,11 +49,13 @@ pub fn entries(s: &Strategy) -> Vec<Entry> {
         },
     )
     .into_iter()
-    .map(|r| Entry {
-        symbol: r.symbol,
-        direction: r.direction,
-        fixed: r.fixed,
-        zero_tail: s.zero_tail && r.direction == Direction::FromUser,
+    .map(|r| (r.symbol, r.direction, r.fixed))
+    .chain(pickers)
+    .map(|(symbol, direction, fixed)| Entry {
+        symbol,
+        direction,
+        fixed,
+        zero_tail: s.zero_tail && direction == Direction::FromUser,
         exact: s.precision == Precision::Exact,
     })
     .collect()
