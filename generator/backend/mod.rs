@@ -159,3 +159,12 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
         })
         .collect()
 }
+
+/// Every function of the file of `s` in `flavor`: with per-CPU variants, the
+/// entry points that pick one ([`crate::variants`]) first, then the lowered
+/// routines.
+pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    let mut out = crate::variants::dispatchers(s, flavor);
+    out.extend(functions(s, flavor).into_iter().map(|(_, f)| f));
+    out
+}

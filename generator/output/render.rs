@@ -1,12 +1,13 @@
 //! File structure: the tera templates in `templates/` (embedded in the
-//! binary) wrap the printed functions with the header, the flavour's
-//! macros and the exception table.
+//! binary) wrap the printed functions with the header ([`super::header`]),
+//! the flavour's macros and the exception table.
 
 use std::sync::OnceLock;
 
 use serde::Serialize;
 use tera::{Context, Tera};
 
+use super::header::Header;
 use crate::backend::{self, Function};
 use crate::front::strategy::{Arch, Flavor, Strategy};
 
@@ -54,53 +55,32 @@ pub fn emitted_path(s: &Strategy, flavor: Flavor) -> String {
     format!("{}/{}/{}.S", s.arch, flavor, s.name)
 }
 
-/// A one-line description of the calling convention of `s` in `flavor`.
-pub fn abi_text(s: &Strategy, flavor: Flavor) -> &'static str {
-    crate::arch::abi(s.arch, flavor, s.linux.convention).summary
-}
-
 #[derive(Serialize)]
 struct FileContext<'a> {
-    source: &'a str,
-    name: &'a str,
-    arch: &'a str,
-    flavor: &'a str,
-    abi: &'a str,
-    description: Vec<&'a str>,
-    params: Vec<String>,
+    #[serde(flatten)]
+    header: Header<'a>,
     functions: Vec<Function>,
     extable: &'static str,
+    /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
+    alternatives: bool,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
 pub fn render(s: &Strategy, flavor: Flavor) -> String {
-    let functions = backend::functions(s, flavor)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+    let functions = backend::file_functions(s, flavor);
     render_functions(s, flavor, functions)
 }
 
 /// Render the file around functions already printed for `s` in `flavor`.
 pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
-    let params = s
-        .text
-        .lines()
-        .map(|l| l.replace("*/", "* /").trim_end().to_string())
-        .collect();
     let ctx = FileContext {
-        source: &s.source,
-        name: &s.name,
-        arch: s.arch.name(),
-        flavor: flavor.name(),
-        abi: abi_text(s, flavor),
-        description: s.description.lines().map(str::trim).collect(),
-        params,
+        header: Header::new(s, flavor),
         functions,
         extable: match s.linux.extable {
             crate::front::strategy::ExtableFormat::Relative => "relative",
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
         },
+        alternatives: !s.variants.is_empty(),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
@@ -116,14 +96,4 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         out.pop();
     }
     out
-}
-
-/// Whether this build can render `s` (an arch without templates cannot).
-pub fn has_template(s: &Strategy) -> bool {
-    let prefix = match s.arch {
-        Arch::X86_64 | Arch::I386 => "x86-",
-        Arch::Armv6 => "armv6-",
-        Arch::Aarch64 => "aarch64-",
-    };
-    TEMPLATES.iter().any(|(n, _)| n.starts_with(prefix))
 }
