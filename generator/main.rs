@@ -438,11 +438,23 @@ fn bench_subject(
                 .join(", ")
         )));
     };
-    if s.arch != Arch::X86_64 {
-        return Err(Failure::Input(format!(
-            "error: `{name}` is {}: the bench runs x86_64 routines in-process",
-            s.arch
-        )));
+    match s.arch {
+        Arch::X86_64 => {}
+        // Their code runs on this host only under qemu's translation.
+        Arch::Armv6 | Arch::Aarch64 => {
+            return Err(Failure::Input(format!(
+                "error: `{name}` is {0} code, which this x86_64 host runs only under qemu emulation: \
+                 emulated timings say nothing about a real {0} CPU, so the bench does not time it \
+                 (it times x86_64 routines in-process; run `copygen verify` for {0}'s correctness)",
+                s.arch
+            )));
+        }
+        Arch::I386 => {
+            return Err(Failure::Input(format!(
+                "error: `{name}` is {}: the bench runs x86_64 routines in-process",
+                s.arch
+            )));
+        }
     }
     let chosen = copygen::variants::bench_variant(&s, variant, found)
         .map_err(|e| Failure::Input(format!("error: {e:#}")))?;

@@ -125,3 +125,24 @@ fn the_plot_renders_a_line_per_subject() {
     assert_eq!(svg.matches(">\nrep_movsb\n<").count(), 2, "{svg}");
     assert_eq!(svg.matches(">\nmemcpy\n<").count(), 2);
 }
+
+/// ARM code runs on this host only under qemu: the bench refuses to time
+/// it, and says why, instead of printing emulator timings.
+#[test]
+fn the_bench_refuses_emulated_code_and_says_so() {
+    for (name, arch) in [("arm64-template", "aarch64"), ("ldm-stm", "armv6")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_copygen"))
+            .args(["bench", name, "--sizes", "8"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("is {arch} code"))
+                && err.contains("only under qemu emulation")
+                && err.contains("does not time it"),
+            "{name}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{name}: nothing measured");
+    }
+}
