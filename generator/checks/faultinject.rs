@@ -13,9 +13,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::backend::{compile, Compiled};
 use crate::front::strategy::{Arch, Direction, Flavor, Precision, Strategy};
-use crate::lower::{lower, Target};
-use crate::output::render::render;
+use crate::output::render::render_functions;
 use crate::toolchain::{toolchain, Toolchain};
 
 const HARNESS_C: &str = include_str!("../../verify/harness.c");
@@ -36,22 +36,21 @@ pub struct Entry {
 
 /// The manifest rows of `s`, from its lowered routines.
 pub fn entries(s: &Strategy) -> Vec<Entry> {
-    lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor: Flavor::Standalone,
-        },
-    )
-    .into_iter()
-    .map(|r| Entry {
-        symbol: r.symbol,
-        direction: r.direction,
-        fixed: r.fixed,
-        zero_tail: s.zero_tail && r.direction == Direction::FromUser,
-        exact: s.precision == Precision::Exact,
-    })
-    .collect()
+    entries_of(s, &compile(s, Flavor::Standalone))
+}
+
+/// The manifest rows of routines compiled from `s`.
+fn entries_of(s: &Strategy, compiled: &[Compiled]) -> Vec<Entry> {
+    compiled
+        .iter()
+        .map(|c| Entry {
+            symbol: c.routine.symbol.clone(),
+            direction: c.routine.direction,
+            fixed: c.routine.fixed,
+            zero_tail: s.zero_tail && c.routine.direction == Direction::FromUser,
+            exact: s.precision == Precision::Exact,
+        })
+        .collect()
 }
 
 /// The C manifest the harness is linked with.
@@ -144,8 +143,11 @@ impl Report {
 
 /// Fault-inject every standalone entry point of `s`.
 pub fn run_strategy(s: &Strategy) -> Result<Report> {
-    let asm = render(s, Flavor::Standalone);
-    run_asm(s.arch, &asm, &entries(s))
+    // One compile: the printed file and the manifest come from the same routines.
+    let compiled = compile(s, Flavor::Standalone);
+    let functions = compiled.iter().map(Compiled::print).collect();
+    let asm = render_functions(s, Flavor::Standalone, functions);
+    run_asm(s.arch, &asm, &entries_of(s, &compiled))
         .with_context(|| format!("fault injection of {} ({})", s.name, s.arch))
 }
 
