@@ -23,6 +23,7 @@ pub mod jit;
 pub mod lower;
 pub mod static_verify;
 pub mod toolchain;
+pub mod variants;
 
 /// The front end: strategy files in, validated strategies out.
 pub mod front {

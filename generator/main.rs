@@ -131,6 +131,9 @@ struct BenchArgs {
     /// Write an SVG plot here.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
+    #[arg(long)]
+    variant: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -384,8 +387,17 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
+    let found = copygen::variants::host_features();
+    let mut any_variants = false;
     for name in &a.subjects {
-        subjects.push(bench_subject(name)?);
+        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
+        subjects.push(subject);
+        any_variants |= has_variants;
+    }
+    if let (Some(v), false) = (&a.variant, any_variants) {
+        return Err(Failure::Input(format!(
+            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
+        )));
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -413,10 +425,15 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
-fn bench_subject(name: &str) -> Result<copygen::tools::bench::Subject, Failure> {
+/// A baseline by name, or a strategy (file or catalog name) compiled by the
+/// JIT; with per-CPU variants, the one chosen (and `true`).
+fn bench_subject(
+    name: &str,
+    variant: Option<&str>,
+    found: copygen::variants::CpuFeatures,
+) -> Result<(copygen::tools::bench::Subject, bool), Failure> {
     if let Some(b) = copygen::tools::bench::baseline(name) {
-        return Ok(b);
+        return Ok((b, false));
     }
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
@@ -439,7 +456,24 @@ fn bench_subject(name: &str) -> Result<copygen::tools::bench::Subject, Failure> 
             s.arch
         )));
     }
-    Ok(copygen::tools::bench::strategy_subject(&s)?)
+    let chosen = copygen::variants::bench_variant(&s, variant, found)
+        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    if let Some(v) = chosen {
+        let why = match variant {
+            Some(_) => "forced by --variant".to_string(),
+            None => format!("this CPU has: {found}"),
+        };
+        eprintln!(
+            "{}: variant `{}` ({}; {why})",
+            s.name,
+            v.name,
+            v.condition_text()
+        );
+    }
+    Ok((
+        copygen::variants::bench_subject(&s, variant, found)?,
+        !s.variants.is_empty(),
+    ))
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {

@@ -889,6 +889,25 @@ fn check_function(
         }
     }
 
+    // A jump to another function's entry is a tail call (a per-CPU entry
+    // point entering its variant): that function is checked on its own,
+    // and here the jump ends the path as a return does.
+    for k in 0..func.insns.len() {
+        let Flow::Jump(t) = func.insns[k].flow else {
+            continue;
+        };
+        let section = &func.insns[k].loc.section;
+        let callee = obj
+            .functions
+            .iter()
+            .find(|g| g.global && &g.section == section && g.start == t && g.name != f.name);
+        if let (false, Some(g)) = (func.index.contains_key(&t), callee) {
+            func.insns[k].flow = Flow::Return;
+            let note = format!("tail call to {}", g.name);
+            func.finding(Severity::Note, k, note);
+        }
+    }
+
     // Control flow.
     let n = func.insns.len();
     let mut succ = vec![Vec::new(); n];

@@ -200,3 +200,17 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
         })
         .collect()
 }
+
+/// Every function of the file of `s` in `flavor`: with per-CPU variants, the
+/// entry points that pick one ([`crate::variants`]) first, then the lowered
+/// routines.
+pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    print_file(s, flavor, &compile(s, flavor))
+}
+
+/// [`file_functions`] from routines already compiled for `s` in `flavor`.
+pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
+    let mut out = crate::variants::dispatchers(s, flavor);
+    out.extend(compiled.iter().map(Compiled::print));
+    out
+}

@@ -34,20 +34,34 @@ pub struct Entry {
     pub exact: bool,
 }
 
-/// The manifest rows of `s`, from its lowered routines.
+/// The manifest rows of `s`, from its lowered routines; with per-CPU
+/// variants, every variant and the entry points that pick one.
 pub fn entries(s: &Strategy) -> Vec<Entry> {
     entries_of(s, &compile(s, Flavor::Standalone))
 }
 
-/// The manifest rows of routines compiled from `s`.
+/// The manifest rows of routines compiled from `s`, then the per-CPU
+/// variants' entry points that pick one.
 fn entries_of(s: &Strategy, compiled: &[Compiled]) -> Vec<Entry> {
+    let pickers = crate::variants::dispatchers(s, Flavor::Standalone)
+        .into_iter()
+        .zip(&s.directions)
+        .map(|(f, &direction)| (f.symbol, direction, None));
     compiled
         .iter()
-        .map(|c| Entry {
-            symbol: c.routine.symbol.clone(),
-            direction: c.routine.direction,
-            fixed: c.routine.fixed,
-            zero_tail: s.zero_tail && c.routine.direction == Direction::FromUser,
+        .map(|c| {
+            (
+                c.routine.symbol.clone(),
+                c.routine.direction,
+                c.routine.fixed,
+            )
+        })
+        .chain(pickers)
+        .map(|(symbol, direction, fixed)| Entry {
+            symbol,
+            direction,
+            fixed,
+            zero_tail: s.zero_tail && direction == Direction::FromUser,
             exact: s.precision == Precision::Exact,
         })
         .collect()
@@ -145,7 +159,7 @@ impl Report {
 pub fn run_strategy(s: &Strategy) -> Result<Report> {
     // One compile: the printed file and the manifest come from the same routines.
     let compiled = compile(s, Flavor::Standalone);
-    let functions = compiled.iter().map(Compiled::print).collect();
+    let functions = crate::backend::print_file(s, Flavor::Standalone, &compiled);
     let asm = render_functions(s, Flavor::Standalone, functions);
     run_asm(s.arch, &asm, &entries_of(s, &compiled))
         .with_context(|| format!("fault injection of {} ({})", s.name, s.arch))

@@ -53,14 +53,13 @@ struct FileContext<'a> {
     header: Header<'a>,
     functions: Vec<Function>,
     extable: &'static str,
+    /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
+    alternatives: bool,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
 pub fn render(s: &Strategy, flavor: Flavor) -> String {
-    let functions = backend::functions(s, flavor)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+    let functions = backend::file_functions(s, flavor);
     render_functions(s, flavor, functions)
 }
 
@@ -73,6 +72,7 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
             crate::front::strategy::ExtableFormat::Relative => "relative",
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
         },
+        alternatives: !s.variants.is_empty(),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),

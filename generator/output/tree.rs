@@ -35,10 +35,7 @@ pub fn render_tree_with_stats(
     let mut stats = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let functions: Vec<_> = crate::backend::functions(s, flavor)
-                .into_iter()
-                .map(|(_, f)| f)
-                .collect();
+            let functions = crate::backend::file_functions(s, flavor);
             stats.push(FileStats {
                 strategy: s.name.clone(),
                 arch: s.arch,
