@@ -186,40 +186,19 @@ impl fmt::Display for Report {
     }
 }
 
-/// What the copygen header of an emitted `.S` says (` * name: arch, flavour flavour, abi.`).
-fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>) {
-    for line in text.lines().take(12) {
-        let Some(rest) = line.trim_start_matches(" * ").split_once(": ").map(|p| p.1) else {
-            continue;
-        };
-        let mut parts = rest.splitn(3, ", ");
-        let (Some(a), Some(fl)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let (Some(arch), Some(flavor)) = (
-            Arch::parse(a),
-            fl.strip_suffix(" flavour").and_then(Flavor::parse),
-        ) else {
-            continue;
-        };
-        let abi = parts.next().unwrap_or("");
-        let conv = if abi.starts_with("rep_movs convention") {
-            Convention::RepMovs
-        } else {
-            Convention::C
-        };
-        return (Some(arch), Some(flavor), Some(conv));
-    }
-    (None, None, None)
-}
-
 /// Check the `.S` or `.o` at `path`.
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let (h_arch, h_flavor, h_conv) = header_facts(&text);
+        // A file copygen generated in another run states its facts.
+        let header = crate::output::header::read(&text);
+        let (h_arch, h_flavor, h_conv) = (
+            header.as_ref().map(|h| h.arch),
+            header.as_ref().map(|h| h.flavor),
+            header.as_ref().map(|h| h.convention),
+        );
         // Unified-syntax ARM files say so; x86 never does.
         let arm = text.lines().any(|l| {
             let l = l.trim();
@@ -1500,7 +1479,14 @@ pub fn check_strategies(
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(&path, crate::output::render::render(s, flavor))?;
-            let mut r = check_object(&path, options)?;
+            // The strategy states the facts; the header is not read back.
+            let facts = Options {
+                arch: Some(s.arch),
+                flavor: Some(flavor),
+                convention: Some(s.linux.convention),
+                ..options.clone()
+            };
+            let mut r = check_object(&path, &facts)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);
         }
