@@ -13,12 +13,12 @@ use std::path::Path;
 use std::process::Command;
 
 use copygen::backend::aarch64;
+use copygen::front::catalog::{catalog, repo_root};
 use copygen::front::parse as strategy;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::jit;
 use copygen::lower::{lower, Target};
 use copygen::output::render;
-use copygen::output::tree::{catalog, repo_root};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget, SymbolKind};
 use proptest::strategy::{Strategy as _, ValueTree};
 use proptest::test_runner::TestRunner;

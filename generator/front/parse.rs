@@ -995,7 +995,7 @@ impl Validator<'_> {
             };
             if i == last && when.is_some() {
                 return Err(self.err(
-                    &path,
+                    &path.key("when"),
                     "the last variant must be the default (`default = true`): some CPU must match",
                 ));
             }
