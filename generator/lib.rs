@@ -4,7 +4,8 @@
 //!
 //! strategy file → [`strategy`] (validated [`ir`]) → [`lower`] ([`ops`]) →
 //! [`backend`] (instruction selection and printing) → [`render`] (file
-//! templates) → [`emit`] (the `emitted/` tree).
+//! templates) → [`emit`] (the `emitted/` tree) and [`output`] (how any
+//! file is written: atomically, all or nothing).
 //!
 //! The same x86 instruction lines feed [`jit`] (dynasm, in-process fault
 //! injection) and [`bench`]. Verification reads what was emitted:
@@ -23,6 +24,7 @@ pub mod jit;
 pub mod lower;
 pub mod objfile;
 pub mod ops;
+pub mod output;
 pub mod render;
 pub mod review;
 pub mod static_verify;
