@@ -66,7 +66,7 @@ struct FileContext<'a> {
     arch: &'a str,
     flavor: &'a str,
     abi: &'a str,
-    description: Vec<&'a str>,
+    description: Vec<String>,
     params: Vec<String>,
     functions: Vec<Function>,
     extable: &'static str,
@@ -83,18 +83,19 @@ pub fn render(s: &Strategy, flavor: Flavor) -> String {
 
 /// Render the file around functions already printed for `s` in `flavor`.
 pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
-    let params = s
-        .text
-        .lines()
-        .map(|l| l.replace("*/", "* /").trim_end().to_string())
-        .collect();
+    let params = s.text.lines().map(|l| comment_text(l.trim_end())).collect();
+    let source = comment_text(&s.source);
     let ctx = FileContext {
-        source: &s.source,
+        source: &source,
         name: &s.name,
         arch: s.arch.name(),
         flavor: flavor.name(),
         abi: abi_text(s, flavor),
-        description: s.description.lines().map(str::trim).collect(),
+        description: s
+            .description
+            .lines()
+            .map(|l| comment_text(l.trim()))
+            .collect(),
         params,
         functions,
         extable: match s.linux.extable {
@@ -124,4 +125,43 @@ pub fn has_template(s: &Strategy) -> bool {
         Arch::Armv6 => "armv6-",
     };
     TEMPLATES.iter().any(|(n, _)| n.starts_with(prefix))
+}
+
+/// `line` made safe inside the `/* ... */` header of a preprocessed `.S`
+/// (both flavours go through cpp). A `*/` would end the comment, and what
+/// follows would be assembled; `/*` opens a nested one (cpp warns). So a
+/// `*` and a `/` that meet, possibly across spaces, get one more space
+/// between them, which [`uncomment_text`] takes out again. Control
+/// characters (the validator lets none into a strategy, but a path may
+/// hold one) become `?`. A trailing backslash is harmless here: it splices
+/// the next line, and every line of the header starts with ` *`, so no `*/`
+/// can form across lines.
+pub fn comment_text(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 2);
+    for c in line.chars() {
+        if matches!(c, '*' | '/') && meets_counterpart(&out, c) {
+            out.push(' ');
+        }
+        out.push(if c.is_control() && c != '\t' { '?' } else { c });
+    }
+    out
+}
+
+/// The inverse of [`comment_text`] (for text without control characters).
+pub fn uncomment_text(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if matches!(c, '*' | '/') && meets_counterpart(&out, c) && out.ends_with(' ') {
+            out.pop();
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `text` ends with the other one of `*` and `/` than `c`, followed
+/// by nothing but spaces.
+fn meets_counterpart(text: &str, c: char) -> bool {
+    let other = if c == '*' { '/' } else { '*' };
+    text.trim_end_matches(' ').ends_with(other)
 }

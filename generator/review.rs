@@ -275,6 +275,13 @@ fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Side> {
             }
         }
     }
+    if files.is_empty() {
+        // Not "everything removed": most likely the wrong folder.
+        return Err(input(format!(
+            "error: {label}: no .S files under {}; a folder side is an emitted tree",
+            root.display()
+        )));
+    }
     Ok(Side {
         label: label.to_string(),
         kind: SideKind::Tree,
@@ -328,6 +335,11 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
         Some(c) => c.clone(),
         None => std::env::current_dir()?,
     };
+    if arg.trim().is_empty() {
+        return Err(input(
+            "error: an empty argument names no side: give a strategy file, an emitted .S, a folder, WORKTREE or a git revision",
+        ));
+    }
     if arg == WORKTREE {
         let top = git_toplevel(&cwd).unwrap_or_else(crate::emit::repo_root);
         return folder_side(arg, &top.join("emitted"), opts);
@@ -1228,7 +1240,7 @@ pub fn restated_strategy(text: &str, arch: Option<Arch>) -> Option<Result<Strate
         }
         let body = l.strip_prefix(" *").unwrap_or(l);
         let body = body.strip_prefix("   ").unwrap_or(body);
-        toml.push_str(&body.replace("* /", "*/"));
+        toml.push_str(&crate::render::uncomment_text(body));
         toml.push('\n');
     }
     Some(crate::strategy::parse(Path::new(&source), &toml, arch).map_err(anyhow::Error::new))
