@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use copygen::emit::render_tree;
-use copygen::strategy;
+use copygen::front::parse;
+use copygen::output::tree::render_tree;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// An x86_64 strategy of `n` 16-byte size classes alternating two methods.
@@ -38,7 +38,7 @@ fn emit_classes(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(5));
     for n in [1_000u64, 4_000, 10_000] {
-        let s = strategy::parse(Path::new("many.toml"), &many_classes(n), None)
+        let s = parse::parse(Path::new("many.toml"), &many_classes(n), None)
             .expect("the generated strategy validates");
         g.throughput(Throughput::Elements(n));
         g.bench_with_input(BenchmarkId::from_parameter(n), &s, |b, s| {

@@ -7,11 +7,11 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 
-use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
-use copygen::ir::{Arch, Flavor, Strategy};
-use copygen::render::{emitted_path, render};
-use copygen::strategy;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::output::render::{emitted_path, render};
+use copygen::output::tree::{self, catalog, check_tree, render_tree_with_stats, write_tree};
 
 /// `--version`: the package version and the git revision built.
 const VERSION: &str = concat!(
@@ -146,6 +146,9 @@ struct BenchArgs {
     /// Write an SVG plot here.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
+    #[arg(long)]
+    variant: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -297,7 +300,7 @@ fn cmd_emit(
     match output.as_deref() {
         None => print_all(&outputs)?,
         Some(p) if p.as_os_str() == "-" => print_all(&outputs)?,
-        Some(p) if outputs.len() == 1 && !p.is_dir() => emit::write_atomic(p, &outputs[0].1)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => copygen::output::write::write_file(p, &outputs[0].1)?,
         Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
             let why = if flavors.len() > 1 {
                 "both flavours: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
@@ -315,7 +318,7 @@ fn cmd_emit(
                 .iter()
                 .map(|(rel, text)| (dir.join(rel), text.clone()))
                 .collect();
-            copygen::output::write_all(&files)?;
+            copygen::output::write::write_all(&files)?;
             for (path, _) in &files {
                 eprintln!("wrote {}", path.display());
             }
@@ -326,7 +329,7 @@ fn cmd_emit(
 
 /// Generated text to stdout (a closed pipe is an error, not a panic).
 fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
-    copygen::output::write_file(std::path::Path::new("-"), &String::from_utf8_lossy(bytes))?;
+    copygen::output::write::write_file(std::path::Path::new("-"), &String::from_utf8_lossy(bytes))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -335,7 +338,7 @@ fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, Fail
     let mut strategies = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        match strategy::load(f, arch) {
+        match parse::load(f, arch) {
             Ok(s) => strategies.push(s),
             Err(e) => match Failure::from(e) {
                 Failure::Input(msg) => errors.push(msg),
@@ -359,7 +362,7 @@ fn print_all(outputs: &[(String, String)]) -> Result<(), Failure> {
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
+    let dir = emitted.unwrap_or_else(|| tree::repo_root().join("emitted"));
     let strategies = catalog()?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
@@ -405,7 +408,7 @@ fn cmd_list() -> Result<ExitCode, Failure> {
 }
 
 fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
-    use copygen::bench;
+    use copygen::tools::bench;
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
@@ -440,8 +443,17 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
+    let found = copygen::variants::host_features();
+    let mut any_variants = false;
     for name in &a.subjects {
-        subjects.push(bench_subject(name)?);
+        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
+        subjects.push(subject);
+        any_variants |= has_variants;
+    }
+    if let (Some(v), false) = (&a.variant, any_variants) {
+        return Err(Failure::Input(format!(
+            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
+        )));
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -459,7 +471,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        emit::write_atomic(p, &(text + "\n"))?;
+        copygen::output::write::write_file(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -469,20 +481,25 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
-fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
-    if let Some(b) = copygen::bench::baseline(name) {
-        return Ok(b);
+/// A baseline by name, or a strategy (file or catalog name) compiled by the
+/// JIT; with per-CPU variants, the one chosen (and `true`).
+fn bench_subject(
+    name: &str,
+    variant: Option<&str>,
+    found: copygen::variants::CpuFeatures,
+) -> Result<(copygen::tools::bench::Subject, bool), Failure> {
+    if let Some(b) = copygen::tools::bench::baseline(name) {
+        return Ok((b, false));
     }
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
-        strategy::load(path, None)?
+        parse::load(path, None)?
     } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
         s
     } else {
         return Err(Failure::Input(format!(
             "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
-            copygen::bench::BASELINES
+            copygen::tools::bench::BASELINES
                 .iter()
                 .map(|b| b.0)
                 .collect::<Vec<_>>()
@@ -495,11 +512,28 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
             s.arch
         )));
     }
-    Ok(copygen::bench::strategy_subject(&s)?)
+    let chosen = copygen::variants::bench_variant(&s, variant, found)
+        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    if let Some(v) = chosen {
+        let why = match variant {
+            Some(_) => "forced by --variant".to_string(),
+            None => format!("this CPU has: {found}"),
+        };
+        eprintln!(
+            "{}: variant `{}` ({}; {why})",
+            s.name,
+            v.name,
+            v.condition_text()
+        );
+    }
+    Ok((
+        copygen::variants::bench_subject(&s, variant, found)?,
+        !s.variants.is_empty(),
+    ))
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
-    use copygen::review;
+    use copygen::tools::review;
     use std::io::IsTerminal;
     let flavor = match a.flavor {
         None => None,
@@ -578,8 +612,8 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
-    print!("{}", copygen::verify::table(&outcomes));
+    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
         ExitCode::SUCCESS
@@ -592,7 +626,7 @@ fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
 ) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::ir::Convention;
+    use copygen::front::strategy::Convention;
     let convention = match args.convention.as_deref() {
         None => None,
         Some("c") => Some(Convention::C),
@@ -617,7 +651,7 @@ fn static_options(
 }
 
 fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = strategy::load(&file, parse_arch(arch)?)?;
+    let s = parse::load(&file, parse_arch(arch)?)?;
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
         copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
         e => Failure::Other(e.into()),

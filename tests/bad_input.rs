@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use copygen::diagnostics::StrategyError;
-use copygen::strategy::parse;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse::parse;
 
 /// A valid x86_64 strategy that each case breaks in one place.
 const BASE: &str = r#"name = "t"
@@ -498,8 +498,8 @@ fn the_largest_bounds_emit_on_every_arch() {
             );
         let s =
             parse(Path::new("case.toml"), &text, None).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        for flavor in copygen::ir::Flavor::ALL {
-            let out = copygen::render::render(&s, flavor);
+        for flavor in copygen::front::strategy::Flavor::ALL {
+            let out = copygen::output::render::render(&s, flavor);
             assert!(out.contains("class 1"), "{arch} {flavor}");
         }
     }
@@ -555,7 +555,7 @@ fn messages_suggest_and_speak_the_file_s_language() {
 
 #[test]
 fn an_error_caused_by_the_arch_override_says_so() {
-    let e = parse(Path::new("case.toml"), BASE, Some(copygen::ir::Arch::I386))
+    let e = parse(Path::new("case.toml"), BASE, Some(copygen::front::strategy::Arch::I386))
         .expect_err("8-byte registers do not exist on i386");
     assert!(
         e.message.contains("`--arch i386`") && e.message.contains("for x86_64"),
@@ -563,7 +563,7 @@ fn an_error_caused_by_the_arch_override_says_so() {
     );
     // An error of the file itself does not blame the override.
     let bad = replace("block = 64", "block = 60");
-    let e = parse(Path::new("case.toml"), &bad, Some(copygen::ir::Arch::I386)).unwrap_err();
+    let e = parse(Path::new("case.toml"), &bad, Some(copygen::front::strategy::Arch::I386)).unwrap_err();
     assert!(!e.to_string().contains("--arch"), "{e}");
 }
 
@@ -590,7 +590,7 @@ fn a_prefetch_that_can_never_run_is_a_warning_naming_the_field() {
         "registers = 4\nprefetch = { kind = \"t0\", distance = [32, 256] }",
     );
     let (_, warnings) =
-        copygen::strategy::parse_with_warnings(Path::new("case.toml"), &text, None).expect("valid");
+        copygen::front::parse::parse_with_warnings(Path::new("case.toml"), &text, None).expect("valid");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let w = warnings[0].to_string();
     assert!(
@@ -604,7 +604,7 @@ fn a_prefetch_that_can_never_run_is_a_warning_naming_the_field() {
         "registers = 4\nprefetch = { kind = \"t0\", distance = 32 }",
     );
     let (_, warnings) =
-        copygen::strategy::parse_with_warnings(Path::new("case.toml"), &text, None).unwrap();
+        copygen::front::parse::parse_with_warnings(Path::new("case.toml"), &text, None).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     // The CLI prints it and goes on.
     let dir = tempfile::tempdir().unwrap();

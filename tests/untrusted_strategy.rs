@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use copygen::ir::Flavor;
-use copygen::render::{comment_text, render, uncomment_text};
-use copygen::review::restated_strategy;
-use copygen::strategy::parse;
+use copygen::front::parse::parse;
+use copygen::front::strategy::Flavor;
+use copygen::output::header::{comment_text, restated_strategy, uncomment_text};
+use copygen::output::render::render;
 
 /// Valid x86_64 strategy whose description is `description` (TOML source).
 fn strategy_with_description(description: &str) -> String {

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::diagnostics::StrategyError;
-use crate::ir::{Arch, Flavor, Strategy};
-use crate::render::{emitted_path, render_functions};
-use crate::strategy;
+use crate::front::diagnostics::StrategyError;
+use crate::front::parse;
+use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::output::render::{emitted_path, render_functions};
 
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 
@@ -19,7 +19,7 @@ include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
     CATALOG
         .iter()
-        .map(|(path, text)| strategy::parse(Path::new(path), text, None))
+        .map(|(path, text)| parse::parse(Path::new(path), text, None))
         .collect()
 }
 
@@ -46,10 +46,7 @@ pub fn render_tree_with_stats(
     let mut stats = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let functions: Vec<_> = crate::backend::functions(s, flavor)
-                .into_iter()
-                .map(|(_, f)| f)
-                .collect();
+            let functions = crate::backend::file_functions(s, flavor);
             stats.push(FileStats {
                 strategy: s.name.clone(),
                 arch: s.arch,
@@ -95,12 +92,6 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
     Ok(out)
 }
 
-/// Write `contents` to `path`: atomically for a regular file (see
-/// [`crate::output`]).
-pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
-    crate::output::write_file(path, contents)
-}
-
 /// What `copygen emit` did to the tree.
 #[derive(Debug, Default)]
 pub struct TreeReport {
@@ -123,7 +114,7 @@ pub fn write_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<TreeRe
         }
     }
     // All the changed files or none; stale ones go only after that.
-    crate::output::write_all(&changed)?;
+    crate::output::write::write_all(&changed)?;
     for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
         fs::remove_file(dir.join(rel)).with_context(|| format!("removing stale {rel}"))?;
         report.removed.push(rel.clone());
