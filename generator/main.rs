@@ -300,7 +300,9 @@ fn cmd_emit(
     match output.as_deref() {
         None => print_all(&outputs)?,
         Some(p) if p.as_os_str() == "-" => print_all(&outputs)?,
-        Some(p) if outputs.len() == 1 && !p.is_dir() => copygen::output::write::write_file(p, &outputs[0].1)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => {
+            copygen::output::write::write_file(p, &outputs[0].1)?
+        }
         Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
             let why = if flavors.len() > 1 {
                 "both flavours: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"

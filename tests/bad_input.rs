@@ -367,7 +367,7 @@ fn each_malformed_strategy_gets_its_own_located_error() {
         let e = error_of(&c.text);
         let want_line = line_of(&c.text, c.line_with);
         let ok = e.file == Path::new("case.toml")
-            && e.line as usize == want_line
+            && e.line == want_line
             && e.field == c.field
             && e.message.contains(c.message);
         if !ok {
@@ -555,15 +555,24 @@ fn messages_suggest_and_speak_the_file_s_language() {
 
 #[test]
 fn an_error_caused_by_the_arch_override_says_so() {
-    let e = parse(Path::new("case.toml"), BASE, Some(copygen::front::strategy::Arch::I386))
-        .expect_err("8-byte registers do not exist on i386");
+    let e = parse(
+        Path::new("case.toml"),
+        BASE,
+        Some(copygen::front::strategy::Arch::I386),
+    )
+    .expect_err("8-byte registers do not exist on i386");
     assert!(
         e.message.contains("`--arch i386`") && e.message.contains("for x86_64"),
         "{e}"
     );
     // An error of the file itself does not blame the override.
     let bad = replace("block = 64", "block = 60");
-    let e = parse(Path::new("case.toml"), &bad, Some(copygen::front::strategy::Arch::I386)).unwrap_err();
+    let e = parse(
+        Path::new("case.toml"),
+        &bad,
+        Some(copygen::front::strategy::Arch::I386),
+    )
+    .unwrap_err();
     assert!(!e.to_string().contains("--arch"), "{e}");
 }
 
@@ -590,7 +599,8 @@ fn a_prefetch_that_can_never_run_is_a_warning_naming_the_field() {
         "registers = 4\nprefetch = { kind = \"t0\", distance = [32, 256] }",
     );
     let (_, warnings) =
-        copygen::front::parse::parse_with_warnings(Path::new("case.toml"), &text, None).expect("valid");
+        copygen::front::parse::parse_with_warnings(Path::new("case.toml"), &text, None)
+            .expect("valid");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let w = warnings[0].to_string();
     assert!(

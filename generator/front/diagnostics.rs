@@ -55,12 +55,12 @@ impl fmt::Display for FieldPath {
 pub struct StrategyError {
     pub file: PathBuf,
     /// 1-based; 0 for a problem with the file as a whole (unreadable).
-    pub line: u32,
-    pub column: u32,
+    pub line: usize,
+    pub column: usize,
     pub field: String,
     pub message: String,
     /// The source line the error points at, for display.
-    pub source_line: String,
+    pub source_line: Box<str>,
     /// Further errors found in the same file, in the order found: a file
     /// reports every problem at once, not one per run.
     pub also: Box<[StrategyError]>,
@@ -75,7 +75,7 @@ impl StrategyError {
             column: 0,
             field: String::new(),
             message: message.into(),
-            source_line: String::new(),
+            source_line: Box::default(),
             also: Box::default(),
         }
     }
@@ -113,7 +113,7 @@ impl StrategyError {
             self.message
         )?;
         let gutter = self.line.to_string().len();
-        let col = self.column as usize;
+        let col = self.column;
         writeln!(f, "{:gutter$} |", "")?;
         writeln!(f, "{} | {}", self.line, self.source_line)?;
         write!(f, "{:gutter$} | {:>col$}", "", "^")
@@ -171,16 +171,11 @@ impl<'a> Locator<'a> {
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line = self.text[..start].matches('\n').count() + 1;
         let column = self.text[line_start..start].chars().count() + 1;
-        let source_line = self.text[line_start..]
-            .lines()
-            .next()
-            .unwrap_or("")
-            .to_string();
-        let n = |k: usize| u32::try_from(k).unwrap_or(u32::MAX);
+        let source_line = self.text[line_start..].lines().next().unwrap_or("").into();
         StrategyError {
             file: self.file.to_path_buf(),
-            line: n(line),
-            column: n(column),
+            line,
+            column,
             field: field.to_string(),
             message,
             source_line,

@@ -1552,7 +1552,13 @@ impl Validator<'_> {
                         "this variant has no `dispatch`, and the strategy has none to share",
                     ));
                 }
-                self.dispatch(arch, &FieldPath::root().key("dispatch"), &raw.dispatch, &methods, broken)
+                self.dispatch(
+                    arch,
+                    &FieldPath::root().key("dispatch"),
+                    &raw.dispatch,
+                    &methods,
+                    broken,
+                )
             } else {
                 self.dispatch(arch, &path.key("dispatch"), &v.dispatch, &methods, broken)
             };

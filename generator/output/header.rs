@@ -40,11 +40,7 @@ impl<'a> Header<'a> {
                 .lines()
                 .map(|l| comment_text(l.trim()))
                 .collect(),
-            params: s
-                .text
-                .lines()
-                .map(|l| comment_text(l.trim_end()))
-                .collect(),
+            params: s.text.lines().map(|l| comment_text(l.trim_end())).collect(),
         }
     }
 }
