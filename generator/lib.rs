@@ -27,6 +27,7 @@ pub mod variants;
 
 /// The front end: strategy files in, validated strategies out.
 pub mod front {
+    pub mod catalog;
     pub mod diagnostics;
     pub mod parse;
     pub mod strategy;

@@ -7,11 +7,12 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 
+use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::{self, catalog, check_tree, render_tree_with_stats, write_tree};
+use copygen::output::tree::{check_tree, render_tree_with_stats, write_tree};
 
 /// `--version`: the package version and the git revision built.
 const VERSION: &str = concat!(
@@ -364,8 +365,19 @@ fn print_all(outputs: &[(String, String)]) -> Result<(), Failure> {
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| tree::repo_root().join("emitted"));
-    let strategies = catalog()?;
+    // In a checkout: its strategy files and its emitted/. Outside one, the
+    // embedded catalog, and only to an emitted/ folder given explicitly.
+    let checkout = copygen::front::catalog::checkout();
+    let dir = match (emitted, &checkout) {
+        (Some(dir), _) => dir,
+        (None, Some(root)) => root.join("emitted"),
+        (None, None) => {
+            return Err(Failure::Input(
+                "error: not in a copygen checkout (no generator/strategies above the working directory): give --emitted DIR".into(),
+            ))
+        }
+    };
+    let strategies = copygen::front::catalog::catalog_in(checkout.as_deref())?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;

@@ -230,25 +230,27 @@ pub fn read_text(file: &Path) -> Result<String, StrategyError> {
     })
 }
 
-/// Where a strategy file is recorded in generated headers: relative to the
-/// checkout holding it (the nearest folder above with `.git`), else its file
-/// name, so no machine's absolute paths reach a generated file. A clean
-/// relative path of a file that is not on disk (the embedded catalog) is
-/// kept as given.
+/// Where a strategy file is recorded in generated headers, so that no
+/// machine's absolute paths reach a generated file: a clean relative path
+/// (`generator/strategies/x.toml`, `mine.toml`) as given; any other path
+/// relative to the checkout holding the file (the nearest folder above
+/// with `.git`, or a copygen checkout), else only its file name.
 pub fn recorded_path(file: &Path) -> String {
     use std::path::Component;
-    let clean_relative = file.components().all(|c| matches!(c, Component::Normal(_)));
     let shown = |p: &Path| p.to_string_lossy().replace('\\', "/");
-    if let Ok(canonical) = std::fs::canonicalize(file) {
-        let mut dir = canonical.parent();
-        while let Some(d) = dir {
-            if d.join(".git").exists() {
-                return shown(canonical.strip_prefix(d).expect("an ancestor"));
-            }
-            dir = d.parent();
-        }
-    } else if clean_relative && !file.as_os_str().is_empty() {
+    if !file.as_os_str().is_empty() && file.components().all(|c| matches!(c, Component::Normal(_)))
+    {
         return shown(file);
+    }
+    if let Ok(canonical) = std::fs::canonicalize(file) {
+        let is_checkout = |d: &Path| {
+            d.join(".git").exists()
+                || (d.join("Cargo.toml").is_file()
+                    && d.join(crate::front::catalog::STRATEGIES).is_dir())
+        };
+        if let Some(top) = canonical.ancestors().skip(1).find(|d| is_checkout(d)) {
+            return shown(canonical.strip_prefix(top).expect("an ancestor"));
+        }
     }
     file.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -1526,7 +1528,7 @@ impl Validator<'_> {
             };
             if i == last && when.is_some() {
                 return Err(self.err(
-                    &path,
+                    &path.key("when"),
                     "the last variant must be the default (`default = true`): some CPU must match",
                 ));
             }

@@ -163,7 +163,7 @@ mod tests {
     /// The facts read back from a rendered header are the strategy's.
     #[test]
     fn read_gives_back_what_was_written() {
-        for s in crate::output::tree::catalog().unwrap() {
+        for s in crate::front::catalog::catalog().unwrap() {
             for flavor in Flavor::ALL {
                 let text = crate::output::render::render(&s, flavor);
                 let facts = read(&text).expect("a header");

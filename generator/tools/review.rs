@@ -311,7 +311,7 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
         ));
     }
     if arg == WORKTREE {
-        let top = git_toplevel(&cwd).unwrap_or_else(crate::output::tree::repo_root);
+        let top = git_toplevel(&cwd).unwrap_or_else(crate::front::catalog::repo_root);
         return folder_side(arg, &top.join("emitted"), opts);
     }
     let path = cwd.join(arg);
