@@ -100,8 +100,27 @@ struct BenchArgs {
     #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
     /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
-    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
+    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets", "distribution"])]
     table: Option<String>,
+    /// Sizes drawn from a measured distribution (llvm-libc's CSV format; a
+    /// file, or a built-in name such as MemcpyGoogleA); repeatable. src and
+    /// dst at independent random page offsets, a fresh sequence every round.
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["sizes", "alias_offsets"])]
+    distribution: Vec<String>,
+    /// With --distribution: calls per sequence.
+    #[arg(long, default_value_t = copygen::bench::DEFAULT_CALLS)]
+    calls: usize,
+    /// With --distribution: share of calls (0..1) sent into the aliasing
+    /// band, (dst - src) mod 4096 in 1..=63 (default: its natural rate).
+    #[arg(long, default_value_t = 0.0)]
+    alias_share: f64,
+    /// The subject the ratio columns divide by (default: rep_movsb when
+    /// measured, else the first subject); added when not listed.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Seed of the measuring order and the random sequences.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`.
     #[arg(long)]
     sizes: Option<String>,
@@ -341,6 +360,22 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
+    } else if !a.distribution.is_empty() {
+        if a.calls == 0 {
+            return Err(Failure::Input("error: --calls must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&a.alias_share) {
+            return Err(Failure::Input(
+                "error: --alias-share is a share of calls, between 0 and 1".into(),
+            ));
+        }
+        let dists = a
+            .distribution
+            .iter()
+            .map(|d| bench::distribution::Distribution::load(d))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))?;
+        bench::distribution_sweep(dists, a.calls, a.alias_share)
     } else if let Some(al) = &a.alias_offsets {
         let sizes = a
             .sizes
@@ -355,7 +390,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             title: "(dst - src) mod 4096 sweep".into(),
             x_label: "(dst - src) mod 4096".into(),
             rows: bench::alias_rows(&sizes, &alias),
-            cold: false,
+            ..bench::Sweep::default()
         }
     } else {
         let sizes = bench::parse_list(a.sizes.as_deref().unwrap_or("0..=64")).map_err(input)?;
@@ -375,6 +410,16 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     for name in &a.subjects {
         subjects.push(bench_subject(name)?);
     }
+    let baseline = match &a.baseline {
+        None => None,
+        Some(b) => Some(match subjects.iter().position(|s| &s.name == b) {
+            Some(i) => i,
+            None => {
+                subjects.push(bench_subject(b)?);
+                subjects.len() - 1
+            }
+        }),
+    };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
@@ -382,11 +427,20 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             .progress_chars("=> "),
     );
     bar.set_message(format!("bench {}", sweep.name));
-    let results = bench::run(&sweep, &subjects, a.repeats, &|done, total| {
+    let opts = bench::Options {
+        repeats: a.repeats,
+        seed: a.seed,
+        ..bench::Options::default()
+    };
+    let mut results = bench::run_with(&sweep, &subjects, &opts, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
     bar.finish_and_clear();
+    if let Some(b) = baseline {
+        results.baseline = b;
+    }
+    results.command = command_line();
     print!("{}", bench::text_table(&results));
     if let Some(p) = &a.json {
         let text =
@@ -399,6 +453,14 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         eprintln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What was run, for plot titles and JSON: `copygen` and its arguments.
+fn command_line() -> String {
+    std::iter::once("copygen".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
