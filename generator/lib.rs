@@ -10,7 +10,8 @@
 //! injection) and [`bench`]. Verification reads what was emitted:
 //! [`objfile`] (assembled objects), [`static_verify`] (every user access
 //! covered, registers, bounds), [`faultinject`] and [`verify`] (the C harness
-//! on each CPU mode); [`review`] diffs two versions for review.
+//! on each CPU mode); [`review`] diffs two versions for review; [`tune`]
+//! searches strategies for this CPU and a set of size distributions.
 
 pub mod arch;
 pub mod backend;
@@ -27,4 +28,5 @@ pub mod render;
 pub mod review;
 pub mod static_verify;
 pub mod strategy;
+pub mod tune;
 pub mod verify;

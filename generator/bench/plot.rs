@@ -210,8 +210,6 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
             series.push(r.series.clone());
         }
     }
-    let categorical = res.sweep.rows.iter().any(|r| r.dist.is_some())
-        || res.sweep.x_label == "case";
     let cols = if series.len() > 1 { 2 } else { 1 };
     let rows = series.len().div_ceil(cols);
     let width = if cols > 1 { 1400 } else { 1000 };
@@ -254,7 +252,15 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
             .filter(|(_, r)| &r.series == ser)
             .collect();
         let row_refs: Vec<&Row> = here.iter().map(|(_, r)| *r).collect();
-        let (xmap, xa) = x_axis(&row_refs, &res.sweep.x_label, categorical);
+        // Workloads (and named cases) are categories, one x position each.
+        let workloads = here.iter().any(|(_, r)| r.dist.is_some());
+        let categorical = workloads || res.sweep.x_label == "case";
+        let x_desc = if workloads {
+            "distribution"
+        } else {
+            res.sweep.x_label.as_str()
+        };
+        let (xmap, xa) = x_axis(&row_refs, x_desc, categorical);
         let (ymin, ymax) = here
             .iter()
             .flat_map(|(i, _)| res.cells[*i].iter().flat_map(|c| [c.q1, c.q3, c.cycles]))
@@ -274,7 +280,7 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
             .disable_mesh()
             .x_labels(0)
             .y_labels(0)
-            .x_desc(res.sweep.x_label.as_str())
+            .x_desc(x_desc)
             .y_desc(if ylog {
                 "TSC ticks per call (log scale)"
             } else {
@@ -284,7 +290,7 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
             .map_err(e)?;
         // The aliasing band, shaded: 1..=15 (rep movsb's cliff on some
         // CPUs) darker than 16..=31.
-        if let (XMap::Evenly { xs }, true) = (&xmap, is_alias_axis(&res.sweep.x_label)) {
+        if let (XMap::Evenly { xs }, true) = (&xmap, !categorical && is_alias_axis(x_desc)) {
             for (lo, hi, shade) in [(1.0, 15.0, 0.16), (16.0, 31.0, 0.07)] {
                 let inside: Vec<f64> = xs
                     .iter()
