@@ -100,21 +100,46 @@ fn x_axis(rows: &[&Row], x_label: &str, categorical: bool) -> (XMap, Axis) {
     let (min, max) = (xs[0], xs[xs.len() - 1]);
     if categorical || is_alias_axis(x_label) {
         let map = XMap::Evenly { xs: xs.clone() };
-        // Label every point when there are few; otherwise the band's edges
-        // and round distances, so labels never collide.
-        let key = [0.0, 1.0, 8.0, 15.0, 16.0, 24.0, 31.0, 32.0, 48.0, 63.0, 64.0];
-        let ticks = xs
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| categorical || xs.len() <= 16 || key.contains(x) || **x > 64.0)
-            .map(|(i, x)| {
+        // Categories: every one. Distances: by priority (round distances
+        // and the band's edges first), each at least `gap` points from the
+        // labels already placed, so labels never collide.
+        let gap = if categorical {
+            0.0
+        } else {
+            (xs.len() as f64 / 14.0).ceil()
+        };
+        let priority = |x: f64| -> u32 {
+            match x as u64 {
+                0 | 16 | 32 | 64 => 0,
+                v if v % 64 == 0 => 1,
+                v if v % 8 == 0 => 2,
+                1 | 15 | 31 | 63 => 3,
+                _ => 4,
+            }
+        };
+        let mut order: Vec<usize> = (0..xs.len()).collect();
+        order.sort_by_key(|&i| (priority(xs[i]), i));
+        let mut placed: Vec<usize> = Vec::new();
+        for i in order {
+            if placed
+                .iter()
+                .all(|&p| (p as f64 - i as f64).abs() >= gap.max(1.0))
+            {
+                placed.push(i);
+            }
+        }
+        placed.sort();
+        let ticks = placed
+            .into_iter()
+            .map(|i| {
+                let x = xs[i];
                 let text = if categorical {
                     rows.iter()
-                        .find(|r| r.x == *x)
+                        .find(|r| r.x == x)
                         .map(|r| r.label.split(" (").next().unwrap_or("").to_string())
                         .unwrap_or_default()
                 } else {
-                    number(*x)
+                    number(x)
                 };
                 (i as f64, text)
             })
@@ -263,10 +288,14 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
         let (xmap, xa) = x_axis(&row_refs, x_desc, categorical);
         let (ymin, ymax) = here
             .iter()
-            .flat_map(|(i, _)| res.cells[*i].iter().flat_map(|c| [c.q1, c.q3, c.cycles]))
+            .flat_map(|(i, _)| res.cells[*i].iter().map(|c| c.cycles))
             .fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
         let (ya, ylog) = y_axis(ymin, ymax.max(ymin + 1e-6));
-        let v = |y: f64| if ylog { y.max(1e-3).log10() } else { y };
+        // Medians set the range; a noisy round's bar is cut at its edge.
+        let v = |y: f64| {
+            let w = if ylog { y.max(1e-3).log10() } else { y };
+            w.clamp(ya.lo, ya.hi)
+        };
         let mut chart = ChartBuilder::on(panel)
             .caption(ser.as_str(), ("sans-serif", 15))
             .margin(14)
