@@ -2,7 +2,7 @@
 //! registers per calling convention, and which instructions exist. The
 //! validator checks strategies against this table; the backends implement it.
 
-use crate::ir::{Arch, Convention, Flavor, Grouping, PrefetchKind, Tail};
+use crate::front::strategy::{Arch, Convention, Flavor, Grouping, PrefetchKind, Tail};
 
 pub struct Capabilities {
     /// Register widths (bytes) a copy may use.

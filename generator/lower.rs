@@ -5,10 +5,12 @@
 //! are done at each user access; it records that in the access's fixup, so
 //! exception tables and fixups are right by construction.
 
+pub mod routine;
+
 use std::collections::BTreeSet;
 
-use crate::ir::*;
-use crate::ops::*;
+use crate::front::strategy::*;
+use crate::lower::routine::*;
 
 /// What the lowering needs to know about where the code goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

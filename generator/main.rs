@@ -7,11 +7,11 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
-use copygen::ir::{Arch, Flavor, Strategy};
-use copygen::render::{emitted_path, render};
-use copygen::strategy;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::output::render::{emitted_path, render};
+use copygen::output::tree::{self, catalog, check_tree, render_tree_with_stats, write_tree};
 
 #[derive(Parser)]
 #[command(
@@ -112,7 +112,7 @@ struct BenchArgs {
     #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["sizes", "alias_offsets"])]
     distribution: Vec<String>,
     /// With --distribution: calls per sequence.
-    #[arg(long, default_value_t = copygen::bench::DEFAULT_CALLS)]
+    #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS)]
     calls: usize,
     /// With --distribution: share of calls (0..1) sent into the aliasing
     /// band, (dst - src) mod 4096 in 1..=63 (default: its natural rate).
@@ -318,7 +318,7 @@ fn cmd_emit(
     // Validate everything before writing anything.
     let strategies: Vec<Strategy> = files
         .iter()
-        .map(|f| strategy::load(f, arch))
+        .map(|f| parse::load(f, arch))
         .collect::<Result<_>>()?;
     let mut outputs = Vec::new();
     for s in &strategies {
@@ -329,10 +329,10 @@ fn cmd_emit(
     match output.as_deref() {
         None => print_all(&outputs),
         Some(p) if p.as_os_str() == "-" => print_all(&outputs),
-        Some(p) if outputs.len() == 1 && !p.is_dir() => emit::write_atomic(p, &outputs[0].1)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => tree::write_atomic(p, &outputs[0].1)?,
         Some(dir) => {
             for (rel, text) in &outputs {
-                emit::write_atomic(&dir.join(rel), text)?;
+                tree::write_atomic(&dir.join(rel), text)?;
                 eprintln!("wrote {}", dir.join(rel).display());
             }
         }
@@ -348,7 +348,7 @@ fn print_all(outputs: &[(String, String)]) {
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
+    let dir = emitted.unwrap_or_else(|| tree::repo_root().join("emitted"));
     let strategies = catalog()?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
@@ -394,7 +394,7 @@ fn cmd_list() -> Result<ExitCode, Failure> {
 }
 
 fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
-    use copygen::bench;
+    use copygen::tools::bench;
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
@@ -483,7 +483,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        emit::write_atomic(p, &(text + "\n"))?;
+        tree::write_atomic(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -494,8 +494,8 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
 }
 
 fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
-    use copygen::bench::distribution::{Distribution, BUILTIN};
-    use copygen::tune;
+    use copygen::tools::bench::distribution::{Distribution, BUILTIN};
+    use copygen::tools::tune;
     let load = |names: &[String]| -> Result<Vec<Distribution>, Failure> {
         names
             .iter()
@@ -515,12 +515,14 @@ fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     };
     extra.retain(|e| !dists.iter().any(|d| d.name == e.name));
     if !(a.budget.is_finite() && a.budget > 0.0) {
-        return Err(Failure::Input("error: --budget is a positive number of seconds".into()));
+        return Err(Failure::Input(
+            "error: --budget is a positive number of seconds".into(),
+        ));
     }
     let base = a
         .base
         .as_deref()
-        .map(|p| strategy::load(p, None))
+        .map(|p| parse::load(p, None))
         .transpose()?;
     if let Some(b) = &base {
         if b.arch != Arch::X86_64 {
@@ -571,16 +573,16 @@ fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     print!("{}", tune::report_text(&outcome));
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
-        emit::write_atomic(p, &(serde_json::to_string_pretty(&j).expect("json") + "\n"))?;
+        tree::write_atomic(p, &(serde_json::to_string_pretty(&j).expect("json") + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
-        copygen::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
+        copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
         eprintln!("wrote {}", p.display());
     }
     match &a.output {
         Some(p) => {
-            emit::write_atomic(p, &outcome.text)?;
+            tree::write_atomic(p, &outcome.text)?;
             eprintln!("wrote {}", p.display());
         }
         None => print!("\n{}", outcome.text),
@@ -597,19 +599,19 @@ fn command_line() -> String {
 }
 
 /// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
-fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
-    if let Some(b) = copygen::bench::baseline(name) {
+fn bench_subject(name: &str) -> Result<copygen::tools::bench::Subject, Failure> {
+    if let Some(b) = copygen::tools::bench::baseline(name) {
         return Ok(b);
     }
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
-        strategy::load(path, None)?
+        parse::load(path, None)?
     } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
         s
     } else {
         return Err(Failure::Input(format!(
             "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
-            copygen::bench::BASELINES
+            copygen::tools::bench::BASELINES
                 .iter()
                 .map(|b| b.0)
                 .collect::<Vec<_>>()
@@ -622,11 +624,11 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
             s.arch
         )));
     }
-    Ok(copygen::bench::strategy_subject(&s)?)
+    Ok(copygen::tools::bench::strategy_subject(&s)?)
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
-    use copygen::review;
+    use copygen::tools::review;
     use std::io::IsTerminal;
     let flavor = match a.flavor {
         None => None,
@@ -695,7 +697,7 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     } else {
         args.files
             .iter()
-            .map(|f| strategy::load(f, arch))
+            .map(|f| parse::load(f, arch))
             .collect::<Result<_>>()?
     };
     // Static first (seconds), then fault injection (the long part).
@@ -708,8 +710,8 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
-    print!("{}", copygen::verify::table(&outcomes));
+    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
         ExitCode::SUCCESS
@@ -722,7 +724,7 @@ fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
 ) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::ir::Convention;
+    use copygen::front::strategy::Convention;
     let convention = match args.convention.as_deref() {
         None => None,
         Some("c") => Some(Convention::C),
@@ -747,7 +749,7 @@ fn static_options(
 }
 
 fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = strategy::load(&file, parse_arch(arch)?)?;
+    let s = parse::load(&file, parse_arch(arch)?)?;
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
         copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
         e => Failure::Other(e.into()),

@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::ir::{Arch, Convention, Direction, Flavor};
-use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
@@ -1488,22 +1488,22 @@ pub fn render_reports(reports: &[Report]) -> (String, bool) {
 /// flavours, from freshly rendered text (what `copygen emit` writes to
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
-    check_strategies(&crate::emit::catalog()?, options)
+    check_strategies(&crate::output::tree::catalog()?, options)
 }
 
 /// Render each strategy in both flavours and check the files.
 pub fn check_strategies(
-    strategies: &[crate::ir::Strategy],
+    strategies: &[crate::front::strategy::Strategy],
     options: &Options,
 ) -> Result<Vec<Report>> {
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let rel = crate::render::emitted_path(s, flavor);
+            let rel = crate::output::render::emitted_path(s, flavor);
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
-            std::fs::write(&path, crate::render::render(s, flavor))?;
+            std::fs::write(&path, crate::output::render::render(s, flavor))?;
             let mut r = check_object(&path, options)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);

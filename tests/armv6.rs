@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use copygen::backend::functions;
-use copygen::emit::catalog;
-use copygen::ir::{Arch, Direction, Flavor, Strategy};
-use copygen::render::{emitted_path, render};
+use copygen::front::strategy::{Arch, Direction, Flavor, Strategy};
+use copygen::output::render::{emitted_path, render};
+use copygen::output::tree::catalog;
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
 const CC: &str = "arm-linux-gnueabi-gcc";
@@ -56,7 +56,7 @@ fn sinks() -> Vec<Strategy> {
         .iter()
         .map(|name| {
             let path = root().join(format!("tests/fixtures/strategies/{name}.toml"));
-            copygen::strategy::load(&path, None).unwrap_or_else(|e| panic!("{e:#}"))
+            copygen::front::parse::load(&path, None).unwrap_or_else(|e| panic!("{e:#}"))
         })
         .collect()
 }
@@ -265,8 +265,11 @@ fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
     need(CC, "gcc-arm-linux-gnueabi");
     need("qemu-arm", "qemu-user");
     for s in sinks() {
-        let r = copygen::faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}"));
-        assert_eq!(r.routines.len(), copygen::faultinject::entries(&s).len());
+        let r = copygen::checks::faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(
+            r.routines.len(),
+            copygen::checks::faultinject::entries(&s).len()
+        );
         for x in &r.routines {
             println!(
                 "{}: {} cases, {} violations, shortfall {}",
@@ -278,7 +281,7 @@ fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
                 x.symbol,
                 r.details
             );
-            if s.precision == copygen::ir::Precision::Exact {
+            if s.precision == copygen::front::strategy::Precision::Exact {
                 assert_eq!(x.max_shortfall, 0, "{}", x.symbol);
             }
         }
@@ -288,7 +291,7 @@ fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
 #[test]
 fn ldm_stm_needs_proven_word_alignment() {
     let text = std::fs::read_to_string(root().join("generator/strategies/ldm-stm.toml")).unwrap();
-    let parse = |t: &str| copygen::strategy::parse(Path::new("ldm-stm.toml"), t, None);
+    let parse = |t: &str| copygen::front::parse::parse(Path::new("ldm-stm.toml"), t, None);
     parse(&text).expect("the preset validates");
     let cases = [
         // No congruence guard: the ldm method as a plain class method.

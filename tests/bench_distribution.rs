@@ -6,8 +6,8 @@
 use std::process::Command;
 use std::sync::Mutex;
 
-use copygen::bench::distribution::{sequence, Distribution, BUILTIN};
-use copygen::bench::{self, Rng, Subject};
+use copygen::tools::bench::distribution::{sequence, Distribution, BUILTIN};
+use copygen::tools::bench::{self, Rng, Subject};
 
 #[test]
 fn builtin_distributions_parse_with_the_documented_means() {
@@ -33,7 +33,10 @@ fn builtin_distributions_parse_with_the_documented_means() {
 fn bad_distributions_are_located_errors() {
     let e = Distribution::parse("x", "x.csv", "0.5,0.25,abc,1").unwrap_err();
     let msg = format!("{e}");
-    assert!(msg.starts_with("x.csv:1:10:") && msg.contains("size 2"), "{msg}");
+    assert!(
+        msg.starts_with("x.csv:1:10:") && msg.contains("size 2"),
+        "{msg}"
+    );
     let e = Distribution::parse("x", "x.csv", "0.5,-1").unwrap_err();
     assert!(format!("{e}").contains("x.csv:1:5:"), "{e}");
     assert!(Distribution::parse("x", "x.csv", "0,0,0").is_err());
@@ -118,14 +121,20 @@ fn every_round_draws_a_fresh_sequence_shared_by_the_subjects() {
     };
     let (ra, rb) = (rounds(&a), rounds(&b));
     for i in 0..3 {
-        assert_eq!(ra[i].1, rb[i].1, "round {i}: both subjects time the same calls");
+        assert_eq!(
+            ra[i].1, rb[i].1,
+            "round {i}: both subjects time the same calls"
+        );
         assert_ne!(
             ra[i].0[..warm],
             ra[i].1[..warm],
             "the warm-up is a different sequence"
         );
         for j in 0..i {
-            assert_ne!(ra[i].1, ra[j].1, "rounds {j} and {i} drew the same sequence");
+            assert_ne!(
+                ra[i].1, ra[j].1,
+                "rounds {j} and {i} drew the same sequence"
+            );
         }
     }
 }
@@ -148,10 +157,17 @@ fn the_table_names_its_baseline_and_shows_the_spread() {
         ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let header = text.lines().nth(2).unwrap();
-    assert!(header.contains("vs rep_movsq") && header.contains("IQR"), "{text}");
+    assert!(
+        header.contains("vs rep_movsq") && header.contains("IQR"),
+        "{text}"
+    );
     // Only memcpy has a ratio column: the baseline is not divided by itself.
     assert_eq!(header.matches("vs rep_movsq").count(), 1, "{header}");
     assert!(text.contains("MemcpyGoogleQ (mean 21 B)"), "{text}");
@@ -159,7 +175,16 @@ fn the_table_names_its_baseline_and_shows_the_spread() {
 
     // A baseline not listed is added; an unknown one is a bad argument.
     let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
-        .args(["bench", "memcpy", "--sizes", "8", "--repeats", "1", "--baseline", "rep_movsb"])
+        .args([
+            "bench",
+            "memcpy",
+            "--sizes",
+            "8",
+            "--repeats",
+            "1",
+            "--baseline",
+            "rep_movsb",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
@@ -174,6 +199,11 @@ fn the_table_names_its_baseline_and_shows_the_spread() {
             .args(&bad)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

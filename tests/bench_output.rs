@@ -1,7 +1,7 @@
 //! The bench's sweeps and outputs: the seeds' tables have the rows the
 //! seeds had, the JSON has Google Benchmark's shape, and the plot renders.
 
-use copygen::bench::{
+use copygen::tools::bench::{
     self, baseline, google_benchmark_json, parse_list, plot_svg, run, table, text_table,
 };
 
@@ -162,7 +162,9 @@ fn sizes_spanning_decades_get_a_log_axis_with_integer_ticks() {
     assert!(!labels.iter().any(|l| l == "500"), "{labels:?}");
     // A marker per measured point, and the title says what ran.
     assert!(svg.matches("<circle").count() >= 6);
-    assert!(labels.iter().any(|l| l.contains("--sizes 0,1,8,64,512,4096")));
+    assert!(labels
+        .iter()
+        .any(|l| l.contains("--sizes 0,1,8,64,512,4096")));
 }
 
 #[test]

@@ -26,9 +26,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use copygen::emit::{catalog, repo_root};
-use copygen::ir::{Arch, Flavor, Strategy};
-use copygen::{jit, render, strategy};
+use copygen::front::parse as strategy;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::jit;
+use copygen::output::render;
+use copygen::output::tree::{catalog, repo_root};
 use iced_x86::{
     Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, Mnemonic,
 };

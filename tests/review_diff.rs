@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use copygen::emit::{catalog, render_tree};
-use copygen::ir::{Flavor, Strategy};
-use copygen::render::render;
-use copygen::review::{self, format_bloat, table, Options, Report};
+use copygen::front::strategy::{Flavor, Strategy};
+use copygen::output::render::render;
+use copygen::output::tree::{catalog, render_tree};
+use copygen::tools::review::{self, format_bloat, table, Options, Report};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");
 
@@ -80,7 +80,7 @@ fn preset_text(name: &str) -> String {
 }
 
 fn parse(name: &str, text: &str) -> Strategy {
-    copygen::strategy::parse(
+    copygen::front::parse::parse(
         Path::new(&format!("generator/strategies/{name}.toml")),
         text,
         None,

@@ -22,10 +22,10 @@
 //! dst is aligned, end-relative words): ARMv6 performs them in hardware
 //! when SCTLR.U=1, which Linux sets on v6+ (`proc-v6.S`) and qemu-user
 //! allows. `ldm`/`stm` always need word alignment; validation proves it
-//! (`strategy.rs`, `multiple_fits`).
+//! (`front/parse.rs`, `multiple_fits`).
 
-use crate::ir::{Flavor, PrefetchKind};
-use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
+use crate::front::strategy::{Flavor, PrefetchKind};
+use crate::lower::routine::{self, At, Cond, Op, PtrTest, Routine};
 
 /// A core register, by number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -272,7 +272,7 @@ impl Selector<'_> {
         self.lines.emit(inst);
     }
 
-    fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
+    fn emit_user(&mut self, inst: Inst, site: &Option<routine::UserSite>) {
         self.lines.emit_user(inst, site);
     }
 
@@ -367,10 +367,10 @@ impl Selector<'_> {
     }
 
     /// A base register and an offset that fits a 12-bit immediate.
-    fn addr(&mut self, m: ops::Mem) -> (Reg, i32) {
+    fn addr(&mut self, m: routine::Mem) -> (Reg, i32) {
         let base = match m.base {
-            ops::Ptr::Dst => DST,
-            ops::Ptr::Src => SRC,
+            routine::Ptr::Dst => DST,
+            routine::Ptr::Src => SRC,
         };
         match m.at {
             At::Start(k) if k <= 4095 => (base, k as i32),
@@ -513,8 +513,8 @@ impl Selector<'_> {
                 kind: PrefetchKind::Pld,
                 at,
             } => {
-                let (base, off) = self.addr(ops::Mem {
-                    base: ops::Ptr::Src,
+                let (base, off) = self.addr(routine::Mem {
+                    base: routine::Ptr::Src,
                     at: At::Start(*at),
                 });
                 self.emit(Inst::Pld { base, off })

@@ -2,7 +2,7 @@
 //! and printing are shared with x86_64 (`x86.rs`).
 
 use super::x86::{Abi, Args, Reg};
-use crate::ir::Flavor;
+use crate::front::strategy::Flavor;
 
 /// The ABI of an i386 entry point. The body always runs with
 /// `edi` = to, `esi` = from, `ecx` = n (the string registers), so the

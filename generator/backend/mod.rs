@@ -1,15 +1,15 @@
 //! Backends: per-architecture instruction selection and GNU as printing.
 //! Each takes the lowered [`Routine`]s and returns printed [`Function`]s;
-//! the file around them comes from the templates (`render.rs`).
+//! the file around them comes from the templates (`output/render.rs`).
 
 pub mod armv6;
 pub mod i386;
 pub mod x86;
 pub mod x86_64;
 
-use crate::ir::{Arch, Flavor, Strategy};
+use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::lower::routine::Routine;
 use crate::lower::{lower, Target};
-use crate::ops::Routine;
 
 /// One exception-table entry: the faulting instruction's label and the
 /// fixup's.
@@ -74,7 +74,7 @@ impl<'r, I> Lines<'r, I> {
     }
 
     /// An instruction; a user access when `site` is given.
-    pub fn emit_user(&mut self, inst: I, site: &Option<crate::ops::UserSite>) {
+    pub fn emit_user(&mut self, inst: I, site: &Option<crate::lower::routine::UserSite>) {
         let user = site.as_ref().map(|s| {
             (
                 self.label(&s.name),

@@ -4,8 +4,8 @@
 //! the two architectures — registers, argument passing, saved registers —
 //! is an [`Abi`] table in `i386.rs` / `x86_64.rs`.
 
-use crate::ir::{Flavor, PrefetchKind};
-use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
+use crate::front::strategy::{Flavor, PrefetchKind};
+use crate::lower::routine::{self, At, Cond, Op, PtrTest, Routine};
 
 /// General-purpose registers by hardware number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -288,7 +288,7 @@ impl Selector<'_> {
         self.lines.emit(inst);
     }
 
-    fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
+    fn emit_user(&mut self, inst: Inst, site: &Option<routine::UserSite>) {
         self.lines.emit_user(inst, site);
     }
 
@@ -381,10 +381,10 @@ impl Selector<'_> {
         }
     }
 
-    fn mem(&self, m: ops::Mem) -> MemRef {
+    fn mem(&self, m: routine::Mem) -> MemRef {
         let base = match m.base {
-            ops::Ptr::Dst => self.abi.dst,
-            ops::Ptr::Src => self.abi.src,
+            routine::Ptr::Dst => self.abi.dst,
+            routine::Ptr::Src => self.abi.src,
         };
         match m.at {
             At::Start(k) => MemRef::base(base, k as i32),

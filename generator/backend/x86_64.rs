@@ -2,7 +2,7 @@
 //! Instruction selection and printing are shared with i386 (`x86.rs`).
 
 use super::x86::{Abi, Args, Reg};
-use crate::ir::{Convention, Flavor};
+use crate::front::strategy::{Convention, Flavor};
 
 /// The ABI of an x86_64 entry point.
 ///

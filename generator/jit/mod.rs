@@ -13,9 +13,9 @@ pub mod fault;
 use dynasmrt::{DynasmApi, ExecutableBuffer};
 
 use crate::backend::{self, x86};
-use crate::ir::{Arch, Direction, Flavor, Strategy};
+use crate::front::strategy::{Arch, Direction, Flavor, Strategy};
+use crate::lower::routine::Routine;
 use crate::lower::{lower, Target};
-use crate::ops::Routine;
 use encode::{EncodeError, Mode};
 
 /// A compiled routine: `to, from, n` (SysV) → bytes not copied. Fixed-size

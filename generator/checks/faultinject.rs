@@ -14,12 +14,12 @@ use std::process::{Command, Output};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::ir::{Arch, Direction, Flavor, Precision, Strategy};
+use crate::front::strategy::{Arch, Direction, Flavor, Precision, Strategy};
 use crate::lower::{lower, Target};
-use crate::render::render;
+use crate::output::render::render;
 
-const HARNESS_C: &str = include_str!("../verify/harness.c");
-const HARNESS_H: &str = include_str!("../verify/harness.h");
+const HARNESS_C: &str = include_str!("../../verify/harness.c");
+const HARNESS_H: &str = include_str!("../../verify/harness.h");
 
 /// One entry point as the harness sees it (a manifest row).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,9 +328,9 @@ pub fn parse_output(text: &str) -> Result<Report> {
 
 /// `.text` bytes and `__ex_table` entries of every function symbol in the
 /// relocatable object `data` (entries attributed by their instruction's
-/// relocation, see [`crate::objfile`]): symbol → (size, entries).
+/// relocation, see [`crate::checks::objfile`]): symbol → (size, entries).
 pub fn function_sizes(arch: Arch, data: &[u8]) -> Result<Vec<(String, (u64, usize))>> {
-    let obj = crate::objfile::read(data).context("reading the assembled object")?;
+    let obj = crate::checks::objfile::read(data).context("reading the assembled object")?;
     if obj.arch != arch {
         bail!("the assembled object is {}, expected {arch}", obj.arch);
     }

@@ -18,8 +18,8 @@ use std::process::Command;
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
-use crate::ir::{symbol_of, Arch, Flavor, Strategy};
-use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{symbol_of, Arch, Flavor, Strategy};
 
 /// Bad input (exit 2): an unknown revision, an unreadable or unassemblable
 /// file, a file whose architecture cannot be told.
@@ -285,8 +285,8 @@ fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Side> {
 
 /// A strategy file: its flavours rendered for its arch.
 fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
-    let s = crate::strategy::load(path, opts.arch).map_err(|e| {
-        if e.downcast_ref::<crate::diagnostics::StrategyError>()
+    let s = crate::front::parse::load(path, opts.arch).map_err(|e| {
+        if e.downcast_ref::<crate::front::diagnostics::StrategyError>()
             .is_some()
         {
             e
@@ -294,7 +294,7 @@ fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
             input(format!("error: {e:#}"))
         }
     })?;
-    if s.arch == Arch::Armv6 && !crate::render::has_template(&s) {
+    if s.arch == Arch::Armv6 && !crate::output::render::has_template(&s) {
         return Err(input(format!(
             "error: {}: this build has no armv6 backend to render it; diff its emitted .S files instead",
             path.display()
@@ -307,8 +307,8 @@ fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
     let files = flavors
         .into_iter()
         .map(|fl| Source {
-            rel: crate::render::emitted_path(&s, fl),
-            text: crate::render::render(&s, fl),
+            rel: crate::output::render::emitted_path(&s, fl),
+            text: crate::output::render::render(&s, fl),
             arch: s.arch,
             flavor: fl,
             strategy: Some(s.name.clone()),
@@ -329,7 +329,7 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
         None => std::env::current_dir()?,
     };
     if arg == WORKTREE {
-        let top = git_toplevel(&cwd).unwrap_or_else(crate::emit::repo_root);
+        let top = git_toplevel(&cwd).unwrap_or_else(crate::output::tree::repo_root);
         return folder_side(arg, &top.join("emitted"), opts);
     }
     let path = cwd.join(arg);
@@ -1231,7 +1231,7 @@ pub fn restated_strategy(text: &str, arch: Option<Arch>) -> Option<Result<Strate
         toml.push_str(&body.replace("* /", "*/"));
         toml.push('\n');
     }
-    Some(crate::strategy::parse(Path::new(&source), &toml, arch).map_err(anyhow::Error::new))
+    Some(crate::front::parse::parse(Path::new(&source), &toml, arch).map_err(anyhow::Error::new))
 }
 
 /// A changed routine `--bench` times in both versions.
@@ -1297,13 +1297,13 @@ pub fn bench_pairs(r: &Report, old: &Side, new: &Side) -> Result<Vec<BenchPair>>
 
 /// The old and new routine of `pair`, JIT-compiled and ready to call,
 /// named `old:<sym>`/`new:<sym>`.
-pub fn bench_subjects(pair: &BenchPair) -> Result<Vec<crate::bench::Subject>> {
+pub fn bench_subjects(pair: &BenchPair) -> Result<Vec<crate::tools::bench::Subject>> {
     [
         ("old", &pair.old, &pair.old_symbol),
         ("new", &pair.new, &pair.new_symbol),
     ]
     .into_iter()
-    .map(|(tag, s, sym)| crate::bench::jit_subject(s, sym, format!("{tag}:{sym}")))
+    .map(|(tag, s, sym)| crate::tools::bench::jit_subject(s, sym, format!("{tag}:{sym}")))
     .collect()
 }
 
@@ -1322,12 +1322,12 @@ pub fn bench_changed(r: &Report, old: &Side, new: &Side) -> Result<String> {
     for p in &pairs {
         subjects.push(bench_subjects(p)?);
     }
-    let sweep = crate::bench::custom(BENCH_SIZES, &[0], &[0]);
+    let sweep = crate::tools::bench::custom(BENCH_SIZES, &[0], &[0]);
     let mut out = String::from("\n# bench: old and new version of each changed routine\n");
     for (p, subjects) in pairs.iter().zip(&subjects) {
-        let results = crate::bench::run(&sweep, subjects, 15, &|_, _| {});
+        let results = crate::tools::bench::run(&sweep, subjects, 15, &|_, _| {});
         let _ = writeln!(out, "## {}", p.name);
-        out.push_str(&crate::bench::text_table(&results));
+        out.push_str(&crate::tools::bench::text_table(&results));
     }
     Ok(out)
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::arch::{capabilities, scratch_registers};
-use crate::diagnostics::{FieldPath, Locator, StrategyError};
-use crate::ir::*;
+use crate::front::diagnostics::{FieldPath, Locator, StrategyError};
+use crate::front::strategy::*;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -76,7 +76,11 @@ pub const BASELINES: &[(&str, CopyFn, &str)] = &[
 ];
 
 /// One routine of `s`, JIT-compiled; the module lives as long as the subject.
-pub fn jit_subject(s: &crate::ir::Strategy, symbol: &str, name: String) -> Result<Subject> {
+pub fn jit_subject(
+    s: &crate::front::strategy::Strategy,
+    symbol: &str,
+    name: String,
+) -> Result<Subject> {
     let module = crate::jit::compile(s).map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
     let f = module
         .routine(symbol)
@@ -91,8 +95,8 @@ pub fn jit_subject(s: &crate::ir::Strategy, symbol: &str, name: String) -> Resul
 
 /// The routine a strategy is benchmarked by: its general from_user entry
 /// (to_user when it has none); without faults both copy the same way.
-pub fn strategy_subject(s: &crate::ir::Strategy) -> Result<Subject> {
-    use crate::ir::Direction;
+pub fn strategy_subject(s: &crate::front::strategy::Strategy) -> Result<Subject> {
+    use crate::front::strategy::Direction;
     let dir = if s.directions.contains(&Direction::FromUser) {
         Direction::FromUser
     } else {
@@ -397,7 +401,11 @@ fn list_text(v: &[usize]) -> String {
         [one] => one.to_string(),
         _ if v.windows(2).all(|w| w[1] == w[0] + 1) => format!("{}..={}", v[0], v[v.len() - 1]),
         _ if v.len() > 8 => format!("{},{},...,{}", v[0], v[1], v[v.len() - 1]),
-        _ => v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","),
+        _ => v
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     }
 }
 
@@ -410,7 +418,7 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
         .filter(|_| s.contains(".."))
     {
         let step: usize = step.parse().context("range step")?;
-        let (lo, hi) = crate::strategy::parse_range(range)
+        let (lo, hi) = crate::front::parse::parse_range(range)
             .with_context(|| format!("`{range}` is not a range"))?;
         let hi = hi.with_context(|| format!("`{range}` needs an upper bound"))? as usize;
         if step == 0 {
@@ -628,8 +636,7 @@ pub fn round_sequences(sweep: &Sweep, rng: &mut Rng) -> Vec<Option<(Vec<Call>, V
             r.dist.map(|d| {
                 let d = &sweep.distributions[d];
                 let timed = distribution::sequence(d, sweep.calls, sweep.alias_share, rng);
-                let warm =
-                    distribution::sequence(d, sweep.calls / 4 + 1, sweep.alias_share, rng);
+                let warm = distribution::sequence(d, sweep.calls / 4 + 1, sweep.alias_share, rng);
                 (timed, warm)
             })
         })
@@ -807,7 +814,14 @@ pub fn text_table(res: &Results) -> String {
     let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
     let _ = write!(out, "{}", pad(&res.sweep.x_label, label_w));
     for (i, s) in res.subjects.iter().enumerate() {
-        let _ = write!(out, "  {:>w$}  {:>iw$}", s, "IQR", w = col_w[i], iw = iqr_w[i]);
+        let _ = write!(
+            out,
+            "  {:>w$}  {:>iw$}",
+            s,
+            "IQR",
+            w = col_w[i],
+            iw = iqr_w[i]
+        );
         if i != res.baseline {
             let _ = write!(out, "  {:>ratio_w$}", ratio_head);
         }

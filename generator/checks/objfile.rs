@@ -15,7 +15,7 @@ use std::process::Command;
 use anyhow::{anyhow, bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
-use crate::ir::{Arch, Flavor};
+use crate::front::strategy::{Arch, Flavor};
 
 /// A place in a code section.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -176,13 +176,15 @@ fn driver(arch: Arch) -> (&'static str, &'static str) {
 
 /// The folder holding the kernel-macro shims (`verify/shim`).
 pub fn shim_dir() -> PathBuf {
-    crate::emit::repo_root().join("verify").join("shim")
+    crate::output::tree::repo_root().join("verify").join("shim")
 }
 
 /// The kernel-macro shims for `arch` (`verify/shim-arm` for ARM).
 pub fn shim_dir_for(arch: Arch) -> PathBuf {
     match arch {
-        Arch::Armv6 => crate::emit::repo_root().join("verify").join("shim-arm"),
+        Arch::Armv6 => crate::output::tree::repo_root()
+            .join("verify")
+            .join("shim-arm"),
         _ => shim_dir(),
     }
 }

@@ -19,19 +19,19 @@ use super::Rng;
 pub const BUILTIN: &[(&str, &str)] = &[
     (
         "MemcpyGoogleA",
-        include_str!("../distributions/MemcpyGoogleA.csv"),
+        include_str!("../../distributions/MemcpyGoogleA.csv"),
     ),
     (
         "MemcpyGoogleD",
-        include_str!("../distributions/MemcpyGoogleD.csv"),
+        include_str!("../../distributions/MemcpyGoogleD.csv"),
     ),
     (
         "MemcpyGoogleQ",
-        include_str!("../distributions/MemcpyGoogleQ.csv"),
+        include_str!("../../distributions/MemcpyGoogleQ.csv"),
     ),
     (
         "Uniform384To4096",
-        include_str!("../distributions/Uniform384To4096.csv"),
+        include_str!("../../distributions/Uniform384To4096.csv"),
     ),
 ];
 

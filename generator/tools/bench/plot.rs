@@ -376,10 +376,8 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
             } else {
                 0.0
             };
-            let mut pts: Vec<(f64, usize)> = here
-                .iter()
-                .map(|(i, r)| (xmap.u(r.x) + du, *i))
-                .collect();
+            let mut pts: Vec<(f64, usize)> =
+                here.iter().map(|(i, r)| (xmap.u(r.x) + du, *i)).collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let line: Vec<(f64, f64)> = pts
                 .iter()

@@ -1,4 +1,4 @@
-//! The validated strategy: what `strategy.rs` produces from a TOML file and
+//! The validated strategy: what `front/parse.rs` produces from a TOML file and
 //! what `lower.rs` consumes. Every value here has been checked against the
 //! target architecture's capabilities (`arch.rs`).
 

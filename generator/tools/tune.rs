@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::bench::{self, distribution::Distribution, Results, Subject, Sweep};
-use crate::ir::{Arch, Strategy};
+use crate::front::strategy::{Arch, Strategy};
+use crate::tools::bench::{self, distribution::Distribution, Results, Subject, Sweep};
 
 /// No cell of the fixed-size x alias grid may cost more than this many
 /// times `rep movsb`.
@@ -165,7 +165,8 @@ const WIDE: &[u32] = &[15, 31, 63];
 const WIDE_UNTIL: &[u32] = &[0, 256, 512, 1024, 2048, 4096];
 const BLOCK: &[u32] = &[32, 64, 128];
 const REGS: &[u32] = &[2, 4];
-const ALIGN: &[Option<(&str, u32)>] = &[None, Some(("dst", 8)), Some(("dst", 16)), Some(("src", 8))];
+const ALIGN: &[Option<(&str, u32)>] =
+    &[None, Some(("dst", 8)), Some(("dst", 16)), Some(("src", 8))];
 const PREFETCH: &[Option<u32>] = &[None, Some(256), Some(512)];
 
 impl Candidate {
@@ -239,7 +240,11 @@ impl Candidate {
             t.push('\n');
         }
         let _ = writeln!(t, "name = \"{}\"", header.name);
-        let _ = writeln!(t, "description = \"\"\"\n{}\n\"\"\"", header.description.trim_end());
+        let _ = writeln!(
+            t,
+            "description = \"\"\"\n{}\n\"\"\"",
+            header.description.trim_end()
+        );
         let _ = writeln!(t, "arch = \"x86_64\"");
         if let Some(d) = &header.directions {
             let _ = writeln!(t, "directions = {d}");
@@ -296,10 +301,7 @@ impl Candidate {
             };
             let _ = writeln!(t, "\n[[dispatch]]\nsizes = \"{sizes}\"\nuse = \"movsb\"");
             if band > 0 {
-                let _ = writeln!(
-                    t,
-                    "[[dispatch.guard]]\nalias = [1, {band}]\nuse = \"band\""
-                );
+                let _ = writeln!(t, "[[dispatch.guard]]\nalias = [1, {band}]\nuse = \"band\"");
             }
         }
         t
@@ -362,7 +364,7 @@ impl Header {
 
     /// The base strategy's name, directions, linux options and precision.
     pub fn from_base(s: &Strategy) -> Header {
-        use crate::ir::{Convention, Direction, Precision, Uaccess};
+        use crate::front::strategy::{Convention, Direction, Precision, Uaccess};
         let dirs: Vec<String> = s
             .directions
             .iter()
@@ -437,7 +439,10 @@ pub fn tune_sweep(dists: &[Distribution], sizes: &[usize], alias: &[usize], call
 pub fn round_ratios(res: &Results, subject: usize) -> Vec<f64> {
     (0..res.sweep.rows.len())
         .map(|r| {
-            let (a, b) = (&res.cells[r][subject].rounds, &res.cells[r][res.baseline].rounds);
+            let (a, b) = (
+                &res.cells[r][subject].rounds,
+                &res.cells[r][res.baseline].rounds,
+            );
             let mut v: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y.max(1e-9)).collect();
             v.sort_by(|x, y| x.total_cmp(y));
             bench::quantile(&v, 0.5)
@@ -507,7 +512,7 @@ pub fn score(res: &Results, subject: usize, tuned: usize, cliff: bool) -> Score 
 /// A candidate compiled for timing, or why it cannot be.
 fn compile(c: &Candidate, header: &Header) -> Option<(Strategy, Subject)> {
     let text = c.toml(header);
-    let s = crate::strategy::parse(Path::new("tuned.toml"), &text, None).ok()?;
+    let s = crate::front::parse::parse(Path::new("tuned.toml"), &text, None).ok()?;
     let subject = bench::strategy_subject(&s).ok()?;
     Some((s, subject))
 }
@@ -774,7 +779,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let mut tuned_subject = bench::strategy_subject(&strategy)?;
     tuned_subject.name = format!("{} (tuned)", strategy.name);
     subjects.push(tuned_subject);
-    for s in crate::emit::catalog()? {
+    for s in crate::output::tree::catalog()? {
         if s.arch == Arch::X86_64 && s.name != "rep-movsb" && s.name != strategy.name {
             if let Ok(subj) = bench::strategy_subject(&s) {
                 subjects.push(subj);
@@ -802,8 +807,9 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
             t
         }
     };
-    let strategy = crate::strategy::parse(Path::new(&format!("{}.toml", header.name)), &text, None)
-        .map_err(|e| anyhow::anyhow!("the tuned file does not parse: {e}"))?;
+    let strategy =
+        crate::front::parse::parse(Path::new(&format!("{}.toml", header.name)), &text, None)
+            .map_err(|e| anyhow::anyhow!("the tuned file does not parse: {e}"))?;
     Ok(Outcome {
         strategy,
         text,
@@ -857,7 +863,11 @@ fn file_comments(
                 "  {:<18} {:.2}x{}",
                 res.sweep.distributions[d].name,
                 ratios[r],
-                if d >= o.dists.len() { "  (not tuned on)" } else { "" }
+                if d >= o.dists.len() {
+                    "  (not tuned on)"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -878,7 +888,8 @@ fn file_comments(
 // ---- the report ------------------------------------------------------------------
 
 /// Size classes and alias classes of the per-class tables.
-pub const SIZE_CLASSES: &[(usize, usize)] = &[(0, 15), (16, 63), (64, 255), (256, 1023), (1024, 4096)];
+pub const SIZE_CLASSES: &[(usize, usize)] =
+    &[(0, 15), (16, 63), (64, 255), (256, 1023), (1024, 4096)];
 pub const ALIAS_CLASSES: &[(&str, usize, usize)] = &[
     ("0", 0, 0),
     ("1..15", 1, 15),
@@ -981,11 +992,7 @@ pub fn report_text(o: &Outcome) -> String {
             let (lo, hi) = SIZE_CLASSES[i];
             let _ = write!(out, "  {:<12}", format!("{lo}..{hi}"));
             for v in row {
-                let _ = write!(
-                    out,
-                    " {:>8}",
-                    v.map_or("-".into(), |v| format!("{v:.2}x"))
-                );
+                let _ = write!(out, " {:>8}", v.map_or("-".into(), |v| format!("{v:.2}x")));
             }
             out.push('\n');
         }

@@ -8,22 +8,25 @@ use serde::Serialize;
 use tera::{Context, Tera};
 
 use crate::backend::{self, Function};
-use crate::ir::{Arch, Convention, Flavor, Strategy};
+use crate::front::strategy::{Arch, Convention, Flavor, Strategy};
 
 const TEMPLATES: &[(&str, &str)] = &[
-    ("header", include_str!("../templates/header.S.tera")),
+    ("header", include_str!("../../templates/header.S.tera")),
     (
         "x86-standalone",
-        include_str!("../templates/x86-standalone.S.tera"),
+        include_str!("../../templates/x86-standalone.S.tera"),
     ),
-    ("x86-linux", include_str!("../templates/x86-linux.S.tera")),
+    (
+        "x86-linux",
+        include_str!("../../templates/x86-linux.S.tera"),
+    ),
     (
         "armv6-standalone",
-        include_str!("../templates/armv6-standalone.S.tera"),
+        include_str!("../../templates/armv6-standalone.S.tera"),
     ),
     (
         "armv6-linux",
-        include_str!("../templates/armv6-linux.S.tera"),
+        include_str!("../../templates/armv6-linux.S.tera"),
     ),
 ];
 
@@ -98,8 +101,8 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         params,
         functions,
         extable: match s.linux.extable {
-            crate::ir::ExtableFormat::Relative => "relative",
-            crate::ir::ExtableFormat::Absolute => "absolute",
+            crate::front::strategy::ExtableFormat::Relative => "relative",
+            crate::front::strategy::ExtableFormat::Absolute => "absolute",
         },
     };
     let template = match s.arch {
