@@ -190,6 +190,30 @@ impl Candidate {
         }
     }
 
+    /// Where the search starts: the bare guarded shape, guarded-movsb's
+    /// shape, a wide band for short copies only, a short head/tail class.
+    pub fn seeds() -> Vec<Candidate> {
+        let bare = Candidate::bare_guarded();
+        let guarded_movsb = Candidate {
+            short_max: 64,
+            narrow: 63,
+            wide: 63,
+            guard_from: 65,
+            ..bare.clone()
+        };
+        let wide_short = Candidate {
+            guard_from: 0,
+            wide: 31,
+            wide_until: 1024,
+            ..bare.clone()
+        };
+        let short = Candidate {
+            short_max: 16,
+            ..bare.clone()
+        };
+        vec![short, wide_short, guarded_movsb, bare]
+    }
+
     /// The alias band guarded at size `n` (0: none).
     fn band_at(&self, n: u64) -> u32 {
         if self.narrow == 0 || n < self.guard_from as u64 {
@@ -308,7 +332,7 @@ impl Candidate {
     }
 
     /// A neighbour: one or two parameters changed.
-    fn mutate(&self, rng: &mut bench::Rng) -> Candidate {
+    pub fn mutate(&self, rng: &mut bench::Rng) -> Candidate {
         fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
             v[(rng.next() % v.len() as u64) as usize].clone()
         }
@@ -625,21 +649,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let search_until = o.budget.mul_f64(0.7);
     let mut pool: Vec<Evaluated> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut seeds = vec![Candidate::bare_guarded()];
-    let mut s2 = Candidate::bare_guarded();
-    s2.short_max = 64;
-    s2.narrow = 63;
-    s2.wide = 63;
-    s2.guard_from = 65;
-    seeds.push(s2); // guarded-movsb's shape
-    let mut s3 = Candidate::bare_guarded();
-    s3.guard_from = 256;
-    s3.wide = 31;
-    s3.wide_until = 1024;
-    seeds.push(s3);
-    let mut s4 = Candidate::bare_guarded();
-    s4.short_max = 16;
-    seeds.push(s4);
+    let mut seeds = Candidate::seeds();
     let mut round = 0u64;
     let mut stopped_early = false;
     while start.elapsed() < search_until {
