@@ -588,7 +588,7 @@ impl Rng {
         // xorshift must not start at 0.
         Rng(seed ^ 0x9e37_79b9_7f4a_7c15 | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -596,11 +596,11 @@ impl Rng {
     }
     /// Uniform in `[0, 1)`.
     pub fn uniform(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
-            v.swap(i, (self.next() % (i as u64 + 1)) as usize);
+            v.swap(i, (self.next_u64() % (i as u64 + 1)) as usize);
         }
     }
 }

@@ -334,12 +334,12 @@ impl Candidate {
     /// A neighbour: one or two parameters changed.
     pub fn mutate(&self, rng: &mut bench::Rng) -> Candidate {
         fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
-            v[(rng.next() % v.len() as u64) as usize].clone()
+            v[(rng.next_u64() % v.len() as u64) as usize].clone()
         }
         let mut c = self.clone();
-        let changes = 1 + (rng.next() % 2) as usize;
+        let changes = 1 + (rng.next_u64() % 2) as usize;
         for _ in 0..changes {
-            match rng.next() % 12 {
+            match rng.next_u64() % 12 {
                 0 => c.short_max = pick(rng, SHORT_MAX),
                 1 => c.short_registers = pick(rng, SHORT_REGS),
                 2 => c.guard_from = pick(rng, GUARD_FROM),
@@ -626,7 +626,7 @@ fn screen(c: &Candidate, o: &Options, cliff: bool, seed: u64) -> Option<Score> {
     let sweep = tune_sweep(&o.dists, QUICK_SIZES, QUICK_ALIAS, 2048);
     let subjects = [bench::baseline("rep_movsb").expect("built in"), subject];
     let opts = bench::Options {
-        repeats: 5,
+        repeats: 7,
         target_ticks: 6_000.0,
         seed,
     };
@@ -662,14 +662,14 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         // does not keep it on top.
         let cand = if round % 10 == 0 && !pool.is_empty() {
             pool.sort_by(|a, b| a.mean().total_cmp(&b.mean()));
-            pool[(rng.next() % pool.len().min(3) as u64) as usize]
+            pool[(rng.next_u64() % pool.len().min(3) as u64) as usize]
                 .cand
                 .clone()
         } else if let Some(s) = seeds.pop() {
             s
         } else {
             pool.sort_by(|a, b| a.mean().total_cmp(&b.mean()));
-            let parent = &pool[(rng.next() % pool.len().min(5) as u64) as usize].cand;
+            let parent = &pool[(rng.next_u64() % pool.len().min(5) as u64) as usize].cand;
             let mut c = parent.mutate(&mut rng);
             let mut tries = 0;
             while seen.contains(&c) && tries < 20 {
@@ -679,7 +679,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
             c
         };
         seen.insert(cand.clone());
-        let Some(sc) = screen(&cand, o, cliff, rng.next()) else {
+        let Some(sc) = screen(&cand, o, cliff, rng.next_u64()) else {
             continue;
         };
         match pool.iter_mut().find(|e| e.cand == cand) {
@@ -742,7 +742,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let opts = bench::Options {
         repeats: if stopped_early { 5 } else { 9 },
         target_ticks: 8_000.0,
-        seed: rng.next(),
+        seed: rng.next_u64(),
     };
     let res = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
     let mut ranked: Vec<(usize, Score)> = (1..subjects.len())
@@ -799,7 +799,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let opts = bench::Options {
         repeats: 9,
         target_ticks: 8_000.0,
-        seed: rng.next(),
+        seed: rng.next_u64(),
     };
     let report = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
     let fin = score(&report, 2, o.dists.len(), cliff);
@@ -979,8 +979,8 @@ pub fn report_text(o: &Outcome) -> String {
     for (r, row) in res.sweep.rows.iter().enumerate() {
         let Some(d) = row.dist else { continue };
         let _ = write!(out, "{:<20}", res.sweep.distributions[d].name);
-        for s in 0..res.subjects.len() {
-            let cell = format!("{:.2}x ({:.1})", ratios[s][r], res.cells[r][s].cycles);
+        for (s, ratio) in ratios.iter().enumerate() {
+            let cell = format!("{:.2}x ({:.1})", ratio[r], res.cells[r][s].cycles);
             let _ = write!(out, "  {:>w$}", cell, w = name_w.max(14));
         }
         out.push('\n');

@@ -179,12 +179,12 @@ pub fn sequence(d: &Distribution, calls: usize, alias_share: f64, rng: &mut Rng)
     (0..calls)
         .map(|_| {
             let n = d.size_at(rng.uniform()) as u32;
-            let src_off = (rng.next() % 4096) as u16;
+            let src_off = (rng.next_u64() % 4096) as u16;
             let dst_off = if alias_share > 0.0 && rng.uniform() < alias_share {
-                let band = 1 + (rng.next() % ALIAS_BAND_MAX as u64) as u16;
+                let band = 1 + (rng.next_u64() % ALIAS_BAND_MAX as u64) as u16;
                 (src_off + band) % 4096
             } else {
-                (rng.next() % 4096) as u16
+                (rng.next_u64() % 4096) as u16
             };
             Call {
                 n,
