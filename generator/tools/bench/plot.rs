@@ -414,7 +414,12 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            // An alias sweep's peaks are in the band, at the left.
+            .position(if !categorical && is_alias_axis(x_desc) {
+                SeriesLabelPosition::UpperRight
+            } else {
+                SeriesLabelPosition::UpperLeft
+            })
             .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
             .draw()
