@@ -13,15 +13,21 @@
 //! | output    | [`output`]: file templates and the `emitted/` tree             |
 //! | checks    | [`checks`] (objects, fault injection on each CPU mode), [`static_verify`] |
 //! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune` |
+//!
+//! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
+//! their Debian packages.
 
 pub mod arch;
 pub mod backend;
 pub mod jit;
 pub mod lower;
 pub mod static_verify;
+pub mod toolchain;
+pub mod variants;
 
 /// The front end: strategy files in, validated strategies out.
 pub mod front {
+    pub mod catalog;
     pub mod diagnostics;
     pub mod parse;
     pub mod strategy;
@@ -30,6 +36,7 @@ pub mod front {
 /// Generated files: templates around the printed functions, and the
 /// `emitted/` tree.
 pub mod output {
+    pub mod header;
     pub mod render;
     pub mod tree;
 }

@@ -20,7 +20,11 @@ pub struct Target {
 }
 
 /// Lower every entry point of `s` for `target`.
+/// With per-CPU variants: every variant's routines ([`crate::variants`]).
 pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
+    if !s.variants.is_empty() {
+        return crate::variants::lower_variants(s, target);
+    }
     let mut out = Vec::new();
     for &dir in &s.directions {
         out.push(Lowering::new(s, target, dir, None).general());

@@ -7,11 +7,12 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::{self, catalog, check_tree, render_tree_with_stats, write_tree};
+use copygen::output::tree::{self, check_tree, render_tree_with_stats, write_tree};
 
 #[derive(Parser)]
 #[command(
@@ -153,6 +154,9 @@ struct BenchArgs {
     /// Write an SVG plot here.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
+    #[arg(long)]
+    variant: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -348,8 +352,19 @@ fn print_all(outputs: &[(String, String)]) {
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| tree::repo_root().join("emitted"));
-    let strategies = catalog()?;
+    // In a checkout: its strategy files and its emitted/. Outside one, the
+    // embedded catalog, and only to an emitted/ folder given explicitly.
+    let checkout = copygen::front::catalog::checkout();
+    let dir = match (emitted, &checkout) {
+        (Some(dir), _) => dir,
+        (None, Some(root)) => root.join("emitted"),
+        (None, None) => {
+            return Err(Failure::Input(
+                "error: not in a copygen checkout (no generator/strategies above the working directory): give --emitted DIR".into(),
+            ))
+        }
+    };
+    let strategies = copygen::front::catalog::catalog_in(checkout.as_deref())?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;
@@ -445,8 +460,17 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
+    let found = copygen::variants::host_features();
+    let mut any_variants = false;
     for name in &a.subjects {
-        subjects.push(bench_subject(name)?);
+        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
+        subjects.push(subject);
+        any_variants |= has_variants;
+    }
+    if let (Some(v), false) = (&a.variant, any_variants) {
+        return Err(Failure::Input(format!(
+            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
+        )));
     }
     let baseline = match &a.baseline {
         None => None,
@@ -598,10 +622,15 @@ fn command_line() -> String {
         .join(" ")
 }
 
-/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
-fn bench_subject(name: &str) -> Result<copygen::tools::bench::Subject, Failure> {
+/// A baseline by name, or a strategy (file or catalog name) compiled by the
+/// JIT; with per-CPU variants, the one chosen (and `true`).
+fn bench_subject(
+    name: &str,
+    variant: Option<&str>,
+    found: copygen::variants::CpuFeatures,
+) -> Result<(copygen::tools::bench::Subject, bool), Failure> {
     if let Some(b) = copygen::tools::bench::baseline(name) {
-        return Ok(b);
+        return Ok((b, false));
     }
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
@@ -624,7 +653,24 @@ fn bench_subject(name: &str) -> Result<copygen::tools::bench::Subject, Failure> 
             s.arch
         )));
     }
-    Ok(copygen::tools::bench::strategy_subject(&s)?)
+    let chosen = copygen::variants::bench_variant(&s, variant, found)
+        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    if let Some(v) = chosen {
+        let why = match variant {
+            Some(_) => "forced by --variant".to_string(),
+            None => format!("this CPU has: {found}"),
+        };
+        eprintln!(
+            "{}: variant `{}` ({}; {why})",
+            s.name,
+            v.name,
+            v.condition_text()
+        );
+    }
+    Ok((
+        copygen::variants::bench_subject(&s, variant, found)?,
+        !s.variants.is_empty(),
+    ))
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {

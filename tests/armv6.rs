@@ -9,19 +9,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use copygen::backend::functions;
+use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Direction, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::catalog;
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
-const CC: &str = "arm-linux-gnueabi-gcc";
+use copygen::toolchain::{toolchain, Tool};
+
+fn cc() -> Tool {
+    toolchain(Arch::Armv6).cc
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Fail (never skip) when a tool is missing, after trying the installer.
-fn need(tool: &str, package: &str) {
+fn need(tool: Tool) {
+    let (tool, package) = (tool.program, tool.package_list());
     let found = || {
         Command::new(tool)
             .arg("--version")
@@ -37,7 +42,7 @@ fn need(tool: &str, package: &str) {
     }
     assert!(
         found(),
-        "`{tool}` is missing: install the Debian package `{package}` (verify/install-deps does it when run as root)"
+        "`{tool}` is missing: install the Debian package(s) {package} (verify/install-deps does it when run as root)"
     );
 }
 
@@ -93,14 +98,9 @@ fn run(cmd: &mut Command) -> std::process::Output {
 /// Assemble `src` (a `.S` file) for ARMv6, keeping `.L` labels in the
 /// symbol table so table entries can be named.
 fn assemble(src: &Path, obj: &Path, flavor: Flavor) {
-    let mut cmd = Command::new(CC);
-    cmd.args([
-        "-march=armv6",
-        "-marm",
-        "-c",
-        "-Wa,-L",
-        "-Wa,--fatal-warnings",
-    ]);
+    let mut cmd = cc().command();
+    cmd.args(toolchain(Arch::Armv6).arch_flags)
+        .args(["-c", "-Wa,-L", "-Wa,--fatal-warnings"]);
     if flavor == Flavor::Linux {
         cmd.args(["-nostdinc", "-D__ASSEMBLY__", "-I"])
             .arg(root().join("verify/shim-arm"));
@@ -199,7 +199,7 @@ fn transfer_kind(file: &object::File, section: &str, offset: u64) -> Option<bool
 
 #[test]
 fn every_armv6_file_assembles_with_one_entry_per_user_site() {
-    need(CC, "gcc-arm-linux-gnueabi");
+    need(cc());
     let dir = tempfile::tempdir().unwrap();
     for flavor in Flavor::ALL {
         for (s, src) in sources(dir.path(), flavor) {
@@ -262,8 +262,8 @@ fn every_armv6_file_assembles_with_one_entry_per_user_site() {
 /// harness runs them on an ARM1176 under qemu.
 #[test]
 fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
-    need(CC, "gcc-arm-linux-gnueabi");
-    need("qemu-arm", "qemu-user");
+    need(cc());
+    need(toolchain(Arch::Armv6).runner.expect("qemu-arm").0);
     for s in sinks() {
         let r = copygen::checks::faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}"));
         assert_eq!(

@@ -268,7 +268,11 @@ pub struct Strategy {
     /// from_user only: zero `to[n-N..n)` on a fault.
     pub zero_tail: bool,
     pub linux: LinuxOptions,
+    /// The size classes; with variants, the default variant's.
     pub classes: Vec<SizeClass>,
+    /// Per-CPU variants, first match wins, the last one the default; empty
+    /// for a strategy that runs the same code everywhere.
+    pub variants: Vec<crate::variants::Variant>,
     /// Constant-size entry points (`<symbol>_<dir>_<n>`).
     pub fixed_sizes: Vec<u32>,
     /// Path of the strategy file as given (for the generated header).

@@ -1,14 +1,15 @@
 //! File structure: the tera templates in `templates/` (embedded in the
-//! binary) wrap the printed functions with the header, the flavour's
-//! macros and the exception table.
+//! binary) wrap the printed functions with the header ([`super::header`]),
+//! the flavour's macros and the exception table.
 
 use std::sync::OnceLock;
 
 use serde::Serialize;
 use tera::{Context, Tera};
 
+use super::header::Header;
 use crate::backend::{self, Function};
-use crate::front::strategy::{Arch, Convention, Flavor, Strategy};
+use crate::front::strategy::{Arch, Flavor, Strategy};
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("header", include_str!("../../templates/header.S.tera")),
@@ -46,64 +47,32 @@ pub fn emitted_path(s: &Strategy, flavor: Flavor) -> String {
     format!("{}/{}/{}.S", s.arch, flavor, s.name)
 }
 
-/// A one-line description of the calling convention of `s` in `flavor`.
-pub fn abi_text(s: &Strategy, flavor: Flavor) -> &'static str {
-    match (s.arch, flavor) {
-        (Arch::X86_64, Flavor::Standalone) => "SysV: rdi=to rsi=from rdx=n -> rax",
-        (Arch::X86_64, Flavor::Linux) => match s.linux.convention {
-            Convention::C => "C convention: rdi=to rsi=from rdx=n -> rax",
-            Convention::RepMovs => {
-                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, clobbers rax"
-            }
-        },
-        (Arch::I386, Flavor::Standalone) => "cdecl: to, from, n on the stack -> eax",
-        (Arch::I386, Flavor::Linux) => "-mregparm=3: eax=to edx=from ecx=n -> eax",
-        (Arch::Armv6, _) => "AAPCS: r0=to r1=from r2=n -> r0",
-    }
-}
-
 #[derive(Serialize)]
 struct FileContext<'a> {
-    source: &'a str,
-    name: &'a str,
-    arch: &'a str,
-    flavor: &'a str,
-    abi: &'a str,
-    description: Vec<&'a str>,
-    params: Vec<String>,
+    #[serde(flatten)]
+    header: Header<'a>,
     functions: Vec<Function>,
     extable: &'static str,
+    /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
+    alternatives: bool,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
 pub fn render(s: &Strategy, flavor: Flavor) -> String {
-    let functions = backend::functions(s, flavor)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+    let functions = backend::file_functions(s, flavor);
     render_functions(s, flavor, functions)
 }
 
 /// Render the file around functions already printed for `s` in `flavor`.
 pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
-    let params = s
-        .text
-        .lines()
-        .map(|l| l.replace("*/", "* /").trim_end().to_string())
-        .collect();
     let ctx = FileContext {
-        source: &s.source,
-        name: &s.name,
-        arch: s.arch.name(),
-        flavor: flavor.name(),
-        abi: abi_text(s, flavor),
-        description: s.description.lines().map(str::trim).collect(),
-        params,
+        header: Header::new(s, flavor),
         functions,
         extable: match s.linux.extable {
             crate::front::strategy::ExtableFormat::Relative => "relative",
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
         },
+        alternatives: !s.variants.is_empty(),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
@@ -118,13 +87,4 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         out.pop();
     }
     out
-}
-
-/// Whether this build can render `s` (an arch without templates cannot).
-pub fn has_template(s: &Strategy) -> bool {
-    let prefix = match s.arch {
-        Arch::X86_64 | Arch::I386 => "x86-",
-        Arch::Armv6 => "armv6-",
-    };
-    TEMPLATES.iter().any(|(n, _)| n.starts_with(prefix))
 }

@@ -799,7 +799,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let mut tuned_subject = bench::strategy_subject(&strategy)?;
     tuned_subject.name = format!("{} (tuned)", strategy.name);
     subjects.push(tuned_subject);
-    for s in crate::output::tree::catalog()? {
+    for s in crate::front::catalog::catalog()? {
         if s.arch == Arch::X86_64 && s.name != "rep-movsb" && s.name != strategy.name {
             if let Ok(subj) = bench::strategy_subject(&s) {
                 subjects.push(subj);
