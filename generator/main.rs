@@ -477,7 +477,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         Some(b) => Some(match subjects.iter().position(|s| &s.name == b) {
             Some(i) => i,
             None => {
-                subjects.push(bench_subject(b)?);
+                subjects.push(bench_subject(b, None, found)?.0);
                 subjects.len() - 1
             }
         }),
