@@ -11,6 +11,10 @@
 //! register forms and `prfum`); that one instruction is written as its
 //! word (`prfm_word`).
 
+// dynasm's aarch64 register expressions convert with `u8::from`, which
+// clippy calls useless when the register numbers already are `u8`.
+#![allow(clippy::useless_conversion)]
+
 use std::collections::HashMap;
 
 use dynasmrt::aarch64::Aarch64Relocation;
@@ -27,9 +31,14 @@ pub enum A64Error {
     Dynasm(String),
 }
 
-/// A routine's bytes and its exception table: (faulting instruction,
-/// fixup) offsets from the first byte, in line order.
-pub fn encode(lines: &[Line]) -> Result<(Vec<u8>, Vec<(u32, u32)>), A64Error> {
+/// (faulting instruction, fixup) offsets from a routine's first byte.
+pub type Extable = Vec<(u32, u32)>;
+
+/// A label's dynasm handle and its offset.
+type LabelOf<'a> = &'a dyn Fn(&str) -> Result<(DynamicLabel, u32), A64Error>;
+
+/// A routine's bytes and its exception table, in line order.
+pub fn encode(lines: &[Line]) -> Result<(Vec<u8>, Extable), A64Error> {
     let mut ops: VecAssembler<Aarch64Relocation> = VecAssembler::new(0);
     // Offsets by counting words: every instruction is 4 bytes.
     let mut labels: HashMap<&str, (DynamicLabel, u32)> = HashMap::new();
@@ -80,7 +89,7 @@ type Ops = VecAssembler<Aarch64Relocation>;
 fn encode_inst(
     ops: &mut Ops,
     inst: &Inst,
-    label: &dyn Fn(&str) -> Result<(DynamicLabel, u32), A64Error>,
+    label: LabelOf,
 ) -> Result<(), A64Error> {
     match inst {
         Inst::Label(l) => {

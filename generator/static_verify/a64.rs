@@ -472,8 +472,8 @@ pub(super) fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec
                 Operand::RegShift(ShiftStyle::LSL, 0, _, r) => Some(slot(r as u8)),
                 _ => None,
             };
-            if rn.is_some() && rn == rm {
-                s.flags = cmp(rn.expect("checked"), 0, true);
+            if let Some(r) = rn.filter(|_| rn == rm) {
+                s.flags = cmp(r, 0, true);
             }
         }
         AND if ops.len() == 3 && imm(&ops[2]).is_some() => {
