@@ -86,11 +86,7 @@ fn prfop(op: Prf) -> u32 {
 
 type Ops = VecAssembler<Aarch64Relocation>;
 
-fn encode_inst(
-    ops: &mut Ops,
-    inst: &Inst,
-    label: LabelOf,
-) -> Result<(), A64Error> {
+fn encode_inst(ops: &mut Ops, inst: &Inst, label: LabelOf) -> Result<(), A64Error> {
     match inst {
         Inst::Label(l) => {
             let (l, _) = label(l)?;
