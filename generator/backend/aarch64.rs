@@ -27,7 +27,7 @@
 
 use crate::arch::aarch64::{self as abi, AAPCS64};
 use crate::front::strategy::{Flavor, PrefetchKind};
-use crate::lower::routine::{self as ops, At, Cond, Op, PtrTest, Routine};
+use crate::lower::routine::{self as ops, At, Op, PtrTest, Routine};
 
 /// A general-purpose register by number; 31 is the zero register here
 /// (no instruction of this backend addresses sp).
@@ -59,29 +59,8 @@ impl Reg {
     }
 }
 
-/// Condition codes after `cmp`/`tst` (unsigned comparisons).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cc {
-    Eq,
-    Ne,
-    Lo,
-    Ls,
-    Hi,
-    Hs,
-}
-
-impl Cc {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cc::Eq => "eq",
-            Cc::Ne => "ne",
-            Cc::Lo => "lo",
-            Cc::Ls => "ls",
-            Cc::Hi => "hi",
-            Cc::Hs => "hs",
-        }
-    }
-}
+/// Condition codes: A32's names, which A64 keeps (`b.eq`, `b.lo`, ...).
+pub use super::armv6::Cc;
 
 /// Three-register data processing (64-bit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,16 +238,7 @@ pub fn prefetch_offset_fits(off: i64) -> bool {
     (off >= 0 && off % 8 == 0 && off < 8 * 4096) || (-256..=255).contains(&off)
 }
 
-fn cc(c: Cond) -> Cc {
-    match c {
-        Cond::Eq => Cc::Eq,
-        Cond::Ne => Cc::Ne,
-        Cond::Below => Cc::Lo,
-        Cond::BelowEq => Cc::Ls,
-        Cond::Above => Cc::Hi,
-        Cond::AboveEq => Cc::Hs,
-    }
-}
+use super::armv6::cc;
 
 /// Instruction selection: one routine's ops to A64 lines.
 pub fn select(r: &Routine) -> Vec<Line> {
