@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::arch::{capabilities, scratch_registers};
 use crate::front::diagnostics::{FieldPath, Locator, StrategyError};
@@ -64,7 +64,7 @@ struct RawLinux {
     extable: Option<ExtableFormat>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "snake_case")]
 enum RawKind {
     Bytes,
@@ -490,11 +490,10 @@ impl Validator<'_> {
             if is_set && !used.contains(&field) {
                 return Err(self.err(
                     &path.key(field),
-                    format!("`{field}` means nothing to a method of kind `{:?}`", m.kind)
-                        .replace("HeadTail", "head_tail")
-                        .replace("RepMovs", "rep_movs")
-                        .replace("Bytes", "bytes")
-                        .replace("Unrolled", "unrolled"),
+                    format!(
+                        "`{field}` means nothing to a method of kind `{}`",
+                        toml_name(&m.kind)
+                    ),
                 ));
             }
         }
@@ -569,7 +568,7 @@ impl Validator<'_> {
         if !caps.groupings.contains(&grouping) {
             return Err(self.err(
                 &path.key("grouping"),
-                format!("grouping `{grouping:?}` does not exist on {arch}").to_lowercase(),
+                format!("grouping `{grouping}` does not exist on {arch}"),
             ));
         }
         let registers = m.registers.unwrap_or(1);
@@ -605,7 +604,7 @@ impl Validator<'_> {
                 if !caps.prefetch.contains(&p.kind) {
                     return Err(self.err(
                         &pp.key("kind"),
-                        format!("prefetch `{:?}` does not exist on {arch}", p.kind).to_lowercase(),
+                        format!("prefetch `{}` does not exist on {arch}", p.kind),
                     ));
                 }
                 let distances = match &p.distance {
@@ -641,7 +640,7 @@ impl Validator<'_> {
         if !caps.tails.contains(&tail) {
             return Err(self.err(
                 &path.key("tail"),
-                format!("tail `{tail:?}` does not exist on {arch}").to_lowercase(),
+                format!("tail `{tail}` does not exist on {arch}"),
             ));
         }
         Ok(Unrolled {
@@ -889,10 +888,9 @@ impl Validator<'_> {
             return Err(self.err(
                 path,
                 format!(
-                    "method `{name}` aligns {:?} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
+                    "method `{name}` aligns {} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
                     a.pointer, a.to
-                )
-                .to_lowercase(),
+                ),
             ));
         }
         if a.min_size > u.block as u64 && lo < a.min_size {
