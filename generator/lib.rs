@@ -12,7 +12,7 @@
 //! | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; [`jit`]: the same x86 lines → dynasm |
 //! | output    | [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
 //! | checks    | [`checks`] (objects, fault injection on each CPU mode), [`static_verify`] |
-//! | tools     | [`tools`]: `copygen diff` (review) and `copygen bench`          |
+//! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune` |
 //!
 //! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
 //! their Debian packages.
@@ -54,4 +54,5 @@ pub mod checks {
 pub mod tools {
     pub mod bench;
     pub mod review;
+    pub mod tune;
 }
