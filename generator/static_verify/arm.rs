@@ -23,14 +23,39 @@ use unarm::{
     LdrStrOffset, MiscLoadOffset, Op2, Op2Imm, Reg, RegList, ShiftImm, ShiftOp,
 };
 
-use super::{add_val, AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val};
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::abi::AbiSpec;
+use super::domain::{add_val, Cmp, State, Val, PTRS};
+use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const SP: usize = 13;
 pub(super) const LR: usize = 14;
 pub(super) const PC: usize = 15;
 
-pub(super) fn reg_name(r: usize) -> &'static str {
+/// A32 (ARM state), ARMv6K.
+pub(super) struct Arm;
+
+impl Isa for Arm {
+    fn decode(
+        &self,
+        obj: &ObjectFile,
+        section: &str,
+        range: Range<u64>,
+        addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        _abi: &AbiSpec,
+    ) -> Vec<Insn> {
+        decode(obj, section, range.step_by(4), addr_of)
+    }
+
+    fn reg_name(&self, r: usize) -> &'static str {
+        reg_name(r)
+    }
+}
+
+fn reg_name(r: usize) -> &'static str {
     const NAMES: [&str; 16] = [
         "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "ip", "sp", "lr",
         "pc",
@@ -312,7 +337,7 @@ fn is_lr(op2: &Op2) -> bool {
 
 /// Decode the words at `offsets` of `section` into the checker's
 /// instructions; `addr_of` maps a place to the function's address space.
-pub(super) fn decode(
+fn decode(
     obj: &ObjectFile,
     section: &str,
     offsets: impl Iterator<Item = u64>,
@@ -440,7 +465,7 @@ pub(super) fn decode(
             width,
             prefetch: matches!(ins, Ins::Pld { .. }),
             mems,
-            raw: Raw::Arm(ins),
+            semantics: Rc::new(ins),
         });
     }
     out
@@ -550,9 +575,15 @@ fn multiple_effect(
     }
 }
 
+impl Semantics for Ins {
+    fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State {
+        transfer(insn, self, st, abi)
+    }
+}
+
 /// The state after `ins` when it runs (the caller refines a conditional
 /// instruction's state first).
-pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
+fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
     let mut s = st.clone();
     // Generic effects first: every written register loses what it held.
     for &r in &insn.written {
@@ -626,7 +657,7 @@ pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> Sta
             if matches!(op2, Op2::Imm(_)) && st.regs[*rn as usize].is_ptr() =>
         {
             // Rounding a pointer down keeps it a pointer into the same buffer.
-            s.regs[*rd as usize] = Val::tagged(st.regs[*rn as usize].tags & super::PTRS, None);
+            s.regs[*rd as usize] = Val::tagged(st.regs[*rn as usize].tags & PTRS, None);
         }
         Ins::Orr { rd, rn, op2, .. } => {
             if let (Some(a), Some(b)) = (

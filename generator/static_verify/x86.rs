@@ -7,13 +7,50 @@ use iced_x86::{
     Register,
 };
 
-use super::{AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val, DST, LEN, SRC};
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::abi::{AbiSpec, NREGS};
+use super::domain::{add_val, Cmp, State, Val, DST, LEN, SRC};
+use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::ir::Arch;
-use crate::objfile::{self, FnSym, Loc, ObjectFile};
+use crate::objfile::{self, Loc, ObjectFile};
 
 pub(super) const RSP: usize = 4;
 
-pub(super) fn reg_name(arch: Arch, r: usize) -> &'static str {
+/// x86_64 or i386.
+pub(super) struct X86 {
+    pub(super) arch: Arch,
+}
+
+impl Isa for X86 {
+    fn decode(
+        &self,
+        obj: &ObjectFile,
+        section: &str,
+        range: Range<u64>,
+        _addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        abi: &AbiSpec,
+    ) -> Vec<Insn> {
+        let Some(bytes) = obj.code.get(section) else {
+            return Vec::new();
+        };
+        let Some(bytes) = bytes.get(range.start as usize..range.end as usize) else {
+            return Vec::new();
+        };
+        let mut factory = InstructionInfoFactory::new();
+        objfile::decode_x86(self.arch, bytes, range.start)
+            .into_iter()
+            .map(|i| facts(i, section, abi, &mut factory))
+            .collect()
+    }
+
+    fn reg_name(&self, r: usize) -> &'static str {
+        reg_name(self.arch, r)
+    }
+}
+
+fn reg_name(arch: Arch, r: usize) -> &'static str {
     const R64: [&str; 16] = [
         "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
         "r13", "r14", "r15",
@@ -28,7 +65,7 @@ pub(super) fn reg_name(arch: Arch, r: usize) -> &'static str {
 fn gpr(r: Register) -> Option<usize> {
     if r.is_gpr() {
         let n = r.full_register().number();
-        (n < super::NREGS).then_some(n)
+        (n < NREGS).then_some(n)
     } else {
         None
     }
@@ -65,15 +102,6 @@ fn cc(c: ConditionCode) -> Cc {
         ConditionCode::be => Cc::Ls,
         _ => Cc::Other,
     }
-}
-
-/// Decode `f` (all in its own section) into the checker's instructions.
-pub(super) fn decode(obj: &ObjectFile, f: &FnSym, abi: &AbiSpec) -> Vec<Insn> {
-    let mut factory = InstructionInfoFactory::new();
-    objfile::decode_x86(obj.arch, obj.bytes_of(f), f.start)
-        .into_iter()
-        .map(|i| facts(i, &f.section, abi, &mut factory))
-        .collect()
 }
 
 fn facts(
@@ -180,12 +208,18 @@ fn facts(
         touch,
         width: i.memory_size().size().max(1),
         prefetch: false,
-        raw: Raw::X86(i),
+        semantics: Rc::new(i),
+    }
+}
+
+impl Semantics for Instruction {
+    fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State {
+        transfer(insn, self, st, abi)
     }
 }
 
 /// The state after `i` on its normal path.
-pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
+fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     let mut s = st.clone();
     let pw = abi.ptr as usize;
     let reg0 = if i.op_count() > 0 && i.op0_kind() == OpKind::Register {
@@ -288,10 +322,10 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
                 return s;
             }
             if imm {
-                s.regs[d] = super::add_val(st.regs[d], Val::konst(imm_of(i, 1)), sign);
+                s.regs[d] = add_val(st.regs[d], Val::konst(imm_of(i, 1)), sign);
             } else if i.op1_kind() == OpKind::Register {
                 let other = val(i.op1_register());
-                s.regs[d] = super::add_val(st.regs[d], other, sign);
+                s.regs[d] = add_val(st.regs[d], other, sign);
             }
         }
         Mnemonic::Lea => {

@@ -1,0 +1,267 @@
+//! `copygen verify --static`: check a copy routine from its object code
+//! alone, so it works on any `.S`/`.o`, not only on what copygen emitted.
+//!
+//! For each global `*_from_user` / `*_to_user` (and fixed-size
+//! `*_<dir>_<N>`) function it decodes `.text` (and, for ARM, the function's
+//! piece of `.text.fixup`) and runs one forward data-flow
+//! analysis over the instructions (fault edges from each entry's instruction
+//! to its fixup included). The abstract value of a register or stack slot is
+//! a set of tags — "holds its own entry value", "derives from `to`/`from`",
+//! "is the length" — plus, for the source pointer and the length, an offset
+//! against a ghost `LEN` so length checks bound how far a load may reach.
+//! From that:
+//!
+//! - every memory access through the user pointer has an exception-table
+//!   entry and no other instruction has one; every fixup lies in the
+//!   function and reaches a return;
+//! - registers the convention does not let the routine clobber hold their
+//!   entry value at every return, and the stack is balanced;
+//! - linux-flavour code touches no MMX/SSE/AVX/x87 (ARM: VFP/NEON) register;
+//! - every touch load (a load from the source whose value is dead) and every
+//!   ARM `pld` of the source is dominated by a length check that keeps it
+//!   inside the source (a `pld` cannot fault: it needs no table entry, and
+//!   one past the end is a warning, not an error).
+//!
+//! The checker is arch-neutral: `x86.rs` (iced-x86) and `arm.rs` (unarm,
+//! A32 for ARMv6) turn each instruction into the same facts and give its
+//! effect on the abstract state.
+//!
+//! Layout: `report` (verdicts), `abi` (the conventions), `domain` (the
+//! abstract values), `isa` (instruction facts and the [`isa::Isa`] trait),
+//! `x86`/`arm` (the ISAs), `cfg` (one function's graph), `analysis` (fixed
+//! points) and `checks` (what is reported).
+
+mod abi;
+mod analysis;
+mod arm;
+mod cfg;
+mod checks;
+mod domain;
+mod isa;
+mod report;
+mod x86;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::ir::{Arch, Convention, Direction, Flavor};
+use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+
+use abi::AbiSpec;
+use cfg::fixup_owners;
+use checks::check_function;
+pub use report::{render_reports, Finding, FunctionReport, Report, Severity};
+
+/// What the object cannot say about itself.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Architecture of a `.S` input (default: the copygen header's, else
+    /// armv6 for a file with `.arm`/`.syntax`, else x86_64).
+    pub arch: Option<Arch>,
+    /// Flavour (default: the copygen header's; else linux when the file
+    /// includes kernel headers, standalone otherwise; `.o`: standalone).
+    pub flavor: Option<Flavor>,
+    /// x86_64 linux calling convention (default: the header's, else C).
+    pub convention: Option<Convention>,
+    /// i386: arguments in eax/edx/ecx (default: on for the linux flavour).
+    pub regparm: Option<bool>,
+    /// The routines own the vector state: allow MMX/SSE/AVX (ARM: VFP) in the linux flavour.
+    pub allow_vector: bool,
+}
+/// What the copygen header of an emitted `.S` says (` * name: arch, flavour flavour, abi.`).
+fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>) {
+    for line in text.lines().take(12) {
+        let Some(rest) = line.trim_start_matches(" * ").split_once(": ").map(|p| p.1) else {
+            continue;
+        };
+        let mut parts = rest.splitn(3, ", ");
+        let (Some(a), Some(fl)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Some(arch), Some(flavor)) = (
+            Arch::parse(a),
+            fl.strip_suffix(" flavour").and_then(Flavor::parse),
+        ) else {
+            continue;
+        };
+        let abi = parts.next().unwrap_or("");
+        let conv = if abi.starts_with("rep_movs convention") {
+            Convention::RepMovs
+        } else {
+            Convention::C
+        };
+        return (Some(arch), Some(flavor), Some(conv));
+    }
+    (None, None, None)
+}
+
+/// Check the `.S` or `.o` at `path`.
+pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
+    let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
+    let (obj, mut flavor, mut convention) = if is_source {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let (h_arch, h_flavor, h_conv) = header_facts(&text);
+        // Unified-syntax ARM files say so; x86 never does.
+        let arm = text.lines().any(|l| {
+            let l = l.trim();
+            l == ".arm" || l.starts_with(".syntax")
+        });
+        let arch = options
+            .arch
+            .or(h_arch)
+            .unwrap_or(if arm { Arch::Armv6 } else { Arch::X86_64 });
+        let kernel = text.contains("#include <linux/") || text.contains("#include <asm/");
+        let flavor = options.flavor.or(h_flavor).unwrap_or(if kernel {
+            Flavor::Linux
+        } else {
+            Flavor::Standalone
+        });
+        // ARM: accept VFP instructions, so the check (not the assembler)
+        // reports them, with their line.
+        let flags = match arch {
+            Arch::Armv6 => vec!["-mfpu=vfp".to_string()],
+            _ => Vec::new(),
+        };
+        let how = Assemble {
+            arch,
+            kernel_shims: kernel,
+            debug: true,
+            keep_locals: false,
+            flags,
+        };
+        let dir = tempfile::tempdir()?;
+        let out = dir.path().join("static.o");
+        objfile::assemble(path, &out, &how)?;
+        (objfile::read_path(&out)?, flavor, h_conv)
+    } else {
+        (
+            objfile::read_path(path)?,
+            options.flavor.unwrap_or(Flavor::Standalone),
+            None,
+        )
+    };
+    if let Some(c) = options.convention {
+        convention = Some(c);
+    }
+    if let Some(f) = options.flavor {
+        flavor = f;
+    }
+    check_file(
+        &obj,
+        path,
+        flavor,
+        convention.unwrap_or(Convention::C),
+        options,
+    )
+}
+
+/// Check an object already read (`check_object` without the file handling).
+pub fn check_file(
+    obj: &ObjectFile,
+    path: &Path,
+    flavor: Flavor,
+    convention: Convention,
+    options: &Options,
+) -> Result<Report> {
+    let arch = obj.arch;
+    let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
+    let abi = AbiSpec::new(arch, flavor, convention, regparm);
+    let mut functions = Vec::new();
+    let mut checked: Vec<&FnSym> = Vec::new();
+    let owners = if arch == Arch::Armv6 {
+        fixup_owners(obj)
+    } else {
+        BTreeMap::new()
+    };
+    let in_piece =
+        |f: &FnSym, l: &Loc| l.section == ".text.fixup" && owners.get(&l.offset) == Some(&f.name);
+    for f in obj
+        .functions
+        .iter()
+        .filter(|f| f.global && f.section == ".text")
+    {
+        let Some((direction, fixed)) = classify(&f.name) else {
+            continue;
+        };
+        checked.push(f);
+        let vector_ok = options.allow_vector || flavor == Flavor::Standalone;
+        let entries = obj
+            .extable
+            .iter()
+            .filter(|e| f.contains(&e.insn) || in_piece(f, &e.insn))
+            .cloned()
+            .collect();
+        functions.push(check_function(
+            obj, f, &owners, entries, direction, fixed, &abi, vector_ok,
+        ));
+    }
+    let mut file_findings = Vec::new();
+    for e in &obj.extable {
+        let owned = checked
+            .iter()
+            .any(|f| f.contains(&e.insn) || in_piece(f, &e.insn));
+        let in_a_piece = e.insn.section == ".text.fixup" && owners.contains_key(&e.insn.offset);
+        if !owned && obj.function_at(&e.insn).is_none() && !in_a_piece {
+            file_findings.push(format!(
+                "__ex_table+{:#x}: entry for {} lies in no function",
+                e.at, e.insn
+            ));
+        }
+    }
+    Ok(Report {
+        file: path.to_path_buf(),
+        arch,
+        flavor,
+        convention: abi.describe.clone(),
+        functions,
+        file_findings,
+    })
+}
+
+/// Direction and constant size from a symbol name (CONTRACT §3):
+/// `x_from_user`, `x_to_user`, `x_from_user_16`.
+pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
+    for d in [Direction::FromUser, Direction::ToUser] {
+        let suffix = format!("_{}", d.name());
+        if name.ends_with(&suffix) {
+            return Some((d, None));
+        }
+        if let Some((_, n)) = name.rsplit_once(&format!("{suffix}_")) {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return Some((d, n.parse().ok()));
+            }
+        }
+    }
+    None
+}
+
+/// Check every strategy of the built-in catalog (all architectures) in both
+/// flavours, from freshly rendered text (what `copygen emit` writes to
+/// `emitted/`).
+pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
+    check_strategies(&crate::emit::catalog()?, options)
+}
+
+/// Render each strategy in both flavours and check the files.
+pub fn check_strategies(
+    strategies: &[crate::ir::Strategy],
+    options: &Options,
+) -> Result<Vec<Report>> {
+    let dir = tempfile::tempdir()?;
+    let mut reports = Vec::new();
+    for s in strategies {
+        for flavor in Flavor::ALL {
+            let rel = crate::render::emitted_path(s, flavor);
+            let path = dir.path().join(&rel);
+            std::fs::create_dir_all(path.parent().unwrap())?;
+            std::fs::write(&path, crate::render::render(s, flavor))?;
+            let mut r = check_object(&path, options)?;
+            r.file = PathBuf::from("emitted").join(rel);
+            reports.push(r);
+        }
+    }
+    Ok(reports)
+}
