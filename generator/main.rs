@@ -162,6 +162,19 @@ struct VerifyArgs {
     /// With --static: the routines own the vector state (MMX/SSE/AVX, ARM VFP allowed).
     #[arg(long, requires = "static_only")]
     allow_vector: bool,
+    /// With --static: code the analysis cannot reach or follow (an indirect
+    /// jump, code no path reaches) is a warning instead of an error.
+    #[arg(long, requires = "static_only")]
+    allow_unanalysed: bool,
+    /// With --static: check this function, NAME[:from_user|to_user|both[:c|rep_movs]]
+    /// (repeatable; default: every function with exception-table entries and
+    /// every *_from_user / *_to_user; the user side defaults to the name's, else both).
+    #[arg(
+        long = "function",
+        value_name = "NAME[:SIDE[:CONV]]",
+        requires = "static_only"
+    )]
+    functions: Vec<String>,
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -527,17 +540,22 @@ fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
 ) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::ir::Convention;
+    use copygen::static_verify::{parse_convention, FunctionSpec};
     let convention = match args.convention.as_deref() {
         None => None,
-        Some("c") => Some(Convention::C),
-        Some("rep_movs") => Some(Convention::RepMovs),
-        Some(c) => {
-            return Err(Failure::Input(format!(
+        Some(c) => Some(parse_convention(c).ok_or_else(|| {
+            Failure::Input(format!(
                 "error: unknown convention `{c}`; use c or rep_movs"
-            )))
-        }
+            ))
+        })?),
     };
+    let functions = args
+        .functions
+        .iter()
+        .map(|s| {
+            FunctionSpec::parse(s).map_err(|e| Failure::Input(format!("error: --function {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let flavor = match &args.flavor {
         None => None,
         f => Some(parse_flavor(f.clone())?[0]),
@@ -548,6 +566,8 @@ fn static_options(
         convention,
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
         allow_vector: args.allow_vector,
+        allow_unanalysed: args.allow_unanalysed,
+        functions,
     })
 }
 

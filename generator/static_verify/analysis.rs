@@ -64,8 +64,8 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
     if n == 0 {
         return states;
     }
-    states[0] = Some(entry);
-    let mut work: VecDeque<usize> = VecDeque::from([0]);
+    states[func.entry] = Some(entry);
+    let mut work: VecDeque<usize> = VecDeque::from([func.entry]);
     while let Some(k) = work.pop_front() {
         let st = states[k].clone().unwrap();
         let insn = &func.insns[k];
@@ -78,6 +78,30 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
             outs.push((fx, s));
         }
         let after = func.transfer(k, &exec);
+        if insn.flow == Flow::Indirect {
+            // A computed jump: its targets in this state join the graph.
+            match insn.semantics.targets(insn, &exec) {
+                Some(ts) => {
+                    for t in ts {
+                        match func.index.get(&t) {
+                            Some(&s) if !func.succ[k].contains(&s) => func.succ[k].push(s),
+                            Some(_) => {}
+                            None => {
+                                func.unresolved
+                                    .insert(k, format!("may jump to {t:#x}, outside the function"));
+                            }
+                        }
+                    }
+                }
+                None => {
+                    func.unresolved.insert(
+                        k,
+                        "indirect jump: the analysis cannot tell where it goes".into(),
+                    );
+                }
+            }
+        }
+        let insn = &func.insns[k];
         for &s in &func.succ[k] {
             let on_fall = Some(s) == func.fall[k];
             let o = match insn.flow {
@@ -135,6 +159,15 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
 /// Narrow the length bound on the edge where condition `cc` is `taken`.
 pub(super) fn refine(cc: Cc, st: &mut State, taken: bool) {
     let Some(c) = st.flags else { return };
+    if c.mask != 0 {
+        // `test $mask, r`: on the edge where `r & mask` is zero, so are
+        // those bits of r.
+        if matches!((cc, taken), (Cc::Eq, true) | (Cc::Ne, false)) {
+            let v = &mut st.regs[c.reg];
+            v.low = v.low.and_zero(c.mask);
+        }
+        return;
+    }
     let v = st.regs[c.reg];
     let (true, Some(o)) = (v.tags == LEN, v.off) else {
         return;

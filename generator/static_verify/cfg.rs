@@ -25,6 +25,15 @@ pub(super) struct Func<'a> {
     pub(super) listed: BTreeSet<usize>,
     /// Offsets of the function's `.text.fixup` words (ARM).
     pub(super) piece: Vec<u64>,
+    /// Indirect jumps the analysis could not follow, and why.
+    pub(super) unresolved: BTreeMap<usize, String>,
+    /// Its exception-table entries.
+    pub(super) entries: Vec<ExEntry>,
+    /// The instruction at the function's symbol.
+    pub(super) entry: usize,
+    /// Instructions `0..own` are the function's symbol and fixup piece;
+    /// the rest is local code it reaches.
+    pub(super) own: usize,
 }
 
 impl Func<'_> {
@@ -123,14 +132,13 @@ pub(super) fn fixup_owners(obj: &ObjectFile) -> BTreeMap<u64, String> {
 }
 
 impl<'a> Func<'a> {
-    /// Decode `f` (and its piece of `.text.fixup`), attach its
-    /// exception-table `entries` and build the control flow; problems with
-    /// the entries and the flow become findings.
+    /// Decode `f` (with its piece of `.text.fixup` and the local code it
+    /// reaches), attach its exception-table entries and build the control
+    /// flow; problems with the entries and the flow become findings.
     pub(super) fn build(
         obj: &'a ObjectFile,
         f: &FnSym,
         owners: &BTreeMap<u64, String>,
-        entries: &[ExEntry],
         abi: &'a AbiSpec,
     ) -> Func<'a> {
         let piece: Vec<u64> = owners
@@ -160,6 +168,55 @@ impl<'a> Func<'a> {
             insns.extend(isa.decode(obj, ".text.fixup", run, &addr_of, abi));
             k = j;
         }
+        let own = insns.len();
+        // Local code it reaches (a `SYM_CODE_START_LOCAL` tail, whose
+        // symbol the assembler drops): code in the function's section that
+        // lies in no function symbol, from each branch or fixup target there
+        // to the next symbol.
+        let in_any_function = |a: u64| {
+            obj.functions
+                .iter()
+                .any(|g| g.section == f.section && g.start <= a && a < g.end)
+        };
+        let section_end = obj.code.get(&f.section).map_or(0, |c| c.len() as u64);
+        let mut done = BTreeSet::new();
+        loop {
+            let decoded: BTreeSet<u64> = insns.iter().map(|i| i.addr).collect();
+            let entry_fixups = obj.extable.iter().filter_map(|e| {
+                let a = addr_of(&e.insn)?;
+                decoded.contains(&a).then(|| addr_of(&e.fixup)).flatten()
+            });
+            let targets: Vec<u64> = insns
+                .iter()
+                .filter_map(|i| match i.flow {
+                    Flow::Jump(t) | Flow::CondJump(t) => Some(t),
+                    _ => None,
+                })
+                .chain(entry_fixups)
+                .filter(|&t| {
+                    t < FIXUP_BASE
+                        && t < section_end
+                        && !decoded.contains(&t)
+                        && !in_any_function(t)
+                        && done.insert(t)
+                })
+                .collect();
+            if targets.is_empty() {
+                break;
+            }
+            for t in targets {
+                let next = obj
+                    .functions
+                    .iter()
+                    .filter(|g| g.section == f.section && g.start > t)
+                    .map(|g| g.start)
+                    .min()
+                    .unwrap_or(section_end);
+                let have: BTreeSet<u64> = insns.iter().map(|i| i.addr).collect();
+                let more = isa.decode(obj, &f.section, t..next, &addr_of, abi);
+                insns.extend(more.into_iter().take_while(|i| !have.contains(&i.addr)));
+            }
+        }
         let index: BTreeMap<u64, usize> =
             insns.iter().enumerate().map(|(k, i)| (i.addr, k)).collect();
         let mut func = Func {
@@ -173,12 +230,30 @@ impl<'a> Func<'a> {
             findings: Vec::new(),
             listed: BTreeSet::new(),
             piece: Vec::new(),
+            unresolved: BTreeMap::new(),
+            entries: Vec::new(),
+            entry: 0,
+            own,
         };
-        let in_function =
-            |l: &Loc| f.contains(l) || (l.section == ".text.fixup" && piece.contains(&l.offset));
+        func.entry = func.index.get(&f.start).copied().unwrap_or(0);
+        let decoded: BTreeSet<u64> = func.index.keys().copied().collect();
+        let in_function = |l: &Loc| {
+            f.contains(l)
+                || (l.section == ".text.fixup" && piece.contains(&l.offset))
+                || (l.section == f.section
+                    && !in_any_function(l.offset)
+                    && decoded.contains(&l.offset))
+        };
+        // Its entries: on its own code, its fixup piece and the local code.
+        let entries: Vec<ExEntry> = obj
+            .extable
+            .iter()
+            .filter(|e| in_function(&e.insn))
+            .cloned()
+            .collect();
 
         // Exception-table entries: boundaries and fixups inside the function.
-        for e in entries {
+        for e in &entries {
             let Some(&k) = addr_of(&e.insn).and_then(|a| func.index.get(&a)) else {
                 let near = addr_of(&e.insn)
                     .and_then(|a| func.index.range(..a).next_back().map(|(_, &k)| k))
@@ -250,11 +325,8 @@ impl<'a> Func<'a> {
                         }
                     }
                 }
-                Flow::Indirect => func.finding(
-                    Severity::Warning,
-                    k,
-                    "indirect jump: paths through it are not checked".into(),
-                ),
+                // Followed (or reported) by the analysis.
+                Flow::Indirect => {}
                 Flow::Next => needs_fall = true,
             }
             if needs_fall {
@@ -272,6 +344,7 @@ impl<'a> Func<'a> {
         func.succ = succ;
         func.fall = fall;
         func.piece = piece;
+        func.entries = entries;
         func
     }
 }

@@ -2,42 +2,54 @@
 //! nothing else does, fixups return (after a byte retry), no vector state,
 //! read-ahead stays inside the source, and returns keep the convention.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::abi::AbiSpec;
+use super::abi::{AbiSpec, NREGS};
 use super::analysis::{analyse, entry_state, first_write, fixup_paths, liveness};
 use super::arm;
 use super::cfg::Func;
-use super::domain::{State, Val, DST, SRC};
-use super::isa::{isa_for, Flow, MemKind, Touch};
-use super::report::{FunctionReport, Severity};
-use crate::ir::Direction;
-use crate::objfile::{ExEntry, FnSym, ObjectFile};
+use super::domain::{State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
+use super::isa::{isa_for, Flow, Insn, Mem, MemKind, Touch};
+use super::report::{FunctionReport, Severity, UserSide};
+use crate::objfile::{FnSym, Loc, ObjectFile};
+
+/// What the caller tells the checker about one function.
+pub(super) struct Target {
+    pub(super) side: UserSide,
+    /// Constant size of a fixed-size entry point.
+    pub(super) fixed: Option<u64>,
+    /// The linux flavour's "no vector state" rule is off.
+    pub(super) vector_ok: bool,
+    /// Code the analysis cannot reach or follow is a warning, not an error.
+    pub(super) allow_unanalysed: bool,
+}
+
+/// Where a memory access may go.
+enum Reach {
+    User,
+    Kernel,
+    /// Neither proven: what the address derives from.
+    Unproven(String),
+}
 
 /// Check one function against its exception-table `entries`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn check_function(
     obj: &ObjectFile,
     f: &FnSym,
     owners: &BTreeMap<u64, String>,
-    entries: Vec<ExEntry>,
-    direction: Direction,
-    fixed: Option<u64>,
     abi: &AbiSpec,
-    vector_ok: bool,
-) -> FunctionReport {
-    let mut func = Func::build(obj, f, owners, &entries, abi);
+    target: &Target,
+) -> (FunctionReport, BTreeSet<Loc>) {
+    let mut func = Func::build(obj, f, owners, abi);
     let n = func.insns.len();
 
     // The forward analysis.
-    let entry = entry_state(abi, fixed);
+    let entry = entry_state(abi, target.fixed);
     let states = analyse(&mut func, entry);
 
     // User accesses, entries and everything else that reads the states.
-    let user_tag = match direction {
-        Direction::FromUser => SRC,
-        Direction::ToUser => DST,
-    };
+    let side = target.side;
+    let user_tag = user_tag(side);
     let mut user_accesses = 0;
     let live = liveness(&func, abi);
     for k in 0..n {
@@ -45,23 +57,37 @@ pub(super) fn check_function(
             continue;
         };
         let i = func.insns[k].clone();
-        let val = |r: Option<usize>| r.map(|g| st.regs[g]).unwrap_or(Val::OTHER);
-        let user = i.mems.iter().any(|m| {
-            m.kind != MemKind::Prefetch && (val(m.base).tags | val(m.index).tags) & user_tag != 0
+        let reach: Vec<Reach> = i
+            .mems
+            .iter()
+            .filter(|m| m.kind != MemKind::Prefetch)
+            .map(|m| reach(m, &st, side, abi))
+            .collect();
+        let listed = func.listed.contains(&k);
+        let user = reach.iter().any(|r| matches!(r, Reach::User));
+        let unproven = reach.iter().find_map(|r| match r {
+            Reach::Unproven(why) => Some(why.clone()),
+            _ => None,
         });
-        if user {
+        if user || (listed && unproven.is_some()) {
             user_accesses += 1;
-            if !func.listed.contains(&k) {
+            if !listed {
                 func.finding(
                     Severity::Error,
                     k,
                     format!(
                         "accesses user memory (through `{}`) without an exception-table entry",
-                        pointer_name(direction)
+                        pointer_name(side)
                     ),
                 );
             }
-        } else if func.listed.contains(&k) {
+        } else if let Some(why) = unproven {
+            func.finding(
+                Severity::Error,
+                k,
+                format!("cannot prove this access is kernel-side (its address derives from {why}) and it has no exception-table entry"),
+            );
+        } else if listed {
             let why = if i.prefetch {
                 "a preload cannot fault, so it needs none"
             } else {
@@ -73,7 +99,7 @@ pub(super) fn check_function(
                 format!("stray exception-table entry: {why}"),
             );
         }
-        if !vector_ok {
+        if !target.vector_ok {
             if let Some(why) = &i.vector {
                 func.finding(Severity::Error, k, why.clone());
             }
@@ -88,11 +114,12 @@ pub(super) fn check_function(
     }
 
     // Every fixup reaches a return; a wide access's fixup copies a byte
-    // before it gives up (the progress rule), or we cannot prove it.
+    // before it gives up (the progress rule), unless the access cannot
+    // straddle a page (it is aligned to its width).
     for (&k, &fx) in func.fault.clone().iter() {
-        if states[fx].is_none() {
+        let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
             continue;
-        }
+        };
         let (returns, byte) = fixup_paths(&func, &states, fx, user_tag);
         if !returns {
             func.finding(
@@ -102,30 +129,127 @@ pub(super) fn check_function(
             );
         }
         let wide = func.insns[k].width > 1;
-        if wide && !byte && states[k].is_some() {
+        if wide && !byte && !aligned(&func.insns[k], &st) {
             func.finding(
-                Severity::Warning,
+                Severity::Error,
                 k,
                 format!(
-                    "no byte retry after a fault here (fixup {}): progress rule not provable",
-                    func.describe(fx)
+                    "no byte retry after a fault here (fixup {}), and the access is not proven aligned to its {} bytes: if it straddles a page whose first part is readable, the routine copies nothing and reports no progress",
+                    func.describe(fx),
+                    func.insns[k].width
                 ),
             );
         }
     }
 
+    // What the verdict does not cover.
+    let gap = if target.allow_unanalysed {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    for (k, why) in func.unresolved.clone() {
+        if states[k].is_some() {
+            func.finding(
+                gap,
+                k,
+                format!("{why}: the code it reaches is not analysed"),
+            );
+        }
+    }
+    let mut k = 0;
+    while k < func.own {
+        if states[k].is_some() || func.insns[k].pad {
+            k += 1;
+            continue;
+        }
+        let run = (k..func.own).take_while(|&j| states[j].is_none()).count();
+        func.finding(
+            gap,
+            k,
+            format!(
+                "never reached from the entry: {run} instruction(s) from here are not analysed"
+            ),
+        );
+        k += run;
+    }
+
     let mut findings = std::mem::take(&mut func.findings);
     findings.sort_by_key(|f| (std::cmp::Reverse(f.severity), f.section != ".text", f.addr));
-    FunctionReport {
+    let covered = func.insns.iter().map(|i| i.loc.clone()).collect();
+    let report = FunctionReport {
         name: f.name.clone(),
-        direction,
-        fixed,
+        side,
+        convention: None,
+        fixed: target.fixed,
         bytes: f.end - f.start + 4 * func.piece.len() as u64,
-        instructions: func.insns.len(),
+        instructions: n,
+        analysed: states.iter().filter(|s| s.is_some()).count(),
         user_accesses,
-        entries: entries.len(),
+        entries: func.entries.len(),
+        entries_analysed: func.listed.iter().filter(|&&k| states[k].is_some()).count(),
         findings,
+    };
+    (report, covered)
+}
+
+/// The tags of the user pointer(s).
+fn user_tag(side: UserSide) -> u32 {
+    match side {
+        UserSide::FromUser => SRC,
+        UserSide::ToUser => DST,
+        UserSide::Both => SRC | DST,
     }
+}
+
+/// Where `m` may go: through a user pointer, provably to kernel memory (the
+/// kernel-side buffer, the stack, code or a constant address, each plus
+/// any integer), or somewhere the analysis cannot tell.
+fn reach(m: &Mem, st: &State, side: UserSide, abi: &AbiSpec) -> Reach {
+    if m.base.is_some() && m.base == abi.pc {
+        return Reach::Kernel;
+    }
+    let tags = |r: Option<usize>| r.map(|g| st.regs[g].tags).unwrap_or(0);
+    let t = tags(m.base) | tags(m.index);
+    if t & user_tag(side) != 0 {
+        return Reach::User;
+    }
+    let kernel = (PTRS & !user_tag(side)) | STACK | 1 << abi.sp;
+    let points = t & !INTS;
+    if points & !kernel == 0 && (points != 0 || t & !CONST == 0) {
+        return Reach::Kernel;
+    }
+    let mut what = Vec::new();
+    if t & ANY != 0 {
+        what.push("an unknown value".to_string());
+    }
+    if t & RETADDR != 0 {
+        what.push("the return address".into());
+    }
+    for r in (0..NREGS).filter(|&r| t & 1 << r != 0 && r != abi.sp) {
+        what.push(format!(
+            "the entry value of {}",
+            isa_for(abi.arch).reg_name(r)
+        ));
+    }
+    if what.is_empty() {
+        what.push("an integer that is no pointer argument".into());
+    }
+    Reach::Unproven(what.join(", "))
+}
+
+/// Every user memory operand of `i` is aligned to its size (so it cannot
+/// straddle a page).
+fn aligned(i: &Insn, st: &State) -> bool {
+    i.mems
+        .iter()
+        .filter(|m| m.kind != MemKind::Prefetch && m.size > 1)
+        .all(|m| {
+            let index_ok = m.index.is_none_or(|x| st.regs[x].konst_value() == Some(0));
+            index_ok
+                && m.base
+                    .is_some_and(|b| st.regs[b].low.aligned(m.disp, m.size))
+        })
 }
 
 /// Touch loads (a load from the source whose value is dead) and preloads:
@@ -272,9 +396,10 @@ fn check_return(func: &mut Func, states: &[Option<State>], k: usize, st: &State)
     }
 }
 
-fn pointer_name(d: Direction) -> &'static str {
-    match d {
-        Direction::FromUser => "from",
-        Direction::ToUser => "to",
+fn pointer_name(side: UserSide) -> &'static str {
+    match side {
+        UserSide::FromUser => "from",
+        UserSide::ToUser => "to",
+        UserSide::Both => "from` or `to",
     }
 }

@@ -39,6 +39,12 @@ pub(super) trait Semantics: fmt::Debug {
     /// The state after the instruction runs in `st` on its normal path (a
     /// conditional instruction: its condition holds).
     fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State;
+
+    /// A computed jump's possible targets when it runs in `st`, in the
+    /// function's address space (None: the analysis cannot tell).
+    fn targets(&self, _insn: &Insn, _st: &State) -> Option<Vec<u64>> {
+        None
+    }
 }
 
 /// The instruction set of `arch`.
@@ -128,6 +134,9 @@ pub(super) struct Insn {
     pub(super) defs: Vec<(usize, usize)>,
     /// Every GPR it may write.
     pub(super) written: Vec<usize>,
+    /// GPRs whose values flow into the written ones (not address registers
+    /// of a memory operand): what a write it does not model may derive from.
+    pub(super) inputs: Vec<usize>,
     /// Why it touches vector state, if it does.
     pub(super) vector: Option<String>,
     pub(super) touch: Option<Touch>,
@@ -135,4 +144,6 @@ pub(super) struct Insn {
     pub(super) width: usize,
     /// A preload (`pld`): cannot fault.
     pub(super) prefetch: bool,
+    /// Padding (`nop`, `int3`): never reaching it is no gap in the analysis.
+    pub(super) pad: bool,
 }

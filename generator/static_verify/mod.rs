@@ -41,7 +41,7 @@ mod isa;
 mod report;
 mod x86;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -51,8 +51,8 @@ use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
 
 use abi::AbiSpec;
 use cfg::fixup_owners;
-use checks::check_function;
-pub use report::{render_reports, Finding, FunctionReport, Report, Severity};
+use checks::{check_function, Target};
+pub use report::{render_reports, Finding, FunctionReport, Report, Severity, UserSide};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
@@ -69,6 +69,66 @@ pub struct Options {
     pub regparm: Option<bool>,
     /// The routines own the vector state: allow MMX/SSE/AVX (ARM: VFP) in the linux flavour.
     pub allow_vector: bool,
+    /// Code the analysis cannot reach or follow is a warning, not an error.
+    pub allow_unanalysed: bool,
+    /// The functions to check (default: every function with exception-table
+    /// entries, and every global `*_from_user` / `*_to_user`).
+    pub functions: Vec<FunctionSpec>,
+}
+
+/// An x86_64 linux calling convention by its command-line name.
+pub fn parse_convention(s: &str) -> Option<Convention> {
+    match s {
+        "c" => Some(Convention::C),
+        "rep_movs" => Some(Convention::RepMovs),
+        _ => None,
+    }
+}
+
+/// `--function NAME[:SIDE[:CONVENTION]]`: a function to check, which
+/// pointer is the user one (default: from its name, else both) and its
+/// x86_64 calling convention (default: the file's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub side: Option<UserSide>,
+    pub convention: Option<Convention>,
+}
+
+impl FunctionSpec {
+    /// Parse `NAME[:SIDE[:CONVENTION]]`.
+    pub fn parse(s: &str) -> Result<FunctionSpec, String> {
+        let mut parts = s.split(':');
+        let name = parts.next().unwrap_or_default().to_string();
+        if name.is_empty() {
+            return Err(format!(
+                "`{s}`: no function name (NAME[:from_user|to_user|both[:c|rep_movs]])"
+            ));
+        }
+        let side = match parts.next() {
+            None | Some("") => None,
+            Some(p) => Some(UserSide::parse(p).ok_or_else(|| {
+                format!("`{s}`: unknown user side `{p}`; use from_user, to_user or both")
+            })?),
+        };
+        let convention = match parts.next() {
+            None | Some("") => None,
+            Some(p) => Some(
+                parse_convention(p)
+                    .ok_or_else(|| format!("`{s}`: unknown convention `{p}`; use c or rep_movs"))?,
+            ),
+        };
+        if let Some(extra) = parts.next() {
+            return Err(format!(
+                "`{s}`: unexpected `:{extra}` (NAME[:SIDE[:CONVENTION]])"
+            ));
+        }
+        Ok(FunctionSpec {
+            name,
+            side,
+            convention,
+        })
+    }
 }
 /// What the copygen header of an emitted `.S` says (` * name: arch, flavour flavour, abi.`).
 fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>) {
@@ -169,44 +229,44 @@ pub fn check_file(
     let arch = obj.arch;
     let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
     let abi = AbiSpec::new(arch, flavor, convention, regparm);
-    let mut functions = Vec::new();
-    let mut checked: Vec<&FnSym> = Vec::new();
     let owners = if arch == Arch::Armv6 {
         fixup_owners(obj)
     } else {
         BTreeMap::new()
     };
-    let in_piece =
-        |f: &FnSym, l: &Loc| l.section == ".text.fixup" && owners.get(&l.offset) == Some(&f.name);
-    for f in obj
-        .functions
-        .iter()
-        .filter(|f| f.global && f.section == ".text")
-    {
-        let Some((direction, fixed)) = classify(&f.name) else {
-            continue;
-        };
-        checked.push(f);
-        let vector_ok = options.allow_vector || flavor == Flavor::Standalone;
-        let entries = obj
-            .extable
-            .iter()
-            .filter(|e| f.contains(&e.insn) || in_piece(f, &e.insn))
-            .cloned()
-            .collect();
-        functions.push(check_function(
-            obj, f, &owners, entries, direction, fixed, &abi, vector_ok,
-        ));
-    }
+    let mut functions = Vec::new();
+    let mut covered: BTreeSet<Loc> = BTreeSet::new();
     let mut file_findings = Vec::new();
+    for (f, spec) in select_functions(obj, &owners, options, &mut file_findings) {
+        let (side, fixed) = match (spec.and_then(|s| s.side), classify(&f.name)) {
+            (Some(side), named) => (side, named.and_then(|n| n.1)),
+            (None, Some((d, fixed))) => (d.into(), fixed),
+            // A routine named for neither direction: either pointer may be
+            // the user one.
+            (None, None) => (UserSide::Both, None),
+        };
+        let own_abi = spec
+            .and_then(|s| s.convention)
+            .map(|c| AbiSpec::new(arch, flavor, c, regparm));
+        let target = Target {
+            side,
+            fixed,
+            vector_ok: options.allow_vector || flavor == Flavor::Standalone,
+            allow_unanalysed: options.allow_unanalysed,
+        };
+        let (mut report, code) =
+            check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
+        if let Some(a) = &own_abi {
+            report.convention = Some(a.describe.clone());
+        }
+        covered.extend(code);
+        functions.push(report);
+    }
     for e in &obj.extable {
-        let owned = checked
-            .iter()
-            .any(|f| f.contains(&e.insn) || in_piece(f, &e.insn));
         let in_a_piece = e.insn.section == ".text.fixup" && owners.contains_key(&e.insn.offset);
-        if !owned && obj.function_at(&e.insn).is_none() && !in_a_piece {
+        if !covered.contains(&e.insn) && obj.function_at(&e.insn).is_none() && !in_a_piece {
             file_findings.push(format!(
-                "__ex_table+{:#x}: entry for {} lies in no function",
+                "__ex_table+{:#x}: entry for {} lies in no function, and no checked function reaches it",
                 e.at, e.insn
             ));
         }
@@ -219,6 +279,47 @@ pub fn check_file(
         functions,
         file_findings,
     })
+}
+
+/// The functions to check, with what the command line says of each:
+/// the `--function` list, or by default every function with
+/// exception-table entries and every global `*_from_user`/`*_to_user`.
+fn select_functions<'a>(
+    obj: &'a ObjectFile,
+    owners: &BTreeMap<u64, String>,
+    options: &'a Options,
+    file_findings: &mut Vec<String>,
+) -> Vec<(&'a FnSym, Option<&'a FunctionSpec>)> {
+    if !options.functions.is_empty() {
+        let mut out = Vec::new();
+        for spec in &options.functions {
+            match obj.function(&spec.name) {
+                Some(f) => out.push((f, Some(spec))),
+                None => file_findings.push(format!(
+                    "no function `{}` in the object (functions: {})",
+                    spec.name,
+                    obj.functions
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        return out;
+    }
+    let has_entries = |f: &FnSym| {
+        obj.extable.iter().any(|e| {
+            f.contains(&e.insn)
+                || f.contains(&e.fixup)
+                || (e.insn.section == ".text.fixup" && owners.get(&e.insn.offset) == Some(&f.name))
+        })
+    };
+    obj.functions
+        .iter()
+        .filter(|f| (f.global && classify(&f.name).is_some()) || has_entries(f))
+        .map(|f| (f, None))
+        .collect()
 }
 
 /// Direction and constant size from a symbol name (CONTRACT §3):

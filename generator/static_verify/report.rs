@@ -6,6 +6,40 @@ use std::path::PathBuf;
 
 use crate::ir::{Arch, Direction, Flavor};
 
+/// The argument pointer(s) that are user memory: one direction's, or both
+/// (one body serving `copy_to_user` and `copy_from_user`, like the
+/// kernel's `copy_user_generic` and `rep_movs_alternative`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserSide {
+    FromUser,
+    ToUser,
+    Both,
+}
+
+impl UserSide {
+    pub fn name(self) -> &'static str {
+        match self {
+            UserSide::FromUser => "from_user",
+            UserSide::ToUser => "to_user",
+            UserSide::Both => "both",
+        }
+    }
+    pub fn parse(s: &str) -> Option<UserSide> {
+        [UserSide::FromUser, UserSide::ToUser, UserSide::Both]
+            .into_iter()
+            .find(|u| u.name() == s)
+    }
+}
+
+impl From<Direction> for UserSide {
+    fn from(d: Direction) -> Self {
+        match d {
+            Direction::FromUser => UserSide::FromUser,
+            Direction::ToUser => UserSide::ToUser,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Note,
@@ -55,13 +89,20 @@ impl fmt::Display for Finding {
 #[derive(Debug, Clone)]
 pub struct FunctionReport {
     pub name: String,
-    pub direction: Direction,
+    pub side: UserSide,
+    /// The convention it was checked against, when not the file's.
+    pub convention: Option<String>,
     /// Constant size of a fixed-size entry point.
     pub fixed: Option<u64>,
     pub bytes: u64,
     pub instructions: usize,
+    /// Instructions the analysis reached (the rest are reported unless
+    /// they are padding).
+    pub analysed: usize,
     pub user_accesses: usize,
     pub entries: usize,
+    /// Entries whose instruction the analysis reached.
+    pub entries_analysed: usize,
     pub findings: Vec<Finding>,
 }
 
@@ -90,7 +131,10 @@ pub struct Report {
 
 impl Report {
     pub fn passed(&self) -> bool {
-        self.file_findings.is_empty() && self.functions.iter().all(|f| f.passed())
+        // Nothing checked proves nothing.
+        !self.functions.is_empty()
+            && self.file_findings.is_empty()
+            && self.functions.iter().all(|f| f.passed())
     }
 
     /// Every finding of every function, for tests and summaries.
@@ -111,18 +155,27 @@ impl fmt::Display for Report {
             self.flavor,
             self.convention
         )?;
+        // Analysed/total: what the verdict covers.
         writeln!(
             f,
-            "  {:<32} {:>6} {:>6} {:>5} {:>7}  verdict",
-            "function", "bytes", "insns", "user", "entries"
+            "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  verdict",
+            "function", "user side", "bytes", "insns", "user", "entries"
         )?;
         for r in &self.functions {
             let verdict = if r.passed() { "ok" } else { "FAIL" };
             writeln!(
                 f,
-                "  {:<32} {:>6} {:>6} {:>5} {:>7}  {verdict}",
-                r.name, r.bytes, r.instructions, r.user_accesses, r.entries
+                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  {verdict}",
+                r.name,
+                r.side.name(),
+                r.bytes,
+                format!("{}/{}", r.analysed, r.instructions),
+                r.user_accesses,
+                format!("{}/{}", r.entries_analysed, r.entries)
             )?;
+            if let Some(c) = &r.convention {
+                writeln!(f, "    checked against the {c}")?;
+            }
             for x in &r.findings {
                 writeln!(f, "    {x}")?;
             }
@@ -131,7 +184,10 @@ impl fmt::Display for Report {
             writeln!(f, "  error: {x}")?;
         }
         if self.functions.is_empty() {
-            writeln!(f, "  no *_from_user / *_to_user function found")?;
+            writeln!(
+                f,
+                "  no function to check: none has exception-table entries or is named *_from_user / *_to_user (use --function)"
+            )?;
         }
         Ok(())
     }

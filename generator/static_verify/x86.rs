@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::rc::Rc;
 
 use super::abi::{AbiSpec, NREGS};
-use super::domain::{add_val, Cmp, State, Val, DST, LEN, SRC};
+use super::domain::{add_val, Cmp, State, Val, LEN, SRC, STACK};
 use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::ir::Arch;
 use crate::objfile::{self, Loc, ObjectFile};
@@ -119,6 +119,24 @@ fn facts(
         }
     };
     let (mut uses, mut defs, mut written) = (Vec::new(), Vec::new(), Vec::new());
+    // What flows into the written registers: the explicit register operands
+    // read, and what a conditional or partial write leaves of the old value.
+    let mut inputs = Vec::new();
+    for n in 0..i.op_count() {
+        if i.op_kind(n) != OpKind::Register {
+            continue;
+        }
+        let r = i.op_register(n);
+        let read = matches!(
+            info.op_access(n),
+            OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        );
+        let keeps_old = matches!(info.op_access(n), OpAccess::CondWrite)
+            || (info.op_access(n) == OpAccess::Write && !full_write(r));
+        if let Some(g) = gpr(r).filter(|_| read || keeps_old) {
+            inputs.push(g);
+        }
+    }
     for u in info.used_registers() {
         let Some(g) = gpr(u.register()) else { continue };
         if matches!(
@@ -204,10 +222,12 @@ fn facts(
         uses,
         defs,
         written,
+        inputs,
         vector,
         touch,
         width: i.memory_size().size().max(1),
         prefetch: false,
+        pad: matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3),
         semantics: Rc::new(i),
     }
 }
@@ -238,10 +258,12 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             .map(|sp| sp + displacement(i, abi))
     };
 
-    // Generic effects first: every written GPR loses what it held.
+    // Generic effects first: every written GPR may now derive from what
+    // flowed into it (data from memory is a plain integer).
+    let derived = Val::derived(insn.inputs.iter().map(|&g| st.regs[g]));
     for &g in &insn.written {
         if g != RSP {
-            s.regs[g] = Val::OTHER;
+            s.regs[g] = derived;
         }
         if s.flags.is_some_and(|c| c.reg == g) {
             s.flags = None;
@@ -253,20 +275,36 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
 
     let m = i.mnemonic();
     match m {
+        Mnemonic::Xor | Mnemonic::Sub
+            if i.op_count() == 2
+                && i.op0_kind() == OpKind::Register
+                && i.op1_kind() == OpKind::Register
+                && i.op0_register() == i.op1_register() =>
+        {
+            // The zeroing idiom.
+            if let Some(d) = reg0 {
+                s.regs[d] = Val::konst(0);
+            }
+        }
         Mnemonic::Mov if i.op_count() == 2 => match (i.op0_kind(), i.op1_kind()) {
             (OpKind::Register, OpKind::Register) => {
                 if let Some(d) = reg0 {
                     s.regs[d] = if wide0 {
                         val(i.op1_register())
                     } else {
-                        Val::OTHER
+                        Val::derived([val(i.op1_register())])
                     };
+                }
+            }
+            (OpKind::Register, k) if is_imm(k) || k == OpKind::Immediate64 => {
+                if let Some(d) = reg0.filter(|_| i.op0_register().size() >= 4) {
+                    s.regs[d] = Val::konst(imm_of(i, 1));
                 }
             }
             (OpKind::Register, OpKind::Memory) => {
                 if let (Some(d), Some(slot)) = (reg0, stack_slot(st)) {
                     if wide0 {
-                        s.regs[d] = st.stack.get(&slot).copied().unwrap_or(Val::OTHER);
+                        s.regs[d] = st.stack.get(&slot).copied().unwrap_or(Val::ANY);
                     }
                 }
             }
@@ -295,21 +333,14 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         }
         Mnemonic::Pop => {
             if let (Some(d), Some(sp)) = (reg0, st.sp) {
-                s.regs[d] = st.stack.get(&sp).copied().unwrap_or(Val::OTHER);
+                s.regs[d] = st.stack.get(&sp).copied().unwrap_or(Val::ANY);
             }
             s.sp = st.sp.map(|sp| sp + abi.ptr);
         }
         Mnemonic::Add | Mnemonic::Sub if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
             let sign = if m == Mnemonic::Add { 1 } else { -1 };
             let Some(d) = reg0 else { return s };
-            let imm = matches!(
-                i.op1_kind(),
-                OpKind::Immediate8
-                    | OpKind::Immediate8to32
-                    | OpKind::Immediate8to64
-                    | OpKind::Immediate32
-                    | OpKind::Immediate32to64
-            );
+            let imm = is_imm(i.op1_kind());
             if d == RSP {
                 s.sp = if imm {
                     st.sp.map(|sp| sp + sign * imm_of(i, 1))
@@ -338,13 +369,48 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 Val::tagged(SRC, b.off.map(|c| c - disp))
             } else if i.memory_index() == Register::None && b.tags == LEN {
                 Val::tagged(LEN, b.off.map(|o| o + disp))
-            } else if b.is_ptr() && !x.is_ptr() {
-                Val::tagged(b.tags & (SRC | DST), None)
-            } else if x.is_ptr() && !b.is_ptr() && i.memory_index_scale() == 1 {
-                Val::tagged(x.tags & (SRC | DST), None)
+            } else if gpr(i.memory_base()) == Some(RSP) {
+                Val::tagged(STACK, None)
+            } else if i.memory_index() == Register::None {
+                add_val(b, Val::konst(disp), 1)
             } else {
-                Val::OTHER
+                // Either operand may be the pointer (scaled or not).
+                Val::derived([b, x])
             };
+        }
+        Mnemonic::Xchg
+            if i.op0_kind() == OpKind::Register
+                && i.op1_kind() == OpKind::Register
+                && i.op0_register().size() == pw
+                && i.op1_register().size() == pw =>
+        {
+            if let (Some(a), Some(b)) = (gpr(i.op0_register()), gpr(i.op1_register())) {
+                s.regs[a] = st.regs[b];
+                s.regs[b] = st.regs[a];
+            }
+        }
+        Mnemonic::And if i.op_count() == 2 && is_imm(i.op1_kind()) => {
+            let Some(d) = reg0 else { return s };
+            let k = imm_of(i, 1);
+            s.regs[d] = if (0..1 << 16).contains(&k) {
+                // A small mask leaves a small integer, whatever it masked.
+                Val::bounded(0, k)
+            } else {
+                // Rounding down (`and $-8`) keeps the pointer, now aligned.
+                let v = st.regs[d];
+                Val::derived([v]).with_low(v.low.and_zero(!(k as u64)))
+            };
+        }
+        Mnemonic::Test if i.op0_kind() == OpKind::Register && is_imm(i.op1_kind()) => {
+            if let Some(r) = reg0 {
+                s.flags = Some(Cmp {
+                    reg: r,
+                    imm: 0,
+                    test: false,
+                    mask: imm_of(i, 1) as u64,
+                    addr: insn.addr,
+                });
+            }
         }
         Mnemonic::Movsb
         | Mnemonic::Movsw
@@ -355,12 +421,12 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         | Mnemonic::Stosq
             if i.op0_kind() == OpKind::MemoryESEDI || i.op0_kind() == OpKind::MemoryESRDI =>
         {
-            // The string pointers advance: still the same pointers.
+            // The string pointers advance: still the same pointers; the
+            // count is a count.
             for r in [6usize, 7] {
-                if st.regs[r].is_ptr() {
-                    s.regs[r] = Val::tagged(st.regs[r].tags & (SRC | DST), None);
-                }
+                s.regs[r] = Val::derived([st.regs[r]]);
             }
+            s.regs[1] = Val::OTHER;
         }
         Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
             if let Some(r) = reg0 {
@@ -369,6 +435,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                         reg: r,
                         imm: imm_of(i, 1),
                         test: false,
+                        mask: 0,
                         addr: insn.addr,
                     });
                 }
@@ -385,6 +452,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                     reg: r,
                     imm: 0,
                     test: true,
+                    mask: 0,
                     addr: insn.addr,
                 });
             }
@@ -396,13 +464,25 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 s.sp = None;
             }
             if i.flow_control() == FlowControl::Call {
+                // What a call leaves in them is unknown.
                 for &r in &abi.clobber {
-                    s.regs[r] = Val::OTHER;
+                    s.regs[r] = Val::ANY;
                 }
             }
         }
     }
     s
+}
+
+fn is_imm(k: OpKind) -> bool {
+    matches!(
+        k,
+        OpKind::Immediate8
+            | OpKind::Immediate8to32
+            | OpKind::Immediate8to64
+            | OpKind::Immediate32
+            | OpKind::Immediate32to64
+    )
 }
 
 /// A compare of the length is meaningful at pointer width (or 32 bits).
