@@ -539,8 +539,11 @@ fn ldr_str_effect(s: &mut State, st: &State, addr: &AddrLdrStr) -> Option<i64> {
     let off = |o: &LdrStrOffset| match *o {
         LdrStrOffset::Imm(k) => Val::konst(k as i64),
         LdrStrOffset::Reg {
-            subtract, rm, imm, ..
-        } if imm == 0 => offset_val(st, rm, subtract),
+            subtract,
+            rm,
+            imm: 0,
+            ..
+        } => offset_val(st, rm, subtract),
         LdrStrOffset::Reg { rm, .. } => Val::derived([st.regs[rm as usize]]),
     };
     match addr {
