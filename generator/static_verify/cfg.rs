@@ -333,6 +333,8 @@ impl<'a> Func<'a> {
                 match fall[k] {
                     // Conditional branches list the fallthrough first.
                     Some(s) => out.insert(0, s),
+                    // Padding at the end of the code is never run.
+                    None if i.pad => {}
                     None => func.finding(
                         Severity::Error,
                         k,

@@ -14,7 +14,7 @@ use super::abi::{AbiSpec, NREGS};
 use super::domain::{add_val, Cmp, State, Val, LEN, SRC, STACK};
 use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::ir::Arch;
-use crate::objfile::{self, Loc, ObjectFile};
+use crate::objfile::{self, Loc, ObjectFile, RelocTarget};
 
 pub(super) const RSP: usize = 4;
 
@@ -29,7 +29,7 @@ impl Isa for X86 {
         obj: &ObjectFile,
         section: &str,
         range: Range<u64>,
-        _addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        addr_of: &dyn Fn(&Loc) -> Option<u64>,
         abi: &AbiSpec,
     ) -> Vec<Insn> {
         let Some(bytes) = obj.code.get(section) else {
@@ -41,12 +41,41 @@ impl Isa for X86 {
         let mut factory = InstructionInfoFactory::new();
         objfile::decode_x86(self.arch, bytes, range.start)
             .into_iter()
-            .map(|i| facts(i, section, abi, &mut factory))
+            .map(|i| {
+                let mut insn = facts(i, section, abi, &mut factory);
+                insn.flow = relocated_flow(obj, &insn, addr_of);
+                insn
+            })
             .collect()
     }
 
     fn reg_name(&self, r: usize) -> &'static str {
         reg_name(self.arch, r)
+    }
+}
+
+/// A branch whose rel32 is relocated goes where its symbol is: the
+/// kernel's `RET` in a return-thunk build is `jmp __x86_return_thunk`, a
+/// return; any other symbol outside the function is a tail call out of it.
+fn relocated_flow(obj: &ObjectFile, insn: &Insn, addr_of: &dyn Fn(&Loc) -> Option<u64>) -> Flow {
+    let (Flow::Jump(_) | Flow::CondJump(_)) = insn.flow else {
+        return insn.flow;
+    };
+    let field = Loc {
+        section: insn.loc.section.clone(),
+        offset: insn.loc.offset + insn.len - 4,
+    };
+    let to = match obj.code_relocs.get(&field) {
+        None => return insn.flow,
+        Some(RelocTarget::Undefined(name)) if name == "__x86_return_thunk" => {
+            return Flow::Return;
+        }
+        Some(RelocTarget::Undefined(_)) => u64::MAX,
+        Some(RelocTarget::Symbol(l)) => addr_of(l).unwrap_or(u64::MAX),
+    };
+    match insn.flow {
+        Flow::CondJump(_) => Flow::CondJump(to),
+        _ => Flow::Jump(to),
     }
 }
 
@@ -169,7 +198,11 @@ fn facts(
             base: gpr(m.base()),
             index: gpr(m.index()),
             disp: m.displacement() as i64,
-            size: m.memory_size().size(),
+            // String instructions report no size here: their element's.
+            size: match m.memory_size().size() {
+                0 => i.memory_size().size().max(1),
+                n => n,
+            },
             kind: match m.access() {
                 OpAccess::Read | OpAccess::CondRead => MemKind::Load,
                 OpAccess::Write | OpAccess::CondWrite => MemKind::Store,
