@@ -141,9 +141,17 @@ impl<'a> Func<'a> {
         owners: &BTreeMap<u64, String>,
         abi: &'a AbiSpec,
     ) -> Func<'a> {
+        // Its piece, and that of any symbol sharing its code (`ENTRY(a)`
+        // then `WEAK(b)`: two names for one body, one set of fixups).
+        let sharing: BTreeSet<&str> = obj
+            .functions
+            .iter()
+            .filter(|g| g.section == f.section && g.start < f.end && f.start < g.end)
+            .map(|g| g.name.as_str())
+            .collect();
         let piece: Vec<u64> = owners
             .iter()
-            .filter(|(_, n)| **n == f.name)
+            .filter(|(_, n)| sharing.contains(n.as_str()))
             .map(|(&o, _)| o)
             .collect();
         let addr_of = |l: &Loc| -> Option<u64> {

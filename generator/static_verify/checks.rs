@@ -186,7 +186,12 @@ pub(super) fn check_function(
         instructions: n,
         analysed: states.iter().filter(|s| s.is_some()).count(),
         user_accesses,
-        entries: func.entries.len(),
+        // Entries on local code count only where this function reaches.
+        entries: func
+            .listed
+            .iter()
+            .filter(|&&k| k < func.own || states[k].is_some())
+            .count(),
         entries_analysed: func.listed.iter().filter(|&&k| states[k].is_some()).count(),
         findings,
     };
