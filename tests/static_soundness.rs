@@ -142,3 +142,27 @@ fn a_file_with_nothing_to_check_does_not_pass() {
     let r = check(text, "nothing.S", &Options::default());
     assert!(r.functions.is_empty() && !r.passed(), "{r}");
 }
+
+#[test]
+fn a_touch_before_the_measured_point_is_not_called_inside_the_source() {
+    // i386 cdecl: after a length check, a dead load 4 bytes *before* the
+    // source pointer. It was noted as "source bytes [-4, 0) is inside the
+    // source"; nothing proves that.
+    let text = "\t.text\n\t.globl\tt_from_user\n\t.type\tt_from_user, @function\nt_from_user:\n\tpushl\t%esi\n\tmovl\t12(%esp), %esi\n\tmovl\t16(%esp), %ecx\n\tcmpl\t$8, %ecx\n\tjb\t1f\n\tmovl\t-4(%esi), %eax\n1:\txorl\t%eax, %eax\n\tpopl\t%esi\n\tret\n\t.size\tt_from_user, . - t_from_user\n\t.section .note.GNU-stack, \"\", @progbits\n";
+    let opts = Options {
+        arch: Some(copygen::ir::Arch::I386),
+        ..Options::default()
+    };
+    let r = check(text, "before.S", &opts);
+    assert!(
+        r.findings()
+            .all(|(_, f)| !f.message.contains("is inside the source")),
+        "{r}"
+    );
+    let e = errors_saying(&r, "touch load past the checked length");
+    assert_eq!(e.len(), 1, "{r}");
+    assert!(
+        e[0].contains("[-4, 0)") && e[0].contains("before the point the length is measured from"),
+        "{r}"
+    );
+}

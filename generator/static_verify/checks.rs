@@ -303,7 +303,9 @@ fn check_touch(
     let c = base.off.filter(|_| base.tags == SRC);
     let disp = disp - c.unwrap_or(0);
     let need = disp + t.size as i64;
-    let proven = c.map(|_| st.lb.value);
+    // Bytes before where the length is measured from may lie before the
+    // source: nothing proves them inside it.
+    let proven = c.filter(|_| disp >= 0).map(|_| st.lb.value);
     match (proven, st.lb.origin) {
         (Some(p), Some(o)) if p >= need => {
             let check = func.describe(func.index[&o]);
@@ -330,6 +332,9 @@ fn check_touch(
                     format!("only {p} proven by {}", func.describe(func.index[&o]))
                 }
                 (Some(p), None) => format!("only {p} proven"),
+                (None, _) if c.is_some() => {
+                    "it starts before the point the length is measured from".into()
+                }
                 (None, _) => "the length check cannot be related to this pointer".into(),
             };
             // A preload cannot fault or change memory, so it breaks no
