@@ -7,11 +7,11 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
-use copygen::ir::{Arch, Flavor, Strategy};
-use copygen::render::{emitted_path, render};
-use copygen::strategy;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::output::render::{emitted_path, render};
+use copygen::output::tree::{self, catalog, check_tree, render_tree_with_stats, write_tree};
 
 #[derive(Parser)]
 #[command(
@@ -130,6 +130,9 @@ struct BenchArgs {
     /// Write an SVG plot here.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
+    #[arg(long)]
+    variant: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -274,7 +277,7 @@ fn cmd_emit(
     // Validate everything before writing anything.
     let strategies: Vec<Strategy> = files
         .iter()
-        .map(|f| strategy::load(f, arch))
+        .map(|f| parse::load(f, arch))
         .collect::<Result<_>>()?;
     let mut outputs = Vec::new();
     for s in &strategies {
@@ -285,10 +288,10 @@ fn cmd_emit(
     match output.as_deref() {
         None => print_all(&outputs),
         Some(p) if p.as_os_str() == "-" => print_all(&outputs),
-        Some(p) if outputs.len() == 1 && !p.is_dir() => emit::write_atomic(p, &outputs[0].1)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => tree::write_atomic(p, &outputs[0].1)?,
         Some(dir) => {
             for (rel, text) in &outputs {
-                emit::write_atomic(&dir.join(rel), text)?;
+                tree::write_atomic(&dir.join(rel), text)?;
                 eprintln!("wrote {}", dir.join(rel).display());
             }
         }
@@ -304,7 +307,7 @@ fn print_all(outputs: &[(String, String)]) {
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
+    let dir = emitted.unwrap_or_else(|| tree::repo_root().join("emitted"));
     let strategies = catalog()?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
@@ -350,7 +353,7 @@ fn cmd_list() -> Result<ExitCode, Failure> {
 }
 
 fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
-    use copygen::bench;
+    use copygen::tools::bench;
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
@@ -385,8 +388,17 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
+    let found = copygen::variants::host_features();
+    let mut any_variants = false;
     for name in &a.subjects {
-        subjects.push(bench_subject(name)?);
+        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
+        subjects.push(subject);
+        any_variants |= has_variants;
+    }
+    if let (Some(v), false) = (&a.variant, any_variants) {
+        return Err(Failure::Input(format!(
+            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
+        )));
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -404,7 +416,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        emit::write_atomic(p, &(text + "\n"))?;
+        tree::write_atomic(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -414,20 +426,25 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
-fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
-    if let Some(b) = copygen::bench::baseline(name) {
-        return Ok(b);
+/// A baseline by name, or a strategy (file or catalog name) compiled by the
+/// JIT; with per-CPU variants, the one chosen (and `true`).
+fn bench_subject(
+    name: &str,
+    variant: Option<&str>,
+    found: copygen::variants::CpuFeatures,
+) -> Result<(copygen::tools::bench::Subject, bool), Failure> {
+    if let Some(b) = copygen::tools::bench::baseline(name) {
+        return Ok((b, false));
     }
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
-        strategy::load(path, None)?
+        parse::load(path, None)?
     } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
         s
     } else {
         return Err(Failure::Input(format!(
             "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
-            copygen::bench::BASELINES
+            copygen::tools::bench::BASELINES
                 .iter()
                 .map(|b| b.0)
                 .collect::<Vec<_>>()
@@ -440,11 +457,28 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
             s.arch
         )));
     }
-    Ok(copygen::bench::strategy_subject(&s)?)
+    let chosen = copygen::variants::bench_variant(&s, variant, found)
+        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    if let Some(v) = chosen {
+        let why = match variant {
+            Some(_) => "forced by --variant".to_string(),
+            None => format!("this CPU has: {found}"),
+        };
+        eprintln!(
+            "{}: variant `{}` ({}; {why})",
+            s.name,
+            v.name,
+            v.condition_text()
+        );
+    }
+    Ok((
+        copygen::variants::bench_subject(&s, variant, found)?,
+        !s.variants.is_empty(),
+    ))
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
-    use copygen::review;
+    use copygen::tools::review;
     use std::io::IsTerminal;
     let flavor = match a.flavor {
         None => None,
@@ -513,7 +547,7 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     } else {
         args.files
             .iter()
-            .map(|f| strategy::load(f, arch))
+            .map(|f| parse::load(f, arch))
             .collect::<Result<_>>()?
     };
     // Static first (seconds), then fault injection (the long part).
@@ -526,8 +560,8 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
-    print!("{}", copygen::verify::table(&outcomes));
+    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
         ExitCode::SUCCESS
@@ -567,12 +601,13 @@ fn static_options(
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
         allow_vector: args.allow_vector,
         allow_unanalysed: args.allow_unanalysed,
+        dispatchers: Vec::new(),
         functions,
     })
 }
 
 fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = strategy::load(&file, parse_arch(arch)?)?;
+    let s = parse::load(&file, parse_arch(arch)?)?;
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
         copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
         e => Failure::Other(e.into()),

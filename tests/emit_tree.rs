@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use copygen::emit::{catalog, check_tree, render_tree, write_tree};
-use copygen::ir::Flavor;
-use copygen::render::render;
+use copygen::front::strategy::Flavor;
+use copygen::output::render::render;
+use copygen::output::tree::{catalog, check_tree, render_tree, write_tree};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -150,7 +150,7 @@ fn a_touch_before_the_measured_point_is_not_called_inside_the_source() {
     // source"; nothing proves that.
     let text = "\t.text\n\t.globl\tt_from_user\n\t.type\tt_from_user, @function\nt_from_user:\n\tpushl\t%esi\n\tmovl\t12(%esp), %esi\n\tmovl\t16(%esp), %ecx\n\tcmpl\t$8, %ecx\n\tjb\t1f\n\tmovl\t-4(%esi), %eax\n1:\txorl\t%eax, %eax\n\tpopl\t%esi\n\tret\n\t.size\tt_from_user, . - t_from_user\n\t.section .note.GNU-stack, \"\", @progbits\n";
     let opts = Options {
-        arch: Some(copygen::ir::Arch::I386),
+        arch: Some(copygen::front::strategy::Arch::I386),
         ..Options::default()
     };
     let r = check(text, "before.S", &opts);

@@ -1,15 +1,13 @@
 //! Backends: per-architecture instruction selection and GNU as printing.
 //! Each takes the lowered [`Routine`]s and returns printed [`Function`]s;
-//! the file around them comes from the templates (`render.rs`).
+//! the file around them comes from the templates (`output/render.rs`).
 
 pub mod armv6;
-pub mod i386;
 pub mod x86;
-pub mod x86_64;
 
-use crate::ir::{Arch, Flavor, Strategy};
+use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::lower::routine::Routine;
 use crate::lower::{lower, Target};
-use crate::ops::Routine;
 
 /// One exception-table entry: the faulting instruction's label and the
 /// fixup's.
@@ -74,7 +72,7 @@ impl<'r, I> Lines<'r, I> {
     }
 
     /// An instruction; a user access when `site` is given.
-    pub fn emit_user(&mut self, inst: I, site: &Option<crate::ops::UserSite>) {
+    pub fn emit_user(&mut self, inst: I, site: &Option<crate::lower::routine::UserSite>) {
         let user = site.as_ref().map(|s| {
             (
                 self.label(&s.name),
@@ -124,13 +122,10 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
     f
 }
 
-/// The x86 ABI table for `routine` on `arch`/`flavor`.
-pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
-    match arch {
-        Arch::X86_64 => x86_64::abi(flavor, s.linux.convention),
-        Arch::I386 => i386::abi(flavor),
-        Arch::Armv6 => panic!("armv6 is not x86"),
-    }
+/// The x86 ABI of `s` on its arch in `flavor`.
+pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::Abi {
+    assert_ne!(s.arch, Arch::Armv6, "armv6 is not x86");
+    x86::Abi::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
 }
 
 /// Lower and print every entry point of `s` for `flavor`.
@@ -147,7 +142,7 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
         .map(|r| {
             let mut f = match s.arch {
                 Arch::X86_64 | Arch::I386 => {
-                    let abi = x86_abi(s, s.arch, flavor);
+                    let abi = x86_abi(s, flavor);
                     let lines = x86::select(&r, &abi);
                     x86::print(&lines, abi.ptr_width, flavor)
                 }
@@ -157,4 +152,13 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
             (r, f)
         })
         .collect()
+}
+
+/// Every function of the file of `s` in `flavor`: with per-CPU variants, the
+/// entry points that pick one ([`crate::variants`]) first, then the lowered
+/// routines.
+pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    let mut out = crate::variants::dispatchers(s, flavor);
+    out.extend(functions(s, flavor).into_iter().map(|(_, f)| f));
+    out
 }

@@ -13,9 +13,9 @@ pub mod fault;
 use dynasmrt::{DynasmApi, ExecutableBuffer};
 
 use crate::backend::{self, x86};
-use crate::ir::{Arch, Direction, Flavor, Strategy};
+use crate::front::strategy::{Arch, Direction, Flavor, Strategy};
+use crate::lower::routine::Routine;
 use crate::lower::{lower, Target};
-use crate::ops::Routine;
 use encode::{EncodeError, Mode};
 
 /// A compiled routine: `to, from, n` (SysV) → bytes not copied. Fixed-size
@@ -58,7 +58,7 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
 /// bytes (dynasm's `VecAssembler`), one routine each.
 pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
     let mode = mode(s.arch)?;
-    let abi = backend::x86_abi(s, s.arch, flavor);
+    let abi = backend::x86_abi(s, flavor);
     lower(
         s,
         Target {
@@ -174,10 +174,10 @@ pub fn compile_edited(
         return Err(JitError::NotExecutable(s.arch));
     }
     let flavor = Flavor::Standalone;
-    let abi = backend::x86_abi(s, s.arch, flavor);
+    let abi = backend::x86_abi(s, flavor);
     // The stray-fault landing is a bare `ret`: right only while no routine
     // moves the stack pointer, which holds for the x86_64 standalone ABI.
-    assert!(abi.always_saved.is_empty() && abi.saved_if_used.is_empty());
+    assert!(abi.saves_nothing());
     let mut ops = dynasmrt::x64::Assembler::new()?;
     let mut placed = Vec::new();
     for r in lower(

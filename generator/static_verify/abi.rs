@@ -1,7 +1,7 @@
 //! The calling convention, as the analysis needs it.
 
-use super::{arm, x86};
-use crate::ir::{Arch, Convention, Flavor};
+use super::isa::isa_for;
+use crate::front::strategy::{Arch, Convention, Flavor};
 
 /// Registers the analysis tracks, numbered as each ISA module numbers them.
 pub(super) const NREGS: usize = 16;
@@ -21,54 +21,32 @@ pub(super) struct AbiSpec {
 }
 
 impl AbiSpec {
+    /// The checker's view of the convention table (`arch/<arch>.rs`).
     pub(super) fn new(arch: Arch, flavor: Flavor, convention: Convention, regparm: bool) -> Self {
-        let (ax, cx, dx, si, di) = (0, 1, 2, 6, 7);
-        let x86 = |ptr, arg_regs, ret, clobber, describe: &str| AbiSpec {
-            arch,
-            ptr,
-            arg_regs,
-            ret,
-            clobber,
-            sp: x86::RSP,
-            pc: None,
-            describe: describe.into(),
+        let table = match arch {
+            Arch::I386 if regparm => &crate::arch::i386::REGPARM,
+            Arch::I386 => &crate::arch::i386::CDECL,
+            _ => crate::arch::abi(arch, flavor, convention),
         };
-        match arch {
-            Arch::Armv6 => AbiSpec {
-                arch,
-                ptr: 4,
-                arg_regs: Some([0, 1, 2]),
-                ret: 0,
-                clobber: vec![0, 1, 2, 3, 12, arm::LR],
-                sp: arm::SP,
-                pc: Some(arm::PC),
-                describe: "AAPCS: r0=to r1=from r2=n -> r0, may clobber r0-r3 ip lr, returns through the entry lr".into(),
+        let clobber: Vec<usize> = table.clobbers.iter().map(|&r| r as usize).collect();
+        let isa = isa_for(arch);
+        let names: Vec<&str> = clobber.iter().map(|&r| isa.reg_name(r)).collect();
+        let mut describe = format!("{}, may clobber {}", table.summary, names.join(" "));
+        if table.pc.is_some() {
+            describe.push_str(", returns through the entry lr");
+        }
+        AbiSpec {
+            arch,
+            ptr: table.ptr_width as i64,
+            arg_regs: match table.args {
+                crate::arch::Args::Regs(r) => Some(r.map(usize::from)),
+                crate::arch::Args::Stack => None,
             },
-            Arch::X86_64 if flavor == Flavor::Linux && convention == Convention::RepMovs => x86(
-                8,
-                Some([di, si, cx]),
-                cx,
-                vec![ax, cx, si, di],
-                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, may clobber rax rcx rsi rdi",
-            ),
-            Arch::X86_64 => x86(
-                8,
-                Some([di, si, dx]),
-                ax,
-                vec![ax, cx, dx, si, di, 8, 9, 10, 11],
-                "C convention: rdi=to rsi=from rdx=n -> rax, may clobber rax rcx rdx rsi rdi r8-r11",
-            ),
-            _ => x86(
-                4,
-                regparm.then_some([ax, dx, cx]),
-                ax,
-                vec![ax, cx, dx],
-                if regparm {
-                    "regparm(3): eax=to edx=from ecx=n -> eax, may clobber eax ecx edx"
-                } else {
-                    "cdecl: to, from, n at 4/8/12(%esp) -> eax, may clobber eax ecx edx"
-                },
-            ),
+            ret: table.ret as usize,
+            clobber,
+            sp: table.sp as usize,
+            pc: table.pc.map(usize::from),
+            describe,
         }
     }
 

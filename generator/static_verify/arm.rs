@@ -29,7 +29,7 @@ use std::rc::Rc;
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
 use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
-use crate::objfile::{Loc, ObjectFile, RelocTarget};
+use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const SP: usize = 13;
 pub(super) const LR: usize = 14;

@@ -8,7 +8,7 @@ use super::abi::AbiSpec;
 use super::domain::State;
 use super::isa::{isa_for, Flow, Insn, FIXUP_BASE};
 use super::report::{Finding, Severity};
-use crate::objfile::{ExEntry, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{ExEntry, FnSym, Loc, ObjectFile};
 
 pub(super) struct Func<'a> {
     pub(super) obj: &'a ObjectFile,
@@ -309,6 +309,25 @@ impl<'a> Func<'a> {
                     k,
                     "two exception-table entries for one instruction".into(),
                 );
+            }
+        }
+
+        // A jump to another function's entry is a tail call (a per-CPU entry
+        // point entering its variant): that function is checked on its own,
+        // and here the jump ends the path as a return does.
+        for k in 0..func.insns.len() {
+            let Flow::Jump(t) = func.insns[k].flow else {
+                continue;
+            };
+            let section = &func.insns[k].loc.section;
+            let callee = obj
+                .functions
+                .iter()
+                .find(|g| g.global && &g.section == section && g.start == t && g.name != f.name);
+            if let (false, Some(g)) = (func.index.contains_key(&t), callee) {
+                func.insns[k].flow = Flow::Return;
+                let note = format!("tail call to {}", g.name);
+                func.finding(Severity::Note, k, note);
             }
         }
 

@@ -11,7 +11,7 @@ use super::cfg::Func;
 use super::domain::{State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
 use super::isa::{isa_for, Flow, Insn, Mem, MemKind, Touch};
 use super::report::{FunctionReport, Severity, UserSide};
-use crate::objfile::{FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{FnSym, Loc, ObjectFile};
 
 /// What the caller tells the checker about one function.
 pub(super) struct Target {

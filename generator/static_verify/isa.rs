@@ -12,8 +12,8 @@ use std::rc::Rc;
 use super::abi::AbiSpec;
 use super::domain::State;
 use super::{arm, x86};
-use crate::ir::Arch;
-use crate::objfile::{Loc, ObjectFile};
+use crate::checks::objfile::{Loc, ObjectFile};
+use crate::front::strategy::Arch;
 
 /// An instruction set, as the checker needs it.
 pub(super) trait Isa {

@@ -46,8 +46,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::ir::{Arch, Convention, Direction, Flavor};
-use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor};
 
 use abi::AbiSpec;
 use cfg::fixup_owners;
@@ -71,6 +71,10 @@ pub struct Options {
     pub allow_vector: bool,
     /// Code the analysis cannot reach or follow is a warning, not an error.
     pub allow_unanalysed: bool,
+    /// Per-CPU entry points (copygen's own): their dispatch (an
+    /// `ALTERNATIVE` chain, a resolved-once pointer) cannot be followed, so
+    /// it is a warning; each variant they enter is checked as a routine.
+    pub dispatchers: Vec<String>,
     /// The functions to check (default: every function with exception-table
     /// entries, and every global `*_from_user` / `*_to_user`).
     pub functions: Vec<FunctionSpec>,
@@ -130,40 +134,19 @@ impl FunctionSpec {
         })
     }
 }
-/// What the copygen header of an emitted `.S` says (` * name: arch, flavour flavour, abi.`).
-fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>) {
-    for line in text.lines().take(12) {
-        let Some(rest) = line.trim_start_matches(" * ").split_once(": ").map(|p| p.1) else {
-            continue;
-        };
-        let mut parts = rest.splitn(3, ", ");
-        let (Some(a), Some(fl)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let (Some(arch), Some(flavor)) = (
-            Arch::parse(a),
-            fl.strip_suffix(" flavour").and_then(Flavor::parse),
-        ) else {
-            continue;
-        };
-        let abi = parts.next().unwrap_or("");
-        let conv = if abi.starts_with("rep_movs convention") {
-            Convention::RepMovs
-        } else {
-            Convention::C
-        };
-        return (Some(arch), Some(flavor), Some(conv));
-    }
-    (None, None, None)
-}
-
 /// Check the `.S` or `.o` at `path`.
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let (h_arch, h_flavor, h_conv) = header_facts(&text);
+        // A file copygen generated in another run states its facts.
+        let header = crate::output::header::read(&text);
+        let (h_arch, h_flavor, h_conv) = (
+            header.as_ref().map(|h| h.arch),
+            header.as_ref().map(|h| h.flavor),
+            header.as_ref().map(|h| h.convention),
+        );
         // Unified-syntax ARM files say so; x86 never does.
         let arm = text.lines().any(|l| {
             let l = l.trim();
@@ -252,7 +235,7 @@ pub fn check_file(
             side,
             fixed,
             vector_ok: options.allow_vector || flavor == Flavor::Standalone,
-            allow_unanalysed: options.allow_unanalysed,
+            allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
         };
         let (mut report, code) =
             check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
@@ -343,23 +326,39 @@ pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
 /// flavours, from freshly rendered text (what `copygen emit` writes to
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
-    check_strategies(&crate::emit::catalog()?, options)
+    check_strategies(&crate::output::tree::catalog()?, options)
 }
 
 /// Render each strategy in both flavours and check the files.
 pub fn check_strategies(
-    strategies: &[crate::ir::Strategy],
+    strategies: &[crate::front::strategy::Strategy],
     options: &Options,
 ) -> Result<Vec<Report>> {
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let rel = crate::render::emitted_path(s, flavor);
+            let rel = crate::output::render::emitted_path(s, flavor);
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
-            std::fs::write(&path, crate::render::render(s, flavor))?;
-            let mut r = check_object(&path, options)?;
+            std::fs::write(&path, crate::output::render::render(s, flavor))?;
+            // The strategy states the facts; the header is not read back.
+            let dispatchers = if s.variants.is_empty() {
+                Vec::new()
+            } else {
+                s.directions
+                    .iter()
+                    .map(|d| format!("{}_{}", s.symbol, d.name()))
+                    .collect()
+            };
+            let facts = Options {
+                arch: Some(s.arch),
+                flavor: Some(flavor),
+                convention: Some(s.linux.convention),
+                dispatchers,
+                ..options.clone()
+            };
+            let mut r = check_object(&path, &facts)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);
         }

@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 use std::path::PathBuf;
 
-use crate::ir::{Arch, Direction, Flavor};
+use crate::front::strategy::{Arch, Direction, Flavor};
 
 /// The argument pointer(s) that are user memory: one direction's, or both
 /// (one body serving `copy_to_user` and `copy_from_user`, like the

@@ -13,8 +13,8 @@ use std::rc::Rc;
 use super::abi::{AbiSpec, NREGS};
 use super::domain::{add_val, Cmp, State, Val, LEN, SRC, STACK};
 use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
-use crate::ir::Arch;
-use crate::objfile::{self, Loc, ObjectFile, RelocTarget};
+use crate::checks::objfile::{self, Loc, ObjectFile, RelocTarget};
+use crate::front::strategy::Arch;
 
 pub(super) const RSP: usize = 4;
 

@@ -11,7 +11,9 @@
  *      ones), for sizes up to 8 KiB and three file offsets, and checks the returned
  *      count and every byte around the buffer and in the file.
  *   4. Prints one summary line "copygen-boot: PASS|FAIL ..." and reboots (qemu runs
- *      with -no-reboot, so that ends the VM).
+ *      with -no-reboot, so that ends the VM). It names the per-CPU variant the
+ *      kernel's patched entry points enter, as its "copygen-variant: NAME" record
+ *      says (verify/kernel/copygen_variant.c): variant=NAME, none without variants.
  *
  * Kernel command-line variables (the kernel passes them in the environment):
  *   copygen_preset=NAME   printed in the summary
@@ -48,6 +50,7 @@ static const long sizes[] = {1,   2,   3,    4,    5,    6,    7,    8,    9,   
 static const long file_offsets[] = {0, 5, PG - 6}; /* the last one crosses a page cache page */
 
 static const char *preset = "?";
+static char variant[64] = "missing";
 static int exact, smap;
 static long cases, failures;
 static long shortfall_max; /* the most bytes a short count left uncopied that were accessible */
@@ -70,8 +73,9 @@ static void say(const char *fmt, ...)
 
 static __attribute__((noreturn)) void finish(const char *status, const char *uc)
 {
-	say("copygen-boot: %s preset=%s precision=%s smap=%s test_user_copy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
-	    status, preset, exact ? "exact" : "bounds", smap ? "yes" : "no", uc, cases, shortfall_max, failures);
+	say("copygen-boot: %s preset=%s variant=%s precision=%s smap=%s test_user_copy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
+	    status, preset, variant, exact ? "exact" : "bounds", smap ? "yes" : "no", uc, cases, shortfall_max,
+	    failures);
 	sync();
 	reboot(RB_AUTOBOOT);
 	for (;;)
@@ -280,6 +284,30 @@ static const char *load_test_user_copy(void)
 	return rc == 0 && found ? "ok" : "FAILED";
 }
 
+/* The "copygen-variant: NAME" record the kernel logged at boot. */
+static void read_variant(void)
+{
+	static const char tag[] = "copygen-variant: ";
+	char rec[8192];
+	ssize_t len;
+	int kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (kmsg < 0)
+		die("open /dev/kmsg");
+	while ((len = read(kmsg, rec, sizeof(rec) - 1)) > 0 || (len < 0 && errno == EPIPE)) {
+		if (len < 0)
+			continue; /* overwritten records: read on */
+		rec[len] = 0;
+		/* a record is "prio,seq,time,flags;message\n" */
+		char *msg = strchr(rec, ';');
+
+		if (msg && strncmp(msg + 1, tag, sizeof(tag) - 1) == 0)
+			snprintf(variant, sizeof(variant), "%.*s", (int)strcspn(msg + sizeof(tag), "\n"),
+				 msg + sizeof(tag));
+	}
+	close(kmsg);
+}
+
 static int have_smap(void)
 {
 	static char info[65536];
@@ -318,6 +346,7 @@ int main(void)
 		failures++;
 	}
 
+	read_variant();
 	uc = load_test_user_copy();
 
 	region = mmap(NULL, (RW_PAGES + 1) * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

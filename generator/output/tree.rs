@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::diagnostics::StrategyError;
-use crate::ir::{Arch, Flavor, Strategy};
-use crate::render::{emitted_path, render_functions};
-use crate::strategy;
+use crate::front::diagnostics::StrategyError;
+use crate::front::parse;
+use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::output::render::{emitted_path, render_functions};
 
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 
@@ -20,7 +20,7 @@ include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
     CATALOG
         .iter()
-        .map(|(path, text)| strategy::parse(Path::new(path), text, None))
+        .map(|(path, text)| parse::parse(Path::new(path), text, None))
         .collect()
 }
 
@@ -47,10 +47,7 @@ pub fn render_tree_with_stats(
     let mut stats = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let functions: Vec<_> = crate::backend::functions(s, flavor)
-                .into_iter()
-                .map(|(_, f)| f)
-                .collect();
+            let functions = crate::backend::file_functions(s, flavor);
             stats.push(FileStats {
                 strategy: s.name.clone(),
                 arch: s.arch,
