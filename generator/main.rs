@@ -60,8 +60,9 @@ enum Command {
     /// JIT-compile a strategy and run the in-process fault-injection suite;
     /// exit 1 on any contract violation.
     Jit {
-        /// The strategy file.
-        file: PathBuf,
+        /// Strategy files or catalog names.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Architecture instead of the file's (only x86_64 runs in-process).
         #[arg(long)]
         arch: Option<String>,
@@ -216,7 +217,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Diff(args) => cmd_diff(args),
-        Command::Jit { file, arch } => cmd_jit(file, arch),
+        Command::Jit { files, arch } => cmd_jit(files, arch),
     };
     match result {
         Ok(code) => code,
@@ -277,8 +278,8 @@ fn cmd_emit(
     // Validate everything before writing anything.
     let strategies: Vec<Strategy> = files
         .iter()
-        .map(|f| parse::load(f, arch))
-        .collect::<Result<_>>()?;
+        .map(|f| strategy_arg(f, arch))
+        .collect::<Result<_, _>>()?;
     let mut outputs = Vec::new();
     for s in &strategies {
         for &fl in &flavors {
@@ -523,22 +524,13 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     use copygen::static_verify::{check_object, check_strategies, render_reports};
     let arch = parse_arch(args.arch.clone())?;
     let options = static_options(&args, arch)?;
-    let is_strategy = |f: &PathBuf| f.extension().is_some_and(|e| e == "toml");
-    if args.static_only && !args.files.iter().all(is_strategy) {
-        // Assembly or objects, ours or not.
-        let reports = args
-            .files
-            .iter()
-            .map(|f| check_object(f, &options))
-            .collect::<Result<Vec<_>>>()?;
-        let (text, ok) = render_reports(&reports);
-        print!("{text}");
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
+    // Hand-written assembly (and, with --static, objects) is checked as it
+    // is; everything else is a strategy (a file or a catalog name).
+    let is_code = |f: &PathBuf| {
+        f.extension()
+            .is_some_and(|e| e == "S" || e == "s" || (args.static_only && e == "o"))
+    };
+    let asm: Vec<&PathBuf> = args.files.iter().filter(|f| is_code(f)).collect();
     let strategies: Vec<Strategy> = if args.files.is_empty() {
         catalog()?
             .into_iter()
@@ -547,11 +539,18 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     } else {
         args.files
             .iter()
-            .map(|f| parse::load(f, arch))
-            .collect::<Result<_>>()?
+            .filter(|f| !is_code(f))
+            .map(|f| strategy_arg(f, arch))
+            .collect::<Result<_, _>>()?
     };
+    let asm_reports = asm
+        .iter()
+        .map(|f| check_object(f, &options))
+        .collect::<Result<Vec<_>>>()?;
     // Static first (seconds), then fault injection (the long part).
-    let (text, static_ok) = render_reports(&check_strategies(&strategies, &options)?);
+    let mut reports = check_strategies(&strategies, &options)?;
+    reports.extend(asm_reports.iter().cloned());
+    let (text, static_ok) = render_reports(&reports);
     print!("{text}");
     if args.static_only {
         return Ok(if static_ok {
@@ -560,7 +559,10 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    let mut outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    for (f, r) in asm.iter().zip(&asm_reports) {
+        outcomes.push(copygen::checks::verify::fault_asm_file(f, r));
+    }
     print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
@@ -606,16 +608,45 @@ fn static_options(
     })
 }
 
-fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = parse::load(&file, parse_arch(arch)?)?;
-    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
-        copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
-        e => Failure::Other(e.into()),
-    })?;
-    print!("{report}");
-    Ok(if ok {
+fn cmd_jit(files: Vec<PathBuf>, arch: Option<String>) -> Result<ExitCode, Failure> {
+    let arch = parse_arch(arch)?;
+    // Every input is validated before anything runs.
+    let strategies = files
+        .iter()
+        .map(|f| strategy_arg(f, arch))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut all_ok = true;
+    for s in &strategies {
+        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
+            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+            e => Failure::Other(e.into()),
+        })?;
+        print!("{report}");
+        all_ok &= ok;
+    }
+    Ok(if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A strategy argument: a file (`.toml`, or any path that exists) or the
+/// name of a catalog strategy, as `bench` takes them.
+fn strategy_arg(arg: &std::path::Path, arch: Option<Arch>) -> Result<Strategy, Failure> {
+    if arg.extension().is_some_and(|e| e == "toml") || arg.exists() {
+        return Ok(parse::load(arg, arch)?);
+    }
+    let name = arg.to_string_lossy();
+    let catalog = catalog()?;
+    match catalog.into_iter().find(|s| s.name == name) {
+        Some(s) if arch.is_none_or(|a| a == s.arch) => Ok(s),
+        Some(s) => Err(Failure::Input(format!(
+            "error: catalog strategy `{name}` is {}; copy its file to build it for another architecture",
+            s.arch
+        ))),
+        None => Err(Failure::Input(format!(
+            "error: `{name}` is neither a file nor a catalog strategy (`copygen list` names them)"
+        ))),
+    }
 }
