@@ -326,7 +326,7 @@ pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
 /// flavours, from freshly rendered text (what `copygen emit` writes to
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
-    check_strategies(&crate::output::tree::catalog()?, options)
+    check_strategies(&crate::front::catalog::catalog()?, options)
 }
 
 /// Render each strategy in both flavours and check the files.
