@@ -5,19 +5,27 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::{self, check_tree, render_tree_with_stats, write_tree};
+use copygen::output::tree::{check_tree, render_tree_with_stats, write_tree};
+
+/// `--version`: the package version and the git revision built.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("COPYGEN_GIT_REVISION"),
+    ")"
+);
 
 #[derive(Parser)]
 #[command(
     name = "copygen",
-    version,
+    version = VERSION,
     about = "Generate, test, benchmark and review copy_{to,from}_user routines"
 )]
 struct Cli {
@@ -71,6 +79,14 @@ enum Command {
         #[arg(long)]
         arch: Option<String>,
     },
+    /// Print a shell's completion script: `copygen completions bash >
+    /// /usr/share/bash-completion/completions/copygen`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `copygen man > copygen.1; man ./copygen.1`.
+    Man,
 }
 
 #[derive(clap::Args)]
@@ -262,6 +278,18 @@ fn main() -> ExitCode {
         Command::Tune(args) => cmd_tune(args),
         Command::Diff(args) => cmd_diff(args),
         Command::Jit { file, arch } => cmd_jit(file, arch),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "copygen", &mut out);
+            write_stdout(&out)
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .expect("rendering to memory");
+            write_stdout(&out)
+        }
     };
     match result {
         Ok(code) => code,
@@ -320,10 +348,7 @@ fn cmd_emit(
         ));
     }
     // Validate everything before writing anything.
-    let strategies: Vec<Strategy> = files
-        .iter()
-        .map(|f| parse::load(f, arch))
-        .collect::<Result<_>>()?;
+    let strategies = load_all(&files, arch)?;
     let mut outputs = Vec::new();
     for s in &strategies {
         for &fl in &flavors {
@@ -331,23 +356,68 @@ fn cmd_emit(
         }
     }
     match output.as_deref() {
-        None => print_all(&outputs),
-        Some(p) if p.as_os_str() == "-" => print_all(&outputs),
-        Some(p) if outputs.len() == 1 && !p.is_dir() => tree::write_atomic(p, &outputs[0].1)?,
+        None => print_all(&outputs)?,
+        Some(p) if p.as_os_str() == "-" => print_all(&outputs)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => {
+            copygen::output::write::write_file(p, &outputs[0].1)?
+        }
+        Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
+            let why = if flavors.len() > 1 {
+                "both flavours: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
+            } else {
+                "give a folder instead"
+            };
+            return Err(Failure::Input(format!(
+                "error: -o {} names one file, but this run emits {} files ({why})",
+                p.display(),
+                outputs.len()
+            )));
+        }
         Some(dir) => {
-            for (rel, text) in &outputs {
-                tree::write_atomic(&dir.join(rel), text)?;
-                eprintln!("wrote {}", dir.join(rel).display());
+            let files: Vec<_> = outputs
+                .iter()
+                .map(|(rel, text)| (dir.join(rel), text.clone()))
+                .collect();
+            copygen::output::write::write_all(&files)?;
+            for (path, _) in &files {
+                eprintln!("wrote {}", path.display());
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_all(outputs: &[(String, String)]) {
-    for (_, text) in outputs {
-        print!("{text}");
+/// Generated text to stdout (a closed pipe is an error, not a panic).
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
+    copygen::output::write::write_file(std::path::Path::new("-"), &String::from_utf8_lossy(bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every strategy file, validated; the errors of every file at once.
+fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, Failure> {
+    let mut strategies = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match parse::load(f, arch) {
+            Ok(s) => strategies.push(s),
+            Err(e) => match Failure::from(e) {
+                Failure::Input(msg) => errors.push(msg),
+                other => return Err(other),
+            },
+        }
     }
+    if errors.is_empty() {
+        Ok(strategies)
+    } else {
+        Err(Failure::Input(errors.join("\n\n")))
+    }
+}
+
+/// Every output to stdout, one after the other (a closed pipe is an error,
+/// not a panic).
+fn print_all(outputs: &[(String, String)]) -> Result<(), Failure> {
+    let text: String = outputs.iter().map(|(_, t)| t.as_str()).collect();
+    write_stdout(text.as_bytes()).map(drop)
 }
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
@@ -507,7 +577,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        tree::write_atomic(p, &(text + "\n"))?;
+        copygen::output::write::write_file(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -597,7 +667,10 @@ fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     print!("{}", tune::report_text(&outcome));
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
-        tree::write_atomic(p, &(serde_json::to_string_pretty(&j).expect("json") + "\n"))?;
+        copygen::output::write::write_file(
+            p,
+            &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
+        )?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -606,7 +679,7 @@ fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     }
     match &a.output {
         Some(p) => {
-            tree::write_atomic(p, &outcome.text)?;
+            copygen::output::write::write_file(p, &outcome.text)?;
             eprintln!("wrote {}", p.display());
         }
         None => print!("\n{}", outcome.text),
@@ -741,10 +814,7 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             .filter(|s| arch.is_none_or(|a| s.arch == a))
             .collect()
     } else {
-        args.files
-            .iter()
-            .map(|f| parse::load(f, arch))
-            .collect::<Result<_>>()?
+        load_all(&args.files, arch)?
     };
     // Static first (seconds), then fault injection (the long part).
     let (text, static_ok) = render_reports(&check_strategies(&strategies, &options)?);
