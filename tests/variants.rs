@@ -138,11 +138,11 @@ fn bad_variants_are_located_errors() {
         "always holds",
     );
     rejected(
-        "name = \"erms\"",
         "name = \"other\"",
-        "name = \"other\"",
+        "name = \"erms\" # again",
+        "# again",
         "variants[1].name",
-        "two variants are named `other`",
+        "two variants are named `erms`",
     );
     rejected(
         "name = \"erms\"",
@@ -161,8 +161,8 @@ fn bad_variants_are_located_errors() {
     rejected(
         "default = true",
         "when = [\"fsrm\"]",
-        "name = \"other\"",
-        "variants[1]",
+        "fsrm",
+        "variants[1].when",
         "the last variant must be the default",
     );
     rejected(
@@ -198,8 +198,8 @@ fn bad_variants_are_located_errors() {
 #[test]
 fn a_variant_may_override_a_method() {
     let text = PER_CPU.replace(
-        "[[variants]]\nname = \"other\"",
-        "[[variants]]\nname = \"other\"\n[variants.methods.loop]\nkind = \"unrolled\"\nblock = 32\nwidth = 8\nregisters = 4",
+        "name = \"other\"\ndefault = true\n",
+        "name = \"other\"\ndefault = true\n[variants.methods.loop]\nkind = \"unrolled\"\nblock = 32\nwidth = 8\nregisters = 4\n",
     );
     let s = parse(Path::new("o.toml"), &text, None).unwrap();
     let m = &s.variants[1].classes[1].method;
