@@ -2,9 +2,9 @@
 //! relaxation) + finalize + register, parse excluded. Target: < 100 µs
 //! median per catalog preset.
 
+use copygen::front::catalog::catalog;
 use copygen::front::strategy::Arch;
 use copygen::jit;
-use copygen::output::tree::catalog;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn jit_compile(c: &mut Criterion) {

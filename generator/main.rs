@@ -5,18 +5,27 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
+use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::{self, catalog, check_tree, render_tree_with_stats, write_tree};
+use copygen::output::tree::{check_tree, render_tree_with_stats, write_tree};
+
+/// `--version`: the package version and the git revision built.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("COPYGEN_GIT_REVISION"),
+    ")"
+);
 
 #[derive(Parser)]
 #[command(
     name = "copygen",
-    version,
+    version = VERSION,
     about = "Generate, test, benchmark and review copy_{to,from}_user routines"
 )]
 struct Cli {
@@ -57,6 +66,10 @@ enum Command {
     /// Each side: a strategy .toml, an emitted .S, an emitted folder,
     /// WORKTREE, or a git revision (its emitted/ tree).
     Diff(DiffArgs),
+    /// Search x86_64 strategies for this CPU and the given size
+    /// distributions (JIT-timed against rep movsb, bounded on a fixed-size x
+    /// alias grid); write the winner, which passed the JIT fault suite.
+    Tune(TuneArgs),
     /// JIT-compile a strategy and run the in-process fault-injection suite;
     /// exit 1 on any contract violation.
     Jit {
@@ -66,6 +79,14 @@ enum Command {
         #[arg(long)]
         arch: Option<String>,
     },
+    /// Print a shell's completion script: `copygen completions bash >
+    /// /usr/share/bash-completion/completions/copygen`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `copygen man > copygen.1; man ./copygen.1`.
+    Man,
 }
 
 #[derive(clap::Args)]
@@ -100,8 +121,27 @@ struct BenchArgs {
     #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
     /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
-    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
+    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets", "distribution"])]
     table: Option<String>,
+    /// Sizes drawn from a measured distribution (llvm-libc's CSV format; a
+    /// file, or a built-in name such as MemcpyGoogleA); repeatable. src and
+    /// dst at independent random page offsets, a fresh sequence every round.
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["sizes", "alias_offsets"])]
+    distribution: Vec<String>,
+    /// With --distribution: calls per sequence.
+    #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS)]
+    calls: usize,
+    /// With --distribution: share of calls (0..1) sent into the aliasing
+    /// band, (dst - src) mod 4096 in 1..=63 (default: its natural rate).
+    #[arg(long, default_value_t = 0.0)]
+    alias_share: f64,
+    /// The subject the ratio columns divide by (default: rep_movsb when
+    /// measured, else the first subject); added when not listed.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Seed of the measuring order and the random sequences.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`.
     #[arg(long)]
     sizes: Option<String>,
@@ -133,6 +173,39 @@ struct BenchArgs {
     /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
     #[arg(long)]
     variant: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct TuneArgs {
+    /// A strategy to start from: its name, directions, linux options and
+    /// precision are kept, and it competes as it is.
+    base: Option<PathBuf>,
+    /// Size distribution to tune on (llvm-libc CSV; a file or a built-in
+    /// name); repeatable.
+    #[arg(long, value_name = "FILE.csv", required = true)]
+    distribution: Vec<String>,
+    /// Seconds for the whole run (search about 70 %, then confirmation,
+    /// fault suite and report).
+    #[arg(long, default_value_t = 180.0)]
+    budget: f64,
+    /// Write the tuned strategy here (default: stdout, after the report).
+    #[arg(short, long, value_name = "OUT.toml")]
+    output: Option<PathBuf>,
+    /// Name of the tuned strategy (default: the base's, else `tuned`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Also report on these distributions (default: the built-in ones not tuned on).
+    #[arg(long, value_name = "FILE.csv")]
+    also: Vec<String>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write an SVG plot of the final measurement here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Seed of the search and the sequences.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(clap::Args)]
@@ -202,8 +275,21 @@ fn main() -> ExitCode {
         Command::List => cmd_list(),
         Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
+        Command::Tune(args) => cmd_tune(args),
         Command::Diff(args) => cmd_diff(args),
         Command::Jit { file, arch } => cmd_jit(file, arch),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "copygen", &mut out);
+            write_stdout(&out)
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .expect("rendering to memory");
+            write_stdout(&out)
+        }
     };
     match result {
         Ok(code) => code,
@@ -262,10 +348,7 @@ fn cmd_emit(
         ));
     }
     // Validate everything before writing anything.
-    let strategies: Vec<Strategy> = files
-        .iter()
-        .map(|f| parse::load(f, arch))
-        .collect::<Result<_>>()?;
+    let strategies = load_all(&files, arch)?;
     let mut outputs = Vec::new();
     for s in &strategies {
         for &fl in &flavors {
@@ -273,29 +356,85 @@ fn cmd_emit(
         }
     }
     match output.as_deref() {
-        None => print_all(&outputs),
-        Some(p) if p.as_os_str() == "-" => print_all(&outputs),
-        Some(p) if outputs.len() == 1 && !p.is_dir() => tree::write_atomic(p, &outputs[0].1)?,
+        None => print_all(&outputs)?,
+        Some(p) if p.as_os_str() == "-" => print_all(&outputs)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => {
+            copygen::output::write::write_file(p, &outputs[0].1)?
+        }
+        Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
+            let why = if flavors.len() > 1 {
+                "both flavours: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
+            } else {
+                "give a folder instead"
+            };
+            return Err(Failure::Input(format!(
+                "error: -o {} names one file, but this run emits {} files ({why})",
+                p.display(),
+                outputs.len()
+            )));
+        }
         Some(dir) => {
-            for (rel, text) in &outputs {
-                tree::write_atomic(&dir.join(rel), text)?;
-                eprintln!("wrote {}", dir.join(rel).display());
+            let files: Vec<_> = outputs
+                .iter()
+                .map(|(rel, text)| (dir.join(rel), text.clone()))
+                .collect();
+            copygen::output::write::write_all(&files)?;
+            for (path, _) in &files {
+                eprintln!("wrote {}", path.display());
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_all(outputs: &[(String, String)]) {
-    for (_, text) in outputs {
-        print!("{text}");
+/// Generated text to stdout (a closed pipe is an error, not a panic).
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
+    copygen::output::write::write_file(std::path::Path::new("-"), &String::from_utf8_lossy(bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every strategy file, validated; the errors of every file at once.
+fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, Failure> {
+    let mut strategies = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match parse::load(f, arch) {
+            Ok(s) => strategies.push(s),
+            Err(e) => match Failure::from(e) {
+                Failure::Input(msg) => errors.push(msg),
+                other => return Err(other),
+            },
+        }
     }
+    if errors.is_empty() {
+        Ok(strategies)
+    } else {
+        Err(Failure::Input(errors.join("\n\n")))
+    }
+}
+
+/// Every output to stdout, one after the other (a closed pipe is an error,
+/// not a panic).
+fn print_all(outputs: &[(String, String)]) -> Result<(), Failure> {
+    let text: String = outputs.iter().map(|(_, t)| t.as_str()).collect();
+    write_stdout(text.as_bytes()).map(drop)
 }
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| tree::repo_root().join("emitted"));
-    let strategies = catalog()?;
+    // In a checkout: its strategy files and its emitted/. Outside one, the
+    // embedded catalog, and only to an emitted/ folder given explicitly.
+    let checkout = copygen::front::catalog::checkout();
+    let dir = match (emitted, &checkout) {
+        (Some(dir), _) => dir,
+        (None, Some(root)) => root.join("emitted"),
+        (None, None) => {
+            return Err(Failure::Input(
+                "error: not in a copygen checkout (no generator/strategies above the working directory): give --emitted DIR".into(),
+            ))
+        }
+    };
+    let strategies = copygen::front::catalog::catalog_in(checkout.as_deref())?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;
@@ -344,6 +483,22 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
+    } else if !a.distribution.is_empty() {
+        if a.calls == 0 {
+            return Err(Failure::Input("error: --calls must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&a.alias_share) {
+            return Err(Failure::Input(
+                "error: --alias-share is a share of calls, between 0 and 1".into(),
+            ));
+        }
+        let dists = a
+            .distribution
+            .iter()
+            .map(|d| bench::distribution::Distribution::load(d))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))?;
+        bench::distribution_sweep(dists, a.calls, a.alias_share)
     } else if let Some(al) = &a.alias_offsets {
         let sizes = a
             .sizes
@@ -358,7 +513,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             title: "(dst - src) mod 4096 sweep".into(),
             x_label: "(dst - src) mod 4096".into(),
             rows: bench::alias_rows(&sizes, &alias),
-            cold: false,
+            ..bench::Sweep::default()
         }
     } else {
         let sizes = bench::parse_list(a.sizes.as_deref().unwrap_or("0..=64")).map_err(input)?;
@@ -387,6 +542,16 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             "error: --variant {v}: no strategy benchmarked has per-CPU variants"
         )));
     }
+    let baseline = match &a.baseline {
+        None => None,
+        Some(b) => Some(match subjects.iter().position(|s| &s.name == b) {
+            Some(i) => i,
+            None => {
+                subjects.push(bench_subject(b, None, found)?.0);
+                subjects.len() - 1
+            }
+        }),
+    };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
@@ -394,16 +559,25 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             .progress_chars("=> "),
     );
     bar.set_message(format!("bench {}", sweep.name));
-    let results = bench::run(&sweep, &subjects, a.repeats, &|done, total| {
+    let opts = bench::Options {
+        repeats: a.repeats,
+        seed: a.seed,
+        ..bench::Options::default()
+    };
+    let mut results = bench::run_with(&sweep, &subjects, &opts, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
     bar.finish_and_clear();
+    if let Some(b) = baseline {
+        results.baseline = b;
+    }
+    results.command = command_line();
     print!("{}", bench::text_table(&results));
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        tree::write_atomic(p, &(text + "\n"))?;
+        copygen::output::write::write_file(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -411,6 +585,111 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         eprintln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
+    use copygen::tools::bench::distribution::{Distribution, BUILTIN};
+    use copygen::tools::tune;
+    let load = |names: &[String]| -> Result<Vec<Distribution>, Failure> {
+        names
+            .iter()
+            .map(|d| Distribution::load(d))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))
+    };
+    let dists = load(&a.distribution)?;
+    let mut extra = if a.also.is_empty() {
+        BUILTIN
+            .iter()
+            .filter(|(n, _)| !dists.iter().any(|d| d.name == *n))
+            .map(|(n, _)| Distribution::load(n))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        load(&a.also)?
+    };
+    extra.retain(|e| !dists.iter().any(|d| d.name == e.name));
+    if !(a.budget.is_finite() && a.budget > 0.0) {
+        return Err(Failure::Input(
+            "error: --budget is a positive number of seconds".into(),
+        ));
+    }
+    let base = a
+        .base
+        .as_deref()
+        .map(|p| parse::load(p, None))
+        .transpose()?;
+    if let Some(b) = &base {
+        if b.arch != Arch::X86_64 {
+            return Err(Failure::Input(format!(
+                "error: {}: tune measures x86_64 strategies on this CPU; this one is {}",
+                b.source, b.arch
+            )));
+        }
+    }
+    let mut header = match &base {
+        Some(b) => tune::Header::from_base(b),
+        None => tune::Header::new("tuned"),
+    };
+    if let Some(n) = &a.name {
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(Failure::Input(format!(
+                "error: --name `{n}`: letters, digits, - and _ only"
+            )));
+        }
+        header.name = n.clone();
+    }
+    let opts = tune::Options {
+        dists,
+        extra,
+        budget: std::time::Duration::from_secs_f64(a.budget),
+        header,
+        base,
+        seed: a.seed,
+    };
+    let bar = indicatif::ProgressBar::new(1000);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("tune [{bar:30}] {elapsed}/{msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    let budget = a.budget;
+    let outcome = tune::tune(&opts, &|frac, msg| {
+        bar.set_position((frac.min(1.0) * 1000.0) as u64);
+        bar.set_message(format!("{budget:.0}s {msg}"));
+    })?;
+    bar.finish_and_clear();
+    let mut outcome = outcome;
+    outcome.report.command = command_line();
+    print!("{}", tune::report_text(&outcome));
+    if let Some(p) = &a.json {
+        let j = tune::report_json(&outcome, opts.dists.len());
+        tree::write_atomic(p, &(serde_json::to_string_pretty(&j).expect("json") + "\n"))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    match &a.output {
+        Some(p) => {
+            tree::write_atomic(p, &outcome.text)?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("\n{}", outcome.text),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What was run, for plot titles and JSON: `copygen` and its arguments.
+fn command_line() -> String {
+    std::iter::once("copygen".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A baseline by name, or a strategy (file or catalog name) compiled by the
@@ -532,10 +811,7 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             .filter(|s| arch.is_none_or(|a| s.arch == a))
             .collect()
     } else {
-        args.files
-            .iter()
-            .map(|f| parse::load(f, arch))
-            .collect::<Result<_>>()?
+        load_all(&args.files, arch)?
     };
     // Static first (seconds), then fault injection (the long part).
     let (text, static_ok) = render_reports(&check_strategies(&strategies, &options)?);

@@ -1463,7 +1463,7 @@ pub fn render_reports(reports: &[Report]) -> (String, bool) {
 /// flavours, from freshly rendered text (what `copygen emit` writes to
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
-    check_strategies(&crate::output::tree::catalog()?, options)
+    check_strategies(&crate::front::catalog::catalog()?, options)
 }
 
 /// Render each strategy in both flavours and check the files.

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use copygen::backend::functions;
+use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Direction, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::catalog;
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
 use copygen::toolchain::{toolchain, Tool};

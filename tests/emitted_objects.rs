@@ -15,9 +15,9 @@ use object::elf;
 
 use copygen::backend;
 use copygen::checks::objfile::{self, Assemble, EntryKind, ObjectFile};
+use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Direction, ExtableFormat, Flavor, Strategy};
 use copygen::output::render::render;
-use copygen::output::tree::catalog;
 
 /// The catalog and the fixture strategies, x86 only.
 fn strategies() -> Vec<Strategy> {

@@ -6,8 +6,8 @@ use std::process::Command;
 use std::sync::Once;
 
 use copygen::checks::faultinject::{self, check_tools, run_asm, Entry, Report};
+use copygen::front::catalog::{catalog, repo_root};
 use copygen::front::strategy::{Arch, Direction, Flavor, Precision};
-use copygen::output::tree::{catalog, repo_root};
 
 /// The toolchain for `arch`, installed by verify/install-deps if missing
 /// (when that script exists); otherwise fail naming the packages.

@@ -26,11 +26,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use copygen::checks::objfile;
+use copygen::front::catalog::catalog;
 use copygen::front::parse as strategy;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::jit;
 use copygen::output::render;
-use copygen::output::tree::catalog;
 use iced_x86::{
     Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, Mnemonic,
 };

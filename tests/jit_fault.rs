@@ -5,12 +5,12 @@
 use std::path::Path;
 
 use copygen::backend::x86::{Alu, Inst, Line, Reg};
+use copygen::front::catalog::catalog;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Strategy};
 use copygen::jit::contract::{check_routine, report, run_suite, suite, Harness, Summary};
 use copygen::jit::{self, JitModule};
 use copygen::lower::routine::Routine;
-use copygen::output::tree::catalog;
 
 fn preset(name: &str) -> Strategy {
     catalog()

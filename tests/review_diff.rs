@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Flavor, Strategy};
 use copygen::output::render::render;
-use copygen::output::tree::{catalog, render_tree};
+use copygen::output::tree::render_tree;
 use copygen::tools::review::{self, format_bloat, table, Options, Report};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");

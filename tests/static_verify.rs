@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use copygen::backend;
+use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::render;
-use copygen::output::tree::catalog;
 use copygen::static_verify::{check_catalog, check_object, Finding, Options, Report, Severity};
 
 fn fixture_strategies() -> Vec<Strategy> {

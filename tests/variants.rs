@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use copygen::front::catalog::{catalog, repo_root};
 use copygen::front::parse::parse;
 use copygen::front::strategy::{Direction, Flavor, Strategy};
 use copygen::output::render::render;
-use copygen::output::tree::{catalog, repo_root};
 use copygen::variants::{self, CpuFeature, CpuFeatures};
 
 /// Two variants over shared methods: rep movsb where ERMS and not Zen, a

@@ -1,6 +1,9 @@
 //! Backends: per-architecture instruction selection and GNU as printing.
-//! Each takes the lowered [`Routine`]s and returns printed [`Function`]s;
-//! the file around them comes from the templates (`output/render.rs`).
+//! [`compile`] is the one compile path — strategy → lowered [`Routine`]s →
+//! selected lines ([`Compiled`]) — that the GAS printer, the JIT and the
+//! fault-injection harness share; each selector takes its arch's ABI table,
+//! not the strategy. The file around the printed [`Function`]s comes from
+//! the templates (`output/render.rs`).
 
 pub mod armv6;
 pub mod x86;
@@ -43,6 +46,9 @@ pub struct Line<I> {
 pub struct Lines<'r, I> {
     pub r: &'r Routine,
     pub out: Vec<Line<I>>,
+    /// [`Routine::scratch_used`], counted once: every return restores the
+    /// saved registers, and a count per return made selection quadratic.
+    pub scratch_used: u8,
     pending_fixup_start: bool,
 }
 
@@ -51,6 +57,7 @@ impl<'r, I> Lines<'r, I> {
         Lines {
             r,
             out: Vec::new(),
+            scratch_used: r.scratch_used(),
             pending_fixup_start: false,
         }
     }
@@ -128,28 +135,72 @@ pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::Abi {
     x86::Abi::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
 }
 
+/// Selected lines of one routine, in its architecture's instruction list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selected {
+    X86 {
+        ptr_width: u32,
+        lines: Vec<x86::Line>,
+    },
+    Armv6(Vec<armv6::Line>),
+}
+
+/// One entry point compiled: the lowered routine (ops and fixups) and its
+/// selected lines. Built once by [`compile`]; the GAS printer, the JIT and
+/// the fault-injection harness all read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled {
+    pub flavor: Flavor,
+    pub routine: Routine,
+    pub lines: Selected,
+}
+
+/// The compile path: lower `s` for `flavor` and select instructions for
+/// each entry point with the ABI table of its arch.
+pub fn compile(s: &Strategy, flavor: Flavor) -> Vec<Compiled> {
+    let target = Target {
+        arch: s.arch,
+        flavor,
+    };
+    let x86 = (s.arch != Arch::Armv6).then(|| x86_abi(s, flavor));
+    lower(s, target)
+        .into_iter()
+        .map(|routine| {
+            let lines = match &x86 {
+                Some(abi) => Selected::X86 {
+                    ptr_width: abi.ptr_width,
+                    lines: x86::select(&routine, abi),
+                },
+                None => Selected::Armv6(armv6::select(&routine)),
+            };
+            Compiled {
+                flavor,
+                routine,
+                lines,
+            }
+        })
+        .collect()
+}
+
+impl Compiled {
+    /// The GNU as text of this routine.
+    pub fn print(&self) -> Function {
+        let mut f = match &self.lines {
+            Selected::X86 { ptr_width, lines } => x86::print(lines, *ptr_width, self.flavor),
+            Selected::Armv6(lines) => armv6::print(lines, self.flavor),
+        };
+        f.symbol = self.routine.symbol.clone();
+        f
+    }
+}
+
 /// Lower and print every entry point of `s` for `flavor`.
 pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
-    let routines = lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor,
-        },
-    );
-    routines
+    compile(s, flavor)
         .into_iter()
-        .map(|r| {
-            let mut f = match s.arch {
-                Arch::X86_64 | Arch::I386 => {
-                    let abi = x86_abi(s, flavor);
-                    let lines = x86::select(&r, &abi);
-                    x86::print(&lines, abi.ptr_width, flavor)
-                }
-                Arch::Armv6 => armv6::print(&armv6::select(&r), flavor),
-            };
-            f.symbol = r.symbol.clone();
-            (r, f)
+        .map(|c| {
+            let f = c.print();
+            (c.routine, f)
         })
         .collect()
 }
@@ -158,7 +209,12 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
 /// entry points that pick one ([`crate::variants`]) first, then the lowered
 /// routines.
 pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    print_file(s, flavor, &compile(s, flavor))
+}
+
+/// [`file_functions`] from routines already compiled for `s` in `flavor`.
+pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
     let mut out = crate::variants::dispatchers(s, flavor);
-    out.extend(functions(s, flavor).into_iter().map(|(_, f)| f));
+    out.extend(compiled.iter().map(Compiled::print));
     out
 }

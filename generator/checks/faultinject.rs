@@ -13,9 +13,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::backend::{compile, Compiled};
 use crate::front::strategy::{Arch, Direction, Flavor, Precision, Strategy};
-use crate::lower::{lower, Target};
-use crate::output::render::render;
+use crate::output::render::render_functions;
 use crate::toolchain::{toolchain, Toolchain};
 
 const HARNESS_C: &str = include_str!("../../verify/harness.c");
@@ -37,28 +37,34 @@ pub struct Entry {
 /// The manifest rows of `s`, from its lowered routines; with per-CPU
 /// variants, every variant and the entry points that pick one.
 pub fn entries(s: &Strategy) -> Vec<Entry> {
+    entries_of(s, &compile(s, Flavor::Standalone))
+}
+
+/// The manifest rows of routines compiled from `s`, then the per-CPU
+/// variants' entry points that pick one.
+fn entries_of(s: &Strategy, compiled: &[Compiled]) -> Vec<Entry> {
     let pickers = crate::variants::dispatchers(s, Flavor::Standalone)
         .into_iter()
         .zip(&s.directions)
         .map(|(f, &direction)| (f.symbol, direction, None));
-    lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor: Flavor::Standalone,
-        },
-    )
-    .into_iter()
-    .map(|r| (r.symbol, r.direction, r.fixed))
-    .chain(pickers)
-    .map(|(symbol, direction, fixed)| Entry {
-        symbol,
-        direction,
-        fixed,
-        zero_tail: s.zero_tail && direction == Direction::FromUser,
-        exact: s.precision == Precision::Exact,
-    })
-    .collect()
+    compiled
+        .iter()
+        .map(|c| {
+            (
+                c.routine.symbol.clone(),
+                c.routine.direction,
+                c.routine.fixed,
+            )
+        })
+        .chain(pickers)
+        .map(|(symbol, direction, fixed)| Entry {
+            symbol,
+            direction,
+            fixed,
+            zero_tail: s.zero_tail && direction == Direction::FromUser,
+            exact: s.precision == Precision::Exact,
+        })
+        .collect()
 }
 
 /// The C manifest the harness is linked with.
@@ -151,8 +157,11 @@ impl Report {
 
 /// Fault-inject every standalone entry point of `s`.
 pub fn run_strategy(s: &Strategy) -> Result<Report> {
-    let asm = render(s, Flavor::Standalone);
-    run_asm(s.arch, &asm, &entries(s))
+    // One compile: the printed file and the manifest come from the same routines.
+    let compiled = compile(s, Flavor::Standalone);
+    let functions = crate::backend::print_file(s, Flavor::Standalone, &compiled);
+    let asm = render_functions(s, Flavor::Standalone, functions);
+    run_asm(s.arch, &asm, &entries_of(s, &compiled))
         .with_context(|| format!("fault injection of {} ({})", s.name, s.arch))
 }
 

@@ -166,13 +166,15 @@ impl Assemble {
 
 /// The folder holding the kernel-macro shims (`verify/shim`).
 pub fn shim_dir() -> PathBuf {
-    crate::output::tree::repo_root().join("verify").join("shim")
+    crate::front::catalog::repo_root()
+        .join("verify")
+        .join("shim")
 }
 
 /// The kernel-macro shims for `arch` (`verify/shim-arm` for ARM).
 pub fn shim_dir_for(arch: Arch) -> PathBuf {
     match arch {
-        Arch::Armv6 => crate::output::tree::repo_root()
+        Arch::Armv6 => crate::front::catalog::repo_root()
             .join("verify")
             .join("shim-arm"),
         _ => shim_dir(),

@@ -1,28 +1,15 @@
-//! The `emitted/` tree: render every catalog strategy in both flavours,
+//! The `emitted/` tree: render every catalog strategy ([`crate::front::catalog`]) in both flavours,
 //! write atomically, or compare (`--check`). Nothing is written unless
 //! every strategy validated and rendered.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::front::diagnostics::StrategyError;
-use crate::front::parse;
 use crate::front::strategy::{Arch, Flavor, Strategy};
 use crate::output::render::{emitted_path, render_functions};
-
-include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
-
-/// The built-in strategies, validated.
-pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
-    CATALOG
-        .iter()
-        .map(|(path, text)| parse::parse(Path::new(path), text, None))
-        .collect()
-}
 
 /// Every file of the tree: relative path → contents.
 pub fn render_tree(strategies: &[Strategy]) -> BTreeMap<String, String> {
@@ -93,18 +80,6 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
     Ok(out)
 }
 
-/// Write `contents` to `path` atomically (temporary file, then rename).
-pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("temporary file in {}", dir.display()))?;
-    tmp.write_all(contents.as_bytes())?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
 /// What `copygen emit` did to the tree.
 #[derive(Debug, Default)]
 pub struct TreeReport {
@@ -117,14 +92,17 @@ pub struct TreeReport {
 pub fn write_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<TreeReport> {
     let existing = existing_files(dir)?;
     let mut report = TreeReport::default();
+    let mut changed = Vec::new();
     for (rel, text) in files {
         if existing.get(rel) == Some(text) {
             report.unchanged.push(rel.clone());
         } else {
-            write_atomic(&dir.join(rel), text)?;
+            changed.push((dir.join(rel), text.clone()));
             report.written.push(rel.clone());
         }
     }
+    // All the changed files or none; stale ones go only after that.
+    crate::output::write::write_all(&changed)?;
     for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
         fs::remove_file(dir.join(rel)).with_context(|| format!("removing stale {rel}"))?;
         report.removed.push(rel.clone());
@@ -160,20 +138,4 @@ pub fn check_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<String
         ));
     }
     Ok(out)
-}
-
-/// The repository root: the nearest folder above the working directory
-/// holding `generator/strategies`, else where this binary was built from.
-pub fn repo_root() -> PathBuf {
-    if let Ok(mut dir) = std::env::current_dir() {
-        loop {
-            if dir.join("generator/strategies").is_dir() && dir.join("Cargo.toml").is_file() {
-                return dir;
-            }
-            if !dir.pop() {
-                break;
-            }
-        }
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

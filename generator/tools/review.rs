@@ -251,6 +251,13 @@ fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Side> {
             }
         }
     }
+    if files.is_empty() {
+        // Not "everything removed": most likely the wrong folder.
+        return Err(input(format!(
+            "error: {label}: no .S files under {}; a folder side is an emitted tree",
+            root.display()
+        )));
+    }
     Ok(Side {
         label: label.to_string(),
         kind: SideKind::Tree,
@@ -298,8 +305,13 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
         Some(c) => c.clone(),
         None => std::env::current_dir()?,
     };
+    if arg.trim().is_empty() {
+        return Err(input(
+            "error: an empty argument names no side: give a strategy file, an emitted .S, a folder, WORKTREE or a git revision",
+        ));
+    }
     if arg == WORKTREE {
-        let top = git_toplevel(&cwd).unwrap_or_else(crate::output::tree::repo_root);
+        let top = git_toplevel(&cwd).unwrap_or_else(crate::front::catalog::repo_root);
         return folder_side(arg, &top.join("emitted"), opts);
     }
     let path = cwd.join(arg);
