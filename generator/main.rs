@@ -667,7 +667,10 @@ fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     print!("{}", tune::report_text(&outcome));
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
-        tree::write_atomic(p, &(serde_json::to_string_pretty(&j).expect("json") + "\n"))?;
+        copygen::output::write::write_file(
+            p,
+            &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
+        )?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -676,7 +679,7 @@ fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     }
     match &a.output {
         Some(p) => {
-            tree::write_atomic(p, &outcome.text)?;
+            copygen::output::write::write_file(p, &outcome.text)?;
             eprintln!("wrote {}", p.display());
         }
         None => print!("\n{}", outcome.text),
