@@ -73,8 +73,9 @@ enum Command {
     /// JIT-compile a strategy and run the in-process fault-injection suite;
     /// exit 1 on any contract violation.
     Jit {
-        /// The strategy file.
-        file: PathBuf,
+        /// Strategy files or catalog names.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Architecture instead of the file's (only x86_64 runs in-process).
         #[arg(long)]
         arch: Option<String>,
@@ -238,6 +239,19 @@ struct VerifyArgs {
     /// With --static: the routines own the vector state (MMX/SSE/AVX, ARM VFP allowed).
     #[arg(long, requires = "static_only")]
     allow_vector: bool,
+    /// With --static: code the analysis cannot reach or follow (an indirect
+    /// jump, code no path reaches) is a warning instead of an error.
+    #[arg(long, requires = "static_only")]
+    allow_unanalysed: bool,
+    /// With --static: check this function, NAME[:from_user|to_user|both[:c|rep_movs]]
+    /// (repeatable; default: every function with exception-table entries and
+    /// every *_from_user / *_to_user; the user side defaults to the name's, else both).
+    #[arg(
+        long = "function",
+        value_name = "NAME[:SIDE[:CONV]]",
+        requires = "static_only"
+    )]
+    functions: Vec<String>,
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -277,7 +291,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd_bench(args),
         Command::Tune(args) => cmd_tune(args),
         Command::Diff(args) => cmd_diff(args),
-        Command::Jit { file, arch } => cmd_jit(file, arch),
+        Command::Jit { files, arch } => cmd_jit(files, arch),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "copygen", &mut out);
@@ -398,12 +412,10 @@ fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, Fail
     let mut strategies = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        match parse::load(f, arch) {
+        match strategy_arg(f, arch) {
             Ok(s) => strategies.push(s),
-            Err(e) => match Failure::from(e) {
-                Failure::Input(msg) => errors.push(msg),
-                other => return Err(other),
-            },
+            Err(Failure::Input(msg)) => errors.push(msg),
+            Err(other) => return Err(other),
         }
     }
     if errors.is_empty() {
@@ -804,32 +816,31 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     use copygen::static_verify::{check_object, check_strategies, render_reports};
     let arch = parse_arch(args.arch.clone())?;
     let options = static_options(&args, arch)?;
-    let is_strategy = |f: &PathBuf| f.extension().is_some_and(|e| e == "toml");
-    if args.static_only && !args.files.iter().all(is_strategy) {
-        // Assembly or objects, ours or not.
-        let reports = args
-            .files
-            .iter()
-            .map(|f| check_object(f, &options))
-            .collect::<Result<Vec<_>>>()?;
-        let (text, ok) = render_reports(&reports);
-        print!("{text}");
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
+    // Hand-written assembly (and, with --static, objects) is checked as it
+    // is; everything else is a strategy (a file or a catalog name).
+    let is_code = |f: &PathBuf| {
+        f.extension()
+            .is_some_and(|e| e == "S" || e == "s" || (args.static_only && e == "o"))
+    };
+    let asm: Vec<&PathBuf> = args.files.iter().filter(|f| is_code(f)).collect();
     let strategies: Vec<Strategy> = if args.files.is_empty() {
         catalog()?
             .into_iter()
             .filter(|s| arch.is_none_or(|a| s.arch == a))
             .collect()
     } else {
-        load_all(&args.files, arch)?
+        let strategy_files: Vec<PathBuf> =
+            args.files.iter().filter(|f| !is_code(f)).cloned().collect();
+        load_all(&strategy_files, arch)?
     };
+    let asm_reports = asm
+        .iter()
+        .map(|f| check_object(f, &options))
+        .collect::<Result<Vec<_>>>()?;
     // Static first (seconds), then fault injection (the long part).
-    let (text, static_ok) = render_reports(&check_strategies(&strategies, &options)?);
+    let mut reports = check_strategies(&strategies, &options)?;
+    reports.extend(asm_reports.iter().cloned());
+    let (text, static_ok) = render_reports(&reports);
     print!("{text}");
     if args.static_only {
         return Ok(if static_ok {
@@ -838,7 +849,10 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    let mut outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    for (f, r) in asm.iter().zip(&asm_reports) {
+        outcomes.push(copygen::checks::verify::fault_asm_file(f, r));
+    }
     print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
@@ -852,17 +866,22 @@ fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
 ) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::front::strategy::Convention;
+    use copygen::static_verify::{parse_convention, FunctionSpec};
     let convention = match args.convention.as_deref() {
         None => None,
-        Some("c") => Some(Convention::C),
-        Some("rep_movs") => Some(Convention::RepMovs),
-        Some(c) => {
-            return Err(Failure::Input(format!(
+        Some(c) => Some(parse_convention(c).ok_or_else(|| {
+            Failure::Input(format!(
                 "error: unknown convention `{c}`; use c or rep_movs"
-            )))
-        }
+            ))
+        })?),
     };
+    let functions = args
+        .functions
+        .iter()
+        .map(|s| {
+            FunctionSpec::parse(s).map_err(|e| Failure::Input(format!("error: --function {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let flavor = match &args.flavor {
         None => None,
         f => Some(parse_flavor(f.clone())?[0]),
@@ -873,19 +892,48 @@ fn static_options(
         convention,
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
         allow_vector: args.allow_vector,
+        allow_unanalysed: args.allow_unanalysed,
+        dispatchers: Vec::new(),
+        functions,
     })
 }
 
-fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = parse::load(&file, parse_arch(arch)?)?;
-    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
-        copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
-        e => Failure::Other(e.into()),
-    })?;
-    print!("{report}");
-    Ok(if ok {
+fn cmd_jit(files: Vec<PathBuf>, arch: Option<String>) -> Result<ExitCode, Failure> {
+    let arch = parse_arch(arch)?;
+    // Every input is validated before anything runs.
+    let strategies = load_all(&files, arch)?;
+    let mut all_ok = true;
+    for s in &strategies {
+        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
+            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+            e => Failure::Other(e.into()),
+        })?;
+        print!("{report}");
+        all_ok &= ok;
+    }
+    Ok(if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A strategy argument: a file (`.toml`, or any path that exists) or the
+/// name of a catalog strategy, as `bench` takes them.
+fn strategy_arg(arg: &std::path::Path, arch: Option<Arch>) -> Result<Strategy, Failure> {
+    if arg.extension().is_some_and(|e| e == "toml") || arg.exists() {
+        return Ok(parse::load(arg, arch)?);
+    }
+    let name = arg.to_string_lossy();
+    let catalog = catalog()?;
+    match catalog.into_iter().find(|s| s.name == name) {
+        Some(s) if arch.is_none_or(|a| a == s.arch) => Ok(s),
+        Some(s) => Err(Failure::Input(format!(
+            "error: catalog strategy `{name}` is {}; copy its file to build it for another architecture",
+            s.arch
+        ))),
+        None => Err(Failure::Input(format!(
+            "error: `{name}` is neither a file nor a catalog strategy (`copygen list` names them)"
+        ))),
+    }
 }

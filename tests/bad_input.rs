@@ -220,6 +220,22 @@ fn cases() -> Vec<Case> {
             message: "min_size 8 is below the alignment 16",
         },
         Case {
+            what: "a tail the arch lacks, named as the file writes it",
+            text: replace("arch = \"x86_64\"", "arch = \"armv6\"")
+                .replace("width = 8", "width = 4\ntail = \"rep_movsb\"")
+                .replace("kind = \"rep_movs\"", "kind = \"bytes\""),
+            line_with: "tail",
+            field: "methods.loop.tail",
+            message: "tail `rep_movsb` does not exist on armv6",
+        },
+        Case {
+            what: "a field its kind does not take, named as the file writes it",
+            text: replace("kind = \"rep_movs\"", "kind = \"head_tail\"\nblock = 8"),
+            line_with: "block = 8",
+            field: "methods.movsb.block",
+            message: "`block` means nothing to a method of kind `head_tail`",
+        },
+        Case {
             what: "overlapping tail needs a full word",
             text: replace("registers = 4", "registers = 4\ntail = \"overlap\""),
             line_with: "use = \"loop\"",

@@ -155,6 +155,47 @@ fn the_objective_bounds_every_cell_and_the_band() {
 }
 
 #[test]
+fn one_bad_workload_is_not_averaged_away() {
+    // Two distribution rows: the same mean ratio (1.0), but one subject
+    // has a workload at 1.2x.
+    let mut res = synthetic(|_, _| 1.0);
+    let d = copygen::tools::bench::distribution::Distribution::parse("d", "d.csv", "1,1").unwrap();
+    res.sweep.distributions = vec![d.clone(), d];
+    let rows = bench::distribution_rows(&res.sweep.distributions);
+    for (k, row) in rows.into_iter().enumerate() {
+        res.sweep.rows.insert(k, row);
+        let cell = |s: usize, t: f64| Measurement {
+            row: k,
+            subject: s,
+            cycles: t,
+            q1: t,
+            q3: t,
+            min: t,
+            max: t,
+            iterations: 1,
+            rounds: vec![t; 3],
+        };
+        let t = if k == 0 { 120.0 } else { 80.0 };
+        res.cells.insert(k, vec![cell(0, 100.0), cell(1, t)]);
+    }
+    let even = {
+        let mut r = res.clone();
+        for k in 0..2 {
+            r.cells[k][1].rounds = vec![100.0; 3];
+        }
+        r
+    };
+    let uneven = tune::score(&res, 1, 2, false);
+    let flat = tune::score(&even, 1, 2, false);
+    assert_eq!(uneven.distributions.len(), 2);
+    assert!((uneven.distributions[0] - 1.2).abs() < 1e-9);
+    assert!(
+        uneven.objective > flat.objective + 0.15,
+        "{uneven:?} {flat:?}"
+    );
+}
+
+#[test]
 fn cpuid_names_the_cpu() {
     let cpu = tune::cpu_info();
     assert_eq!(cpu.vendor.len(), 12, "{cpu:?}");

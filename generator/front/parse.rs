@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::arch::{capabilities, scratch_registers};
 use crate::front::diagnostics::{FieldPath, Locator, StrategyError, Warning};
@@ -65,7 +65,7 @@ struct RawLinux {
     extable: Option<ExtableFormat>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "snake_case")]
 enum RawKind {
     Bytes,
@@ -935,11 +935,10 @@ impl Validator<'_> {
             if is_set && !used.contains(&field) {
                 return Err(self.err(
                     &path.key(field),
-                    format!("`{field}` means nothing to a method of kind `{:?}`", m.kind)
-                        .replace("HeadTail", "head_tail")
-                        .replace("RepMovs", "rep_movs")
-                        .replace("Bytes", "bytes")
-                        .replace("Unrolled", "unrolled"),
+                    format!(
+                        "`{field}` means nothing to a method of kind `{}`",
+                        toml_name(&m.kind)
+                    ),
                 ));
             }
         }
@@ -1014,7 +1013,7 @@ impl Validator<'_> {
         if !caps.groupings.contains(&grouping) {
             return Err(self.err(
                 &path.key("grouping"),
-                format!("grouping `{grouping:?}` does not exist on {arch}").to_lowercase(),
+                format!("grouping `{grouping}` does not exist on {arch}"),
             ));
         }
         let registers = m.registers.unwrap_or(1);
@@ -1050,7 +1049,7 @@ impl Validator<'_> {
                 if !caps.prefetch.contains(&p.kind) {
                     return Err(self.err(
                         &pp.key("kind"),
-                        format!("prefetch `{:?}` does not exist on {arch}", p.kind).to_lowercase(),
+                        format!("prefetch `{}` does not exist on {arch}", p.kind),
                     ));
                 }
                 let distances = match &p.distance {
@@ -1086,7 +1085,7 @@ impl Validator<'_> {
         if !caps.tails.contains(&tail) {
             return Err(self.err(
                 &path.key("tail"),
-                format!("tail `{tail:?}` does not exist on {arch}").to_lowercase(),
+                format!("tail `{tail}` does not exist on {arch}"),
             ));
         }
         Ok(Unrolled {
@@ -1447,10 +1446,9 @@ impl Validator<'_> {
             return Err(self.err(
                 path,
                 format!(
-                    "method `{name}` aligns {:?} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
+                    "method `{name}` aligns {} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
                     a.pointer, a.to
-                )
-                .to_lowercase(),
+                ),
             ));
         }
         if a.min_size > u.block as u64 && lo < a.min_size {
@@ -1482,10 +1480,12 @@ impl Validator<'_> {
         broken: &BTreeSet<String>,
     ) -> R<Option<Vec<Variant>>> {
         let vpath = FieldPath::root().key("variants");
-        if arch == Arch::Armv6 {
+        if matches!(arch, Arch::Armv6 | Arch::Aarch64) {
             return Err(self.err(
                 &vpath,
-                "per-CPU variants are chosen by x86 feature bits (ALTERNATIVE, CPUID); armv6 has none",
+                format!(
+                    "per-CPU variants are chosen by x86 feature bits (ALTERNATIVE, CPUID); {arch} has none"
+                ),
             ));
         }
         if !raw.fixed_sizes.is_empty() {

@@ -25,13 +25,38 @@
 use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction, Opcode, Operand, ShiftStyle, SizeCode};
 
-use super::{add_val, AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val};
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::abi::AbiSpec;
+use super::domain::{add_val, Cmp, State, Val, STACK};
+use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const LR: usize = 14;
 /// Slots that stand for several registers (x10-x15, x18-x29).
 const SHARED: [usize; 2] = [10, 11];
 pub(super) const SP: usize = 15;
+
+/// A64 (AArch64 state), ARMv8.0.
+pub(super) struct A64;
+
+impl Isa for A64 {
+    fn decode(
+        &self,
+        obj: &ObjectFile,
+        section: &str,
+        range: Range<u64>,
+        addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        _abi: &AbiSpec,
+    ) -> Vec<Insn> {
+        decode(obj, section, range.step_by(4), addr_of)
+    }
+
+    fn reg_name(&self, r: usize) -> &'static str {
+        reg_name(r)
+    }
+}
 
 /// The checker's slot of hardware register `r` (31: sp).
 pub(super) fn slot(r: u8) -> usize {
@@ -145,7 +170,9 @@ fn operands(ins: &Instruction) -> impl Iterator<Item = &Operand> {
         .filter(|o| !matches!(o, Operand::Nothing))
 }
 
-pub(super) fn decode(
+/// Decode the words at `offsets` of `section` into the checker's
+/// instructions; `addr_of` maps a place to the function's address space.
+fn decode(
     obj: &ObjectFile,
     section: &str,
     offsets: impl Iterator<Item = u64>,
@@ -239,6 +266,13 @@ pub(super) fn decode(
         if ins.opcode == Opcode::MOVK {
             uses.extend(defs.iter().copied());
         }
+        // A load's data derives from neither pointer; anything else
+        // computes from what it reads.
+        let inputs: Vec<usize> = if acc.is_none() {
+            uses.iter().map(|u| u.0).collect()
+        } else {
+            Vec::new()
+        };
         let mut written: Vec<usize> = defs.iter().map(|d| d.0).collect();
         // A write to one register of a shared slot leaves the others: it
         // kills nothing (liveness stays conservative: a later use of any
@@ -298,6 +332,7 @@ pub(super) fn decode(
             .find(|m| m.base != Some(SP))
             .map(|m| m.size)
             .unwrap_or(1);
+        let pad = text == "nop";
         out.push(Insn {
             addr,
             loc,
@@ -309,12 +344,14 @@ pub(super) fn decode(
             uses,
             defs,
             written,
+            inputs,
             vector,
             touch,
             width,
             prefetch,
+            pad,
             mems,
-            raw: Raw::A64(ins),
+            semantics: Rc::new(ins),
         });
     }
     out
@@ -329,7 +366,7 @@ fn undecodable(addr: u64, loc: Loc, word: &[u8]) -> Insn {
         loc,
         len: 4,
         text: format!(".inst {w:#010x}"),
-        raw: Raw::A64(Instruction::default()),
+        semantics: Rc::new(Instruction::default()),
         flow: Flow::Stop,
         cc: Cc::Other,
         cond_exec: false,
@@ -337,10 +374,12 @@ fn undecodable(addr: u64, loc: Loc, word: &[u8]) -> Insn {
         uses: Vec::new(),
         defs: Vec::new(),
         written: Vec::new(),
+        inputs: Vec::new(),
         vector: None,
         touch: None,
         width: 1,
         prefetch: false,
+        pad: false,
     }
 }
 
@@ -373,13 +412,21 @@ fn operand_val(op: &Operand, st: &State) -> Val {
     }
 }
 
+impl Semantics for Instruction {
+    fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State {
+        transfer(insn, self, st, abi)
+    }
+}
+
 /// The state after `ins` runs.
-pub(super) fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec) -> State {
+fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec) -> State {
     let mut s = st.clone();
-    // Generic effects first: every written register loses what it held.
+    // Generic effects first: every written register may now derive from
+    // what flowed into it (a load's data is a plain integer).
+    let derived = Val::derived(insn.inputs.iter().map(|&r| st.regs[r]));
     for &r in &insn.written {
         if r != SP {
-            s.regs[r] = Val::OTHER;
+            s.regs[r] = derived;
         } else {
             s.sp = None;
         }
@@ -393,6 +440,7 @@ pub(super) fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec
             reg,
             imm,
             test,
+            mask: 0,
             addr: insn.addr,
         })
     };
@@ -449,7 +497,8 @@ pub(super) fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec
                 Some(d) => {
                     s.regs[d] = match a {
                         Some(a) => add_val(a, b, sign),
-                        None => Val::OTHER,
+                        // `add rd, sp, #k`: an address on the own stack.
+                        None => Val::tagged(STACK, None),
                     };
                 }
                 None => {}
@@ -477,18 +526,24 @@ pub(super) fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec
             }
         }
         AND if ops.len() == 3 && imm(&ops[2]).is_some() => {
-            // Rounding a pointer down keeps it a pointer into the same buffer.
-            if let (Some(d), Some(Some(n))) = (dest, gpr(&ops[1])) {
-                if st.regs[n].is_ptr() {
-                    s.regs[d] = Val::tagged(st.regs[n].tags & super::PTRS, None);
-                }
+            // A small mask leaves a small integer, whatever it masked;
+            // rounding a pointer down keeps it a pointer into the same
+            // buffer, with known low bits.
+            if let (Some(d), Some(Some(n)), Some(k)) = (dest, gpr(&ops[1]), imm(&ops[2])) {
+                let v = st.regs[n];
+                s.regs[d] = if (0..1 << 16).contains(&k) {
+                    Val::bounded(0, k)
+                } else {
+                    Val::derived([v]).with_low(v.low.and_zero(!k as u64))
+                };
             }
         }
         BL | BLR => {
+            // What a call leaves in them is unknown.
             for &r in &abi.clobber {
-                s.regs[r] = Val::OTHER;
+                s.regs[r] = Val::ANY;
             }
-            s.regs[LR] = Val::OTHER;
+            s.regs[LR] = Val::ANY;
             s.flags = None;
         }
         _ => {}
@@ -509,7 +564,7 @@ pub(super) fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec
                     let at = start + (*bytes as i64) * i as i64;
                     match (kind, r) {
                         (MemKind::Load, Some(r)) => {
-                            s.regs[*r] = st.stack.get(&at).copied().unwrap_or(Val::OTHER)
+                            s.regs[*r] = st.stack.get(&at).copied().unwrap_or(Val::ANY)
                         }
                         (MemKind::Store, r) => {
                             let v = r.map(|r| st.regs[r]).unwrap_or(Val::konst(0));

@@ -801,9 +801,9 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     subjects.push(tuned_subject);
     for s in crate::front::catalog::catalog()? {
         if s.arch == Arch::X86_64 && s.name != "rep-movsb" && s.name != strategy.name {
-            if let Ok(subj) = bench::strategy_subject(&s) {
-                subjects.push(subj);
-            }
+            // Per-CPU strategies as this CPU would run them.
+            let found = crate::variants::host_features();
+            subjects.push(crate::variants::bench_subject(&s, None, found)?);
         }
     }
     let opts = bench::Options {
