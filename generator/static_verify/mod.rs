@@ -34,6 +34,7 @@
 mod abi;
 mod analysis;
 mod arm;
+mod arm_text;
 mod cfg;
 mod checks;
 mod domain;
