@@ -359,27 +359,44 @@ fn mutant_callee_saved_register_clobbered() {
 
 #[test]
 fn mutant_sse_in_the_linux_flavour() {
-    let text = render(&strategy("unrolled64"), Flavor::Linux);
-    let anchor = "SYM_FUNC_START(unrolled64_to_user)\n";
-    let m = text.replacen(anchor, &format!("{anchor}\tpxor\t%xmm0, %xmm0\n"), 1);
-    let r = check_text(&m, "unrolled64.S", &Options::default());
-    let f = assert_caught(
-        &r,
+    let r = assert_vector_mutant(
+        "unrolled64",
         "unrolled64_to_user",
+        "\tpxor\t%xmm0, %xmm0",
         "MMX/SSE/AVX",
-        line_number(&m, "\tpxor\t%xmm0, %xmm0"),
     );
-    assert_eq!(f.insn, "pxor %xmm0, %xmm0");
+    assert_eq!(r, "pxor %xmm0, %xmm0");
+}
+
+/// A vector instruction inserted at the top of `function` in `preset`'s
+/// linux flavour is caught (the one error of the file, naming `message`),
+/// and passes when the routine owns the vector state. Returns the
+/// instruction as the report prints it.
+fn assert_vector_mutant(preset: &str, function: &str, insn: &str, message: &str) -> String {
+    let text = render(&strategy(preset), Flavor::Linux);
+    let anchor = format!("SYM_FUNC_START({function})\n");
+    let anchor = if text.contains(&anchor) {
+        anchor
+    } else {
+        format!("ENTRY({function})\n")
+    };
+    let m = text.replacen(&anchor, &format!("{anchor}{insn}\n"), 1);
+    let file = format!("{preset}.S");
+    let r = check_text(&m, &file, &Options::default());
+    let f = assert_caught(&r, function, message, line_number(&m, insn));
+    assert_eq!(errors(&r).len(), 1, "{r}");
+    let printed = f.insn.clone();
     // A strategy that owns the vector state may.
     let r = check_text(
         &m,
-        "unrolled64.S",
+        &file,
         &Options {
             allow_vector: true,
             ..Options::default()
         },
     );
     assert!(r.passed(), "{r}");
+    printed
 }
 
 #[test]
@@ -675,28 +692,13 @@ fn arm_mutant_callee_saved_register_clobbered() {
 
 #[test]
 fn arm_mutant_vfp_in_the_linux_flavour() {
-    let text = render(&strategy("ldm-stm"), Flavor::Linux);
-    let anchor = "ENTRY(ldm_stm_to_user)\n";
-    let m = text.replacen(anchor, &format!("{anchor}\tvmov\ts0, r0\n"), 1);
-    let r = check_text(&m, "ldm-stm.S", &Options::default());
-    let f = assert_caught(
-        &r,
+    let r = assert_vector_mutant(
+        "ldm-stm",
         "ldm_stm_to_user",
+        "\tvmov\ts0, r0",
         "uses VFP/NEON state",
-        line_number(&m, "\tvmov\ts0, r0"),
     );
-    assert_eq!(f.insn, "vmov s0, r0");
-    assert_eq!(errors(&r).len(), 1, "{r}");
-    // A strategy that owns the VFP state may.
-    let r = check_text(
-        &m,
-        "ldm-stm.S",
-        &Options {
-            allow_vector: true,
-            ..Options::default()
-        },
-    );
-    assert!(r.passed(), "{r}");
+    assert_eq!(r, "vmov s0, r0");
 }
 
 #[test]
@@ -891,28 +893,13 @@ fn a64_mutant_callee_saved_registers_clobbered() {
 
 #[test]
 fn a64_mutant_fp_simd_in_the_linux_flavour() {
-    let text = render(&strategy("arm64-template"), Flavor::Linux);
-    let anchor = "SYM_FUNC_START(arm64_template_to_user)\n";
-    let m = text.replacen(anchor, &format!("{anchor}\tfmov\ts0, w0\n"), 1);
-    let r = check_text(&m, "arm64-template.S", &Options::default());
-    let f = assert_caught(
-        &r,
+    let r = assert_vector_mutant(
+        "arm64-template",
         "arm64_template_to_user",
+        "\tfmov\ts0, w0",
         "uses FP/SIMD state",
-        line_number(&m, "\tfmov\ts0, w0"),
     );
-    assert_eq!(f.insn, "fmov s0, w0");
-    assert_eq!(errors(&r).len(), 1, "{r}");
-    // A strategy that owns the FP/SIMD state may.
-    let r = check_text(
-        &m,
-        "arm64-template.S",
-        &Options {
-            allow_vector: true,
-            ..Options::default()
-        },
-    );
-    assert!(r.passed(), "{r}");
+    assert_eq!(r, "fmov s0, w0");
 }
 
 #[test]
