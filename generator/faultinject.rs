@@ -44,12 +44,17 @@ pub fn entries(s: &Strategy) -> Vec<Entry> {
         },
     )
     .into_iter()
-    .map(|r| Entry {
-        symbol: r.symbol,
-        direction: r.direction,
-        fixed: r.fixed,
-        zero_tail: s.zero_tail && r.direction == Direction::FromUser,
-        exact: s.precision == Precision::Exact,
+    .flat_map(|r| {
+        // A routine serving both directions is tested in each role by name.
+        let roles = std::iter::once((r.symbol, r.direction)).chain(r.aliases);
+        let fixed = r.fixed;
+        roles.map(move |(symbol, direction)| Entry {
+            symbol,
+            direction,
+            fixed,
+            zero_tail: s.zero_tail && direction == Direction::FromUser,
+            exact: s.precision == Precision::Exact,
+        })
     })
     .collect()
 }

@@ -70,6 +70,8 @@ struct FileContext<'a> {
     params: Vec<String>,
     functions: Vec<Function>,
     extable: &'static str,
+    /// The kernel the linux flavour is for: "6.1", "6.12", or "" for both.
+    kernel: &'static str,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
@@ -100,7 +102,9 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         extable: match s.linux.extable {
             crate::ir::ExtableFormat::Relative => "relative",
             crate::ir::ExtableFormat::Absolute => "absolute",
+            crate::ir::ExtableFormat::Copy => "copy",
         },
+        kernel: s.linux.kernel.map_or("", |k| k.name()),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),

@@ -215,6 +215,17 @@ fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>
 
 /// Check the `.S` or `.o` at `path`.
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
+    check_object_named(path, options, &[])
+}
+
+/// `check_object` for a file whose entry points have names of their own
+/// (the linux flavour's `[linux] symbol`, `from_user`, `to_user`): each
+/// name with its role, `None` for a routine serving both directions.
+pub fn check_object_named(
+    path: &Path,
+    options: &Options,
+    names: &[(String, Option<Direction>)],
+) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
         let text = std::fs::read_to_string(path)
@@ -265,12 +276,13 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     if let Some(f) = options.flavor {
         flavor = f;
     }
-    check_file(
+    check_file_named(
         &obj,
         path,
         flavor,
         convention.unwrap_or(Convention::C),
         options,
+        names,
     )
 }
 
@@ -281,6 +293,18 @@ pub fn check_file(
     flavor: Flavor,
     convention: Convention,
     options: &Options,
+) -> Result<Report> {
+    check_file_named(obj, path, flavor, convention, options, &[])
+}
+
+/// `check_file` with names of the file's own (see [`check_object_named`]).
+pub fn check_file_named(
+    obj: &ObjectFile,
+    path: &Path,
+    flavor: Flavor,
+    convention: Convention,
+    options: &Options,
+    names: &[(String, Option<Direction>)],
 ) -> Result<Report> {
     let arch = obj.arch;
     let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
@@ -299,9 +323,21 @@ pub fn check_file(
         .iter()
         .filter(|f| f.global && f.section == ".text")
     {
-        let Some((direction, fixed)) = classify(&f.name) else {
+        let named = names.iter().find(|(n, _)| *n == f.name);
+        let Some((direction, fixed)) = classify(&f.name)
+            .or_else(|| named.map(|(_, d)| (d.unwrap_or(Direction::FromUser), None)))
+        else {
             continue;
         };
+        // A routine serving both directions: named so, or exported under
+        // both names at one address (CONTRACT §3). Both sides are user.
+        let both = named.is_some_and(|(_, d)| d.is_none())
+            || obj.functions.iter().any(|g| {
+                g.global
+                    && g.section == f.section
+                    && g.start == f.start
+                    && classify(&g.name).is_some_and(|(d, x)| d != direction && x == fixed)
+            });
         checked.push(f);
         let vector_ok = options.allow_vector || flavor == Flavor::Standalone;
         let entries = obj
@@ -311,7 +347,7 @@ pub fn check_file(
             .cloned()
             .collect();
         functions.push(check_function(
-            obj, f, &owners, entries, direction, fixed, &abi, vector_ok,
+            obj, f, &owners, entries, direction, both, fixed, &abi, vector_ok,
         ));
     }
     let mut file_findings = Vec::new();
@@ -834,6 +870,7 @@ fn check_function(
     owners: &BTreeMap<u64, String>,
     entries: Vec<objfile::ExEntry>,
     direction: Direction,
+    both: bool,
     fixed: Option<u64>,
     abi: &AbiSpec,
     vector_ok: bool,
@@ -980,6 +1017,7 @@ fn check_function(
 
     // User accesses, entries and everything else that reads the states.
     let user_tag = match direction {
+        _ if both => SRC | DST,
         Direction::FromUser => SRC,
         Direction::ToUser => DST,
     };
@@ -1491,6 +1529,20 @@ pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
     check_strategies(&crate::emit::catalog()?, options)
 }
 
+/// The entry names of `s` in `flavor` that `classify` cannot read, with
+/// their roles (`None`: both directions).
+fn linux_names(s: &crate::ir::Strategy, flavor: Flavor) -> Vec<(String, Option<Direction>)> {
+    let both = s.routine == crate::ir::RoutineShape::Both;
+    s.directions
+        .iter()
+        .map(|&d| {
+            let name = crate::lower::entry_symbol(s, flavor, d, None);
+            (name, (!both).then_some(d))
+        })
+        .filter(|(n, _)| classify(n).is_none())
+        .collect()
+}
+
 /// Render each strategy in both flavours and check the files.
 pub fn check_strategies(
     strategies: &[crate::ir::Strategy],
@@ -1504,7 +1556,8 @@ pub fn check_strategies(
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(&path, crate::render::render(s, flavor))?;
-            let mut r = check_object(&path, options)?;
+            let names = linux_names(s, flavor);
+            let mut r = check_object_named(&path, options, &names)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);
         }

@@ -23,6 +23,9 @@ pub struct ExEntry {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Function {
     pub symbol: String,
+    /// Further global names of the same code (a routine serving both
+    /// directions, standalone flavour).
+    pub aliases: Vec<String>,
     /// Instructions, labels and comments, one per line.
     pub body: Vec<String>,
     /// Out-of-line fixup code (in the function on x86, `.text.fixup` on ARM).
@@ -100,6 +103,7 @@ impl<'r, I> Lines<'r, I> {
 pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> Function {
     let mut f = Function {
         symbol: String::new(),
+        aliases: Vec::new(),
         body: Vec::new(),
         fixups: Vec::new(),
         extable: Vec::new(),
@@ -154,6 +158,7 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
                 Arch::Armv6 => armv6::print(&armv6::select(&r), flavor),
             };
             f.symbol = r.symbol.clone();
+            f.aliases = r.aliases.iter().map(|(a, _)| a.clone()).collect();
             (r, f)
         })
         .collect()
