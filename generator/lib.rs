@@ -20,6 +20,7 @@ pub mod emit;
 pub mod faultinject;
 pub mod ir;
 pub mod jit;
+pub mod kernel_patch;
 pub mod lower;
 pub mod objfile;
 pub mod ops;
