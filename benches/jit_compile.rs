@@ -2,8 +2,8 @@
 //! relaxation) + finalize + register, parse excluded. Target: < 100 µs
 //! median per catalog preset.
 
-use copygen::emit::catalog;
-use copygen::ir::Arch;
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::Arch;
 use copygen::jit;
 use criterion::{criterion_group, criterion_main, Criterion};
 

@@ -2,30 +2,56 @@
 //! per-architecture instruction list whose user accesses carry their fault
 //! labels, and print it as GNU as for a kernel tree or user space.
 //!
-//! strategy file → [`strategy`] (validated [`ir`]) → [`lower`] ([`ops`]) →
-//! [`backend`] (instruction selection and printing) → [`render`] (file
-//! templates) → [`emit`] (the `emitted/` tree).
+//! The module tree follows the pipeline:
 //!
-//! The same x86 instruction lines feed [`jit`] (dynasm, in-process fault
-//! injection) and [`bench`]. Verification reads what was emitted:
-//! [`objfile`] (assembled objects), [`static_verify`] (every user access
-//! covered, registers, bounds), [`faultinject`] and [`verify`] (the C harness
-//! on each CPU mode); [`review`] diffs two versions for review.
+//! | stage     | modules                                                        |
+//! |-----------|----------------------------------------------------------------|
+//! | front end | [`front`]: TOML → validated [`front::strategy::Strategy`]      |
+//! | targets   | [`arch`]: what each architecture offers                        |
+//! | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups) |
+//! | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; [`jit`]: the same x86 lines → dynasm |
+//! | output    | [`output`]: file templates and the `emitted/` tree             |
+//! | checks    | [`checks`] (objects, fault injection on each CPU mode), [`static_verify`] |
+//! | tools     | [`tools`]: `copygen diff` (review) and `copygen bench`          |
+//!
+//! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
+//! their Debian packages.
 
 pub mod arch;
 pub mod backend;
-pub mod bench;
-pub mod diagnostics;
-pub mod emit;
-pub mod faultinject;
-pub mod ir;
 pub mod jit;
 pub mod kernel_patch;
 pub mod lower;
-pub mod objfile;
-pub mod ops;
-pub mod render;
-pub mod review;
 pub mod static_verify;
-pub mod strategy;
-pub mod verify;
+pub mod toolchain;
+pub mod variants;
+
+/// The front end: strategy files in, validated strategies out.
+pub mod front {
+    pub mod catalog;
+    pub mod diagnostics;
+    pub mod parse;
+    pub mod strategy;
+}
+
+/// Generated files: templates around the printed functions, and the
+/// `emitted/` tree.
+pub mod output {
+    pub mod header;
+    pub mod render;
+    pub mod tree;
+}
+
+/// Checking routines: assembled objects, fault injection on real CPU modes,
+/// `copygen verify`.
+pub mod checks {
+    pub mod faultinject;
+    pub mod objfile;
+    pub mod verify;
+}
+
+/// Tools over emitted code: review diffs and benchmarks.
+pub mod tools {
+    pub mod bench;
+    pub mod review;
+}

@@ -5,10 +5,12 @@
 //! are done at each user access; it records that in the access's fixup, so
 //! exception tables and fixups are right by construction.
 
+pub mod routine;
+
 use std::collections::BTreeSet;
 
-use crate::ir::*;
-use crate::ops::*;
+use crate::front::strategy::*;
+use crate::lower::routine::*;
 
 /// What the lowering needs to know about where the code goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +20,11 @@ pub struct Target {
 }
 
 /// Lower every entry point of `s` for `target`.
+/// With per-CPU variants: every variant's routines ([`crate::variants`]).
 pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
+    if !s.variants.is_empty() {
+        return crate::variants::lower_variants(s, target);
+    }
     let mut out = Vec::new();
     if s.routine == RoutineShape::Both {
         // One body; the harness and checkers reach it in its from_user role

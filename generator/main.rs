@@ -7,11 +7,12 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use copygen::diagnostics::StrategyError;
-use copygen::emit::{self, catalog, check_tree, render_tree_with_stats, write_tree};
-use copygen::ir::{Arch, Flavor, Strategy};
-use copygen::render::{emitted_path, render};
-use copygen::strategy;
+use copygen::front::catalog::catalog;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::output::render::{emitted_path, render};
+use copygen::output::tree::{self, check_tree, render_tree_with_stats, write_tree};
 
 #[derive(Parser)]
 #[command(
@@ -149,6 +150,9 @@ struct BenchArgs {
     /// Write an SVG plot here.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
+    #[arg(long)]
+    variant: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -287,7 +291,7 @@ fn cmd_emit(
     // Validate everything before writing anything.
     let strategies: Vec<Strategy> = files
         .iter()
-        .map(|f| strategy::load(f, arch))
+        .map(|f| parse::load(f, arch))
         .collect::<Result<_>>()?;
     let mut outputs = Vec::new();
     for s in &strategies {
@@ -298,10 +302,10 @@ fn cmd_emit(
     match output.as_deref() {
         None => print_all(&outputs),
         Some(p) if p.as_os_str() == "-" => print_all(&outputs),
-        Some(p) if outputs.len() == 1 && !p.is_dir() => emit::write_atomic(p, &outputs[0].1)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => tree::write_atomic(p, &outputs[0].1)?,
         Some(dir) => {
             for (rel, text) in &outputs {
-                emit::write_atomic(&dir.join(rel), text)?;
+                tree::write_atomic(&dir.join(rel), text)?;
                 eprintln!("wrote {}", dir.join(rel).display());
             }
         }
@@ -317,8 +321,19 @@ fn print_all(outputs: &[(String, String)]) {
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    let dir = emitted.unwrap_or_else(|| emit::repo_root().join("emitted"));
-    let strategies = catalog()?;
+    // In a checkout: its strategy files and its emitted/. Outside one, the
+    // embedded catalog, and only to an emitted/ folder given explicitly.
+    let checkout = copygen::front::catalog::checkout();
+    let dir = match (emitted, &checkout) {
+        (Some(dir), _) => dir,
+        (None, Some(root)) => root.join("emitted"),
+        (None, None) => {
+            return Err(Failure::Input(
+                "error: not in a copygen checkout (no generator/strategies above the working directory): give --emitted DIR".into(),
+            ))
+        }
+    };
+    let strategies = copygen::front::catalog::catalog_in(checkout.as_deref())?;
     let (files, stats) = render_tree_with_stats(&strategies);
     if check {
         let diff = check_tree(&dir, &files)?;
@@ -363,7 +378,7 @@ fn cmd_list() -> Result<ExitCode, Failure> {
 }
 
 fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
-    use copygen::bench;
+    use copygen::tools::bench;
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
@@ -398,8 +413,17 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
+    let found = copygen::variants::host_features();
+    let mut any_variants = false;
     for name in &a.subjects {
-        subjects.push(bench_subject(name)?);
+        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
+        subjects.push(subject);
+        any_variants |= has_variants;
+    }
+    if let (Some(v), false) = (&a.variant, any_variants) {
+        return Err(Failure::Input(format!(
+            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
+        )));
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -417,7 +441,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        emit::write_atomic(p, &(text + "\n"))?;
+        tree::write_atomic(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -427,7 +451,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A baseline by name, or a strategy (file or catalog name) compiled by the JIT.
+/// `copygen kernel-patch`.
 fn cmd_kernel_patch(
     name: String,
     kernel: String,
@@ -435,7 +459,7 @@ fn cmd_kernel_patch(
     output: Option<PathBuf>,
     no_verify: bool,
 ) -> Result<ExitCode, Failure> {
-    use copygen::ir::KernelVersion;
+    use copygen::front::strategy::KernelVersion;
     let kernel = KernelVersion::parse(&kernel).ok_or_else(|| {
         Failure::Input(format!(
             "error: --kernel: `{kernel}` is not a supported tree (6.1, 6.12)"
@@ -444,12 +468,12 @@ fn cmd_kernel_patch(
     let arch = parse_arch(arch)?;
     let path = std::path::Path::new(&name);
     let s = if path.extension().is_some_and(|e| e == "toml") || path.is_file() {
-        strategy::load(path, arch)?
+        parse::load(path, arch)?
     } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
         match arch {
             Some(a) if a != s.arch => {
                 let text = s.text.clone();
-                strategy::parse(std::path::Path::new(&s.source), &text, Some(a))?
+                parse::parse(std::path::Path::new(&s.source), &text, Some(a))?
             }
             _ => s,
         }
@@ -463,7 +487,7 @@ fn cmd_kernel_patch(
     let verified = if no_verify {
         None
     } else {
-        let asm = copygen::render::render(&w.strategy, Flavor::Linux);
+        let asm = copygen::output::render::render(&w.strategy, Flavor::Linux);
         Some(
             copygen::kernel_patch::verify(&w.strategy, &asm)
                 .map_err(|e| Failure::Other(e.context(format!("{}: not verified", s.name))))?,
@@ -471,25 +495,31 @@ fn cmd_kernel_patch(
     };
     let text = copygen::kernel_patch::patch(&s, kernel, verified.as_ref())?;
     match output {
-        Some(p) if p.as_os_str() != "-" => copygen::emit::write_atomic(&p, &text)?,
+        Some(p) if p.as_os_str() != "-" => copygen::output::tree::write_atomic(&p, &text)?,
         _ => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
-    if let Some(b) = copygen::bench::baseline(name) {
-        return Ok(b);
+/// A baseline by name, or a strategy (file or catalog name) compiled by the
+/// JIT; with per-CPU variants, the one chosen (and `true`).
+fn bench_subject(
+    name: &str,
+    variant: Option<&str>,
+    found: copygen::variants::CpuFeatures,
+) -> Result<(copygen::tools::bench::Subject, bool), Failure> {
+    if let Some(b) = copygen::tools::bench::baseline(name) {
+        return Ok((b, false));
     }
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
-        strategy::load(path, None)?
+        parse::load(path, None)?
     } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
         s
     } else {
         return Err(Failure::Input(format!(
             "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
-            copygen::bench::BASELINES
+            copygen::tools::bench::BASELINES
                 .iter()
                 .map(|b| b.0)
                 .collect::<Vec<_>>()
@@ -502,11 +532,28 @@ fn bench_subject(name: &str) -> Result<copygen::bench::Subject, Failure> {
             s.arch
         )));
     }
-    Ok(copygen::bench::strategy_subject(&s)?)
+    let chosen = copygen::variants::bench_variant(&s, variant, found)
+        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    if let Some(v) = chosen {
+        let why = match variant {
+            Some(_) => "forced by --variant".to_string(),
+            None => format!("this CPU has: {found}"),
+        };
+        eprintln!(
+            "{}: variant `{}` ({}; {why})",
+            s.name,
+            v.name,
+            v.condition_text()
+        );
+    }
+    Ok((
+        copygen::variants::bench_subject(&s, variant, found)?,
+        !s.variants.is_empty(),
+    ))
 }
 
 fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
-    use copygen::review;
+    use copygen::tools::review;
     use std::io::IsTerminal;
     let flavor = match a.flavor {
         None => None,
@@ -575,7 +622,7 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     } else {
         args.files
             .iter()
-            .map(|f| strategy::load(f, arch))
+            .map(|f| parse::load(f, arch))
             .collect::<Result<_>>()?
     };
     // Static first (seconds), then fault injection (the long part).
@@ -588,8 +635,8 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::verify::fault_suite(&strategies, args.jobs, true);
-    print!("{}", copygen::verify::table(&outcomes));
+    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
         ExitCode::SUCCESS
@@ -602,7 +649,7 @@ fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
 ) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::ir::Convention;
+    use copygen::front::strategy::Convention;
     let convention = match args.convention.as_deref() {
         None => None,
         Some("c") => Some(Convention::C),
@@ -627,7 +674,7 @@ fn static_options(
 }
 
 fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = strategy::load(&file, parse_arch(arch)?)?;
+    let s = parse::load(&file, parse_arch(arch)?)?;
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
         copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
         e => Failure::Other(e.into()),

@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::ir::{Arch, Convention, Direction, Flavor};
-use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
@@ -186,33 +186,6 @@ impl fmt::Display for Report {
     }
 }
 
-/// What the copygen header of an emitted `.S` says (` * name: arch, flavour flavour, abi.`).
-fn header_facts(text: &str) -> (Option<Arch>, Option<Flavor>, Option<Convention>) {
-    for line in text.lines().take(12) {
-        let Some(rest) = line.trim_start_matches(" * ").split_once(": ").map(|p| p.1) else {
-            continue;
-        };
-        let mut parts = rest.splitn(3, ", ");
-        let (Some(a), Some(fl)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let (Some(arch), Some(flavor)) = (
-            Arch::parse(a),
-            fl.strip_suffix(" flavour").and_then(Flavor::parse),
-        ) else {
-            continue;
-        };
-        let abi = parts.next().unwrap_or("");
-        let conv = if abi.starts_with("rep_movs convention") {
-            Convention::RepMovs
-        } else {
-            Convention::C
-        };
-        return (Some(arch), Some(flavor), Some(conv));
-    }
-    (None, None, None)
-}
-
 /// Check the `.S` or `.o` at `path`.
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     check_object_named(path, options, &[])
@@ -230,7 +203,13 @@ pub fn check_object_named(
     let (obj, mut flavor, mut convention) = if is_source {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let (h_arch, h_flavor, h_conv) = header_facts(&text);
+        // A file copygen generated in another run states its facts.
+        let header = crate::output::header::read(&text);
+        let (h_arch, h_flavor, h_conv) = (
+            header.as_ref().map(|h| h.arch),
+            header.as_ref().map(|h| h.flavor),
+            header.as_ref().map(|h| h.convention),
+        );
         // Unified-syntax ARM files say so; x86 never does.
         let arm = text.lines().any(|l| {
             let l = l.trim();
@@ -417,54 +396,31 @@ struct AbiSpec {
 }
 
 impl AbiSpec {
+    /// The checker's view of the convention table (`arch/<arch>.rs`).
     fn new(arch: Arch, flavor: Flavor, convention: Convention, regparm: bool) -> Self {
-        let (ax, cx, dx, si, di) = (0, 1, 2, 6, 7);
-        let x86 = |ptr, arg_regs, ret, clobber, describe: &str| AbiSpec {
-            arch,
-            ptr,
-            arg_regs,
-            ret,
-            clobber,
-            sp: x86::RSP,
-            pc: None,
-            describe: describe.into(),
+        let table = match arch {
+            Arch::I386 if regparm => &crate::arch::i386::REGPARM,
+            Arch::I386 => &crate::arch::i386::CDECL,
+            _ => crate::arch::abi(arch, flavor, convention),
         };
-        match arch {
-            Arch::Armv6 => AbiSpec {
-                arch,
-                ptr: 4,
-                arg_regs: Some([0, 1, 2]),
-                ret: 0,
-                clobber: vec![0, 1, 2, 3, 12, arm::LR],
-                sp: arm::SP,
-                pc: Some(arm::PC),
-                describe: "AAPCS: r0=to r1=from r2=n -> r0, may clobber r0-r3 ip lr, returns through the entry lr".into(),
+        let clobber: Vec<usize> = table.clobbers.iter().map(|&r| r as usize).collect();
+        let names: Vec<&str> = clobber.iter().map(|&r| reg_name(arch, r)).collect();
+        let mut describe = format!("{}, may clobber {}", table.summary, names.join(" "));
+        if table.pc.is_some() {
+            describe.push_str(", returns through the entry lr");
+        }
+        AbiSpec {
+            arch,
+            ptr: table.ptr_width as i64,
+            arg_regs: match table.args {
+                crate::arch::Args::Regs(r) => Some(r.map(usize::from)),
+                crate::arch::Args::Stack => None,
             },
-            Arch::X86_64 if flavor == Flavor::Linux && convention == Convention::RepMovs => x86(
-                8,
-                Some([di, si, cx]),
-                cx,
-                vec![ax, cx, si, di],
-                "rep_movs convention: rdi=to rsi=from rcx=n -> rcx, may clobber rax rcx rsi rdi",
-            ),
-            Arch::X86_64 => x86(
-                8,
-                Some([di, si, dx]),
-                ax,
-                vec![ax, cx, dx, si, di, 8, 9, 10, 11],
-                "C convention: rdi=to rsi=from rdx=n -> rax, may clobber rax rcx rdx rsi rdi r8-r11",
-            ),
-            _ => x86(
-                4,
-                regparm.then_some([ax, dx, cx]),
-                ax,
-                vec![ax, cx, dx],
-                if regparm {
-                    "regparm(3): eax=to edx=from ecx=n -> eax, may clobber eax ecx edx"
-                } else {
-                    "cdecl: to, from, n at 4/8/12(%esp) -> eax, may clobber eax ecx edx"
-                },
-            ),
+            ret: table.ret as usize,
+            clobber,
+            sp: table.sp as usize,
+            pc: table.pc.map(usize::from),
+            describe,
         }
     }
 
@@ -967,6 +923,25 @@ fn check_function(
                 k,
                 "two exception-table entries for one instruction".into(),
             );
+        }
+    }
+
+    // A jump to another function's entry is a tail call (a per-CPU entry
+    // point entering its variant): that function is checked on its own,
+    // and here the jump ends the path as a return does.
+    for k in 0..func.insns.len() {
+        let Flow::Jump(t) = func.insns[k].flow else {
+            continue;
+        };
+        let section = &func.insns[k].loc.section;
+        let callee = obj
+            .functions
+            .iter()
+            .find(|g| g.global && &g.section == section && g.start == t && g.name != f.name);
+        if let (false, Some(g)) = (func.index.contains_key(&t), callee) {
+            func.insns[k].flow = Flow::Return;
+            let note = format!("tail call to {}", g.name);
+            func.finding(Severity::Note, k, note);
         }
     }
 
@@ -1526,13 +1501,16 @@ pub fn render_reports(reports: &[Report]) -> (String, bool) {
 /// flavours, from freshly rendered text (what `copygen emit` writes to
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
-    check_strategies(&crate::emit::catalog()?, options)
+    check_strategies(&crate::front::catalog::catalog()?, options)
 }
 
 /// The entry names of `s` in `flavor` that `classify` cannot read, with
 /// their roles (`None`: both directions).
-fn linux_names(s: &crate::ir::Strategy, flavor: Flavor) -> Vec<(String, Option<Direction>)> {
-    let both = s.routine == crate::ir::RoutineShape::Both;
+fn linux_names(
+    s: &crate::front::strategy::Strategy,
+    flavor: Flavor,
+) -> Vec<(String, Option<Direction>)> {
+    let both = s.routine == crate::front::strategy::RoutineShape::Both;
     s.directions
         .iter()
         .map(|&d| {
@@ -1545,19 +1523,26 @@ fn linux_names(s: &crate::ir::Strategy, flavor: Flavor) -> Vec<(String, Option<D
 
 /// Render each strategy in both flavours and check the files.
 pub fn check_strategies(
-    strategies: &[crate::ir::Strategy],
+    strategies: &[crate::front::strategy::Strategy],
     options: &Options,
 ) -> Result<Vec<Report>> {
     let dir = tempfile::tempdir()?;
     let mut reports = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let rel = crate::render::emitted_path(s, flavor);
+            let rel = crate::output::render::emitted_path(s, flavor);
             let path = dir.path().join(&rel);
             std::fs::create_dir_all(path.parent().unwrap())?;
-            std::fs::write(&path, crate::render::render(s, flavor))?;
+            std::fs::write(&path, crate::output::render::render(s, flavor))?;
+            // The strategy states the facts; the header is not read back.
+            let facts = Options {
+                arch: Some(s.arch),
+                flavor: Some(flavor),
+                convention: Some(s.linux.convention),
+                ..options.clone()
+            };
             let names = linux_names(s, flavor);
-            let mut r = check_object_named(&path, options, &names)?;
+            let mut r = check_object_named(&path, &facts, &names)?;
             r.file = PathBuf::from("emitted").join(rel);
             reports.push(r);
         }

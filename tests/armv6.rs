@@ -9,19 +9,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use copygen::backend::functions;
-use copygen::emit::catalog;
-use copygen::ir::{Arch, Direction, Flavor, Strategy};
-use copygen::render::{emitted_path, render};
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::{Arch, Direction, Flavor, Strategy};
+use copygen::output::render::{emitted_path, render};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
-const CC: &str = "arm-linux-gnueabi-gcc";
+use copygen::toolchain::{toolchain, Tool};
+
+fn cc() -> Tool {
+    toolchain(Arch::Armv6).cc
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Fail (never skip) when a tool is missing, after trying the installer.
-fn need(tool: &str, package: &str) {
+fn need(tool: Tool) {
+    let (tool, package) = (tool.program, tool.package_list());
     let found = || {
         Command::new(tool)
             .arg("--version")
@@ -37,7 +42,7 @@ fn need(tool: &str, package: &str) {
     }
     assert!(
         found(),
-        "`{tool}` is missing: install the Debian package `{package}` (verify/install-deps does it when run as root)"
+        "`{tool}` is missing: install the Debian package(s) {package} (verify/install-deps does it when run as root)"
     );
 }
 
@@ -56,7 +61,7 @@ fn sinks() -> Vec<Strategy> {
         .iter()
         .map(|name| {
             let path = root().join(format!("tests/fixtures/strategies/{name}.toml"));
-            copygen::strategy::load(&path, None).unwrap_or_else(|e| panic!("{e:#}"))
+            copygen::front::parse::load(&path, None).unwrap_or_else(|e| panic!("{e:#}"))
         })
         .collect()
 }
@@ -93,14 +98,9 @@ fn run(cmd: &mut Command) -> std::process::Output {
 /// Assemble `src` (a `.S` file) for ARMv6, keeping `.L` labels in the
 /// symbol table so table entries can be named.
 fn assemble(src: &Path, obj: &Path, flavor: Flavor) {
-    let mut cmd = Command::new(CC);
-    cmd.args([
-        "-march=armv6",
-        "-marm",
-        "-c",
-        "-Wa,-L",
-        "-Wa,--fatal-warnings",
-    ]);
+    let mut cmd = cc().command();
+    cmd.args(toolchain(Arch::Armv6).arch_flags)
+        .args(["-c", "-Wa,-L", "-Wa,--fatal-warnings"]);
     if flavor == Flavor::Linux {
         cmd.args(["-nostdinc", "-D__ASSEMBLY__", "-I"])
             .arg(root().join("verify/shim-arm"));
@@ -199,7 +199,7 @@ fn transfer_kind(file: &object::File, section: &str, offset: u64) -> Option<bool
 
 #[test]
 fn every_armv6_file_assembles_with_one_entry_per_user_site() {
-    need(CC, "gcc-arm-linux-gnueabi");
+    need(cc());
     let dir = tempfile::tempdir().unwrap();
     for flavor in Flavor::ALL {
         for (s, src) in sources(dir.path(), flavor) {
@@ -262,11 +262,14 @@ fn every_armv6_file_assembles_with_one_entry_per_user_site() {
 /// harness runs them on an ARM1176 under qemu.
 #[test]
 fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
-    need(CC, "gcc-arm-linux-gnueabi");
-    need("qemu-arm", "qemu-user");
+    need(cc());
+    need(toolchain(Arch::Armv6).runner.expect("qemu-arm").0);
     for s in sinks() {
-        let r = copygen::faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}"));
-        assert_eq!(r.routines.len(), copygen::faultinject::entries(&s).len());
+        let r = copygen::checks::faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(
+            r.routines.len(),
+            copygen::checks::faultinject::entries(&s).len()
+        );
         for x in &r.routines {
             println!(
                 "{}: {} cases, {} violations, shortfall {}",
@@ -278,7 +281,7 @@ fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
                 x.symbol,
                 r.details
             );
-            if s.precision == copygen::ir::Precision::Exact {
+            if s.precision == copygen::front::strategy::Precision::Exact {
                 assert_eq!(x.max_shortfall, 0, "{}", x.symbol);
             }
         }
@@ -288,7 +291,7 @@ fn sink_strategies_keep_the_contract_under_qemu_arm1176() {
 #[test]
 fn ldm_stm_needs_proven_word_alignment() {
     let text = std::fs::read_to_string(root().join("generator/strategies/ldm-stm.toml")).unwrap();
-    let parse = |t: &str| copygen::strategy::parse(Path::new("ldm-stm.toml"), t, None);
+    let parse = |t: &str| copygen::front::parse::parse(Path::new("ldm-stm.toml"), t, None);
     parse(&text).expect("the preset validates");
     let cases = [
         // No congruence guard: the ldm method as a plain class method.

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use copygen::diagnostics::StrategyError;
-use copygen::strategy::parse;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse::parse;
 
 /// A valid x86_64 strategy that each case breaks in one place.
 const BASE: &str = r#"name = "t"

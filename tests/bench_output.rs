@@ -1,7 +1,7 @@
 //! The bench's sweeps and outputs: the seeds' tables have the rows the
 //! seeds had, the JSON has Google Benchmark's shape, and the plot renders.
 
-use copygen::bench::{
+use copygen::tools::bench::{
     self, baseline, google_benchmark_json, parse_list, plot_svg, run, table, text_table,
 };
 

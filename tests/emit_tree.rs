@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use copygen::emit::{catalog, check_tree, render_tree, write_tree};
-use copygen::ir::Flavor;
-use copygen::render::render;
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::Flavor;
+use copygen::output::render::render;
+use copygen::output::tree::{check_tree, render_tree, write_tree};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -124,4 +125,93 @@ fn every_file_has_the_header_and_the_gnu_stack_note() {
             }
         }
     }
+}
+
+/// A copy of the checkout's catalog inputs and emitted tree.
+fn copy_checkout(to: &Path) {
+    std::fs::copy(repo().join("Cargo.toml"), to.join("Cargo.toml")).unwrap();
+    for sub in ["generator/strategies", "emitted"] {
+        copy_dir(&repo().join(sub), &to.join(sub));
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn copygen_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// In a checkout the catalog is the files on disk: an edit to a strategy
+/// makes `emit --check` report the file stale, `list` shows it, and `emit`
+/// regenerates that checkout's emitted/ (not the build's).
+#[test]
+fn an_edited_catalog_file_takes_effect_in_its_checkout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    copy_checkout(root);
+    let out = copygen_in(root, &["emit", "--check"]);
+    assert!(out.status.success(), "{out:?}");
+
+    let toml = root.join("generator/strategies/unrolled64.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let edited = text.replace("block = 64", "block = 32");
+    assert_ne!(text, edited, "the edit applies");
+    std::fs::write(&toml, edited.replace("The classic", "An edited")).unwrap();
+
+    let out = copygen_in(root, &["emit", "--check"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        diff.contains("b/emitted/x86_64/linux/unrolled64.S"),
+        "{diff}"
+    );
+    assert!(!diff.contains("rep-movsb.S"), "{diff}");
+
+    let list = copygen_in(root, &["list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("An edited"));
+
+    let before = std::fs::read_to_string(repo().join("emitted/x86_64/linux/unrolled64.S")).unwrap();
+    let out = copygen_in(root, &["emit"]);
+    assert!(out.status.success(), "{out:?}");
+    let written = std::fs::read_to_string(root.join("emitted/x86_64/linux/unrolled64.S")).unwrap();
+    assert!(written.contains("block = 32"));
+    assert_eq!(
+        std::fs::read_to_string(repo().join("emitted/x86_64/linux/unrolled64.S")).unwrap(),
+        before,
+        "the build's checkout is untouched"
+    );
+    assert!(copygen_in(root, &["emit", "--check"]).status.success());
+}
+
+/// Outside any checkout `list` serves the embedded catalog, and `emit`
+/// writes nothing unless told where.
+#[test]
+fn outside_a_checkout_emit_needs_a_destination() {
+    let tmp = tempfile::tempdir().unwrap();
+    let list = copygen_in(tmp.path(), &["list"]);
+    assert!(list.status.success(), "{list:?}");
+    assert!(String::from_utf8_lossy(&list.stdout).contains("unrolled64"));
+    for args in [&["emit"][..], &["emit", "--check"]] {
+        let out = copygen_in(tmp.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not in a copygen checkout"));
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    let out = copygen_in(tmp.path(), &["emit", "--emitted", "out"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(tmp.path().join("out/x86_64/linux/unrolled64.S").is_file());
 }

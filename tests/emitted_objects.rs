@@ -14,10 +14,10 @@ use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, 
 use object::elf;
 
 use copygen::backend;
-use copygen::emit::catalog;
-use copygen::ir::{Arch, Direction, ExtableFormat, Flavor, Strategy};
-use copygen::objfile::{self, Assemble, EntryKind, ObjectFile};
-use copygen::render::render;
+use copygen::checks::objfile::{self, Assemble, EntryKind, ObjectFile};
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::{Arch, Direction, ExtableFormat, Flavor, Strategy};
+use copygen::output::render::render;
 
 /// The catalog and the fixture strategies, x86 only.
 fn strategies() -> Vec<Strategy> {
@@ -30,7 +30,8 @@ fn strategies() -> Vec<Strategy> {
     files.sort();
     for f in files {
         v.push(
-            copygen::strategy::load(&f, None).unwrap_or_else(|e| panic!("{}: {e:#}", f.display())),
+            copygen::front::parse::load(&f, None)
+                .unwrap_or_else(|e| panic!("{}: {e:#}", f.display())),
         );
     }
     v.retain(|s| matches!(s.arch, Arch::X86_64 | Arch::I386));

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Once;
 
-use copygen::emit::{catalog, repo_root};
-use copygen::faultinject::{self, check_tools, run_asm, Entry, Report};
-use copygen::ir::{Arch, Direction, Flavor, Precision};
+use copygen::checks::faultinject::{self, check_tools, run_asm, Entry, Report};
+use copygen::front::catalog::{catalog, repo_root};
+use copygen::front::strategy::{Arch, Direction, Flavor, Precision};
 
 /// The toolchain for `arch`, installed by verify/install-deps if missing
 /// (when that script exists); otherwise fail naming the packages.
@@ -63,17 +63,17 @@ fn catalog_clean(arch: Arch) {
             "{}: one result per entry point",
             s.name
         );
-        let printed = copygen::backend::functions(s, Flavor::Standalone);
+        let printed = copygen::backend::file_functions(s, Flavor::Standalone);
         for x in &r.routines {
             assert!(x.cases > 0, "{}: {} ran no cases", s.name, x.symbol);
             // The object's table, attributed by relocation, matches the printer's.
             let f = printed
                 .iter()
-                .find(|(_, f)| f.symbol == x.symbol)
+                .find(|f| f.symbol == x.symbol)
                 .expect("printed");
             assert_eq!(
                 x.extable_entries,
-                f.1.extable.len(),
+                f.extable.len(),
                 "{}: {} entries in the object",
                 s.name,
                 x.symbol

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use copygen::emit::repo_root;
+use copygen::front::catalog::repo_root;
 
 fn copygen(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_copygen"))

@@ -5,12 +5,12 @@
 use std::path::Path;
 
 use copygen::backend::x86::{Alu, Inst, Line, Reg};
-use copygen::emit::catalog;
-use copygen::ir::{Arch, Strategy};
+use copygen::front::catalog::catalog;
+use copygen::front::parse;
+use copygen::front::strategy::{Arch, Strategy};
 use copygen::jit::contract::{check_routine, report, run_suite, suite, Harness, Summary};
 use copygen::jit::{self, JitModule};
-use copygen::ops::Routine;
-use copygen::strategy;
+use copygen::lower::routine::Routine;
 
 fn preset(name: &str) -> Strategy {
     catalog()
@@ -156,7 +156,7 @@ kind = "bytes"
 sizes = "0.."
 use = "b"
 "#;
-    let s = strategy::parse(Path::new("zeroing.toml"), text, None).unwrap();
+    let s = parse::parse(Path::new("zeroing.toml"), text, None).unwrap();
     let good = jit::compile(&s).unwrap();
     assert!(general(&good, &s).iter().all(|x| x.violations == 0));
     let bad = jit::compile_edited(&s, |_, lines: &mut Vec<Line>| {
@@ -168,7 +168,7 @@ use = "b"
 
 #[test]
 fn i386_is_encode_only() {
-    let s = strategy::parse(
+    let s = parse::parse(
         Path::new(&preset("fixed-size").source),
         &preset("fixed-size").text,
         Some(Arch::I386),
@@ -178,6 +178,6 @@ fn i386_is_encode_only() {
         jit::compile(&s),
         Err(jit::JitError::NotExecutable(Arch::I386))
     ));
-    let enc = jit::assemble(&s, copygen::ir::Flavor::Standalone).unwrap();
+    let enc = jit::assemble(&s, copygen::front::strategy::Flavor::Standalone).unwrap();
     assert!(enc.iter().all(|e| !e.code.is_empty()));
 }

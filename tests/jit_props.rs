@@ -9,9 +9,11 @@
 
 use std::path::Path;
 
-use copygen::ir::{Arch, Flavor};
+use copygen::front::parse as strategy;
+use copygen::front::strategy::{Arch, Flavor};
+use copygen::jit;
 use copygen::jit::contract::{Case, Harness, Kernel, Promise, MAX_SIZE};
-use copygen::{jit, render, strategy};
+use copygen::output::render;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 

@@ -100,17 +100,27 @@ fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
     assert!(status.success());
     let p = std::fs::read_to_string(&out).unwrap();
     // git format-patch form, and a body that says what was verified.
-    assert!(p.starts_with("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: "));
-    assert!(p.contains("\nSubject: [PATCH] x86/lib: copygen_copy_user from copygen's guarded-movsb\n"));
+    assert!(p.starts_with(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: "
+    ));
+    assert!(
+        p.contains("\nSubject: [PATCH] x86/lib: copygen_copy_user from copygen's guarded-movsb\n")
+    );
     assert!(p.contains("exception-table entries,") && p.contains("bytes of .text"));
-    assert!(p.contains("guarded_movsb_to_user: 92264 cases, 0 violations"), "{p}");
+    assert!(
+        p.contains("guarded_movsb_to_user: 92264 cases, 0 violations"),
+        "{p}"
+    );
     // C convention: the call site's clobbers are the C ABI's; the routine
     // brackets itself, so no STAC in the glue and objtool is not touched.
     assert!(p.contains("+\t\t     : : \"memory\", \"rcx\", \"r8\", \"r9\", \"r10\", \"r11\");"));
     assert!(p.contains("+\treturn copygen_call(dst, (__force void *)src, size);"));
     assert!(!p.contains("tools/objtool"));
     assert!(p.contains("+SYM_FUNC_START(copygen_copy_user)"));
-    assert!(p.contains("+#include <linux/export.h>"), "6.12 exports from <linux/export.h>");
+    assert!(
+        p.contains("+#include <linux/export.h>"),
+        "6.12 exports from <linux/export.h>"
+    );
     if let Some(t) = tree("6.12") {
         applies(t, &p).unwrap();
         // and not to the other tree: the glue is per version
@@ -124,16 +134,35 @@ fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
 fn every_arch_and_version_applies_to_its_pristine_tree() {
     for (version, preset, expect) in [
         ("6.1", "unrolled64", "+SYM_FUNC_START(copygen_copy_user)"),
-        ("6.1", "rep-movsb", "+\t\t     : \"+c\" (n), \"+D\" (to), \"+S\" (from), ASM_CALL_CONSTRAINT"),
-        ("6.12", "movs-alternative", "+        lib-y += copygen_user_64.o"),
+        (
+            "6.1",
+            "rep-movsb",
+            "+\t\t     : \"+c\" (n), \"+D\" (to), \"+S\" (from), ASM_CALL_CONSTRAINT",
+        ),
+        (
+            "6.12",
+            "movs-alternative",
+            "+        lib-y += copygen_user_64.o",
+        ),
         ("6.12", "rep-movsb", "+SYM_FUNC_START(rep_movs_alternative)"),
-        ("6.1", "movsl", "+\treturn copygen_copy_user((__force void *)to, from, n);"),
-        ("6.12", "intel-unrolled", "+unsigned long __must_check copygen_copy_user("),
+        (
+            "6.1",
+            "movsl",
+            "+\treturn copygen_copy_user((__force void *)to, from, n);",
+        ),
+        (
+            "6.12",
+            "intel-unrolled",
+            "+unsigned long __must_check copygen_copy_user(",
+        ),
         ("6.1", "ldm-stm", "+ENTRY(arm_copy_from_user)"),
         ("6.12", "word-loop", "+ENTRY(arm_copy_to_user)"),
     ] {
         let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
-        assert!(p.contains(expect), "{version} {preset}: no `{expect}` in\n{p}");
+        assert!(
+            p.contains(expect),
+            "{version} {preset}: no `{expect}` in\n{p}"
+        );
         assert!(p.contains("Not verified (kernel-patch --no-verify)."));
         if let Some(t) = tree(version) {
             applies(t, &p).unwrap_or_else(|e| panic!("{version} {preset}: {e}"));
@@ -170,8 +199,14 @@ fn unfit_strategies_exit_2_and_write_nothing() {
             vec!["intel-unrolled-zeroing", "--kernel", "6.1"],
             "emits only from_user",
         ),
-        (vec!["unrolled64", "--kernel", "5.10"], "not a supported tree"),
-        (vec!["no-such-strategy", "--kernel", "6.1"], "neither a strategy file"),
+        (
+            vec!["unrolled64", "--kernel", "5.10"],
+            "not a supported tree",
+        ),
+        (
+            vec!["no-such-strategy", "--kernel", "6.1"],
+            "neither a strategy file",
+        ),
     ] {
         let o = copygen()
             .arg("kernel-patch")

@@ -7,8 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use copygen::faultinject;
-use copygen::ir::{Arch, Precision};
+use copygen::checks::faultinject;
+use copygen::front::strategy::{Arch, Precision};
 use proptest::strategy::{Strategy as _, ValueTree};
 use proptest::test_runner::TestRunner;
 
@@ -19,7 +19,7 @@ fn check(arch: Arch, count: usize) {
         let spec = common::spec().new_tree(&mut runner).unwrap().current();
         let text =
             common::toml_of(&spec, arch).replace("name = \"prop\"", &format!("name = \"rand{i}\""));
-        let s = copygen::strategy::parse(Path::new("random.toml"), &text, None)
+        let s = copygen::front::parse::parse(Path::new("random.toml"), &text, None)
             .unwrap_or_else(|e| panic!("the generator wrote an invalid strategy:\n{e}\n{text}"));
         let r = faultinject::run_strategy(&s).unwrap_or_else(|e| panic!("{e:#}\n{text}"));
         for x in &r.routines {

@@ -14,10 +14,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use copygen::emit::{catalog, render_tree};
-use copygen::ir::{Flavor, Strategy};
-use copygen::render::render;
-use copygen::review::{self, format_bloat, table, Options, Report};
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::{Flavor, Strategy};
+use copygen::output::render::render;
+use copygen::output::tree::render_tree;
+use copygen::tools::review::{self, format_bloat, table, Options, Report};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");
 
@@ -80,7 +81,7 @@ fn preset_text(name: &str) -> String {
 }
 
 fn parse(name: &str, text: &str) -> Strategy {
-    copygen::strategy::parse(
+    copygen::front::parse::parse(
         Path::new(&format!("generator/strategies/{name}.toml")),
         text,
         None,
@@ -716,14 +717,17 @@ fn bench_times_old_and_new_of_each_changed_routine() {
     // emitted files (their header restates the strategy).
     let s = parse("unrolled64", &preset_text("unrolled64"));
     let text = render(&s, Flavor::Standalone);
-    let back = review::restated_strategy(&text, None).unwrap().unwrap();
+    let back = copygen::output::header::restated_strategy(&text, None)
+        .unwrap()
+        .unwrap();
     assert_eq!(render(&back, Flavor::Standalone), text);
 }
 
 #[test]
 fn arm_objects_diff_with_objdump_listings() {
-    tool("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
-    tool("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi");
+    let arm = copygen::toolchain::toolchain(copygen::front::strategy::Arch::Armv6);
+    tool(arm.cc.program, &arm.cc.package_list());
+    tool(arm.objdump.program, &arm.objdump.package_list());
     // A hand-written A32 byte loop with one entry, as the armv6 standalone
     // flavour writes them (relative words).
     let arm = |extra: &str, entry: bool| {
@@ -761,8 +765,9 @@ fn arm_objects_diff_with_objdump_listings() {
 
 #[test]
 fn arm_strategy_files_diff_in_both_flavours() {
-    tool("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
-    tool("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi");
+    let arm = copygen::toolchain::toolchain(copygen::front::strategy::Arch::Armv6);
+    tool(arm.cc.program, &arm.cc.package_list());
+    tool(arm.objdump.program, &arm.objdump.package_list());
     let dir = tempfile::tempdir().unwrap();
     let text = preset_text("word-loop");
     assert!(text.contains("registers = 8"));

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use copygen::backend;
-use copygen::emit::catalog;
-use copygen::ir::{Arch, Flavor, Strategy};
-use copygen::render::render;
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::output::render::render;
 use copygen::static_verify::{check_catalog, check_object, Finding, Options, Report, Severity};
 
 fn fixture_strategies() -> Vec<Strategy> {
@@ -21,7 +21,7 @@ fn fixture_strategies() -> Vec<Strategy> {
     files.sort();
     files
         .iter()
-        .map(|f| copygen::strategy::load(f, None).unwrap())
+        .map(|f| copygen::front::parse::load(f, None).unwrap())
         .collect()
 }
 
@@ -109,7 +109,10 @@ fn the_catalog_passes_and_counts_the_lowerings_user_accesses() {
         for flavor in Flavor::ALL {
             let r = reports
                 .iter()
-                .find(|r| r.file.ends_with(copygen::render::emitted_path(&s, flavor)))
+                .find(|r| {
+                    r.file
+                        .ends_with(copygen::output::render::emitted_path(&s, flavor))
+                })
                 .unwrap();
             for (routine, _) in backend::functions(&s, flavor) {
                 let f = r

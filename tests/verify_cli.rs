@@ -4,9 +4,9 @@
 
 use std::process::Command;
 
-use copygen::emit::catalog;
-use copygen::ir::Flavor;
-use copygen::render::render;
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::Flavor;
+use copygen::output::render::render;
 
 fn verify_static(path: &std::path::Path) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_copygen"))

@@ -1,6 +1,6 @@
 /*
  * The manifest's shape: one row per entry point of the standalone .S file
- * linked with harness.c. copygen (generator/faultinject.rs) writes the
+ * linked with harness.c. copygen (generator/checks/faultinject.rs) writes the
  * manifest from the lowered routines; tests write it by hand for fixtures.
  */
 #ifndef COPYGEN_HARNESS_H

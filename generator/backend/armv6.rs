@@ -1,5 +1,6 @@
 //! ARMv6 (A32, ARM1176): the instruction list, instruction selection from
-//! [`Op`]s and the GNU as (unified syntax) printer.
+//! [`Op`]s and the GNU as (unified syntax) printer. Registers come from the
+//! AAPCS table (`arch/armv6.rs`):
 //!
 //! | model          | register | note                                        |
 //! |----------------|----------|---------------------------------------------|
@@ -22,35 +23,24 @@
 //! dst is aligned, end-relative words): ARMv6 performs them in hardware
 //! when SCTLR.U=1, which Linux sets on v6+ (`proc-v6.S`) and qemu-user
 //! allows. `ldm`/`stm` always need word alignment; validation proves it
-//! (`strategy.rs`, `multiple_fits`).
+//! (`front/parse.rs`, `multiple_fits`).
 
-use crate::ir::{Flavor, PrefetchKind};
-use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
+use crate::arch::{self, armv6::AAPCS};
+use crate::front::strategy::{Flavor, PrefetchKind};
+use crate::lower::routine::{self, At, Cond, Op, PtrTest, Routine};
 
 /// A core register, by number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Reg(pub u8);
 
-pub const DST: Reg = Reg(0);
-pub const SRC: Reg = Reg(1);
-pub const LEN: Reg = Reg(2);
-pub const RET: Reg = Reg(0);
-pub const IP: Reg = Reg(12);
-pub const LR: Reg = Reg(14);
-pub const PC: Reg = Reg(15);
-/// Scratch registers in model order.
-pub const SCRATCH: [Reg; 8] = [
-    Reg(3),
-    Reg(4),
-    Reg(5),
-    Reg(6),
-    Reg(7),
-    Reg(8),
-    Reg(9),
-    Reg(10),
-];
-/// AAPCS callee-saved registers.
-const CALLEE_SAVED: std::ops::RangeInclusive<u8> = 4..=11;
+// The AAPCS table (`arch/armv6.rs`) as `Reg`s.
+pub const DST: Reg = Reg(AAPCS.dst);
+pub const SRC: Reg = Reg(AAPCS.src);
+pub const LEN: Reg = Reg(AAPCS.len);
+pub const RET: Reg = Reg(AAPCS.ret);
+pub const IP: Reg = Reg(arch::armv6::IP);
+pub const LR: Reg = Reg(arch::armv6::LR);
+pub const PC: Reg = Reg(arch::armv6::PC);
 
 impl Reg {
     pub fn name(self) -> &'static str {
@@ -272,22 +262,18 @@ impl Selector<'_> {
         self.lines.emit(inst);
     }
 
-    fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
+    fn emit_user(&mut self, inst: Inst, site: &Option<routine::UserSite>) {
         self.lines.emit_user(inst, site);
     }
 
     fn scratch(&self, i: u8) -> Reg {
-        SCRATCH[i as usize]
+        Reg(AAPCS.scratch[i as usize])
     }
 
     /// Callee-saved registers among the scratch registers used.
     fn saved(&self) -> Vec<Reg> {
         let used = self.r.scratch_used() as usize;
-        SCRATCH[..used]
-            .iter()
-            .copied()
-            .filter(|r| CALLEE_SAVED.contains(&r.0))
-            .collect()
+        AAPCS.saved_scratch(used).into_iter().map(Reg).collect()
     }
 
     /// `rd = k`, in as many `mov`/`orr` as it takes.
@@ -367,10 +353,10 @@ impl Selector<'_> {
     }
 
     /// A base register and an offset that fits a 12-bit immediate.
-    fn addr(&mut self, m: ops::Mem) -> (Reg, i32) {
+    fn addr(&mut self, m: routine::Mem) -> (Reg, i32) {
         let base = match m.base {
-            ops::Ptr::Dst => DST,
-            ops::Ptr::Src => SRC,
+            routine::Ptr::Dst => DST,
+            routine::Ptr::Src => SRC,
         };
         match m.at {
             At::Start(k) if k <= 4095 => (base, k as i32),
@@ -501,20 +487,20 @@ impl Selector<'_> {
             }
             Op::LoadMultiple { count, at, user } => {
                 let base = self.multiple_base(SRC, *at);
-                let regs = SCRATCH[..*count as usize].to_vec();
+                let regs = (0..*count).map(|i| self.scratch(i)).collect();
                 self.emit_user(Inst::Ldm { base, regs }, user)
             }
             Op::StoreMultiple { count, at, user } => {
                 let base = self.multiple_base(DST, *at);
-                let regs = SCRATCH[..*count as usize].to_vec();
+                let regs = (0..*count).map(|i| self.scratch(i)).collect();
                 self.emit_user(Inst::Stm { base, regs }, user)
             }
             Op::Prefetch {
                 kind: PrefetchKind::Pld,
                 at,
             } => {
-                let (base, off) = self.addr(ops::Mem {
-                    base: ops::Ptr::Src,
+                let (base, off) = self.addr(routine::Mem {
+                    base: routine::Ptr::Src,
                     at: At::Start(*at),
                 });
                 self.emit(Inst::Pld { base, off })
@@ -720,7 +706,8 @@ mod tests {
 
     #[test]
     fn register_lists() {
-        assert_eq!(reg_list(&SCRATCH), "{r3-r10}");
+        let scratch: Vec<Reg> = AAPCS.scratch.iter().map(|&r| Reg(r)).collect();
+        assert_eq!(reg_list(&scratch), "{r3-r10}");
         assert_eq!(reg_list(&[Reg(4), Reg(5), LR]), "{r4, r5, lr}");
         assert_eq!(reg_list(&[Reg(4), Reg(5), Reg(6), PC]), "{r4-r6, pc}");
     }

@@ -1,15 +1,16 @@
 //! Backends: per-architecture instruction selection and GNU as printing.
-//! Each takes the lowered [`Routine`]s and returns printed [`Function`]s;
-//! the file around them comes from the templates (`render.rs`).
+//! [`compile`] is the one compile path — strategy → lowered [`Routine`]s →
+//! selected lines ([`Compiled`]) — that the GAS printer, the JIT and the
+//! fault-injection harness share; each selector takes its arch's ABI table,
+//! not the strategy. The file around the printed [`Function`]s comes from
+//! the templates (`output/render.rs`).
 
 pub mod armv6;
-pub mod i386;
 pub mod x86;
-pub mod x86_64;
 
-use crate::ir::{Arch, Flavor, Strategy};
+use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::lower::routine::Routine;
 use crate::lower::{lower, Target};
-use crate::ops::Routine;
 
 /// One exception-table entry: the faulting instruction's label and the
 /// fixup's.
@@ -77,7 +78,7 @@ impl<'r, I> Lines<'r, I> {
     }
 
     /// An instruction; a user access when `site` is given.
-    pub fn emit_user(&mut self, inst: I, site: &Option<crate::ops::UserSite>) {
+    pub fn emit_user(&mut self, inst: I, site: &Option<crate::lower::routine::UserSite>) {
         let user = site.as_ref().map(|s| {
             (
                 self.label(&s.name),
@@ -128,38 +129,98 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
     f
 }
 
-/// The x86 ABI table for `routine` on `arch`/`flavor`.
-pub fn x86_abi(s: &Strategy, arch: Arch, flavor: Flavor) -> x86::Abi {
-    match arch {
-        Arch::X86_64 => x86_64::abi(flavor, s.linux.convention),
-        Arch::I386 => i386::abi(flavor),
-        Arch::Armv6 => panic!("armv6 is not x86"),
+/// The x86 ABI of `s` on its arch in `flavor`.
+pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::Abi {
+    assert_ne!(s.arch, Arch::Armv6, "armv6 is not x86");
+    x86::Abi::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
+}
+
+/// Selected lines of one routine, in its architecture's instruction list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selected {
+    X86 {
+        ptr_width: u32,
+        lines: Vec<x86::Line>,
+    },
+    Armv6(Vec<armv6::Line>),
+}
+
+/// One entry point compiled: the lowered routine (ops and fixups) and its
+/// selected lines. Built once by [`compile`]; the GAS printer, the JIT and
+/// the fault-injection harness all read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled {
+    pub flavor: Flavor,
+    pub routine: Routine,
+    pub lines: Selected,
+}
+
+/// The compile path: lower `s` for `flavor` and select instructions for
+/// each entry point with the ABI table of its arch.
+pub fn compile(s: &Strategy, flavor: Flavor) -> Vec<Compiled> {
+    let target = Target {
+        arch: s.arch,
+        flavor,
+    };
+    let x86 = (s.arch != Arch::Armv6).then(|| x86_abi(s, flavor));
+    lower(s, target)
+        .into_iter()
+        .map(|routine| {
+            let lines = match &x86 {
+                Some(abi) => Selected::X86 {
+                    ptr_width: abi.ptr_width,
+                    lines: x86::select(&routine, abi),
+                },
+                None => Selected::Armv6(armv6::select(&routine)),
+            };
+            Compiled {
+                flavor,
+                routine,
+                lines,
+            }
+        })
+        .collect()
+}
+
+impl Compiled {
+    /// The GNU as text of this routine.
+    pub fn print(&self) -> Function {
+        let mut f = match &self.lines {
+            Selected::X86 { ptr_width, lines } => x86::print(lines, *ptr_width, self.flavor),
+            Selected::Armv6(lines) => armv6::print(lines, self.flavor),
+        };
+        f.symbol = self.routine.symbol.clone();
+        f.aliases = self
+            .routine
+            .aliases
+            .iter()
+            .map(|(a, _)| a.clone())
+            .collect();
+        f
     }
 }
 
 /// Lower and print every entry point of `s` for `flavor`.
 pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
-    let routines = lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor,
-        },
-    );
-    routines
+    compile(s, flavor)
         .into_iter()
-        .map(|r| {
-            let mut f = match s.arch {
-                Arch::X86_64 | Arch::I386 => {
-                    let abi = x86_abi(s, s.arch, flavor);
-                    let lines = x86::select(&r, &abi);
-                    x86::print(&lines, abi.ptr_width, flavor)
-                }
-                Arch::Armv6 => armv6::print(&armv6::select(&r), flavor),
-            };
-            f.symbol = r.symbol.clone();
-            f.aliases = r.aliases.iter().map(|(a, _)| a.clone()).collect();
-            (r, f)
+        .map(|c| {
+            let f = c.print();
+            (c.routine, f)
         })
         .collect()
+}
+
+/// Every function of the file of `s` in `flavor`: with per-CPU variants, the
+/// entry points that pick one ([`crate::variants`]) first, then the lowered
+/// routines.
+pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    print_file(s, flavor, &compile(s, flavor))
+}
+
+/// [`file_functions`] from routines already compiled for `s` in `flavor`.
+pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
+    let mut out = crate::variants::dispatchers(s, flavor);
+    out.extend(compiled.iter().map(Compiled::print));
+    out
 }

@@ -2,10 +2,11 @@
 //! instruction selection from [`Op`]s and the GNU as (AT&T) printer. The
 //! dynasm encoder (`jit`) consumes the same [`Line`]s. What differs between
 //! the two architectures — registers, argument passing, saved registers —
-//! is an [`Abi`] table in `i386.rs` / `x86_64.rs`.
+//! is an ABI table in `arch/i386.rs` / `arch/x86_64.rs`.
 
-use crate::ir::{Flavor, PrefetchKind};
-use crate::ops::{self, At, Cond, Op, PtrTest, Routine};
+use crate::arch;
+use crate::front::strategy::{Flavor, PrefetchKind};
+use crate::lower::routine::{self, At, Cond, Op, PtrTest, Routine};
 
 /// General-purpose registers by hardware number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,6 +28,25 @@ pub enum Reg {
 impl Reg {
     pub fn num(self) -> u8 {
         self as u8
+    }
+
+    /// The register with hardware number `n` (as the ABI tables give them).
+    pub fn from_num(n: u8) -> Reg {
+        const ALL: [Reg; 12] = [
+            Reg::Ax,
+            Reg::Cx,
+            Reg::Dx,
+            Reg::Bx,
+            Reg::Sp,
+            Reg::Bp,
+            Reg::Si,
+            Reg::Di,
+            Reg::R8,
+            Reg::R9,
+            Reg::R10,
+            Reg::R11,
+        ];
+        ALL[n as usize]
     }
 
     /// AT&T name of the register at `width` bytes.
@@ -220,7 +240,7 @@ pub enum Inst {
 /// A selected instruction (see [`super::Line`]).
 pub type Line = super::Line<Inst>;
 
-/// Registers and argument passing of one entry point.
+/// An [`arch::Abi`] table with its registers as [`Reg`]s.
 #[derive(Debug, Clone)]
 pub struct Abi {
     /// 4 or 8: pointer and length width.
@@ -230,22 +250,53 @@ pub struct Abi {
     pub len: Reg,
     pub ret: Reg,
     pub scratch: Vec<Reg>,
-    /// Callee-saved registers the routine saves when it uses them.
-    pub saved_if_used: Vec<Reg>,
-    /// Registers always saved on entry (i386's esi/edi).
+    /// Registers saved on entry whatever the routine uses (i386's esi/edi).
     pub always_saved: Vec<Reg>,
     /// How the arguments arrive.
     pub args: Args,
+    table: &'static arch::Abi,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Args {
-    /// Already in `dst`, `src`, `len`.
-    InPlace,
-    /// In registers (to, from, n) that the prologue moves.
+    /// In registers (to, from, n) that the prologue moves where they differ
+    /// from the body's.
     Regs(Reg, Reg, Reg),
     /// cdecl: on the stack after the return address.
     Stack,
+}
+
+impl Abi {
+    pub fn new(table: &'static arch::Abi) -> Abi {
+        let regs = |v: &[u8]| v.iter().map(|&r| Reg::from_num(r)).collect();
+        Abi {
+            ptr_width: table.ptr_width,
+            dst: Reg::from_num(table.dst),
+            src: Reg::from_num(table.src),
+            len: Reg::from_num(table.len),
+            ret: Reg::from_num(table.ret),
+            scratch: regs(table.scratch),
+            always_saved: regs(&table.always_saved()),
+            args: match table.args {
+                arch::Args::Regs([to, from, n]) => {
+                    Args::Regs(Reg::from_num(to), Reg::from_num(from), Reg::from_num(n))
+                }
+                arch::Args::Stack => Args::Stack,
+            },
+            table,
+        }
+    }
+
+    /// Of the first `used` scratch registers, those the routine must save.
+    pub fn saved_scratch(&self, used: usize) -> Vec<Reg> {
+        let regs = self.table.saved_scratch(used);
+        regs.into_iter().map(Reg::from_num).collect()
+    }
+
+    /// Whether a routine never moves the stack pointer.
+    pub fn saves_nothing(&self) -> bool {
+        self.always_saved.is_empty() && self.table.saved_scratch(self.scratch.len()).is_empty()
+    }
 }
 
 fn cc(c: Cond) -> Cc {
@@ -288,7 +339,7 @@ impl Selector<'_> {
         self.lines.emit(inst);
     }
 
-    fn emit_user(&mut self, inst: Inst, site: &Option<ops::UserSite>) {
+    fn emit_user(&mut self, inst: Inst, site: &Option<routine::UserSite>) {
         self.lines.emit_user(inst, site);
     }
 
@@ -323,14 +374,8 @@ impl Selector<'_> {
     }
 
     fn saved(&self) -> Vec<Reg> {
-        let used = self.r.scratch_used() as usize;
         let mut v = self.abi.always_saved.clone();
-        v.extend(
-            self.abi
-                .saved_if_used
-                .iter()
-                .filter(|reg| self.abi.scratch[..used.min(self.abi.scratch.len())].contains(reg)),
-        );
+        v.extend(self.abi.saved_scratch(self.r.scratch_used() as usize));
         v
     }
 
@@ -341,7 +386,6 @@ impl Selector<'_> {
         }
         let pw = self.pw();
         match self.abi.args {
-            Args::InPlace => {}
             Args::Regs(to, from, n) => {
                 // Order matters only if a target is another's source; the
                 // tables never make it so (checked in tests).
@@ -381,10 +425,10 @@ impl Selector<'_> {
         }
     }
 
-    fn mem(&self, m: ops::Mem) -> MemRef {
+    fn mem(&self, m: routine::Mem) -> MemRef {
         let base = match m.base {
-            ops::Ptr::Dst => self.abi.dst,
-            ops::Ptr::Src => self.abi.src,
+            routine::Ptr::Dst => self.abi.dst,
+            routine::Ptr::Src => self.abi.src,
         };
         match m.at {
             At::Start(k) => MemRef::base(base, k as i32),

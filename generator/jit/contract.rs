@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::io;
 
 use super::{compile, fault, CopyFn, JitError, JitModule, JitRoutine};
-use crate::ir::{Direction, Precision, Strategy};
+use crate::front::strategy::{Direction, Precision, Strategy};
 
 const PAGE: usize = 4096;
 /// Largest size in the suite.

@@ -20,7 +20,7 @@ use dynasmrt::relocations::SimpleRelocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmError, DynasmLabelApi, VecAssembler};
 
 use crate::backend::x86::{Alu, Cc, Inst, Line, MemRef};
-use crate::ir::PrefetchKind;
+use crate::front::strategy::PrefetchKind;
 
 /// Which dynasm `.arch` to encode for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

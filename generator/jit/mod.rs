@@ -13,9 +13,8 @@ pub mod fault;
 use dynasmrt::{DynasmApi, ExecutableBuffer};
 
 use crate::backend::{self, x86};
-use crate::ir::{Arch, Direction, Flavor, Strategy};
-use crate::lower::{lower, Target};
-use crate::ops::Routine;
+use crate::front::strategy::{Arch, Direction, Flavor, Strategy};
+use crate::lower::routine::Routine;
 use encode::{EncodeError, Mode};
 
 /// A compiled routine: `to, from, n` (SysV) → bytes not copied. Fixed-size
@@ -54,36 +53,37 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
     }
 }
 
+/// The routine and x86 lines of a compiled x86 entry point.
+fn x86_lines(c: backend::Compiled) -> (Routine, Vec<x86::Line>) {
+    match c.lines {
+        backend::Selected::X86 { lines, .. } => (c.routine, lines),
+        backend::Selected::Armv6(_) => unreachable!("checked: an x86 arch"),
+    }
+}
+
 /// Select and encode every entry point of `s` for `flavor` into plain
 /// bytes (dynasm's `VecAssembler`), one routine each.
 pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
     let mode = mode(s.arch)?;
-    let abi = backend::x86_abi(s, s.arch, flavor);
-    lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor,
-        },
-    )
-    .into_iter()
-    .map(|r| {
-        let lines = x86::select(&r, &abi);
-        let err = |source| JitError::Encode {
-            symbol: r.symbol.clone(),
-            source,
-        };
-        let (code, layout, plan) = encode::encode(&lines, mode).map_err(err)?;
-        let extable = layout.extable(&plan);
-        Ok(Encoded {
-            symbol: r.symbol.clone(),
-            direction: r.direction,
-            fixed: r.fixed,
-            code,
-            extable,
+    backend::compile(s, flavor)
+        .into_iter()
+        .map(|c| {
+            let (r, lines) = x86_lines(c);
+            let err = |source| JitError::Encode {
+                symbol: r.symbol.clone(),
+                source,
+            };
+            let (code, layout, plan) = encode::encode(&lines, mode).map_err(err)?;
+            let extable = layout.extable(&plan);
+            Ok(Encoded {
+                symbol: r.symbol.clone(),
+                direction: r.direction,
+                fixed: r.fixed,
+                code,
+                extable,
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// A routine inside a [`JitModule`].
@@ -174,20 +174,13 @@ pub fn compile_edited(
         return Err(JitError::NotExecutable(s.arch));
     }
     let flavor = Flavor::Standalone;
-    let abi = backend::x86_abi(s, s.arch, flavor);
     // The stray-fault landing is a bare `ret`: right only while no routine
     // moves the stack pointer, which holds for the x86_64 standalone ABI.
-    assert!(abi.always_saved.is_empty() && abi.saved_if_used.is_empty());
+    assert!(backend::x86_abi(s, flavor).saves_nothing());
     let mut ops = dynasmrt::x64::Assembler::new()?;
     let mut placed = Vec::new();
-    for r in lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor,
-        },
-    ) {
-        let mut lines = x86::select(&r, &abi);
+    for c in backend::compile(s, flavor) {
+        let (r, mut lines) = x86_lines(c);
         edit(&r, &mut lines);
         let err = |source| JitError::Encode {
             symbol: r.symbol.clone(),

@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
-use crate::ir::{
+use crate::front::strategy::{
     Arch, Convention, Direction, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
 };
 use excerpts::Excerpt;
@@ -361,7 +361,7 @@ fn edit_diff(e: &Edit) -> Result<String> {
 /// The `.text` bytes and table entries of the linux-flavour file, from the
 /// object assembled with the kernel-macro shims.
 pub fn text_size(t: &Strategy, asm: &str) -> Result<(u64, usize)> {
-    let how = crate::objfile::Assemble {
+    let how = crate::checks::objfile::Assemble {
         arch: t.arch,
         kernel_shims: true,
         debug: false,
@@ -372,7 +372,7 @@ pub fn text_size(t: &Strategy, asm: &str) -> Result<(u64, usize)> {
             Vec::new()
         },
     };
-    let obj = crate::objfile::assemble_text(asm, "copygen_user.S", &how)?;
+    let obj = crate::checks::objfile::assemble_text(asm, "copygen_user.S", &how)?;
     let text = obj
         .functions
         .iter()
@@ -416,7 +416,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         }
         bail!("the static check refuses the routine:\n{why}");
     }
-    let faults = crate::faultinject::run_strategy(t).context("fault injection")?;
+    let faults = crate::checks::faultinject::run_strategy(t).context("fault injection")?;
     if faults.violations() > 0 {
         bail!(
             "fault injection found {} contract violations:\n  {}",
@@ -444,7 +444,7 @@ pub fn patch(
 ) -> Result<String> {
     let w = wire(s, kernel)?;
     let t = &w.strategy;
-    let asm = crate::render::render(t, Flavor::Linux);
+    let asm = crate::output::render::render(t, Flavor::Linux);
     let (text_bytes, entries) = text_size(t, &asm)?;
     let mut files: Vec<(String, String)> = Vec::new();
     for e in glue(t, kernel) {
@@ -513,7 +513,7 @@ pub fn patch(
         "\n{}: {}, {}. {} exception-table entries, {} bytes of .text.",
         names.join(" and "),
         t.arch,
-        crate::render::abi_text(t, Flavor::Linux),
+        crate::arch::abi(t.arch, Flavor::Linux, t.linux.convention).summary,
         entries,
         text_bytes
     );

@@ -24,7 +24,7 @@ use unarm::{
 };
 
 use super::{add_val, AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val};
-use crate::objfile::{Loc, ObjectFile, RelocTarget};
+use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const SP: usize = 13;
 pub(super) const LR: usize = 14;

@@ -8,8 +8,8 @@ use iced_x86::{
 };
 
 use super::{AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val, DST, LEN, SRC};
-use crate::ir::Arch;
-use crate::objfile::{self, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, FnSym, Loc, ObjectFile};
+use crate::front::strategy::Arch;
 
 pub(super) const RSP: usize = 4;
 

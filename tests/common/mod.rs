@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use copygen::ir::Arch;
+use copygen::front::strategy::Arch;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

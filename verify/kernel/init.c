@@ -14,7 +14,9 @@
  *      ones), for sizes up to 8 KiB and three file offsets, and checks the returned
  *      count and every byte around the buffer and in the file.
  *   4. Prints one summary line "copygen-boot: PASS|FAIL ..." and reboots (qemu runs
- *      with -no-reboot, so that ends the VM).
+ *      with -no-reboot, so that ends the VM). It names the per-CPU variant the
+ *      kernel's patched entry points enter, as its "copygen-variant: NAME" record
+ *      says (verify/kernel/copygen_variant.c): variant=NAME, none without variants.
  *
  * Kernel command-line variables (the kernel passes them in the environment):
  *   copygen_preset=NAME   printed in the summary
@@ -52,6 +54,7 @@ static const long sizes[] = {1,   2,   3,    4,    5,    6,    7,    8,    9,   
 static const long file_offsets[] = {0, 5, PG - 6}; /* the last one crosses a page cache page */
 
 static const char *preset = "?";
+static char variant[64] = "none";
 static int exact;
 static const char *smap = "n/a", *fsrm = "n/a"; /* x86 CPU flags, "yes"/"no" */
 static char usercopy[64] = "not-run";
@@ -80,8 +83,8 @@ static __attribute__((noreturn)) void finish(const char *status)
 
 	if (uname(&u))
 		strcpy(u.release, "?"), strcpy(u.machine, "?");
-	say("copygen-boot: %s kernel=%s machine=%s preset=%s precision=%s smap=%s fsrm=%s usercopy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
-	    status, u.release, u.machine, preset, exact ? "exact" : "bounds", smap, fsrm, usercopy, cases,
+	say("copygen-boot: %s kernel=%s machine=%s preset=%s variant=%s precision=%s smap=%s fsrm=%s usercopy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
+	    status, u.release, u.machine, preset, variant, exact ? "exact" : "bounds", smap, fsrm, usercopy, cases,
 	    shortfall_max, failures);
 	sync();
 	reboot(RB_AUTOBOOT);
@@ -270,14 +273,30 @@ static int open_kmsg(int from_end)
 static const char *next_record(int kmsg)
 {
 	static char rec[8192];
-	ssize_t len = read(kmsg, rec, sizeof(rec) - 1);
+	ssize_t len;
 	char *msg;
 
+	while ((len = read(kmsg, rec, sizeof(rec) - 1)) < 0 && errno == EPIPE)
+		; /* overwritten records: read on */
 	if (len <= 0)
 		return NULL;
 	rec[len] = 0;
 	msg = strchr(rec, ';');
 	return msg ? msg + 1 : "";
+}
+
+/* The "copygen-variant: NAME" record the kernel logged at boot, if any. */
+static void read_variant(void)
+{
+	static const char tag[] = "copygen-variant: ";
+	int kmsg = open_kmsg(0);
+	const char *msg;
+
+	while ((msg = next_record(kmsg)))
+		if (strncmp(msg, tag, sizeof(tag) - 1) == 0)
+			snprintf(variant, sizeof(variant), "%.*s", (int)strcspn(msg + sizeof(tag) - 1, "\n"),
+				 msg + sizeof(tag) - 1);
+	close(kmsg);
 }
 
 /* 6.1: test_user_copy.ko */
@@ -376,6 +395,7 @@ int main(void)
 	}
 #endif
 
+	read_variant();
 	if (access("/test_user_copy.ko", F_OK) == 0)
 		load_test_user_copy();
 	else

@@ -10,12 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
-use crate::ir::{Arch, Flavor};
+use crate::front::strategy::{Arch, Flavor};
 
 /// A place in a code section.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -165,42 +164,29 @@ impl Assemble {
     }
 }
 
-/// The compiler driver for `arch` and the Debian package that has it.
-fn driver(arch: Arch) -> (&'static str, &'static str) {
-    match arch {
-        Arch::X86_64 => ("gcc", "gcc"),
-        Arch::I386 => ("gcc", "gcc-multilib"),
-        Arch::Armv6 => ("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi"),
-    }
-}
-
 /// The folder holding the kernel-macro shims (`verify/shim`).
 pub fn shim_dir() -> PathBuf {
-    crate::emit::repo_root().join("verify").join("shim")
+    crate::front::catalog::repo_root()
+        .join("verify")
+        .join("shim")
 }
 
 /// The kernel-macro shims for `arch` (`verify/shim-arm` for ARM).
 pub fn shim_dir_for(arch: Arch) -> PathBuf {
     match arch {
-        Arch::Armv6 => crate::emit::repo_root().join("verify").join("shim-arm"),
+        Arch::Armv6 => crate::front::catalog::repo_root()
+            .join("verify")
+            .join("shim-arm"),
         _ => shim_dir(),
     }
 }
 
 /// Assemble `src` into `out` with gcc; the error carries gcc's messages.
 pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
-    let (cc, package) = driver(how.arch);
-    let mut cmd = Command::new(cc);
-    cmd.arg("-c");
-    match how.arch {
-        Arch::I386 => {
-            cmd.arg("-m32");
-        }
-        Arch::Armv6 => {
-            cmd.args(["-march=armv6", "-marm"]);
-        }
-        Arch::X86_64 => {}
-    }
+    let tc = crate::toolchain::toolchain(how.arch);
+    let cc = tc.cc.program;
+    let mut cmd = tc.cc.command();
+    cmd.arg("-c").args(tc.arch_flags);
     if how.kernel_shims {
         cmd.arg("-nostdinc")
             .arg("-I")
@@ -215,17 +201,11 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     }
     cmd.args(&how.flags);
     cmd.arg(src).arg("-o").arg(out);
-    let output = match cmd.output() {
-        Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("`{cc}` not found: install the Debian package `{package}` (verify/install-deps does)")
-        }
-        Err(e) => return Err(e).with_context(|| format!("running {cc}")),
-    };
+    let output = tc.cc.output(&mut cmd)?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         let hint = if how.arch == Arch::I386 && err.contains("bits/") {
-            format!(" (is `{package}` installed?)")
+            format!(" (is `{}` installed?)", tc.cc.package_list())
         } else {
             String::new()
         };

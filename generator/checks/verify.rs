@@ -1,5 +1,5 @@
 //! `copygen verify`: run the checks over a set of strategies and print one
-//! table. Today that is fault injection ([`crate::faultinject`]) on every
+//! table. Today that is fault injection ([`crate::checks::faultinject`]) on every
 //! strategy's own architecture; static checks of the emitted objects slot
 //! in next to it as another suite.
 
@@ -10,13 +10,13 @@ use std::sync::Mutex;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::faultinject::{self, Report};
-use crate::ir::{Precision, Strategy};
+use crate::checks::faultinject::{self, Report};
+use crate::front::strategy::{Precision, Strategy};
 
 /// The fault-injection results of one strategy.
 pub struct Outcome {
     pub strategy: String,
-    pub arch: crate::ir::Arch,
+    pub arch: crate::front::strategy::Arch,
     pub precision: Precision,
     /// An error means the harness could not be built or run.
     pub report: Result<Report>,

@@ -1,4 +1,4 @@
-//! The validated strategy: what `strategy.rs` produces from a TOML file and
+//! The validated strategy: what `front/parse.rs` produces from a TOML file and
 //! what `lower.rs` consumes. Every value here has been checked against the
 //! target architecture's capabilities (`arch.rs`).
 
@@ -321,7 +321,11 @@ pub struct Strategy {
     /// from_user only: zero `to[n-N..n)` on a fault.
     pub zero_tail: bool,
     pub linux: LinuxOptions,
+    /// The size classes; with variants, the default variant's.
     pub classes: Vec<SizeClass>,
+    /// Per-CPU variants, first match wins, the last one the default; empty
+    /// for a strategy that runs the same code everywhere.
+    pub variants: Vec<crate::variants::Variant>,
     /// Constant-size entry points (`<symbol>_<dir>_<n>`).
     pub fixed_sizes: Vec<u32>,
     /// Path of the strategy file as given (for the generated header).

@@ -13,13 +13,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
-use crate::ir::{symbol_of, Arch, Flavor, Strategy};
-use crate::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{symbol_of, Arch, Flavor, Strategy};
 
 /// Bad input (exit 2): an unknown revision, an unreadable or unassemblable
 /// file, a file whose architecture cannot be told.
@@ -89,30 +88,6 @@ pub struct Side {
     pub strategy: Option<Strategy>,
 }
 
-/// Name, arch and flavour from the copygen header line
-/// ` * <name>: <arch>, <flavor> flavour, ...`.
-pub fn header_facts(text: &str) -> Option<(String, Arch, Flavor)> {
-    for line in text.lines().take(16) {
-        let Some(l) = line.trim_start().strip_prefix("* ") else {
-            continue;
-        };
-        let Some((name, rest)) = l.split_once(": ") else {
-            continue;
-        };
-        let mut parts = rest.split(", ");
-        let (Some(a), Some(f)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        if let (Some(arch), Some(flavor)) = (
-            Arch::parse(a.trim()),
-            f.trim().strip_suffix(" flavour").and_then(Flavor::parse),
-        ) {
-            return Some((name.trim().to_string(), arch, flavor));
-        }
-    }
-    None
-}
-
 /// Arch and flavour from an `.../<arch>/<flavor>/<file>` path.
 fn path_facts(rel: &str) -> (Option<Arch>, Option<Flavor>) {
     let parts: Vec<&str> = rel.split(['/', '\\']).collect();
@@ -126,7 +101,7 @@ fn path_facts(rel: &str) -> (Option<Arch>, Option<Flavor>) {
 
 /// A `.S` text read from `rel` (shown in errors as `shown`), classified.
 fn source(rel: String, text: String, shown: &str, opts: &Options) -> Result<Source> {
-    let header = header_facts(&text);
+    let header = crate::output::header::read(&text).map(|h| (h.name, h.arch, h.flavor));
     let (p_arch, p_flavor) = path_facts(&rel);
     let arch = opts
         .arch
@@ -157,7 +132,8 @@ fn source(rel: String, text: String, shown: &str, opts: &Options) -> Result<Sour
 }
 
 fn run_git(dir: &Path, args: &[&str]) -> Result<std::process::Output> {
-    Command::new("git")
+    crate::toolchain::GIT
+        .command()
         .current_dir(dir)
         .args(args)
         .output()
@@ -285,8 +261,8 @@ fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Side> {
 
 /// A strategy file: its flavours rendered for its arch.
 fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
-    let s = crate::strategy::load(path, opts.arch).map_err(|e| {
-        if e.downcast_ref::<crate::diagnostics::StrategyError>()
+    let s = crate::front::parse::load(path, opts.arch).map_err(|e| {
+        if e.downcast_ref::<crate::front::diagnostics::StrategyError>()
             .is_some()
         {
             e
@@ -294,12 +270,6 @@ fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
             input(format!("error: {e:#}"))
         }
     })?;
-    if s.arch == Arch::Armv6 && !crate::render::has_template(&s) {
-        return Err(input(format!(
-            "error: {}: this build has no armv6 backend to render it; diff its emitted .S files instead",
-            path.display()
-        )));
-    }
     let flavors = match opts.flavor {
         Some(f) => vec![f],
         None => Flavor::ALL.to_vec(),
@@ -307,8 +277,8 @@ fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
     let files = flavors
         .into_iter()
         .map(|fl| Source {
-            rel: crate::render::emitted_path(&s, fl),
-            text: crate::render::render(&s, fl),
+            rel: crate::output::render::emitted_path(&s, fl),
+            text: crate::output::render::render(&s, fl),
             arch: s.arch,
             flavor: fl,
             strategy: Some(s.name.clone()),
@@ -329,7 +299,7 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
         None => std::env::current_dir()?,
     };
     if arg == WORKTREE {
-        let top = git_toplevel(&cwd).unwrap_or_else(crate::emit::repo_root);
+        let top = git_toplevel(&cwd).unwrap_or_else(crate::front::catalog::repo_root);
         return folder_side(arg, &top.join("emitted"), opts);
     }
     let path = cwd.join(arg);
@@ -467,15 +437,14 @@ fn format_branch_x86(i: &iced_x86::Instruction, target: Option<u64>) -> String {
 /// objdump's disassembly of every code section: section → [(address, text
 /// with `{target}`, branch target)].
 fn objdump_all(path: &Path, arch: Arch) -> Result<BTreeMap<String, Insns>> {
-    let (tool, package) = match arch {
-        Arch::Armv6 => ("arm-linux-gnueabi-objdump", "binutils-arm-linux-gnueabi"),
-        _ => ("objdump", "binutils"),
-    };
-    let out = Command::new(tool)
-        .args(["-d", "--no-show-raw-insn", "-z"])
-        .arg(path)
-        .output()
-        .map_err(|e| anyhow!("{tool} (Debian package `{package}`) could not run: {e}"))?;
+    let objdump = crate::toolchain::toolchain(arch).objdump;
+    let tool = objdump.program;
+    let out = objdump.output(
+        objdump
+            .command()
+            .args(["-d", "--no-show-raw-insn", "-z"])
+            .arg(path),
+    )?;
     if !out.status.success() {
         return Err(anyhow!(
             "{tool} {}: {}",
@@ -1207,33 +1176,6 @@ pub fn render_json(r: &Report) -> String {
 // ---------------------------------------------------------------------------
 // --bench
 
-/// The strategy an emitted file came from: its header restates the
-/// strategy file (` * The strategy, as written:`), so any revision can be
-/// re-validated and, with the JIT, compiled.
-pub fn restated_strategy(text: &str, arch: Option<Arch>) -> Option<Result<Strategy>> {
-    let source = text
-        .lines()
-        .find_map(|l| l.split_once("Code generated by copygen from "))
-        .and_then(|(_, r)| r.split_once(". DO NOT EDIT."))
-        .map(|(p, _)| p.to_string())?;
-    let mut lines = text
-        .lines()
-        .skip_while(|l| !l.contains("The strategy, as written:"));
-    lines.next()?;
-    lines.next(); // the blank ` *` after the title
-    let mut toml = String::new();
-    for l in lines {
-        if l.trim_start().starts_with("*/") {
-            break;
-        }
-        let body = l.strip_prefix(" *").unwrap_or(l);
-        let body = body.strip_prefix("   ").unwrap_or(body);
-        toml.push_str(&body.replace("* /", "*/"));
-        toml.push('\n');
-    }
-    Some(crate::strategy::parse(Path::new(&source), &toml, arch).map_err(anyhow::Error::new))
-}
-
 /// A changed routine `--bench` times in both versions.
 pub struct BenchPair {
     /// The row name in the report.
@@ -1258,7 +1200,7 @@ pub fn bench_pairs(r: &Report, old: &Side, new: &Side) -> Result<Vec<BenchPair>>
         let Some(src) = side.files.iter().find(|f| f.rel == rel) else {
             return Ok(None);
         };
-        restated_strategy(&src.text, Some(src.arch)).transpose()
+        crate::output::header::restated_strategy(&src.text, Some(src.arch)).transpose()
     };
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
@@ -1297,13 +1239,13 @@ pub fn bench_pairs(r: &Report, old: &Side, new: &Side) -> Result<Vec<BenchPair>>
 
 /// The old and new routine of `pair`, JIT-compiled and ready to call,
 /// named `old:<sym>`/`new:<sym>`.
-pub fn bench_subjects(pair: &BenchPair) -> Result<Vec<crate::bench::Subject>> {
+pub fn bench_subjects(pair: &BenchPair) -> Result<Vec<crate::tools::bench::Subject>> {
     [
         ("old", &pair.old, &pair.old_symbol),
         ("new", &pair.new, &pair.new_symbol),
     ]
     .into_iter()
-    .map(|(tag, s, sym)| crate::bench::jit_subject(s, sym, format!("{tag}:{sym}")))
+    .map(|(tag, s, sym)| crate::tools::bench::jit_subject(s, sym, format!("{tag}:{sym}")))
     .collect()
 }
 
@@ -1322,12 +1264,12 @@ pub fn bench_changed(r: &Report, old: &Side, new: &Side) -> Result<String> {
     for p in &pairs {
         subjects.push(bench_subjects(p)?);
     }
-    let sweep = crate::bench::custom(BENCH_SIZES, &[0], &[0]);
+    let sweep = crate::tools::bench::custom(BENCH_SIZES, &[0], &[0]);
     let mut out = String::from("\n# bench: old and new version of each changed routine\n");
     for (p, subjects) in pairs.iter().zip(&subjects) {
-        let results = crate::bench::run(&sweep, subjects, 15, &|_, _| {});
+        let results = crate::tools::bench::run(&sweep, subjects, 15, &|_, _| {});
         let _ = writeln!(out, "## {}", p.name);
-        out.push_str(&crate::bench::text_table(&results));
+        out.push_str(&crate::tools::bench::text_table(&results));
     }
     Ok(out)
 }

@@ -4,7 +4,7 @@
 //! numbered scratch registers. Every access to user memory carries a
 //! [`UserSite`]: its readable label and the fixup that recovers from it.
 
-use crate::ir::{AlignPointer, PrefetchKind};
+use crate::front::strategy::{AlignPointer, PrefetchKind};
 
 /// A local label, printed as `.L<function tag>_<name>`.
 pub type Label = String;
@@ -186,10 +186,10 @@ pub struct Routine {
     pub symbol: String,
     /// Further names of the same body, with the role each stands for (a
     /// routine serving both directions, standalone: `<symbol>_to_user`).
-    pub aliases: Vec<(String, crate::ir::Direction)>,
+    pub aliases: Vec<(String, crate::front::strategy::Direction)>,
     /// Prefix of this routine's local labels (`from`, `to`, `from6`).
     pub tag: String,
-    pub direction: crate::ir::Direction,
+    pub direction: crate::front::strategy::Direction,
     /// A constant-size entry point: `n` is not an argument.
     pub fixed: Option<u32>,
     pub ops: Vec<Op>,

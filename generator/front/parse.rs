@@ -8,8 +8,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::arch::{capabilities, scratch_registers};
-use crate::diagnostics::{FieldPath, Locator, StrategyError};
-use crate::ir::*;
+use crate::front::diagnostics::{FieldPath, Locator, StrategyError};
+use crate::front::strategy::*;
+use crate::variants::{CpuCondition, CpuFeature, Variant};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +28,24 @@ struct RawStrategy {
     fixed_sizes: Vec<u32>,
     #[serde(default)]
     methods: BTreeMap<String, RawMethod>,
+    #[serde(default)]
+    dispatch: Vec<RawClass>,
+    #[serde(default)]
+    variants: Vec<RawVariant>,
+}
+
+/// A per-CPU variant (`[[variants]]`): a condition, method overrides, and
+/// its own dispatch or the strategy's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariant {
+    name: String,
+    when: Option<Vec<String>>,
+    #[serde(default)]
+    default: bool,
+    #[serde(default)]
+    methods: BTreeMap<String, RawMethod>,
+    #[serde(default)]
     dispatch: Vec<RawClass>,
 }
 
@@ -245,7 +264,7 @@ impl Validator<'_> {
 
     fn strategy(
         &self,
-        raw: RawStrategy,
+        mut raw: RawStrategy,
         file: &Path,
         text: &str,
         arch: Option<Arch>,
@@ -274,7 +293,7 @@ impl Validator<'_> {
         let caps = capabilities(arch);
 
         let directions_given = raw.directions.is_some();
-        let directions = match raw.directions {
+        let directions = match raw.directions.take() {
             None => vec![Direction::FromUser, Direction::ToUser],
             Some(d) => {
                 let path = root.key("directions");
@@ -322,7 +341,7 @@ impl Validator<'_> {
             }
         }
 
-        let linux = self.linux(arch, routine, &directions, raw.linux)?;
+        let linux = self.linux(arch, routine, &directions, std::mem::take(&mut raw.linux))?;
 
         let mut fixed = raw.fixed_sizes.clone();
         for (i, &n) in raw.fixed_sizes.iter().enumerate() {
@@ -359,7 +378,14 @@ impl Validator<'_> {
             );
         }
 
-        let classes = self.dispatch(&raw.dispatch, &methods)?;
+        let (classes, variants) = if raw.variants.is_empty() {
+            let classes = self.dispatch(&root.key("dispatch"), &raw.dispatch, &methods)?;
+            (classes, Vec::new())
+        } else {
+            let variants = self.variants(arch, caps, budget, &raw, &methods)?;
+            let default = variants.last().expect("validated non-empty");
+            (default.classes.clone(), variants)
+        };
 
         Ok(Strategy {
             symbol: symbol_of(&raw.name),
@@ -372,6 +398,7 @@ impl Validator<'_> {
             zero_tail: raw.fault.zero_tail,
             linux,
             classes,
+            variants,
             fixed_sizes: fixed,
             source: file.display().to_string(),
             text: text.to_string(),
@@ -762,10 +789,14 @@ impl Validator<'_> {
         }))
     }
 
-    fn dispatch(&self, raw: &[RawClass], methods: &BTreeMap<String, Method>) -> R<Vec<SizeClass>> {
-        let dpath = FieldPath::root().key("dispatch");
+    fn dispatch(
+        &self,
+        dpath: &FieldPath,
+        raw: &[RawClass],
+        methods: &BTreeMap<String, Method>,
+    ) -> R<Vec<SizeClass>> {
         if raw.is_empty() {
-            return Err(self.err(&dpath, "dispatch needs at least one size class"));
+            return Err(self.err(dpath, "dispatch needs at least one size class"));
         }
         let lookup = |path: &FieldPath, name: &str| -> R<Method> {
             methods.get(name).cloned().ok_or_else(|| {
@@ -978,5 +1009,161 @@ impl Validator<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// Per-CPU variants (`crate::variants`): names, conditions, one default
+/// (the last), each variant's methods (the strategy's, overridden by name)
+/// and dispatch (its own, or the strategy's).
+impl Validator<'_> {
+    fn variants(
+        &self,
+        arch: Arch,
+        caps: &crate::arch::Capabilities,
+        budget: (u32, Flavor),
+        raw: &RawStrategy,
+        shared: &BTreeMap<String, Method>,
+    ) -> R<Vec<Variant>> {
+        let vpath = FieldPath::root().key("variants");
+        if arch == Arch::Armv6 {
+            return Err(self.err(
+                &vpath,
+                "per-CPU variants are chosen by x86 feature bits (ALTERNATIVE, CPUID); armv6 has none",
+            ));
+        }
+        if !raw.fixed_sizes.is_empty() {
+            return Err(self.err(
+                &FieldPath::root().key("fixed_sizes"),
+                "constant-size entry points and per-CPU variants do not combine: each variant would need its own",
+            ));
+        }
+        if !raw.dispatch.is_empty() && raw.variants.iter().all(|v| !v.dispatch.is_empty()) {
+            return Err(self.err(
+                &FieldPath::root().key("dispatch"),
+                "every variant has its own dispatch, so this one is never used",
+            ));
+        }
+        let mut names = BTreeSet::new();
+        let mut out = Vec::new();
+        let last = raw.variants.len() - 1;
+        for (i, v) in raw.variants.iter().enumerate() {
+            let path = vpath.index(i);
+            if v.name.is_empty()
+                || !v
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(self.err(
+                    &path.key("name"),
+                    "a variant name is non-empty and uses only letters, digits and `_` (it is part of symbols)",
+                ));
+            }
+            if !names.insert(v.name.as_str()) {
+                return Err(self.err(
+                    &path.key("name"),
+                    format!("two variants are named `{}`", v.name),
+                ));
+            }
+            let when = match (&v.when, v.default) {
+                (Some(_), true) => {
+                    return Err(self.err(
+                        &path.key("default"),
+                        "the default variant runs when no other matches: it has no `when`",
+                    ))
+                }
+                (None, false) => {
+                    return Err(self.err(
+                        &path,
+                        "a variant needs a condition (`when = [\"fsrm\"]`) or `default = true`",
+                    ))
+                }
+                (None, true) if i != last => {
+                    return Err(self.err(
+                        &path.key("default"),
+                        "the default variant must come last: the variants after it could never be chosen",
+                    ))
+                }
+                (None, true) => None,
+                (Some(words), false) => Some(self.cpu_condition(&path.key("when"), words)?),
+            };
+            if i == last && when.is_some() {
+                return Err(self.err(
+                    &path.key("when"),
+                    "the last variant must be the default (`default = true`): some CPU must match",
+                ));
+            }
+            let mut methods = shared.clone();
+            for (name, m) in &v.methods {
+                let mpath = path.key("methods").key(name);
+                let kind = self.method(arch, caps, budget, &mpath, m)?;
+                methods.insert(
+                    name.clone(),
+                    Method {
+                        name: name.clone(),
+                        kind,
+                    },
+                );
+            }
+            let classes = if v.dispatch.is_empty() {
+                if raw.dispatch.is_empty() {
+                    return Err(self.err(
+                        &path,
+                        "this variant has no `dispatch`, and the strategy has none to share",
+                    ));
+                }
+                self.dispatch(&FieldPath::root().key("dispatch"), &raw.dispatch, &methods)?
+            } else {
+                self.dispatch(&path.key("dispatch"), &v.dispatch, &methods)?
+            };
+            out.push(Variant {
+                name: v.name.clone(),
+                when,
+                classes,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `["zen", "erms", "!fsrm"]`: every feature listed present, every `!`
+    /// one absent.
+    fn cpu_condition(&self, path: &FieldPath, words: &[String]) -> R<CpuCondition> {
+        if words.is_empty() {
+            return Err(self.err(
+                path,
+                "an empty condition always holds: write `default = true` instead",
+            ));
+        }
+        let mut cond = CpuCondition {
+            require: Vec::new(),
+            exclude: Vec::new(),
+        };
+        for (i, w) in words.iter().enumerate() {
+            let (negated, name) = match w.strip_prefix('!') {
+                Some(n) => (true, n),
+                None => (false, w.as_str()),
+            };
+            let f = CpuFeature::parse(name).ok_or_else(|| {
+                self.err(
+                    &path.index(i),
+                    format!(
+                        "unknown CPU feature `{name}` (known: {})",
+                        CpuFeature::names().join(", ")
+                    ),
+                )
+            })?;
+            if cond.require.contains(&f) || cond.exclude.contains(&f) {
+                return Err(self.err(
+                    &path.index(i),
+                    format!("`{name}` is named twice in this condition"),
+                ));
+            }
+            if negated {
+                cond.exclude.push(f)
+            } else {
+                cond.require.push(f)
+            }
+        }
+        Ok(cond)
     }
 }

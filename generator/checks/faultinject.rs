@@ -8,18 +8,18 @@
 //! function) come from the assembled object, read with `object`.
 
 use std::fmt::Write as _;
-use std::io::ErrorKind;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
-use crate::ir::{Arch, Direction, Flavor, Precision, Strategy};
-use crate::lower::{lower, Target};
-use crate::render::render;
+use crate::backend::{compile, Compiled};
+use crate::front::strategy::{Arch, Direction, Flavor, Precision, Strategy};
+use crate::output::render::render_functions;
+use crate::toolchain::{toolchain, Toolchain};
 
-const HARNESS_C: &str = include_str!("../verify/harness.c");
-const HARNESS_H: &str = include_str!("../verify/harness.h");
+const HARNESS_C: &str = include_str!("../../verify/harness.c");
+const HARNESS_H: &str = include_str!("../../verify/harness.h");
 
 /// One entry point as the harness sees it (a manifest row).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,29 +34,37 @@ pub struct Entry {
     pub exact: bool,
 }
 
-/// The manifest rows of `s`, from its lowered routines.
+/// The manifest rows of `s`, from its lowered routines; with per-CPU
+/// variants, every variant and the entry points that pick one.
 pub fn entries(s: &Strategy) -> Vec<Entry> {
-    lower(
-        s,
-        Target {
-            arch: s.arch,
-            flavor: Flavor::Standalone,
-        },
-    )
-    .into_iter()
-    .flat_map(|r| {
-        // A routine serving both directions is tested in each role by name.
-        let roles = std::iter::once((r.symbol, r.direction)).chain(r.aliases);
-        let fixed = r.fixed;
-        roles.map(move |(symbol, direction)| Entry {
+    entries_of(s, &compile(s, Flavor::Standalone))
+}
+
+/// The manifest rows of routines compiled from `s`, then the per-CPU
+/// variants' entry points that pick one.
+fn entries_of(s: &Strategy, compiled: &[Compiled]) -> Vec<Entry> {
+    let pickers = crate::variants::dispatchers(s, Flavor::Standalone)
+        .into_iter()
+        .zip(&s.directions)
+        .map(|(f, &direction)| (f.symbol, direction, None));
+    compiled
+        .iter()
+        .flat_map(|c| {
+            // A routine serving both directions is tested in each role by name.
+            let fixed = c.routine.fixed;
+            std::iter::once((c.routine.symbol.clone(), c.routine.direction))
+                .chain(c.routine.aliases.iter().cloned())
+                .map(move |(symbol, direction)| (symbol, direction, fixed))
+        })
+        .chain(pickers)
+        .map(|(symbol, direction, fixed)| Entry {
             symbol,
             direction,
             fixed,
             zero_tail: s.zero_tail && direction == Direction::FromUser,
             exact: s.precision == Precision::Exact,
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// The C manifest the harness is linked with.
@@ -90,66 +98,21 @@ pub fn manifest(entries: &[Entry]) -> String {
     c
 }
 
-/// How to build and run for one architecture.
-struct Toolchain {
-    cc: &'static str,
-    flags: &'static [&'static str],
-    /// Debian packages that provide the compiler and C library.
-    packages: &'static str,
-    runner: Option<(&'static str, &'static [&'static str], &'static str)>,
-}
-
-fn toolchain(arch: Arch) -> Toolchain {
-    match arch {
-        Arch::X86_64 => Toolchain {
-            cc: "gcc",
-            flags: &[],
-            packages: "gcc",
-            runner: None,
-        },
-        Arch::I386 => Toolchain {
-            cc: "gcc",
-            flags: &["-m32"],
-            packages: "gcc-12-multilib",
-            runner: None,
-        },
-        // Debian's armhf libc is ARMv7 Thumb-2 and dies on an ARM1176: armel, static.
-        Arch::Armv6 => Toolchain {
-            cc: "arm-linux-gnueabi-gcc",
-            flags: &["-march=armv6", "-marm", "-static"],
-            packages: "gcc-arm-linux-gnueabi libc6-dev-armel-cross",
-            runner: Some(("qemu-arm", &["-cpu", "arm1176"], "qemu-user")),
-        },
-    }
-}
-
-fn run_tool(cmd: &mut Command, tool: &str, packages: &str) -> Result<Output> {
-    match cmd.output() {
-        Ok(o) => Ok(o),
-        Err(e) if e.kind() == ErrorKind::NotFound => Err(anyhow!(
-            "`{tool}` not found: install the Debian package(s) {packages} (verify/install-deps does)"
-        )),
-        Err(e) => Err(e).with_context(|| format!("running {tool}")),
-    }
-}
-
 /// Whether `arch`'s compiler, C library and runner work; the error names
 /// the Debian packages to install.
 pub fn check_tools(arch: Arch) -> Result<()> {
     let tc = toolchain(arch);
     let dir = tempfile::Builder::new().prefix("copygen-tools").tempdir()?;
     std::fs::write(dir.path().join("t.c"), "int main(void) { return 0; }\n")?;
-    build(&tc, dir.path(), &["t.c", "-o", "t"], "building a C program")?;
-    if let Some((runner, args, packages)) = tc.runner {
-        let out = run_tool(
-            Command::new(runner).args(args).arg(dir.path().join("t")),
-            runner,
-            packages,
-        )?;
+    build(tc, dir.path(), &["t.c", "-o", "t"], "building a C program")?;
+    if let Some((runner, args)) = tc.runner {
+        let out = runner.output(runner.command().args(args).arg(dir.path().join("t")))?;
         if !out.status.success() {
             bail!(
-                "`{runner}` cannot run an {arch} program ({}): is {packages} installed?",
-                out.status
+                "`{}` cannot run an {arch} program ({}): is {} installed?",
+                runner.program,
+                out.status,
+                runner.package_list()
             );
         }
     }
@@ -194,8 +157,11 @@ impl Report {
 
 /// Fault-inject every standalone entry point of `s`.
 pub fn run_strategy(s: &Strategy) -> Result<Report> {
-    let asm = render(s, Flavor::Standalone);
-    run_asm(s.arch, &asm, &entries(s))
+    // One compile: the printed file and the manifest come from the same routines.
+    let compiled = compile(s, Flavor::Standalone);
+    let functions = crate::backend::print_file(s, Flavor::Standalone, &compiled);
+    let asm = render_functions(s, Flavor::Standalone, functions);
+    run_asm(s.arch, &asm, &entries_of(s, &compiled))
         .with_context(|| format!("fault injection of {} ({})", s.name, s.arch))
 }
 
@@ -216,14 +182,14 @@ pub fn run_asm(arch: Arch, asm: &str, entries: &[Entry]) -> Result<Report> {
     let tc = toolchain(arch);
     let obj = d.join("routines.o");
     build(
-        &tc,
+        tc,
         d,
         &["-c", "routines.S", "-o", "routines.o"],
         "assembling",
     )?;
     let sizes = function_sizes(arch, &std::fs::read(&obj)?)?;
     build(
-        &tc,
+        tc,
         d,
         &[
             "-O2",
@@ -239,18 +205,21 @@ pub fn run_asm(arch: Arch, asm: &str, entries: &[Entry]) -> Result<Report> {
     let exe = d.join("harness");
     let mut cmd = match tc.runner {
         None => Command::new(&exe),
-        Some((runner, args, _)) => {
-            let mut c = Command::new(runner);
+        Some((runner, args)) => {
+            let mut c = runner.command();
             c.args(args).arg(&exe);
             c
         }
     };
     cmd.arg(MAX_DETAILS.to_string()).current_dir(d);
-    let (tool, packages) = match tc.runner {
-        None => ("harness", ""),
-        Some((runner, _, pkg)) => (runner, pkg),
-    };
-    let out = run_tool(&mut cmd, tool, packages)?;
+    let runner = tc.runner.map_or(
+        crate::toolchain::Tool {
+            program: "harness",
+            packages: &[],
+        },
+        |(runner, _)| runner,
+    );
+    let out = runner.output(&mut cmd)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // 0: clean, 1: violations; anything else is the harness failing.
     if !matches!(out.status.code(), Some(0 | 1)) {
@@ -289,16 +258,17 @@ pub fn run_asm(arch: Arch, asm: &str, entries: &[Entry]) -> Result<Report> {
 }
 
 fn build(tc: &Toolchain, dir: &Path, args: &[&str], what: &str) -> Result<()> {
-    let mut cmd = Command::new(tc.cc);
-    cmd.args(tc.flags).args(args).current_dir(dir);
-    let out = run_tool(&mut cmd, tc.cc, tc.packages)?;
+    let mut cmd = tc.cc.command();
+    let flags = [tc.arch_flags, tc.link_flags].concat();
+    cmd.args(&flags).args(args).current_dir(dir);
+    let out = tc.cc.output(&mut cmd)?;
     if !out.status.success() {
         bail!(
             "{what} with `{} {} {}` failed (are the Debian packages {} installed?):\n{}",
-            tc.cc,
-            tc.flags.join(" "),
+            tc.cc.program,
+            flags.join(" "),
             args.join(" "),
-            tc.packages,
+            tc.cc.package_list(),
             String::from_utf8_lossy(&out.stderr)
         );
     }
@@ -333,9 +303,9 @@ pub fn parse_output(text: &str) -> Result<Report> {
 
 /// `.text` bytes and `__ex_table` entries of every function symbol in the
 /// relocatable object `data` (entries attributed by their instruction's
-/// relocation, see [`crate::objfile`]): symbol → (size, entries).
+/// relocation, see [`crate::checks::objfile`]): symbol → (size, entries).
 pub fn function_sizes(arch: Arch, data: &[u8]) -> Result<Vec<(String, (u64, usize))>> {
-    let obj = crate::objfile::read(data).context("reading the assembled object")?;
+    let obj = crate::checks::objfile::read(data).context("reading the assembled object")?;
     if obj.arch != arch {
         bail!("the assembled object is {}, expected {arch}", obj.arch);
     }

@@ -70,7 +70,11 @@ pub const BASELINES: &[(&str, CopyFn, &str)] = &[
 ];
 
 /// One routine of `s`, JIT-compiled; the module lives as long as the subject.
-pub fn jit_subject(s: &crate::ir::Strategy, symbol: &str, name: String) -> Result<Subject> {
+pub fn jit_subject(
+    s: &crate::front::strategy::Strategy,
+    symbol: &str,
+    name: String,
+) -> Result<Subject> {
     let module = crate::jit::compile(s).map_err(|e| anyhow::anyhow!("{}: {e}", s.name))?;
     let f = module
         .routine(symbol)
@@ -85,8 +89,8 @@ pub fn jit_subject(s: &crate::ir::Strategy, symbol: &str, name: String) -> Resul
 
 /// The routine a strategy is benchmarked by: its general from_user entry
 /// (to_user when it has none); without faults both copy the same way.
-pub fn strategy_subject(s: &crate::ir::Strategy) -> Result<Subject> {
-    use crate::ir::Direction;
+pub fn strategy_subject(s: &crate::front::strategy::Strategy) -> Result<Subject> {
+    use crate::front::strategy::Direction;
     let dir = if s.directions.contains(&Direction::FromUser) {
         Direction::FromUser
     } else {
@@ -94,7 +98,7 @@ pub fn strategy_subject(s: &crate::ir::Strategy) -> Result<Subject> {
     };
     jit_subject(
         s,
-        &crate::lower::entry_symbol(s, crate::ir::Flavor::Standalone, dir, None),
+        &crate::lower::entry_symbol(s, crate::front::strategy::Flavor::Standalone, dir, None),
         s.name.clone(),
     )
 }
@@ -336,7 +340,7 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
         .filter(|_| s.contains(".."))
     {
         let step: usize = step.parse().context("range step")?;
-        let (lo, hi) = crate::strategy::parse_range(range)
+        let (lo, hi) = crate::front::parse::parse_range(range)
             .with_context(|| format!("`{range}` is not a range"))?;
         let hi = hi.with_context(|| format!("`{range}` needs an upper bound"))? as usize;
         if step == 0 {

@@ -1,28 +1,16 @@
-//! The `emitted/` tree: render every catalog strategy in both flavours,
+//! The `emitted/` tree: render every catalog strategy ([`crate::front::catalog`]) in both flavours,
 //! write atomically, or compare (`--check`). Nothing is written unless
 //! every strategy validated and rendered.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::diagnostics::StrategyError;
-use crate::ir::{Arch, Flavor, Strategy};
-use crate::render::{emitted_path, render_functions};
-use crate::strategy;
-
-include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
-
-/// The built-in strategies, validated.
-pub fn catalog() -> Result<Vec<Strategy>, StrategyError> {
-    CATALOG
-        .iter()
-        .map(|(path, text)| strategy::parse(Path::new(path), text, None))
-        .collect()
-}
+use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::output::render::{emitted_path, render_functions};
 
 /// Every file of the tree: relative path → contents.
 pub fn render_tree(strategies: &[Strategy]) -> BTreeMap<String, String> {
@@ -47,10 +35,7 @@ pub fn render_tree_with_stats(
     let mut stats = Vec::new();
     for s in strategies {
         for flavor in Flavor::ALL {
-            let functions: Vec<_> = crate::backend::functions(s, flavor)
-                .into_iter()
-                .map(|(_, f)| f)
-                .collect();
+            let functions = crate::backend::file_functions(s, flavor);
             stats.push(FileStats {
                 strategy: s.name.clone(),
                 arch: s.arch,
@@ -163,20 +148,4 @@ pub fn check_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<String
         ));
     }
     Ok(out)
-}
-
-/// The repository root: the nearest folder above the working directory
-/// holding `generator/strategies`, else where this binary was built from.
-pub fn repo_root() -> PathBuf {
-    if let Ok(mut dir) = std::env::current_dir() {
-        loop {
-            if dir.join("generator/strategies").is_dir() && dir.join("Cargo.toml").is_file() {
-                return dir;
-            }
-            if !dir.pop() {
-                break;
-            }
-        }
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

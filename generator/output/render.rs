@@ -1,0 +1,94 @@
+//! File structure: the tera templates in `templates/` (embedded in the
+//! binary) wrap the printed functions with the header ([`super::header`]),
+//! the flavour's macros and the exception table.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use tera::{Context, Tera};
+
+use super::header::Header;
+use crate::backend::{self, Function};
+use crate::front::strategy::{Arch, Flavor, Strategy};
+
+const TEMPLATES: &[(&str, &str)] = &[
+    ("header", include_str!("../../templates/header.S.tera")),
+    (
+        "x86-standalone",
+        include_str!("../../templates/x86-standalone.S.tera"),
+    ),
+    (
+        "x86-linux",
+        include_str!("../../templates/x86-linux.S.tera"),
+    ),
+    (
+        "armv6-standalone",
+        include_str!("../../templates/armv6-standalone.S.tera"),
+    ),
+    (
+        "armv6-linux",
+        include_str!("../../templates/armv6-linux.S.tera"),
+    ),
+];
+
+fn tera() -> &'static Tera {
+    static TERA: OnceLock<Tera> = OnceLock::new();
+    TERA.get_or_init(|| {
+        let mut t = Tera::default();
+        t.add_raw_templates(TEMPLATES.iter().copied())
+            .expect("embedded templates parse");
+        t.autoescape_on(vec![]);
+        t
+    })
+}
+
+/// Where a generated file goes: `emitted/<arch>/<flavor>/<name>.S`.
+pub fn emitted_path(s: &Strategy, flavor: Flavor) -> String {
+    format!("{}/{}/{}.S", s.arch, flavor, s.name)
+}
+
+#[derive(Serialize)]
+struct FileContext<'a> {
+    #[serde(flatten)]
+    header: Header<'a>,
+    functions: Vec<Function>,
+    extable: &'static str,
+    /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
+    alternatives: bool,
+    /// The kernel the linux flavour is for: "6.1", "6.12", or "" for both.
+    kernel: &'static str,
+}
+
+/// Render the whole `.S` file of `s` in `flavor`.
+pub fn render(s: &Strategy, flavor: Flavor) -> String {
+    let functions = backend::file_functions(s, flavor);
+    render_functions(s, flavor, functions)
+}
+
+/// Render the file around functions already printed for `s` in `flavor`.
+pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) -> String {
+    let ctx = FileContext {
+        header: Header::new(s, flavor),
+        functions,
+        extable: match s.linux.extable {
+            crate::front::strategy::ExtableFormat::Relative => "relative",
+            crate::front::strategy::ExtableFormat::Absolute => "absolute",
+            crate::front::strategy::ExtableFormat::Copy => "copy",
+        },
+        alternatives: !s.variants.is_empty(),
+        kernel: s.linux.kernel.map_or("", |k| k.name()),
+    };
+    let template = match s.arch {
+        Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
+        Arch::Armv6 => format!("armv6-{}", flavor.name()),
+    };
+    let ctx = Context::from_serialize(&ctx).expect("context serialises");
+    let mut out = tera()
+        .render(&template, &ctx)
+        .unwrap_or_else(|e| panic!("template {template}: {e:?}"));
+    // One trailing newline, no trailing blanks: byte-stable output.
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}

@@ -1,0 +1,18 @@
+/* Shim of <asm/alternative.h> for assembly: ALTERNATIVE as the kernel lays
+ * it out (the original instruction in place, padded with NOPs to the
+ * replacement's length; the replacement in .altinstr_replacement), without
+ * the patch table: user space runs the original. */
+#ifndef COPYGEN_SHIM_ALTERNATIVE_H
+#define COPYGEN_SHIM_ALTERNATIVE_H
+.macro ALTERNATIVE oldinstr, newinstr, feature
+140:
+	\oldinstr
+141:
+	.skip -(((144f-143f)-(141b-140b)) > 0) * ((144f-143f)-(141b-140b)),0x90
+	.pushsection .altinstr_replacement,"ax"
+143:
+	\newinstr
+144:
+	.popsection
+.endm
+#endif
