@@ -68,6 +68,20 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
     };
     let mut t = s.clone();
     let mut notes = Vec::new();
+    // Per-CPU variants: the kernel-side dispatch (an ALTERNATIVE chain) is not
+    // wired by this patch yet; the default variant (the one without a CPU
+    // condition) is what the tree gets.
+    if !s.variants.is_empty() {
+        let Some(v) = s.variants.iter().find(|v| v.when.is_none()) else {
+            return Err(unfit("a per-CPU strategy without a default variant".into()));
+        };
+        notes.push(format!(
+            "Per-CPU variants: this patch carries the default variant `{}` only.",
+            v.name
+        ));
+        t.classes = v.classes.clone();
+        t.variants = Vec::new();
+    }
     t.linux.kernel = Some(kernel);
     let both_dirs = s.directions.len() == 2;
     if !both_dirs {
