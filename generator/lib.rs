@@ -10,9 +10,9 @@
 //! | targets   | [`arch`]: what each architecture offers                        |
 //! | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups) |
 //! | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; [`jit`]: the same x86 lines → dynasm |
-//! | output    | [`output`]: file templates and the `emitted/` tree             |
+//! | output    | [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
 //! | checks    | [`checks`] (objects, fault injection on each CPU mode), [`static_verify`] |
-//! | tools     | [`tools`]: `copygen diff` (review) and `copygen bench`          |
+//! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune` |
 //!
 //! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
 //! their Debian packages.
@@ -34,12 +34,13 @@ pub mod front {
     pub mod strategy;
 }
 
-/// Generated files: templates around the printed functions, and the
-/// `emitted/` tree.
+/// Generated files: templates around the printed functions, the
+/// `emitted/` tree, and writing files.
 pub mod output {
     pub mod header;
     pub mod render;
     pub mod tree;
+    pub mod write;
 }
 
 /// Checking routines: assembled objects, fault injection on real CPU modes,
@@ -54,4 +55,5 @@ pub mod checks {
 pub mod tools {
     pub mod bench;
     pub mod review;
+    pub mod tune;
 }

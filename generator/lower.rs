@@ -7,7 +7,7 @@
 
 pub mod routine;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::front::strategy::*;
 use crate::lower::routine::*;
@@ -83,6 +83,10 @@ struct Lowering<'a> {
     ops: Vec<Op>,
     fixups: Vec<Fixup>,
     labels: BTreeSet<String>,
+    /// Per label base, the suffix [`Self::label`] tries first: every
+    /// `base_k` below it is taken, so naming stays linear in the number of
+    /// labels (strategies with thousands of size classes reuse bases).
+    next_suffix: HashMap<String, u32>,
 }
 
 /// Progress through a straight-line copy: how much is known stored.
@@ -114,6 +118,7 @@ impl<'a> Lowering<'a> {
             ops: Vec::new(),
             fixups: Vec::new(),
             labels: BTreeSet::new(),
+            next_suffix: HashMap::new(),
         }
     }
 
@@ -160,13 +165,28 @@ impl<'a> Lowering<'a> {
 
     /// A fresh label named `base` (or `base_2`, `base_3`... if taken).
     fn label(&mut self, base: &str) -> Label {
-        let mut name = base.to_string();
-        let mut n = 2;
-        while !self.labels.insert(name.clone()) {
-            name = format!("{base}_{n}");
-            n += 1;
+        if self.labels.insert(base.to_string()) {
+            return base.to_string();
         }
-        name
+        let n = self.next_suffix.entry(base.to_string()).or_insert(2);
+        loop {
+            let name = format!("{base}_{n}");
+            *n += 1;
+            if self.labels.insert(name.clone()) {
+                return name;
+            }
+        }
+    }
+
+    /// Give back a label that was not placed, so its name can be reused.
+    fn unlabel(&mut self, name: &str) {
+        self.labels.remove(name);
+        // `base_k` is free again: `label(base)` must try it first.
+        if let Some((base, k)) = name.rsplit_once('_') {
+            if let (Ok(k), Some(n)) = (k.parse::<u32>(), self.next_suffix.get_mut(base)) {
+                *n = (*n).min(k);
+            }
+        }
     }
 
     fn place(&mut self, l: &Label) {
@@ -663,7 +683,7 @@ impl<'a> Lowering<'a> {
             if guarded {
                 self.place(&skip);
             } else {
-                self.labels.remove(&skip);
+                self.unlabel(&skip);
             }
         }
 

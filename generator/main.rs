@@ -5,19 +5,27 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::{emitted_path, render};
-use copygen::output::tree::{self, check_tree, render_tree_with_stats, write_tree};
+use copygen::output::tree::{check_tree, render_tree_with_stats, write_tree};
+
+/// `--version`: the package version and the git revision built.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("COPYGEN_GIT_REVISION"),
+    ")"
+);
 
 #[derive(Parser)]
 #[command(
     name = "copygen",
-    version,
+    version = VERSION,
     about = "Generate, test, benchmark and review copy_{to,from}_user routines"
 )]
 struct Cli {
@@ -77,15 +85,28 @@ enum Command {
         #[arg(long)]
         no_verify: bool,
     },
+    /// Search x86_64 strategies for this CPU and the given size
+    /// distributions (JIT-timed against rep movsb, bounded on a fixed-size x
+    /// alias grid); write the winner, which passed the JIT fault suite.
+    Tune(TuneArgs),
     /// JIT-compile a strategy and run the in-process fault-injection suite;
     /// exit 1 on any contract violation.
     Jit {
-        /// The strategy file.
-        file: PathBuf,
+        /// Strategy files or catalog names.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Architecture instead of the file's (only x86_64 runs in-process).
         #[arg(long)]
         arch: Option<String>,
     },
+    /// Print a shell's completion script: `copygen completions bash >
+    /// /usr/share/bash-completion/completions/copygen`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `copygen man > copygen.1; man ./copygen.1`.
+    Man,
 }
 
 #[derive(clap::Args)]
@@ -120,8 +141,27 @@ struct BenchArgs {
     #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
     /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
-    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets"])]
+    #[arg(long, conflicts_with_all = ["sizes", "alias_offsets", "distribution"])]
     table: Option<String>,
+    /// Sizes drawn from a measured distribution (llvm-libc's CSV format; a
+    /// file, or a built-in name such as MemcpyGoogleA); repeatable. src and
+    /// dst at independent random page offsets, a fresh sequence every round.
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["sizes", "alias_offsets"])]
+    distribution: Vec<String>,
+    /// With --distribution: calls per sequence.
+    #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS)]
+    calls: usize,
+    /// With --distribution: share of calls (0..1) sent into the aliasing
+    /// band, (dst - src) mod 4096 in 1..=63 (default: its natural rate).
+    #[arg(long, default_value_t = 0.0)]
+    alias_share: f64,
+    /// The subject the ratio columns divide by (default: rep_movsb when
+    /// measured, else the first subject); added when not listed.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Seed of the measuring order and the random sequences.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`.
     #[arg(long)]
     sizes: Option<String>,
@@ -156,6 +196,39 @@ struct BenchArgs {
 }
 
 #[derive(clap::Args)]
+struct TuneArgs {
+    /// A strategy to start from: its name, directions, linux options and
+    /// precision are kept, and it competes as it is.
+    base: Option<PathBuf>,
+    /// Size distribution to tune on (llvm-libc CSV; a file or a built-in
+    /// name); repeatable.
+    #[arg(long, value_name = "FILE.csv", required = true)]
+    distribution: Vec<String>,
+    /// Seconds for the whole run (search about 70 %, then confirmation,
+    /// fault suite and report).
+    #[arg(long, default_value_t = 180.0)]
+    budget: f64,
+    /// Write the tuned strategy here (default: stdout, after the report).
+    #[arg(short, long, value_name = "OUT.toml")]
+    output: Option<PathBuf>,
+    /// Name of the tuned strategy (default: the base's, else `tuned`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Also report on these distributions (default: the built-in ones not tuned on).
+    #[arg(long, value_name = "FILE.csv")]
+    also: Vec<String>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write an SVG plot of the final measurement here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Seed of the search and the sequences.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(clap::Args)]
 struct VerifyArgs {
     /// Strategy files; without any, the whole built-in catalog.
     files: Vec<PathBuf>,
@@ -185,6 +258,19 @@ struct VerifyArgs {
     /// With --static: the routines own the vector state (MMX/SSE/AVX, ARM VFP allowed).
     #[arg(long, requires = "static_only")]
     allow_vector: bool,
+    /// With --static: code the analysis cannot reach or follow (an indirect
+    /// jump, code no path reaches) is a warning instead of an error.
+    #[arg(long, requires = "static_only")]
+    allow_unanalysed: bool,
+    /// With --static: check this function, NAME[:from_user|to_user|both[:c|rep_movs]]
+    /// (repeatable; default: every function with exception-table entries and
+    /// every *_from_user / *_to_user; the user side defaults to the name's, else both).
+    #[arg(
+        long = "function",
+        value_name = "NAME[:SIDE[:CONV]]",
+        requires = "static_only"
+    )]
+    functions: Vec<String>,
 }
 
 /// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
@@ -222,8 +308,9 @@ fn main() -> ExitCode {
         Command::List => cmd_list(),
         Command::Verify(args) => cmd_verify(args),
         Command::Bench(args) => cmd_bench(args),
+        Command::Tune(args) => cmd_tune(args),
         Command::Diff(args) => cmd_diff(args),
-        Command::Jit { file, arch } => cmd_jit(file, arch),
+        Command::Jit { files, arch } => cmd_jit(files, arch),
         Command::KernelPatch {
             strategy,
             kernel,
@@ -231,6 +318,18 @@ fn main() -> ExitCode {
             output,
             no_verify,
         } => cmd_kernel_patch(strategy, kernel, arch, output, no_verify),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "copygen", &mut out);
+            write_stdout(&out)
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut out)
+                .expect("rendering to memory");
+            write_stdout(&out)
+        }
     };
     match result {
         Ok(code) => code,
@@ -289,10 +388,7 @@ fn cmd_emit(
         ));
     }
     // Validate everything before writing anything.
-    let strategies: Vec<Strategy> = files
-        .iter()
-        .map(|f| parse::load(f, arch))
-        .collect::<Result<_>>()?;
+    let strategies = load_all(&files, arch)?;
     let mut outputs = Vec::new();
     for s in &strategies {
         for &fl in &flavors {
@@ -300,23 +396,66 @@ fn cmd_emit(
         }
     }
     match output.as_deref() {
-        None => print_all(&outputs),
-        Some(p) if p.as_os_str() == "-" => print_all(&outputs),
-        Some(p) if outputs.len() == 1 && !p.is_dir() => tree::write_atomic(p, &outputs[0].1)?,
+        None => print_all(&outputs)?,
+        Some(p) if p.as_os_str() == "-" => print_all(&outputs)?,
+        Some(p) if outputs.len() == 1 && !p.is_dir() => {
+            copygen::output::write::write_file(p, &outputs[0].1)?
+        }
+        Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
+            let why = if flavors.len() > 1 {
+                "both flavours: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
+            } else {
+                "give a folder instead"
+            };
+            return Err(Failure::Input(format!(
+                "error: -o {} names one file, but this run emits {} files ({why})",
+                p.display(),
+                outputs.len()
+            )));
+        }
         Some(dir) => {
-            for (rel, text) in &outputs {
-                tree::write_atomic(&dir.join(rel), text)?;
-                eprintln!("wrote {}", dir.join(rel).display());
+            let files: Vec<_> = outputs
+                .iter()
+                .map(|(rel, text)| (dir.join(rel), text.clone()))
+                .collect();
+            copygen::output::write::write_all(&files)?;
+            for (path, _) in &files {
+                eprintln!("wrote {}", path.display());
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_all(outputs: &[(String, String)]) {
-    for (_, text) in outputs {
-        print!("{text}");
+/// Generated text to stdout (a closed pipe is an error, not a panic).
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
+    copygen::output::write::write_file(std::path::Path::new("-"), &String::from_utf8_lossy(bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every strategy file, validated; the errors of every file at once.
+fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, Failure> {
+    let mut strategies = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match strategy_arg(f, arch) {
+            Ok(s) => strategies.push(s),
+            Err(Failure::Input(msg)) => errors.push(msg),
+            Err(other) => return Err(other),
+        }
     }
+    if errors.is_empty() {
+        Ok(strategies)
+    } else {
+        Err(Failure::Input(errors.join("\n\n")))
+    }
+}
+
+/// Every output to stdout, one after the other (a closed pipe is an error,
+/// not a panic).
+fn print_all(outputs: &[(String, String)]) -> Result<(), Failure> {
+    let text: String = outputs.iter().map(|(_, t)| t.as_str()).collect();
+    write_stdout(text.as_bytes()).map(drop)
 }
 
 fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failure> {
@@ -382,6 +521,22 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
+    } else if !a.distribution.is_empty() {
+        if a.calls == 0 {
+            return Err(Failure::Input("error: --calls must be at least 1".into()));
+        }
+        if !(0.0..=1.0).contains(&a.alias_share) {
+            return Err(Failure::Input(
+                "error: --alias-share is a share of calls, between 0 and 1".into(),
+            ));
+        }
+        let dists = a
+            .distribution
+            .iter()
+            .map(|d| bench::distribution::Distribution::load(d))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))?;
+        bench::distribution_sweep(dists, a.calls, a.alias_share)
     } else if let Some(al) = &a.alias_offsets {
         let sizes = a
             .sizes
@@ -396,7 +551,7 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             title: "(dst - src) mod 4096 sweep".into(),
             x_label: "(dst - src) mod 4096".into(),
             rows: bench::alias_rows(&sizes, &alias),
-            cold: false,
+            ..bench::Sweep::default()
         }
     } else {
         let sizes = bench::parse_list(a.sizes.as_deref().unwrap_or("0..=64")).map_err(input)?;
@@ -425,6 +580,16 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             "error: --variant {v}: no strategy benchmarked has per-CPU variants"
         )));
     }
+    let baseline = match &a.baseline {
+        None => None,
+        Some(b) => Some(match subjects.iter().position(|s| &s.name == b) {
+            Some(i) => i,
+            None => {
+                subjects.push(bench_subject(b, None, found)?.0);
+                subjects.len() - 1
+            }
+        }),
+    };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
@@ -432,16 +597,25 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             .progress_chars("=> "),
     );
     bar.set_message(format!("bench {}", sweep.name));
-    let results = bench::run(&sweep, &subjects, a.repeats, &|done, total| {
+    let opts = bench::Options {
+        repeats: a.repeats,
+        seed: a.seed,
+        ..bench::Options::default()
+    };
+    let mut results = bench::run_with(&sweep, &subjects, &opts, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
     bar.finish_and_clear();
+    if let Some(b) = baseline {
+        results.baseline = b;
+    }
+    results.command = command_line();
     print!("{}", bench::text_table(&results));
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        tree::write_atomic(p, &(text + "\n"))?;
+        copygen::output::write::write_file(p, &(text + "\n"))?;
         eprintln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
@@ -495,10 +669,118 @@ fn cmd_kernel_patch(
     };
     let text = copygen::kernel_patch::patch(&s, kernel, verified.as_ref())?;
     match output {
-        Some(p) if p.as_os_str() != "-" => copygen::output::tree::write_atomic(&p, &text)?,
+        Some(p) if p.as_os_str() != "-" => copygen::output::write::write_file(&p, &text)?,
         _ => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
+    use copygen::tools::bench::distribution::{Distribution, BUILTIN};
+    use copygen::tools::tune;
+    let load = |names: &[String]| -> Result<Vec<Distribution>, Failure> {
+        names
+            .iter()
+            .map(|d| Distribution::load(d))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))
+    };
+    let dists = load(&a.distribution)?;
+    let mut extra = if a.also.is_empty() {
+        BUILTIN
+            .iter()
+            .filter(|(n, _)| !dists.iter().any(|d| d.name == *n))
+            .map(|(n, _)| Distribution::load(n))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        load(&a.also)?
+    };
+    extra.retain(|e| !dists.iter().any(|d| d.name == e.name));
+    if !(a.budget.is_finite() && a.budget > 0.0) {
+        return Err(Failure::Input(
+            "error: --budget is a positive number of seconds".into(),
+        ));
+    }
+    let base = a
+        .base
+        .as_deref()
+        .map(|p| parse::load(p, None))
+        .transpose()?;
+    if let Some(b) = &base {
+        if b.arch != Arch::X86_64 {
+            return Err(Failure::Input(format!(
+                "error: {}: tune measures x86_64 strategies on this CPU; this one is {}",
+                b.source, b.arch
+            )));
+        }
+    }
+    let mut header = match &base {
+        Some(b) => tune::Header::from_base(b),
+        None => tune::Header::new("tuned"),
+    };
+    if let Some(n) = &a.name {
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(Failure::Input(format!(
+                "error: --name `{n}`: letters, digits, - and _ only"
+            )));
+        }
+        header.name = n.clone();
+    }
+    let opts = tune::Options {
+        dists,
+        extra,
+        budget: std::time::Duration::from_secs_f64(a.budget),
+        header,
+        base,
+        seed: a.seed,
+    };
+    let bar = indicatif::ProgressBar::new(1000);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("tune [{bar:30}] {elapsed}/{msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    let budget = a.budget;
+    let outcome = tune::tune(&opts, &|frac, msg| {
+        bar.set_position((frac.min(1.0) * 1000.0) as u64);
+        bar.set_message(format!("{budget:.0}s {msg}"));
+    })?;
+    bar.finish_and_clear();
+    let mut outcome = outcome;
+    outcome.report.command = command_line();
+    print!("{}", tune::report_text(&outcome));
+    if let Some(p) = &a.json {
+        let j = tune::report_json(&outcome, opts.dists.len());
+        copygen::output::write::write_file(
+            p,
+            &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
+        )?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    match &a.output {
+        Some(p) => {
+            copygen::output::write::write_file(p, &outcome.text)?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("\n{}", outcome.text),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What was run, for plot titles and JSON: `copygen` and its arguments.
+fn command_line() -> String {
+    std::iter::once("copygen".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A baseline by name, or a strategy (file or catalog name) compiled by the
@@ -598,35 +880,31 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     use copygen::static_verify::{check_object, check_strategies, render_reports};
     let arch = parse_arch(args.arch.clone())?;
     let options = static_options(&args, arch)?;
-    let is_strategy = |f: &PathBuf| f.extension().is_some_and(|e| e == "toml");
-    if args.static_only && !args.files.iter().all(is_strategy) {
-        // Assembly or objects, ours or not.
-        let reports = args
-            .files
-            .iter()
-            .map(|f| check_object(f, &options))
-            .collect::<Result<Vec<_>>>()?;
-        let (text, ok) = render_reports(&reports);
-        print!("{text}");
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
+    // Hand-written assembly (and, with --static, objects) is checked as it
+    // is; everything else is a strategy (a file or a catalog name).
+    let is_code = |f: &PathBuf| {
+        f.extension()
+            .is_some_and(|e| e == "S" || e == "s" || (args.static_only && e == "o"))
+    };
+    let asm: Vec<&PathBuf> = args.files.iter().filter(|f| is_code(f)).collect();
     let strategies: Vec<Strategy> = if args.files.is_empty() {
         catalog()?
             .into_iter()
             .filter(|s| arch.is_none_or(|a| s.arch == a))
             .collect()
     } else {
-        args.files
-            .iter()
-            .map(|f| parse::load(f, arch))
-            .collect::<Result<_>>()?
+        let strategy_files: Vec<PathBuf> =
+            args.files.iter().filter(|f| !is_code(f)).cloned().collect();
+        load_all(&strategy_files, arch)?
     };
+    let asm_reports = asm
+        .iter()
+        .map(|f| check_object(f, &options))
+        .collect::<Result<Vec<_>>>()?;
     // Static first (seconds), then fault injection (the long part).
-    let (text, static_ok) = render_reports(&check_strategies(&strategies, &options)?);
+    let mut reports = check_strategies(&strategies, &options)?;
+    reports.extend(asm_reports.iter().cloned());
+    let (text, static_ok) = render_reports(&reports);
     print!("{text}");
     if args.static_only {
         return Ok(if static_ok {
@@ -635,7 +913,10 @@ fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    let mut outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    for (f, r) in asm.iter().zip(&asm_reports) {
+        outcomes.push(copygen::checks::verify::fault_asm_file(f, r));
+    }
     print!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
@@ -649,17 +930,22 @@ fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
 ) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::front::strategy::Convention;
+    use copygen::static_verify::{parse_convention, FunctionSpec};
     let convention = match args.convention.as_deref() {
         None => None,
-        Some("c") => Some(Convention::C),
-        Some("rep_movs") => Some(Convention::RepMovs),
-        Some(c) => {
-            return Err(Failure::Input(format!(
+        Some(c) => Some(parse_convention(c).ok_or_else(|| {
+            Failure::Input(format!(
                 "error: unknown convention `{c}`; use c or rep_movs"
-            )))
-        }
+            ))
+        })?),
     };
+    let functions = args
+        .functions
+        .iter()
+        .map(|s| {
+            FunctionSpec::parse(s).map_err(|e| Failure::Input(format!("error: --function {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let flavor = match &args.flavor {
         None => None,
         f => Some(parse_flavor(f.clone())?[0]),
@@ -670,19 +956,49 @@ fn static_options(
         convention,
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
         allow_vector: args.allow_vector,
+        allow_unanalysed: args.allow_unanalysed,
+        dispatchers: Vec::new(),
+        functions,
+        roles: Vec::new(),
     })
 }
 
-fn cmd_jit(file: PathBuf, arch: Option<String>) -> Result<ExitCode, Failure> {
-    let s = parse::load(&file, parse_arch(arch)?)?;
-    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(|e| match e {
-        copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
-        e => Failure::Other(e.into()),
-    })?;
-    print!("{report}");
-    Ok(if ok {
+fn cmd_jit(files: Vec<PathBuf>, arch: Option<String>) -> Result<ExitCode, Failure> {
+    let arch = parse_arch(arch)?;
+    // Every input is validated before anything runs.
+    let strategies = load_all(&files, arch)?;
+    let mut all_ok = true;
+    for s in &strategies {
+        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
+            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+            e => Failure::Other(e.into()),
+        })?;
+        print!("{report}");
+        all_ok &= ok;
+    }
+    Ok(if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A strategy argument: a file (`.toml`, or any path that exists) or the
+/// name of a catalog strategy, as `bench` takes them.
+fn strategy_arg(arg: &std::path::Path, arch: Option<Arch>) -> Result<Strategy, Failure> {
+    if arg.extension().is_some_and(|e| e == "toml") || arg.exists() {
+        return Ok(parse::load(arg, arch)?);
+    }
+    let name = arg.to_string_lossy();
+    let catalog = catalog()?;
+    match catalog.into_iter().find(|s| s.name == name) {
+        Some(s) if arch.is_none_or(|a| a == s.arch) => Ok(s),
+        Some(s) => Err(Failure::Input(format!(
+            "error: catalog strategy `{name}` is {}; copy its file to build it for another architecture",
+            s.arch
+        ))),
+        None => Err(Failure::Input(format!(
+            "error: `{name}` is neither a file nor a catalog strategy (`copygen list` names them)"
+        ))),
+    }
 }

@@ -220,6 +220,22 @@ fn cases() -> Vec<Case> {
             message: "min_size 8 is below the alignment 16",
         },
         Case {
+            what: "a tail the arch lacks, named as the file writes it",
+            text: replace("arch = \"x86_64\"", "arch = \"armv6\"")
+                .replace("width = 8", "width = 4\ntail = \"rep_movsb\"")
+                .replace("kind = \"rep_movs\"", "kind = \"bytes\""),
+            line_with: "tail",
+            field: "methods.loop.tail",
+            message: "tail `rep_movsb` does not exist on armv6",
+        },
+        Case {
+            what: "a field its kind does not take, named as the file writes it",
+            text: replace("kind = \"rep_movs\"", "kind = \"head_tail\"\nblock = 8"),
+            line_with: "block = 8",
+            field: "methods.movsb.block",
+            message: "`block` means nothing to a method of kind `head_tail`",
+        },
+        Case {
             what: "overlapping tail needs a full word",
             text: replace("registers = 4", "registers = 4\ntail = \"overlap\""),
             line_with: "use = \"loop\"",
@@ -255,6 +271,94 @@ fn cases() -> Vec<Case> {
             line_with: "fixed_sizes",
             field: "fixed_sizes[1]",
             message: "fixed size 100 is outside 1..=64",
+        },
+        Case {
+            what: "alias band of three numbers",
+            text: format!("{BASE}[[dispatch.guard]]\nalias = [1, 2, 3]\nuse = \"loop\"\n"),
+            line_with: "alias = [1, 2, 3]",
+            field: "dispatch[1].guard[0].alias",
+            message: "two numbers [lo, hi]",
+        },
+        Case {
+            what: "empty method name",
+            text: replace("[methods.movsb]", "[methods.\"\"]").replace("use = \"movsb\"", "use = \"\""),
+            line_with: "[methods.\"\"]",
+            field: "methods.",
+            message: "may not be empty",
+        },
+        Case {
+            what: "method name that would break a label",
+            text: replace("[methods.movsb]", "[methods.\"a */ b\"]").replace("use = \"movsb\"", "use = \"a */ b\""),
+            line_with: "[methods.\"a */ b\"]",
+            field: "methods.a */ b",
+            message: "a name uses only letters, digits and `_`",
+        },
+        Case {
+            what: "method name starting with a digit",
+            text: replace("[methods.movsb]", "[methods.9movsb]").replace("use = \"movsb\"", "use = \"9movsb\""),
+            line_with: "[methods.9movsb]",
+            field: "methods.9movsb",
+            message: "does not start with a letter",
+        },
+        Case {
+            what: "strategy name starting with a digit",
+            text: replace("name = \"t\"", "name = \"9t\""),
+            line_with: "name = ",
+            field: "name",
+            message: "does not start with a letter",
+        },
+        Case {
+            what: "strategy name too long",
+            text: replace("name = \"t\"", &format!("name = \"{}\"", "t".repeat(65))),
+            line_with: "name = ",
+            field: "name",
+            message: "at most 64 characters",
+        },
+        Case {
+            what: "control character in the description",
+            text: replace("description = \"test\"", "description = \"a\\u001b[2Jb\""),
+            line_with: "description",
+            field: "description",
+            message: "contains character U+001B",
+        },
+        Case {
+            what: "bidirectional override anywhere in the file",
+            text: replace("description = \"test\"", "description = \"te\u{202E}st\""),
+            line_with: "description",
+            field: "description",
+            message: "U+202E is not allowed",
+        },
+        Case {
+            what: "size bound beyond x86_64 immediates",
+            text: replace("sizes = \"0..=64\"", "sizes = \"0..=2147483648\"").replace("65..", "2147483649.."),
+            line_with: "0..=2147483648",
+            field: "dispatch[0].sizes",
+            message: "at most 2147483647",
+        },
+        Case {
+            what: "size bound u64::MAX (once wrapped to an accepted overlap)",
+            text: replace("sizes = \"0..=64\"", "sizes = \"0..=18446744073709551615\"").replace("65..", "0.."),
+            line_with: "0..=18446744073709551615",
+            field: "dispatch[0].sizes",
+            message: "is too large",
+        },
+        Case {
+            what: "align.min_size beyond x86_64 immediates",
+            text: replace("registers = 4", "registers = 4\nalign = { pointer = \"dst\", to = 8, min_size = 4294967296 }"),
+            line_with: "align",
+            field: "methods.loop.align.min_size",
+            message: "at most 2147483647",
+        },
+        Case {
+            what: "an i386 length beyond 32 bits",
+            text: replace("arch = \"x86_64\"", "arch = \"i386\"")
+                .replace("width = 8", "width = 4")
+                .replace("registers = 4", "registers = 2")
+                .replace("sizes = \"0..=64\"", "sizes = \"0..=4294967296\"")
+                .replace("65..", "4294967297.."),
+            line_with: "0..=4294967296",
+            field: "dispatch[0].sizes",
+            message: "lengths are 32-bit, so a bound is at most 4294967295",
         },
         Case {
             what: "name unfit for files and symbols",
@@ -386,4 +490,208 @@ fn unknown_arch_and_flavour_flags_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("methods.loop.width"));
+}
+
+/// The largest bounds each arch allows are accepted and emitted (no panic
+/// in a backend); one more is a located error (above, in `cases`).
+#[test]
+fn the_largest_bounds_emit_on_every_arch() {
+    for (arch, width, bound) in [
+        ("x86_64", 8, i32::MAX as u64),
+        ("i386", 4, u32::MAX as u64 - 1),
+        ("armv6", 4, u32::MAX as u64 - 1),
+    ] {
+        let text = replace("arch = \"x86_64\"", &format!("arch = \"{arch}\""))
+            .replace("width = 8", &format!("width = {width}"))
+            .replace("kind = \"rep_movs\"", "kind = \"bytes\"")
+            .replace("sizes = \"0..=64\"", &format!("sizes = \"0..={bound}\""))
+            .replace("65..", &format!("{}..", bound + 1))
+            .replace(
+                "registers = 4",
+                &format!(
+                    "registers = 2\nalign = {{ pointer = \"dst\", to = 4, min_size = {bound} }}"
+                ),
+            );
+        let s =
+            parse(Path::new("case.toml"), &text, None).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        for flavor in copygen::front::strategy::Flavor::ALL {
+            let out = copygen::output::render::render(&s, flavor);
+            assert!(out.contains("class 1"), "{arch} {flavor}");
+        }
+    }
+}
+
+/// Every problem in a file is reported in one run, in file order: schema
+/// errors (unknown keys) and validation errors in independent parts.
+#[test]
+fn every_error_in_a_file_is_reported() {
+    let text = replace("registers = 4", "registers = 4\ngroupng = \"x\"")
+        .replace("kind = \"rep_movs\"", "kind = \"rep_movs\"\nunt = 4");
+    let e = error_of(&text);
+    let fields: Vec<_> = e.all().iter().map(|e| e.field.clone()).collect();
+    assert_eq!(fields, ["methods.loop.groupng", "methods.movsb.unt"], "{e}");
+    assert!(e.to_string().ends_with("2 errors in case.toml"), "{e}");
+
+    let text = replace("block = 64", "block = 60").replace("sizes = \"65..\"", "sizes = \"70..\"");
+    let e = error_of(&text);
+    let fields: Vec<_> = e.all().iter().map(|e| e.field.clone()).collect();
+    assert_eq!(fields, ["methods.loop.block", "dispatch[1].sizes"], "{e}");
+}
+
+#[test]
+fn messages_suggest_and_speak_the_file_s_language() {
+    let e = error_of(&replace("registers = 4", "registers = 4\ngroupng = \"x\""));
+    assert!(e.message.contains("did you mean `grouping`?"), "{e}");
+    let e = error_of(&replace("kind = \"rep_movs\"", "kind = \"rep_mov\""));
+    assert!(e.message.contains("did you mean `rep_movs`?"), "{e}");
+    for (from, to) in [
+        ("width = 8", "width = -1"),
+        ("width = 8", "width = 1.5"),
+        ("registers = 4", "registers = 4\nalign = 5"),
+        (
+            "registers = 4",
+            "registers = 4\nprefetch = { kind = \"t0\", distance = \"x\" }",
+        ),
+        ("arch = \"x86_64\"", "arch = \"x86_64\"\ndirections = [1]"),
+    ] {
+        let e = error_of(&replace(from, to));
+        for rust in [
+            "u32",
+            "u64",
+            "struct",
+            "enum",
+            "Raw",
+            "OneOrMany",
+            "sequence",
+        ] {
+            assert!(!e.message.contains(rust), "`{rust}` in: {e}");
+        }
+    }
+}
+
+#[test]
+fn an_error_caused_by_the_arch_override_says_so() {
+    let e = parse(
+        Path::new("case.toml"),
+        BASE,
+        Some(copygen::front::strategy::Arch::I386),
+    )
+    .expect_err("8-byte registers do not exist on i386");
+    assert!(
+        e.message.contains("`--arch i386`") && e.message.contains("for x86_64"),
+        "{e}"
+    );
+    // An error of the file itself does not blame the override.
+    let bad = replace("block = 64", "block = 60");
+    let e = parse(
+        Path::new("case.toml"),
+        &bad,
+        Some(copygen::front::strategy::Arch::I386),
+    )
+    .unwrap_err();
+    assert!(!e.to_string().contains("--arch"), "{e}");
+}
+
+#[test]
+fn a_rep_movs_register_limit_points_at_the_convention() {
+    let text = replace(
+        "arch = \"x86_64\"",
+        "arch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\"",
+    );
+    let e = error_of(&text);
+    let line = line_of(&text, "convention = ");
+    assert!(
+        e.message.contains(&format!(
+            "`rep_movs` convention (`linux.convention`, line {line})"
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_prefetch_that_can_never_run_is_a_warning_naming_the_field() {
+    let text = replace(
+        "registers = 4",
+        "registers = 4\nprefetch = { kind = \"t0\", distance = [32, 256] }",
+    );
+    let (_, warnings) =
+        copygen::front::parse::parse_with_warnings(Path::new("case.toml"), &text, None)
+            .expect("valid");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = warnings[0].to_string();
+    assert!(
+        w.contains("warning in `methods.loop.prefetch.distance`")
+            && w.contains("+256 can never run"),
+        "{w}"
+    );
+    // A distance the loop reaches is fine.
+    let text = replace(
+        "registers = 4",
+        "registers = 4\nprefetch = { kind = \"t0\", distance = 32 }",
+    );
+    let (_, warnings) =
+        copygen::front::parse::parse_with_warnings(Path::new("case.toml"), &text, None).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The CLI prints it and goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p.toml");
+    std::fs::write(
+        &f,
+        replace(
+            "registers = 4",
+            "registers = 4\nprefetch = { kind = \"t0\", distance = 256 }",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["emit", "--flavor", "linux"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("methods.loop.prefetch.distance"));
+}
+
+/// Missing, folder, not-UTF-8 and empty-named inputs: exit 2 with the file
+/// (and for bad bytes, the line and column) named, in every command.
+#[test]
+fn unreadable_inputs_exit_2_with_a_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let latin1 = dir.path().join("latin1.toml");
+    std::fs::write(&latin1, b"name = \"t\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let missing = dir.path().join("missing.toml");
+    let folder = dir.path().join("folder.toml");
+    std::fs::create_dir(&folder).unwrap();
+    for (file, shown) in [
+        (&latin1, format!("{}:2:19:", latin1.display())),
+        (
+            &missing,
+            format!("{}: error: cannot read", missing.display()),
+        ),
+        (&folder, format!("{}: error: is a folder", folder.display())),
+    ] {
+        for cmd in [
+            &["emit"][..],
+            &["jit"],
+            &["verify", "--static"],
+            &["bench", "--sizes", "8"],
+        ] {
+            let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+                .args(cmd)
+                .arg(file)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{cmd:?} {}: {stderr}",
+                file.display()
+            );
+            assert!(
+                stderr.contains(&shown),
+                "{cmd:?}: want {shown:?} in {stderr}"
+            );
+        }
+    }
 }

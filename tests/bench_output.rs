@@ -55,9 +55,15 @@ fn a_run_measures_every_pair_and_copies_correctly() {
         .all(|c| c.cycles > 0.0 && c.iterations >= 1));
     let text = text_table(&res);
     assert!(
-        text.contains("not core cycles") && text.contains("rep_movsb") && text.contains("ratio"),
+        text.contains("not core cycles") && text.contains("vs rep_movsb") && text.contains("IQR"),
         "{text}"
     );
+    // Every cell's spread brackets its median.
+    assert!(res
+        .cells
+        .iter()
+        .flatten()
+        .all(|c| c.min <= c.q1 && c.q1 <= c.cycles && c.cycles <= c.q3 && c.q3 <= c.max));
     // The baselines really copy.
     let src: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
     for b in bench::BASELINES {
@@ -124,4 +130,81 @@ fn the_plot_renders_a_line_per_subject() {
     assert!(svg.contains("src+0 dst+3") && svg.contains("src+0 dst+0"));
     assert_eq!(svg.matches(">\nrep_movsb\n<").count(), 2, "{svg}");
     assert_eq!(svg.matches(">\nmemcpy\n<").count(), 2);
+}
+
+/// The text labels of an SVG written by plotters (`<text ...>\nLABEL\n</text>`).
+fn svg_labels(svg: &str) -> Vec<String> {
+    svg.split("</text>")
+        .filter_map(|t| t.rsplit_once(">\n").map(|(_, l)| l.trim().to_string()))
+        .collect()
+}
+
+fn plot_of(res: &bench::Results) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.svg");
+    plot_svg(res, &p).unwrap();
+    std::fs::read_to_string(&p).unwrap()
+}
+
+#[test]
+fn sizes_spanning_decades_get_a_log_axis_with_integer_ticks() {
+    let sweep = bench::custom(&[0, 1, 8, 64, 512, 4096], &[0], &[0]);
+    let mut res = run(&sweep, &[baseline("rep_movsb").unwrap()], 2, &|_, _| {});
+    res.command = "copygen bench rep_movsb --sizes 0,1,8,64,512,4096".into();
+    let svg = plot_of(&res);
+    let labels = svg_labels(&svg);
+    // Powers of two along the size axis (a linear axis would show 0..4000
+    // in steps of 500), never a decimal ".0".
+    for l in ["0", "1", "64", "1024", "4096"] {
+        assert!(labels.iter().any(|x| x == l), "no tick {l}: {labels:?}");
+    }
+    assert!(!labels.iter().any(|l| l.ends_with(".0")), "{labels:?}");
+    assert!(!labels.iter().any(|l| l == "500"), "{labels:?}");
+    // A marker per measured point, and the title says what ran.
+    assert!(svg.matches("<circle").count() >= 6);
+    assert!(labels
+        .iter()
+        .any(|l| l.contains("--sizes 0,1,8,64,512,4096")));
+}
+
+#[test]
+fn the_alias_sweep_spaces_distances_evenly_and_shades_the_band() {
+    let res = run(
+        &bench::Sweep {
+            name: "alias".into(),
+            title: "alias".into(),
+            x_label: "(dst - src) mod 4096".into(),
+            rows: bench::alias_rows(&[256], &bench::alias_offsets()),
+            ..bench::Sweep::default()
+        },
+        &[baseline("rep_movsb").unwrap()],
+        1,
+        &|_, _| {},
+    );
+    let svg = plot_of(&res);
+    let labels = svg_labels(&svg);
+    for l in ["0", "8", "16", "24", "32", "64", "128"] {
+        assert!(labels.iter().any(|x| x == l), "no tick {l}: {labels:?}");
+    }
+    // Labels thinned, not one per distance 0..=72.
+    for l in ["37", "65", "66"] {
+        assert!(!labels.iter().any(|x| x == l), "{labels:?}");
+    }
+    // Both bands shaded.
+    assert_eq!(svg.matches("fill=\"#E6501E\"").count(), 2, "band shading");
+    // Tick x positions are evenly spaced: 15 and 16 as far apart as 0 and 1.
+    let x_of = |label: &str| -> f64 {
+        let t = svg
+            .split("</text>")
+            .find(|t| t.ends_with(&format!(">\n{label}\n")) && t.contains("text-anchor=\"middle\""))
+            .unwrap();
+        let x = t.rsplit_once("<text x=\"").unwrap().1;
+        x[..x.find('"').unwrap()].parse().unwrap()
+    };
+    // Measured distances evenly spaced: 0..=72 one step apart, then 96 and
+    // 128 (a linear axis would put 128 64 steps after 64, not 10).
+    let step = (x_of("16") - x_of("0")) / 16.0;
+    assert!(step > 5.0);
+    assert!(((x_of("32") - x_of("16")) - 16.0 * step).abs() <= 2.0);
+    assert!(((x_of("128") - x_of("64")) - 10.0 * step).abs() <= 2.0);
 }

@@ -695,8 +695,15 @@ fn bench_times_old_and_new_of_each_changed_routine() {
     // Both routines changed (from_user grew two fixup stubs, to_user reloads
     // registers); each is timed old and new, in a section of its own.
     for routine in ["unrolled64_from_user", "unrolled64_to_user"] {
+        // bench's header: each subject with its IQR, the ratio named by its
+        // baseline (the old routine).
+        let header = bench
+            .lines()
+            .find(|l| l.contains(&format!("old:{routine}")))
+            .unwrap_or_else(|| panic!("no header for {routine}:\n{bench}"));
         assert!(
-            bench.contains(&format!("old:{routine}  new:{routine}")),
+            header.contains(&format!("new:{routine}"))
+                && header.contains(&format!("vs old:{routine}")),
             "{bench}"
         );
     }
@@ -804,5 +811,104 @@ fn arm_strategy_files_diff_in_both_flavours() {
             c.diff
         );
         assert_eq!(c.diff.contains("fixup F"), flavor == "linux", "{}", c.diff);
+    }
+}
+
+/// `--flavor` filters the files of folders and revisions by their own
+/// flavour (it used to re-label every file and keep them all).
+#[test]
+fn flavor_filters_trees_and_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q"]);
+    let pick = |names: &[&str]| -> Vec<Strategy> {
+        catalog()
+            .unwrap()
+            .into_iter()
+            .filter(|s| names.contains(&s.name.as_str()))
+            .collect()
+    };
+    let base = pick(&["unrolled64", "word-loop"]);
+    write_tree(d, &base);
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "base"]);
+    std::fs::rename(d.join("emitted"), d.join("old")).unwrap();
+    let mut next = base.clone();
+    next[0] = parse(
+        "unrolled64",
+        &preset_text("unrolled64").replace("registers = 4", "registers = 2"),
+    );
+    write_tree(d, &next);
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "next"]);
+    for (old, new) in [("HEAD~1", "HEAD"), ("old", "emitted")] {
+        for flavor in ["linux", "standalone"] {
+            let o = copygen(&["diff", old, new, "--flavor", flavor, "--json"], d);
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let files = v["files"].as_array().unwrap();
+            assert_eq!(files.len(), 2, "{old} {new} {flavor}: {files:?}");
+            for f in files {
+                assert_eq!(f["flavor"], flavor, "{old} {new}: {f}");
+                let rel = f["new"].as_str().unwrap();
+                assert!(rel.contains(&format!("/{flavor}/")), "{rel}");
+            }
+        }
+    }
+}
+
+/// An emitted ARM linux file keeps its flavour under `--flavor standalone`
+/// (it used to be assembled without the kernel shims and fail).
+#[test]
+fn an_arm_linux_file_diffs_under_any_flavor_option() {
+    let arm = copygen::toolchain::toolchain(copygen::front::strategy::Arch::Armv6);
+    tool(arm.cc.program, &arm.cc.package_list());
+    let s = catalog()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.arch == copygen::front::strategy::Arch::Armv6)
+        .expect("an armv6 preset");
+    let dir = tempfile::tempdir().unwrap();
+    let text = render(&s, Flavor::Linux);
+    std::fs::write(dir.path().join("a.S"), &text).unwrap();
+    std::fs::write(
+        dir.path().join("b.S"),
+        text.replace("\tbx\tlr\n", "\tnop\n\tbx\tlr\n"),
+    )
+    .unwrap();
+    for flavor in ["standalone", "linux"] {
+        let o = copygen(
+            &["diff", "a.S", "b.S", "--flavor", flavor, "--json"],
+            dir.path(),
+        );
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["files"][0]["flavor"], "linux", "{flavor}");
+    }
+}
+
+/// Names longer than bloat-o-meter's 40 columns widen the name column
+/// instead of pushing their figures out of line.
+#[test]
+fn long_names_keep_the_columns_aligned() {
+    let old = BTreeMap::from([
+        (
+            "x86_64/standalone:intel_unrolled_zeroing_from_user_16".to_string(),
+            10u64,
+        ),
+        ("short".to_string(), 4),
+    ]);
+    let new = BTreeMap::from([
+        (
+            "x86_64/standalone:intel_unrolled_zeroing_from_user_16".to_string(),
+            12u64,
+        ),
+        ("short".to_string(), 8),
+    ]);
+    let text = format_bloat(&table(&old, &new), "function");
+    let lines: Vec<&str> = text.lines().skip(1).take(3).collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let ends: Vec<usize> = lines.iter().map(|l| l.len()).collect();
+    assert!(ends.iter().all(|&e| e == ends[0]), "{text}");
+    for l in &lines[1..] {
+        assert!(l.split_whitespace().count() == 4, "{l}");
     }
 }

@@ -272,7 +272,7 @@ impl Selector<'_> {
 
     /// Callee-saved registers among the scratch registers used.
     fn saved(&self) -> Vec<Reg> {
-        let used = self.r.scratch_used() as usize;
+        let used = self.lines.scratch_used as usize;
         AAPCS.saved_scratch(used).into_iter().map(Reg).collect()
     }
 

@@ -49,6 +49,9 @@ pub struct Line<I> {
 pub struct Lines<'r, I> {
     pub r: &'r Routine,
     pub out: Vec<Line<I>>,
+    /// [`Routine::scratch_used`], counted once: every return restores the
+    /// saved registers, and a count per return made selection quadratic.
+    pub scratch_used: u8,
     pending_fixup_start: bool,
 }
 
@@ -57,6 +60,7 @@ impl<'r, I> Lines<'r, I> {
         Lines {
             r,
             out: Vec::new(),
+            scratch_used: r.scratch_used(),
             pending_fixup_start: false,
         }
     }

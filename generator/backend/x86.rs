@@ -375,7 +375,7 @@ impl Selector<'_> {
 
     fn saved(&self) -> Vec<Reg> {
         let mut v = self.abi.always_saved.clone();
-        v.extend(self.abi.saved_scratch(self.r.scratch_used() as usize));
+        v.extend(self.abi.saved_scratch(self.lines.scratch_used as usize));
         v
     }
 
@@ -468,7 +468,14 @@ impl Selector<'_> {
             }
             Op::JumpIfLen { cond, imm, target } => {
                 let target = self.label(target);
-                let imm = i32::try_from(*imm).expect("validated: sizes fit 32 bits");
+                // A 32-bit compare takes any 32-bit length (its bits as an
+                // i32); a 64-bit one sign-extends, so bounds stop at
+                // i32::MAX (the strategy validator's `largest_bound`).
+                let imm = if pw == 4 {
+                    u32::try_from(*imm).expect("validated: i386 bounds fit 32 bits") as i32
+                } else {
+                    i32::try_from(*imm).expect("validated: x86_64 bounds fit 31 bits")
+                };
                 if imm == 0 && matches!(cond, Cond::Eq | Cond::Ne) {
                     self.alu(Alu::Test, pw, abi.len, abi.len);
                 } else {

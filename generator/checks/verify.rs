@@ -142,3 +142,55 @@ pub fn table(outcomes: &[Outcome]) -> String {
     }
     t
 }
+
+/// Fault-inject a hand-written standalone `.S` (any arch): every
+/// `*_from_user` / `*_to_user` function the static check found, in its
+/// direction. Its precision is unknown, so a shortfall is reported, not a
+/// violation.
+pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Report) -> Outcome {
+    use crate::static_verify::UserSide;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let report = (|| {
+        if found.flavor != crate::front::strategy::Flavor::Standalone {
+            anyhow::bail!(
+                "{}: fault injection runs the standalone flavour; this file includes kernel headers",
+                path.display()
+            );
+        }
+        let entries: Vec<faultinject::Entry> = found
+            .functions
+            .iter()
+            .filter_map(|f| {
+                let direction = match f.side {
+                    UserSide::FromUser => crate::front::strategy::Direction::FromUser,
+                    UserSide::ToUser => crate::front::strategy::Direction::ToUser,
+                    UserSide::Both => return None,
+                };
+                Some(faultinject::Entry {
+                    symbol: f.name.clone(),
+                    direction,
+                    fixed: f.fixed.map(|n| n as u32),
+                    zero_tail: false,
+                    exact: false,
+                })
+            })
+            .collect();
+        if entries.is_empty() {
+            anyhow::bail!(
+                "{}: no *_from_user / *_to_user function to fault-inject",
+                path.display()
+            );
+        }
+        let asm = std::fs::read_to_string(path)?;
+        faultinject::run_asm(found.arch, &asm, &entries)
+    })();
+    Outcome {
+        strategy: name,
+        arch: found.arch,
+        precision: Precision::Block,
+        report,
+    }
+}

@@ -54,19 +54,58 @@ impl fmt::Display for FieldPath {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StrategyError {
     pub file: PathBuf,
+    /// 1-based; 0 for a problem with the file as a whole (unreadable).
     pub line: usize,
     pub column: usize,
     pub field: String,
     pub message: String,
     /// The source line the error points at, for display.
-    pub source_line: String,
+    pub source_line: Box<str>,
+    /// Further errors found in the same file, in the order found: a file
+    /// reports every problem at once, not one per run.
+    pub also: Box<[StrategyError]>,
 }
 
-impl fmt::Display for StrategyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl StrategyError {
+    /// A problem with the file as a whole: missing, a folder, not text.
+    pub fn whole_file(file: &Path, message: impl Into<String>) -> Self {
+        StrategyError {
+            file: file.to_path_buf(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: message.into(),
+            source_line: Box::default(),
+            also: Box::default(),
+        }
+    }
+
+    /// The first of `errors` carrying the rest; `None` if there are none.
+    pub fn collect(mut errors: Vec<StrategyError>) -> Option<StrategyError> {
+        if errors.is_empty() {
+            return None;
+        }
+        let mut first = errors.remove(0);
+        first.also = errors.into_boxed_slice();
+        Some(first)
+    }
+
+    /// This error and every one it carries, flattened.
+    pub fn all(&self) -> Vec<&StrategyError> {
+        let mut out = vec![self];
+        for e in &self.also {
+            out.extend(e.all());
+        }
+        out
+    }
+
+    fn show(&self, f: &mut fmt::Formatter<'_>, severity: &str) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}: {severity}: {}", self.file.display(), self.message);
+        }
         writeln!(
             f,
-            "{}:{}:{}: error in `{}`: {}",
+            "{}:{}:{}: {severity} in `{}`: {}",
             self.file.display(),
             self.line,
             self.column,
@@ -74,13 +113,41 @@ impl fmt::Display for StrategyError {
             self.message
         )?;
         let gutter = self.line.to_string().len();
+        let col = self.column;
         writeln!(f, "{:gutter$} |", "")?;
         writeln!(f, "{} | {}", self.line, self.source_line)?;
-        write!(f, "{:gutter$} | {:>col$}", "", "^", col = self.column)
+        write!(f, "{:gutter$} | {:>col$}", "", "^")
+    }
+}
+
+impl fmt::Display for StrategyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let all = self.all();
+        for (i, e) in all.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n\n")?;
+            }
+            e.show(f, "error")?;
+        }
+        if all.len() > 1 {
+            write!(f, "\n\n{} errors in {}", all.len(), self.file.display())?;
+        }
+        Ok(())
     }
 }
 
 impl std::error::Error for StrategyError {}
+
+/// Something in a strategy file that is allowed but almost certainly not
+/// meant (a prefetch that can never run); printed, never fatal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning(pub StrategyError);
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.show(f, "warning")
+    }
+}
 
 /// Turns a byte span or a field path into a located [`StrategyError`].
 pub struct Locator<'a> {
@@ -97,15 +164,14 @@ impl<'a> Locator<'a> {
 
     /// An error at a byte span of the file.
     pub fn at_span(&self, span: Range<usize>, field: &str, message: String) -> StrategyError {
-        let start = span.start.min(self.text.len());
+        let mut start = span.start.min(self.text.len());
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line = self.text[..start].matches('\n').count() + 1;
         let column = self.text[line_start..start].chars().count() + 1;
-        let source_line = self.text[line_start..]
-            .lines()
-            .next()
-            .unwrap_or("")
-            .to_string();
+        let source_line = self.text[line_start..].lines().next().unwrap_or("").into();
         StrategyError {
             file: self.file.to_path_buf(),
             line,
@@ -113,6 +179,7 @@ impl<'a> Locator<'a> {
             field: field.to_string(),
             message,
             source_line,
+            also: Box::default(),
         }
     }
 

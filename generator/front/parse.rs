@@ -2,13 +2,14 @@
 //! validation that turns it into [`ir::Strategy`]. Every error is located:
 //! file, line, column and field.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::arch::{capabilities, scratch_registers};
-use crate::front::diagnostics::{FieldPath, Locator, StrategyError};
+use crate::front::diagnostics::{FieldPath, Locator, StrategyError, Warning};
 use crate::front::strategy::*;
 use crate::variants::{CpuCondition, CpuFeature, Variant};
 
@@ -69,7 +70,7 @@ struct RawLinux {
     to_user: Option<String>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "snake_case")]
 enum RawKind {
     Bytes,
@@ -127,7 +128,7 @@ struct RawClass {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGuard {
-    alias: Option<[u32; 2]>,
+    alias: Option<Vec<u32>>,
     aligned: Option<RawAlignedCond>,
     #[serde(rename = "use")]
     method: String,
@@ -141,25 +142,313 @@ struct RawAlignedCond {
 }
 
 /// Parse and validate a strategy file's text. `file` names it in errors and
-/// in the generated header; `arch` overrides the file's `arch`.
+/// (relative to its checkout, see [`recorded_path`]) in the generated
+/// header; `arch` overrides the file's `arch`. The error carries every
+/// problem found (see [`StrategyError::also`]).
 pub fn parse(file: &Path, text: &str, arch: Option<Arch>) -> Result<Strategy, StrategyError> {
-    let loc = Locator::new(file, text);
-    let raw: RawStrategy = toml::from_str(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        let field = match loc.doc.as_ref() {
-            Some(d) => field_at(d.get_ref(), span.start).to_string(),
-            None => key_on_line(text, span.start),
-        };
-        loc.at_span(span, &field, e.message().trim().to_string())
-    })?;
-    Validator { loc: &loc }.strategy(raw, file, text, arch)
+    parse_with_warnings(file, text, arch).map(|(s, _)| s)
 }
 
-/// Read and validate a strategy file from disk.
+/// [`parse`], also returning what is allowed but almost certainly unmeant.
+pub fn parse_with_warnings(
+    file: &Path,
+    text: &str,
+    arch: Option<Arch>,
+) -> Result<(Strategy, Vec<Warning>), StrategyError> {
+    let loc = Locator::new(file, text);
+    check_characters(&loc)?;
+    let (raw, mut errors) = deserialize(&loc);
+    let validator = Validator {
+        loc: &loc,
+        errors: RefCell::new(Vec::new()),
+        warnings: RefCell::new(Vec::new()),
+    };
+    let strategy = raw.and_then(|raw| validator.strategy(raw, file, text, arch));
+    errors.extend(validator.errors.take());
+    errors.sort_by_key(|e| (e.line, e.column));
+    if let Some(mut e) = StrategyError::collect(errors) {
+        if let Some(note) = override_note(file, text, arch) {
+            e.message.push_str(&note);
+            for more in &mut e.also {
+                more.message.push_str(&note);
+            }
+        }
+        return Err(e);
+    }
+    let strategy = strategy.expect("no errors: the strategy was built");
+    Ok((strategy, validator.warnings.take()))
+}
+
+/// When an architecture override makes a file fail that is valid for its
+/// own architecture, every error says so: the file is not wrong, the
+/// override is.
+fn override_note(file: &Path, text: &str, arch: Option<Arch>) -> Option<String> {
+    let arch = arch?;
+    let own = parse(file, text, None).ok()?;
+    (own.arch != arch).then(|| {
+        format!(
+            " (this comes from overriding the architecture with `--arch {arch}`: the file is for {} and valid there)",
+            own.arch
+        )
+    })
+}
+
+/// Read and validate a strategy file from disk. A file that cannot be read
+/// or is not UTF-8 text is a [`StrategyError`] like any other bad input;
+/// warnings are printed to stderr.
 pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read strategy file: {e}", file.display()))?;
-    Ok(parse(file, &text, arch)?)
+    let text = read_text(file)?;
+    let (s, warnings) = parse_with_warnings(file, &text, arch)?;
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    Ok(s)
+}
+
+/// A strategy file's text; a missing file, a folder or bytes that are not
+/// UTF-8 are located errors.
+pub fn read_text(file: &Path) -> Result<String, StrategyError> {
+    if file.as_os_str().is_empty() {
+        return Err(StrategyError::whole_file(file, "an empty file name"));
+    }
+    if file.is_dir() {
+        return Err(StrategyError::whole_file(
+            file,
+            "is a folder, not a strategy file",
+        ));
+    }
+    let bytes = std::fs::read(file)
+        .map_err(|e| StrategyError::whole_file(file, format!("cannot read strategy file: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        let loc = Locator::new(file, &lossy);
+        let field = key_on_line(&lossy, at);
+        loc.at_span(
+            at..at,
+            &field,
+            format!(
+                "not UTF-8 text: byte 0x{:02x} here does not begin a UTF-8 character",
+                e.as_bytes()[at]
+            ),
+        )
+    })
+}
+
+/// Where a strategy file is recorded in generated headers, so that no
+/// machine's absolute paths reach a generated file: a clean relative path
+/// (`generator/strategies/x.toml`, `mine.toml`) as given; any other path
+/// relative to the checkout holding the file (the nearest folder above
+/// with `.git`, or a copygen checkout), else only its file name.
+pub fn recorded_path(file: &Path) -> String {
+    use std::path::Component;
+    let shown = |p: &Path| p.to_string_lossy().replace('\\', "/");
+    if !file.as_os_str().is_empty() && file.components().all(|c| matches!(c, Component::Normal(_)))
+    {
+        return shown(file);
+    }
+    if let Ok(canonical) = std::fs::canonicalize(file) {
+        let is_checkout = |d: &Path| {
+            d.join(".git").exists()
+                || (d.join("Cargo.toml").is_file()
+                    && d.join(crate::front::catalog::STRATEGIES).is_dir())
+        };
+        if let Some(top) = canonical.ancestors().skip(1).find(|d| is_checkout(d)) {
+            return shown(canonical.strip_prefix(top).expect("an ancestor"));
+        }
+    }
+    file.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Characters that make a file read differently from what it is
+/// (bidirectional overrides, "Trojan Source") or that a terminal or an
+/// assembler would act on (control characters) are refused anywhere in the
+/// file, comments included: the file is restated in every generated file.
+fn check_characters(loc: &Locator) -> Result<(), StrategyError> {
+    let bad = loc.text.char_indices().find(|&(i, c)| {
+        (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+            || (c == '\r' && !loc.text[i + 1..].starts_with('\n'))
+            || is_deceptive(c)
+    });
+    match bad {
+        None => Ok(()),
+        Some((i, c)) => {
+            let field = match loc.doc.as_ref() {
+                Some(d) => field_at(d.get_ref(), i).to_string(),
+                None => key_on_line(loc.text, i),
+            };
+            Err(loc.at_span(
+                i..i,
+                &field,
+                format!(
+                    "character U+{:04X} is not allowed in a strategy file (control and bidirectional-override characters can hide what the file says)",
+                    c as u32
+                ),
+            ))
+        }
+    }
+}
+
+/// Invisible characters that change how text around them is displayed.
+fn is_deceptive(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{2028}' | '\u{2029}')
+}
+
+/// Deserialise the schema, collecting every schema error (syntax, unknown
+/// key, wrong type) rather than only the first: after each error the line it
+/// points at is blanked (offsets kept) and the file read again. Only when
+/// every error was an unknown key (blanking which changes nothing the
+/// validator sees) is the schema returned for validation as well.
+fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyError>) {
+    let mut text = loc.text.to_string();
+    let mut errors: Vec<StrategyError> = Vec::new();
+    let mut blanked: Vec<String> = Vec::new();
+    let mut only_unknown_keys = true;
+    loop {
+        let e = match toml::from_str::<RawStrategy>(&text) {
+            Ok(raw) => return (only_unknown_keys.then_some(raw), errors),
+            Err(e) => e,
+        };
+        let span = e.span().unwrap_or(0..0);
+        let doc = toml::de::DeTable::parse(&text).ok();
+        let mut field = match doc.as_ref() {
+            Some(d) => field_at(d.get_ref(), span.start).to_string(),
+            None => key_on_line(&text, span.start),
+        };
+        let raw_message = e.message().trim().to_string();
+        if let Some(missing) = between(&raw_message, "missing field `", "`") {
+            field = if field == FieldPath::root().to_string() {
+                missing.to_string()
+            } else {
+                format!("{field}.{missing}")
+            };
+            // A key blanked for an earlier error is reported already.
+            if blanked.contains(&field) {
+                return (None, errors);
+            }
+        }
+        only_unknown_keys &= raw_message.starts_with("unknown field");
+        errors.push(loc.at_span(span.clone(), &field, humanize(&raw_message)));
+        let Some(next) = blank_line(&text, span.start) else {
+            return (None, errors);
+        };
+        if doc.is_none() || toml::de::DeTable::parse(&next).is_err() || errors.len() >= 50 {
+            return (None, errors);
+        }
+        blanked.push(field);
+        text = next;
+    }
+}
+
+/// `text` with the line holding `offset` replaced by spaces (same length,
+/// so every span stays valid); `None` if that line is blank already.
+fn blank_line(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = &text[start..end];
+    if line.trim().is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..start]);
+    out.extend(std::iter::repeat_n(' ', line.len()));
+    out.push_str(&text[end..]);
+    Some(out)
+}
+
+/// The text between `open` and the next `close`.
+fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let rest = &s[s.find(open)? + open.len()..];
+    Some(&rest[..rest.find(close)?])
+}
+
+/// A serde message in the file's own terms: no Rust type names, and a
+/// suggestion for a misspelt key or value.
+fn humanize(message: &str) -> String {
+    let listed = |s: &str| -> Vec<String> {
+        s.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    for (kind, word) in [("unknown field `", "field"), ("unknown variant `", "value")] {
+        if let Some(rest) = message.strip_prefix(kind) {
+            let (given, rest) = rest.split_once('`').unwrap_or((rest, ""));
+            let known = listed(rest);
+            let mut out = format!("unknown {word} `{given}`");
+            if let Some(close) = closest(given, &known) {
+                out.push_str(&format!("; did you mean `{close}`?"));
+            }
+            if known.is_empty() {
+                out.push_str(" (nothing is expected here)");
+            } else {
+                out.push_str(&format!(" (expected one of: {})", known.join(", ")));
+            }
+            return out;
+        }
+    }
+    let mut out = message.to_string();
+    for (rust, ours) in [
+        ("expected u8", "expected a whole number in 0..=255"),
+        ("expected u32", "expected a whole number in 0..=4294967295"),
+        ("expected u64", "expected a whole number of at least 0"),
+        ("expected a sequence", "expected an array"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a map", "expected a table"),
+        ("wanted string or table", "expected a string"),
+        ("expected a borrowed string", "expected a string"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("invalid type: map", "invalid type: table"),
+        (
+            "data did not match any variant of untagged enum OneOrMany",
+            "expected a number or an array of numbers",
+        ),
+    ] {
+        out = out.replace(rust, ours);
+    }
+    // `expected struct RawAlign`, `expected enum Direction`: Rust names.
+    for (marker, ours) in [
+        ("expected struct ", "expected a table"),
+        ("expected enum ", "expected a string"),
+    ] {
+        if let Some(i) = out.find(marker) {
+            let tail = &out[i + marker.len()..];
+            let end = tail
+                .find(|c: char| !c.is_alphanumeric() && c != '_')
+                .unwrap_or(tail.len());
+            out = format!("{}{ours}{}", &out[..i], &tail[end..]);
+        }
+    }
+    out
+}
+
+/// The candidate nearest to `given` by edit distance, if near enough to be
+/// a misspelling.
+fn closest<'a>(given: &str, candidates: &'a [String]) -> Option<&'a str> {
+    let distance = |a: &str, b: &str| -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, &cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    };
+    candidates
+        .iter()
+        .map(|c| (distance(given, c), c))
+        .filter(|(d, c)| *d <= (c.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
 }
 
 /// For a syntax error (no parsed document): the key assigned on the line of
@@ -253,35 +542,120 @@ fn fmt_range(lo: u64, hi: Option<u64>) -> String {
 
 struct Validator<'a> {
     loc: &'a Locator<'a>,
+    /// Every error found so far: independent parts of the file (each
+    /// method, each size class) are all checked.
+    errors: RefCell<Vec<StrategyError>>,
+    warnings: RefCell<Vec<Warning>>,
 }
 
 type R<T> = Result<T, StrategyError>;
+
+/// The most scratch registers every emitted flavour allows, and why.
+#[derive(Clone)]
+struct Budget {
+    registers: u32,
+    /// What sets the limit, for the error: "the standalone flavour on
+    /// i386", or the `rep_movs` convention and where it is chosen.
+    reason: String,
+}
+
+/// Longest name of a strategy or a method: names become symbols, labels and
+/// file names.
+const MAX_NAME: usize = 64;
+
+/// Longest description, in characters.
+const MAX_DESCRIPTION: usize = 4096;
+
+/// The largest size a class bound or `align.min_size` may name: the length
+/// is compared with an immediate. x86_64 immediates are 32 bits sign-extended
+/// (larger bounds would need a register the `rep_movs` convention does not
+/// have); i386 and ARM lengths are 32-bit, so every length is a valid bound.
+fn largest_bound(arch: Arch) -> u64 {
+    match arch {
+        Arch::X86_64 => i32::MAX as u64,
+        Arch::I386 | Arch::Armv6 => u32::MAX as u64,
+    }
+}
+
+/// Why [`largest_bound`] is what it is, for the error.
+fn bound_reason(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "x86_64 compares the length with a 32-bit sign-extended immediate",
+        Arch::I386 | Arch::Armv6 => "lengths are 32-bit",
+    }
+}
+
+/// Why `name` cannot be an identifier (a method name or part of one), if
+/// it cannot: ASCII letters, digits and `_` (and `-` where `dash`), not
+/// starting with a digit, at most [`MAX_NAME`] characters.
+fn identifier_problem(name: &str, dash: bool) -> Option<String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || (dash && c == '-');
+    let chars = if dash {
+        "letters, digits, `-` and `_`"
+    } else {
+        "letters, digits and `_`"
+    };
+    if name.is_empty() {
+        Some("a name may not be empty".into())
+    } else if let Some(c) = name.chars().find(|&c| !allowed(c)) {
+        Some(format!(
+            "{:?} contains {c:?}: a name uses only {chars} (it becomes symbols and labels)",
+            name
+        ))
+    } else if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        Some(format!(
+            "`{name}` does not start with a letter or `_` (it becomes symbols and labels)"
+        ))
+    } else if name.len() > MAX_NAME {
+        Some(format!(
+            "a name is at most {MAX_NAME} characters; this one has {}",
+            name.len()
+        ))
+    } else {
+        None
+    }
+}
 
 impl Validator<'_> {
     fn err(&self, path: &FieldPath, msg: impl Into<String>) -> StrategyError {
         self.loc.at_field(path, msg)
     }
 
+    /// Record `r`'s error (if any) and go on checking.
+    fn keep<T>(&self, r: R<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.errors.borrow_mut().push(e);
+                None
+            }
+        }
+    }
+
+    fn warn(&self, path: &FieldPath, msg: impl Into<String>) {
+        self.warnings
+            .borrow_mut()
+            .push(Warning(self.err(path, msg)));
+    }
+
+    /// Builds the strategy when every part validated; otherwise `None`,
+    /// with every error found in `self.errors`.
     fn strategy(
         &self,
         mut raw: RawStrategy,
         file: &Path,
         text: &str,
         arch: Option<Arch>,
-    ) -> R<Strategy> {
+    ) -> Option<Strategy> {
         let root = FieldPath::root();
-        if raw.name.is_empty()
-            || !raw
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(self.err(
-                &root.key("name"),
-                "a name is non-empty and uses only letters, digits, `-` and `_` (it names files and symbols)",
-            ));
-        }
-        let arch = arch.or_else(|| Arch::parse(&raw.arch)).ok_or_else(|| {
+        let name_ok = self
+            .keep(match identifier_problem(&raw.name, true) {
+                None => Ok(()),
+                Some(why) => Err(self.err(&root.key("name"), why)),
+            })
+            .is_some();
+        let description = self.keep(self.description(&raw.description));
+        let arch = self.keep(arch.or_else(|| Arch::parse(&raw.arch)).ok_or_else(|| {
             self.err(
                 &root.key("arch"),
                 format!(
@@ -289,120 +663,193 @@ impl Validator<'_> {
                     raw.arch
                 ),
             )
-        })?;
+        }))?;
         let caps = capabilities(arch);
 
         let directions_given = raw.directions.is_some();
-        let directions = match raw.directions.take() {
-            None => vec![Direction::FromUser, Direction::ToUser],
+        let directions = self.keep(match raw.directions.take() {
+            None => Ok(vec![Direction::FromUser, Direction::ToUser]),
             Some(d) => {
                 let path = root.key("directions");
-                if d.is_empty() {
-                    return Err(self.err(&path, "at least one direction is needed"));
-                }
                 let set: BTreeSet<_> = d.iter().collect();
-                if set.len() != d.len() {
-                    return Err(self.err(&path, "a direction is listed twice"));
+                if d.is_empty() {
+                    Err(self.err(&path, "at least one direction is needed"))
+                } else if set.len() != d.len() {
+                    Err(self.err(&path, "a direction is listed twice"))
+                } else {
+                    let mut d = d;
+                    d.sort();
+                    Ok(d)
                 }
-                let mut d = d;
-                d.sort();
-                d
             }
-        };
+        });
 
         let fault = root.key("fault");
         let precision = raw.fault.precision.unwrap_or(Precision::Exact);
-        if raw.fault.zero_tail && !directions.contains(&Direction::FromUser) {
-            return Err(self.err(
+        if raw.fault.zero_tail
+            && directions
+                .as_ref()
+                .is_some_and(|d| !d.contains(&Direction::FromUser))
+        {
+            self.keep::<()>(Err(self.err(
                 &fault.key("zero_tail"),
                 "zero_tail zeroes the kernel buffer of from_user, which this strategy does not emit",
-            ));
+            )));
         }
 
         let routine = raw.routine.unwrap_or(RoutineShape::PerDirection);
         if routine == RoutineShape::Both {
             if directions_given {
-                return Err(self.err(
+                self.keep::<()>(Err(self.err(
                     &root.key("directions"),
                     "a routine serving both directions (`routine = \"both\"`) has no directions to pick",
-                ));
+                )));
             }
             if raw.fault.zero_tail {
-                return Err(self.err(
+                self.keep::<()>(Err(self.err(
                     &fault.key("zero_tail"),
                     "zero_tail is a from_user behaviour; a routine serving both directions cannot zero the kernel side",
-                ));
+                )));
             }
             if !raw.fixed_sizes.is_empty() {
-                return Err(self.err(
+                self.keep::<()>(Err(self.err(
                     &root.key("fixed_sizes"),
                     "constant-size entry points are per direction; `routine = \"both\"` has none",
-                ));
+                )));
             }
         }
 
-        let linux = self.linux(arch, routine, &directions, std::mem::take(&mut raw.linux))?;
+        // With the directions in error, judge the names against both
+        // (that error is reported already).
+        let both = [Direction::FromUser, Direction::ToUser];
+        let linux = self.keep(self.linux(
+            arch,
+            routine,
+            directions.as_deref().unwrap_or(&both),
+            std::mem::take(&mut raw.linux),
+        ));
 
         let mut fixed = raw.fixed_sizes.clone();
         for (i, &n) in raw.fixed_sizes.iter().enumerate() {
             if n == 0 || n > 64 {
-                return Err(self.err(
+                self.keep::<()>(Err(self.err(
                     &root.key("fixed_sizes").index(i),
                     format!("fixed size {n} is outside 1..=64"),
-                ));
+                )));
             }
         }
         fixed.sort_unstable();
         fixed.dedup();
         if fixed.len() != raw.fixed_sizes.len() {
-            return Err(self.err(&root.key("fixed_sizes"), "a fixed size is listed twice"));
+            self.keep::<()>(Err(
+                self.err(&root.key("fixed_sizes"), "a fixed size is listed twice")
+            ));
         }
 
-        // Scratch registers: the fewest any emitted flavour allows.
-        let budget = Flavor::ALL
-            .iter()
-            .map(|&f| (scratch_registers(arch, f, linux.convention), f))
-            .min()
-            .expect("flavours");
-
+        let budget = self.budget(arch, linux.as_ref());
         let mut methods = BTreeMap::new();
+        // Methods that failed: classes using them are not blamed again.
+        let mut broken = BTreeSet::new();
         for (name, m) in &raw.methods {
             let path = root.key("methods").key(name);
-            let kind = self.method(arch, caps, budget, &path, m)?;
-            methods.insert(
-                name.clone(),
-                Method {
-                    name: name.clone(),
-                    kind,
-                },
-            );
+            if let Some(why) = identifier_problem(name, false) {
+                self.keep::<()>(Err(self.err(&path, format!("method name: {why}"))));
+                broken.insert(name.clone());
+                continue;
+            }
+            match self.keep(self.method(arch, caps, &budget, &path, m)) {
+                Some(kind) => {
+                    methods.insert(
+                        name.clone(),
+                        Method {
+                            name: name.clone(),
+                            kind,
+                        },
+                    );
+                }
+                None => {
+                    broken.insert(name.clone());
+                }
+            }
         }
 
+        let root_dispatch = root.key("dispatch");
         let (classes, variants) = if raw.variants.is_empty() {
-            let classes = self.dispatch(&root.key("dispatch"), &raw.dispatch, &methods)?;
-            (classes, Vec::new())
+            let classes = self.dispatch(arch, &root_dispatch, &raw.dispatch, &methods, &broken);
+            (classes, Some(Vec::new()))
         } else {
-            let variants = self.variants(arch, caps, budget, &raw, &methods)?;
-            let default = variants.last().expect("validated non-empty");
-            (default.classes.clone(), variants)
+            match self.keep(self.variants(arch, caps, &budget, &raw, &methods, &broken)) {
+                Some(Some(variants)) => {
+                    let default = variants.last().expect("validated non-empty");
+                    (Some(default.classes.clone()), Some(variants))
+                }
+                _ => (None, None),
+            }
         };
-
-        Ok(Strategy {
+        if !self.errors.borrow().is_empty() || !name_ok {
+            return None;
+        }
+        Some(Strategy {
             symbol: symbol_of(&raw.name),
             name: raw.name,
-            description: raw.description.trim().to_string(),
+            description: description?,
             arch,
-            directions,
+            directions: directions?,
             routine,
             precision,
             zero_tail: raw.fault.zero_tail,
-            linux,
-            classes,
-            variants,
+            linux: linux?,
+            classes: classes?,
+            variants: variants?,
             fixed_sizes: fixed,
-            source: file.display().to_string(),
+            source: recorded_path(file),
             text: text.to_string(),
         })
+    }
+
+    /// The description is restated in a comment of every generated file:
+    /// printable text only (the renderer escapes what could end the comment).
+    fn description(&self, text: &str) -> R<String> {
+        let path = FieldPath::root().key("description");
+        if let Some(c) = text
+            .chars()
+            .find(|&c| (c.is_control() && c != '\n' && c != '\t') || is_deceptive(c))
+        {
+            return Err(self.err(
+                &path,
+                format!(
+                    "the description contains character U+{:04X}; it is restated in the generated file, which takes printable text, tabs and newlines only",
+                    c as u32
+                ),
+            ));
+        }
+        if text.chars().count() > MAX_DESCRIPTION {
+            return Err(self.err(
+                &path,
+                format!("a description is at most {MAX_DESCRIPTION} characters"),
+            ));
+        }
+        Ok(text.trim().replace('\t', "    "))
+    }
+
+    /// Scratch registers: the fewest any emitted flavour allows.
+    fn budget(&self, arch: Arch, linux: Option<&LinuxOptions>) -> Budget {
+        let convention = linux.map_or(Convention::C, |l| l.convention);
+        let (registers, flavor) = Flavor::ALL
+            .iter()
+            .map(|&f| (scratch_registers(arch, f, convention), f))
+            .min()
+            .expect("flavours");
+        let reason = if flavor == Flavor::Linux && convention == Convention::RepMovs {
+            let at = self.err(&FieldPath::root().key("linux").key("convention"), "");
+            format!(
+                "the `rep_movs` convention (`linux.convention`, line {}) lets a routine clobber only {registers} scratch register(s) (rax)",
+                at.line
+            )
+        } else {
+            format!("the {flavor} flavour on {arch} lets a routine clobber only {registers} scratch register(s)")
+        };
+        Budget { registers, reason }
     }
 
     fn linux(
@@ -536,24 +983,12 @@ impl Validator<'_> {
         Ok(())
     }
 
-    fn check_registers(
-        &self,
-        budget: (u32, Flavor),
-        path: &FieldPath,
-        n: u32,
-        arch: Arch,
-    ) -> R<()> {
+    fn check_registers(&self, budget: &Budget, path: &FieldPath, n: u32) -> R<()> {
         if n == 0 {
             return Err(self.err(path, "at least one register is needed"));
         }
-        if n > budget.0 {
-            return Err(self.err(
-                path,
-                format!(
-                    "{n} registers, but the {} flavour on {arch} lets a routine clobber only {} scratch register(s)",
-                    budget.1, budget.0
-                ),
-            ));
+        if n > budget.registers {
+            return Err(self.err(path, format!("{n} registers, but {}", budget.reason)));
         }
         Ok(())
     }
@@ -562,7 +997,7 @@ impl Validator<'_> {
         &self,
         arch: Arch,
         caps: &crate::arch::Capabilities,
-        budget: (u32, Flavor),
+        budget: &Budget,
         path: &FieldPath,
         m: &RawMethod,
     ) -> R<MethodKind> {
@@ -594,11 +1029,10 @@ impl Validator<'_> {
             if is_set && !used.contains(&field) {
                 return Err(self.err(
                     &path.key(field),
-                    format!("`{field}` means nothing to a method of kind `{:?}`", m.kind)
-                        .replace("HeadTail", "head_tail")
-                        .replace("RepMovs", "rep_movs")
-                        .replace("Bytes", "bytes")
-                        .replace("Unrolled", "unrolled"),
+                    format!(
+                        "`{field}` means nothing to a method of kind `{}`",
+                        toml_name(&m.kind)
+                    ),
                 ));
             }
         }
@@ -608,8 +1042,8 @@ impl Validator<'_> {
             RawKind::HeadTail => {
                 let width = m.width.unwrap_or(max_width);
                 self.check_width(arch, caps, &path.key("width"), width)?;
-                let registers = m.registers.unwrap_or(2.min(budget.0));
-                self.check_registers(budget, &path.key("registers"), registers, arch)?;
+                let registers = m.registers.unwrap_or(2.min(budget.registers));
+                self.check_registers(budget, &path.key("registers"), registers)?;
                 self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
                 Ok(MethodKind::HeadTail { width, registers })
             }
@@ -627,7 +1061,7 @@ impl Validator<'_> {
                         ),
                     ));
                 }
-                let align = self.align(&path.key("align"), m.align.as_ref())?;
+                let align = self.align(arch, &path.key("align"), m.align.as_ref())?;
                 Ok(MethodKind::RepMovs { unit, align })
             }
             RawKind::Unrolled => self
@@ -640,7 +1074,7 @@ impl Validator<'_> {
         &self,
         arch: Arch,
         caps: &crate::arch::Capabilities,
-        budget: (u32, Flavor),
+        budget: &Budget,
         path: &FieldPath,
         m: &RawMethod,
     ) -> R<Unrolled> {
@@ -673,11 +1107,11 @@ impl Validator<'_> {
         if !caps.groupings.contains(&grouping) {
             return Err(self.err(
                 &path.key("grouping"),
-                format!("grouping `{grouping:?}` does not exist on {arch}").to_lowercase(),
+                format!("grouping `{grouping}` does not exist on {arch}"),
             ));
         }
         let registers = m.registers.unwrap_or(1);
-        self.check_registers(budget, &path.key("registers"), registers, arch)?;
+        self.check_registers(budget, &path.key("registers"), registers)?;
         self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
         let words = block / width;
         if words % registers != 0 {
@@ -709,7 +1143,7 @@ impl Validator<'_> {
                 if !caps.prefetch.contains(&p.kind) {
                     return Err(self.err(
                         &pp.key("kind"),
-                        format!("prefetch `{:?}` does not exist on {arch}", p.kind).to_lowercase(),
+                        format!("prefetch `{}` does not exist on {arch}", p.kind),
                     ));
                 }
                 let distances = match &p.distance {
@@ -734,7 +1168,7 @@ impl Validator<'_> {
                 })
             }
         };
-        let align = self.align(&path.key("align"), m.align.as_ref())?;
+        let align = self.align(arch, &path.key("align"), m.align.as_ref())?;
         let tail = m.tail.unwrap_or(Tail::Bytes);
         if tail == Tail::RepMovs && !matches!(width, 4 | 8) {
             return Err(self.err(
@@ -745,7 +1179,7 @@ impl Validator<'_> {
         if !caps.tails.contains(&tail) {
             return Err(self.err(
                 &path.key("tail"),
-                format!("tail `{tail:?}` does not exist on {arch}").to_lowercase(),
+                format!("tail `{tail}` does not exist on {arch}"),
             ));
         }
         Ok(Unrolled {
@@ -759,7 +1193,7 @@ impl Validator<'_> {
         })
     }
 
-    fn align(&self, ap: &FieldPath, a: Option<&RawAlign>) -> R<Option<Align>> {
+    fn align(&self, arch: Arch, ap: &FieldPath, a: Option<&RawAlign>) -> R<Option<Align>> {
         let Some(a) = a else { return Ok(None) };
         if a.pointer == AlignPointer::Congruent {
             return Err(self.err(
@@ -782,6 +1216,17 @@ impl Validator<'_> {
                 ),
             ));
         }
+        if a.min_size > largest_bound(arch) {
+            return Err(self.err(
+                &ap.key("min_size"),
+                format!(
+                    "min_size {} is too large: {}, so it is at most {}",
+                    a.min_size,
+                    bound_reason(arch),
+                    largest_bound(arch)
+                ),
+            ));
+        }
         Ok(Some(Align {
             pointer: a.pointer,
             to: a.to,
@@ -789,17 +1234,30 @@ impl Validator<'_> {
         }))
     }
 
+    /// The size classes; `None` (with the errors recorded) if any is wrong.
+    /// Every class is checked: after a class whose sizes are wrong, the
+    /// next one is not blamed for a gap or an overlap with it.
     fn dispatch(
         &self,
+        arch: Arch,
         dpath: &FieldPath,
         raw: &[RawClass],
         methods: &BTreeMap<String, Method>,
-    ) -> R<Vec<SizeClass>> {
+        broken: &BTreeSet<String>,
+    ) -> Option<Vec<SizeClass>> {
         if raw.is_empty() {
-            return Err(self.err(dpath, "dispatch needs at least one size class"));
+            self.keep::<()>(Err(
+                self.err(dpath, "dispatch needs at least one size class")
+            ));
+            return None;
         }
-        let lookup = |path: &FieldPath, name: &str| -> R<Method> {
-            methods.get(name).cloned().ok_or_else(|| {
+        let errors_before = self.errors.borrow().len();
+        // `Ok(None)`: a method whose own error is reported already.
+        let lookup = |path: &FieldPath, name: &str| -> R<Option<Method>> {
+            if broken.contains(name) {
+                return Ok(None);
+            }
+            methods.get(name).cloned().map(Some).ok_or_else(|| {
                 let known: Vec<_> = methods.keys().map(String::as_str).collect();
                 self.err(
                     path,
@@ -815,110 +1273,199 @@ impl Validator<'_> {
             })
         };
         let mut classes: Vec<SizeClass> = Vec::new();
+        // The size the next class must start at, when known.
+        let mut expected: Option<u64> = Some(0);
+        // An earlier class open at the top (index, lower bound).
+        let mut open: Option<(usize, u64)> = None;
+        // The last class's upper bound, if its sizes parsed.
+        let mut last_hi: Option<Option<u64>> = None;
         for (i, c) in raw.iter().enumerate() {
             let cpath = dpath.index(i);
             let spath = cpath.key("sizes");
-            let (lo, hi) = parse_range(&c.sizes).ok_or_else(|| {
-                self.err(
-                    &spath,
-                    format!(
-                        "`{}` is not a size range (`0..=64`, `65..4096`, `4096..`)",
-                        c.sizes
-                    ),
-                )
-            })?;
-            let expected = match classes.last() {
-                None => 0,
-                Some(prev) => match prev.hi {
-                    None => {
-                        return Err(self.err(
-                            &spath,
-                            format!("class {} already covers every size from {}: this one can never be reached", i - 1, prev.lo),
-                        ))
-                    }
-                    Some(h) => h + 1,
-                },
+            last_hi = None;
+            let Some((lo, hi)) = self.keep(self.class_sizes(arch, &spath, &c.sizes)) else {
+                expected = None;
+                continue;
             };
-            if lo > expected {
-                return Err(self.err(
+            last_hi = Some(hi);
+            if let Some((j, from)) = open {
+                self.keep::<()>(Err(self.err(
                     &spath,
-                    format!(
-                        "gap: sizes {} are covered by no class",
-                        fmt_range(expected, Some(lo - 1))
-                    ),
-                ));
+                    format!("class {j} already covers every size from {from}: this one can never be reached"),
+                )));
+                continue;
             }
-            if lo < expected {
-                return Err(self.err(
-                    &spath,
-                    format!(
-                        "overlap: sizes {} are already covered by class {}",
-                        fmt_range(lo, Some((expected - 1).min(hi.unwrap_or(u64::MAX)))),
-                        i - 1
-                    ),
-                ));
+            match expected {
+                Some(e) if lo > e => {
+                    self.keep::<()>(Err(self.err(
+                        &spath,
+                        format!(
+                            "gap: sizes {} are covered by no class",
+                            fmt_range(e, Some(lo - 1))
+                        ),
+                    )));
+                }
+                Some(e) if lo < e => {
+                    self.keep::<()>(Err(self.err(
+                        &spath,
+                        format!(
+                            "overlap: sizes {} are already covered by class {}",
+                            fmt_range(lo, Some((e - 1).min(hi.unwrap_or(u64::MAX)))),
+                            i - 1
+                        ),
+                    )));
+                }
+                _ => {}
             }
-            let method = lookup(&cpath.key("use"), &c.method)?;
-            self.method_fits(&method, lo, hi, None, &cpath.key("use"))?;
+            // Bounds are at most `largest_bound`, so `h + 1` cannot wrap.
+            expected = hi.map(|h| h + 1);
+            if hi.is_none() {
+                open = Some((i, lo));
+            }
+            let method = self.keep(lookup(&cpath.key("use"), &c.method)).flatten();
+            if let Some(m) = &method {
+                self.keep(self.method_fits(m, lo, hi, None, &cpath.key("use")));
+            }
             let mut guards = Vec::new();
             for (g, rg) in c.guard.iter().enumerate() {
                 let gpath = cpath.key("guard").index(g);
-                let condition =
-                    match (&rg.alias, &rg.aligned) {
-                        (Some([a, b]), None) => {
-                            if a > b || *b >= 4096 {
-                                return Err(self.err(
-                                    &gpath.key("alias"),
-                                    "an alias band is [lo, hi] with lo <= hi < 4096",
-                                ));
-                            }
-                            Condition::Alias { lo: *a, hi: *b }
-                        }
-                        (None, Some(al)) => {
-                            if !al.to.is_power_of_two() || al.to < 2 || al.to > 4096 {
-                                return Err(self.err(
-                                    &gpath.key("aligned").key("to"),
-                                    "alignment is a power of two in 2..=4096",
-                                ));
-                            }
-                            Condition::Aligned {
-                                pointer: al.pointer,
-                                to: al.to,
-                            }
-                        }
-                        (Some(_), Some(_)) => {
-                            return Err(self.err(
-                                &gpath,
-                                "a guard tests one condition: `alias` or `aligned`, not both",
-                            ))
-                        }
-                        (None, None) => return Err(self.err(
-                            &gpath,
-                            "a guard needs a condition: `alias = [lo, hi]` or `aligned = {...}`",
-                        )),
-                    };
-                let gm = lookup(&gpath.key("use"), &rg.method)?;
-                self.method_fits(&gm, lo, hi, Some(&condition), &gpath.key("use"))?;
-                guards.push(Guard {
-                    condition,
-                    method: gm,
+                let condition = self.keep(self.condition(&gpath, rg));
+                let gm = self.keep(lookup(&gpath.key("use"), &rg.method)).flatten();
+                if let (Some(condition), Some(gm)) = (condition, gm) {
+                    if self
+                        .keep(self.method_fits(&gm, lo, hi, Some(&condition), &gpath.key("use")))
+                        .is_some()
+                    {
+                        guards.push(Guard {
+                            condition,
+                            method: gm,
+                        });
+                    }
+                }
+            }
+            if let Some(method) = method {
+                classes.push(SizeClass {
+                    lo,
+                    hi,
+                    guards,
+                    method,
                 });
             }
-            classes.push(SizeClass {
-                lo,
-                hi,
-                guards,
-                method,
-            });
         }
-        let last = classes.last().expect("non-empty");
-        if let Some(h) = last.hi {
+        if let Some(Some(h)) = last_hi {
+            let lo = classes.last().map_or(0, |c| c.lo);
+            self.keep::<()>(Err(self.err(
+                &dpath.index(raw.len() - 1).key("sizes"),
+                format!("sizes from {} up are covered by no class: the last class must be open (`{lo}..`)", h + 1),
+            )));
+        }
+        if self.errors.borrow().len() != errors_before {
+            return None;
+        }
+        self.prefetch_warnings(&classes, methods);
+        Some(classes)
+    }
+
+    /// A class's `sizes`, within what `arch` can compare.
+    fn class_sizes(&self, arch: Arch, path: &FieldPath, sizes: &str) -> R<(u64, Option<u64>)> {
+        let (lo, hi) = parse_range(sizes).ok_or_else(|| {
+            self.err(
+                path,
+                format!("`{sizes}` is not a size range (`0..=64`, `65..4096`, `4096..`)"),
+            )
+        })?;
+        let limit = largest_bound(arch);
+        if let Some(h) = hi.filter(|&h| h > limit) {
             return Err(self.err(
-                &dpath.index(classes.len() - 1).key("sizes"),
-                format!("sizes from {} up are covered by no class: the last class must be open (`{}..`)", h + 1, last.lo),
+                path,
+                format!(
+                    "size bound {h} is too large: {}, so a bound is at most {limit}",
+                    bound_reason(arch)
+                ),
             ));
         }
-        Ok(classes)
+        // On a 32-bit arch no length exceeds the largest bound.
+        if arch != Arch::X86_64 && lo > limit {
+            return Err(self.err(
+                path,
+                format!("no {arch} length reaches {lo}: lengths are 32-bit"),
+            ));
+        }
+        Ok((lo, hi))
+    }
+
+    fn condition(&self, gpath: &FieldPath, rg: &RawGuard) -> R<Condition> {
+        match (&rg.alias, &rg.aligned) {
+            (Some(band), None) => match band[..] {
+                [a, b] if a <= b && b < 4096 => Ok(Condition::Alias { lo: a, hi: b }),
+                _ => Err(self.err(
+                    &gpath.key("alias"),
+                    "an alias band is two numbers [lo, hi] with lo <= hi < 4096",
+                )),
+            },
+            (None, Some(al)) => {
+                if !al.to.is_power_of_two() || al.to < 2 || al.to > 4096 {
+                    return Err(self.err(
+                        &gpath.key("aligned").key("to"),
+                        "alignment is a power of two in 2..=4096",
+                    ));
+                }
+                Ok(Condition::Aligned {
+                    pointer: al.pointer,
+                    to: al.to,
+                })
+            }
+            (Some(_), Some(_)) => Err(self.err(
+                gpath,
+                "a guard tests one condition: `alias` or `aligned`, not both",
+            )),
+            (None, None) => Err(self.err(
+                gpath,
+                "a guard needs a condition: `alias = [lo, hi]` or `aligned = {...}`",
+            )),
+        }
+    }
+
+    /// A prefetch runs inside the loop only while its target lies inside
+    /// the source; one whose distance reaches past every size its method
+    /// serves is dropped by the lowering, which is worth a word.
+    fn prefetch_warnings(&self, classes: &[SizeClass], methods: &BTreeMap<String, Method>) {
+        // Largest size each method serves (`None`: unbounded).
+        let mut serves: BTreeMap<&str, Option<u64>> = BTreeMap::new();
+        for c in classes {
+            let uses = std::iter::once(&c.method).chain(c.guards.iter().map(|g| &g.method));
+            for m in uses {
+                let most = serves.entry(&m.name).or_insert(Some(0));
+                *most = most.zip(c.hi).map(|(a, b)| a.max(b));
+            }
+        }
+        for (name, most) in serves {
+            let Some(most) = most else { continue };
+            let Some(MethodKind::Unrolled(u)) = methods.get(name).map(|m| &m.kind) else {
+                continue;
+            };
+            let Some(p) = &u.prefetch else { continue };
+            let size = if p.kind == PrefetchKind::Touch {
+                u.width
+            } else {
+                1
+            };
+            for &d in &p.distances {
+                let needs = (d + size).max(u.block) as u64;
+                if most < needs {
+                    self.warn(
+                        &FieldPath::root()
+                            .key("methods")
+                            .key(name)
+                            .key("prefetch")
+                            .key("distance"),
+                        format!(
+                            "the prefetch at +{d} can never run: it needs at least {needs} bytes left in the loop, but method `{name}` serves at most {most} bytes"
+                        ),
+                    );
+                }
+            }
+        }
     }
 
     /// Checks that depend on the sizes a method serves and the guard (if
@@ -993,10 +1540,9 @@ impl Validator<'_> {
             return Err(self.err(
                 path,
                 format!(
-                    "method `{name}` aligns {:?} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
+                    "method `{name}` aligns {} to {} bytes, which does not make both pointers word-aligned under a guard of congruence modulo {congruent}",
                     a.pointer, a.to
-                )
-                .to_lowercase(),
+                ),
             ));
         }
         if a.min_size > u.block as u64 && lo < a.min_size {
@@ -1004,7 +1550,7 @@ impl Validator<'_> {
                 path,
                 format!(
                     "method `{name}` skips its align prologue below {} bytes but runs its ldm/stm loop from {}: lengths {}..{} would reach ldm/stm unaligned (lower min_size to at most the block)",
-                    a.min_size, u.block, u.block.max(lo as u32), a.min_size
+                    a.min_size, u.block, (u.block as u64).max(lo), a.min_size
                 ),
             ));
         }
@@ -1016,14 +1562,17 @@ impl Validator<'_> {
 /// (the last), each variant's methods (the strategy's, overridden by name)
 /// and dispatch (its own, or the strategy's).
 impl Validator<'_> {
+    /// The variants; `Ok(None)` when a dispatch of one failed (its errors
+    /// are recorded).
     fn variants(
         &self,
         arch: Arch,
         caps: &crate::arch::Capabilities,
-        budget: (u32, Flavor),
+        budget: &Budget,
         raw: &RawStrategy,
         shared: &BTreeMap<String, Method>,
-    ) -> R<Vec<Variant>> {
+        broken: &BTreeSet<String>,
+    ) -> R<Option<Vec<Variant>>> {
         let vpath = FieldPath::root().key("variants");
         if arch == Arch::Armv6 {
             return Err(self.err(
@@ -1096,6 +1645,9 @@ impl Validator<'_> {
             let mut methods = shared.clone();
             for (name, m) in &v.methods {
                 let mpath = path.key("methods").key(name);
+                if let Some(why) = identifier_problem(name, false) {
+                    return Err(self.err(&mpath, format!("method name: {why}")));
+                }
                 let kind = self.method(arch, caps, budget, &mpath, m)?;
                 methods.insert(
                     name.clone(),
@@ -1112,9 +1664,18 @@ impl Validator<'_> {
                         "this variant has no `dispatch`, and the strategy has none to share",
                     ));
                 }
-                self.dispatch(&FieldPath::root().key("dispatch"), &raw.dispatch, &methods)?
+                self.dispatch(
+                    arch,
+                    &FieldPath::root().key("dispatch"),
+                    &raw.dispatch,
+                    &methods,
+                    broken,
+                )
             } else {
-                self.dispatch(&path.key("dispatch"), &v.dispatch, &methods)?
+                self.dispatch(arch, &path.key("dispatch"), &v.dispatch, &methods, broken)
+            };
+            let Some(classes) = classes else {
+                return Ok(None);
             };
             out.push(Variant {
                 name: v.name.clone(),
@@ -1122,7 +1683,7 @@ impl Validator<'_> {
                 classes,
             });
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// `["zen", "erms", "!fsrm"]`: every feature listed present, every `!`

@@ -334,6 +334,35 @@ pub struct Strategy {
     pub text: String,
 }
 
+/// The TOML spelling of a unit variant (`rep_movsb`, `loads_first`), so
+/// messages name values as the strategy file writes them.
+pub fn toml_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+macro_rules! display_as_toml {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(&toml_name(self))
+            }
+        }
+    )*};
+}
+
+display_as_toml!(
+    Tail,
+    Grouping,
+    PrefetchKind,
+    AlignPointer,
+    Convention,
+    Uaccess,
+    Precision
+);
+
 pub fn symbol_of(name: &str) -> String {
     name.chars()
         .map(|c| {

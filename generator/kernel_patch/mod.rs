@@ -26,8 +26,9 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 
 use crate::front::strategy::{
-    Arch, Convention, Direction, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
+    Arch, Convention, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
 };
+use crate::static_verify::{FunctionSpec, UserSide};
 use excerpts::Excerpt;
 
 /// Why a strategy cannot be wired into a tree (bad input: exit 2).
@@ -402,16 +403,19 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("copygen_user.S");
     std::fs::write(&path, asm)?;
-    let names: Vec<(String, Option<Direction>)> = match t.routine {
-        RoutineShape::Both => vec![(t.linux.both.clone().unwrap_or_default(), None)],
+    let roles: Vec<FunctionSpec> = match t.routine {
+        RoutineShape::Both => vec![FunctionSpec {
+            name: t.linux.both.clone().unwrap_or_default(),
+            side: Some(UserSide::Both),
+            convention: None,
+        }],
         RoutineShape::PerDirection => t
             .directions
             .iter()
-            .map(|&d| {
-                (
-                    crate::lower::entry_symbol(t, Flavor::Linux, d, None),
-                    Some(d),
-                )
+            .map(|&d| FunctionSpec {
+                name: crate::lower::entry_symbol(t, Flavor::Linux, d, None),
+                side: Some(d.into()),
+                convention: None,
             })
             .collect(),
     };
@@ -419,10 +423,10 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         arch: Some(t.arch),
         flavor: Some(Flavor::Linux),
         convention: Some(t.linux.convention),
-        regparm: None,
-        allow_vector: false,
+        roles,
+        ..Default::default()
     };
-    let report = crate::static_verify::check_object_named(&path, &options, &names)?;
+    let report = crate::static_verify::check_object(&path, &options)?;
     if !report.passed() || report.functions.is_empty() {
         let mut why = String::new();
         for (f, finding) in report.findings() {

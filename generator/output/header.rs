@@ -14,32 +14,33 @@ use crate::front::strategy::{Arch, Convention, Flavor, Strategy};
 /// The header template's context.
 #[derive(Debug, Serialize)]
 pub struct Header<'a> {
-    /// The strategy file the code came from.
-    pub source: &'a str,
+    /// The strategy file the code came from (escaped for the comment).
+    pub source: String,
     pub name: &'a str,
     pub arch: &'a str,
     pub flavor: &'a str,
     /// The calling convention in one line (the ABI table's summary).
     pub abi: &'a str,
-    pub description: Vec<&'a str>,
-    /// The strategy file, restated line by line (`*/` defused).
+    /// The description, line by line, escaped for the comment.
+    pub description: Vec<String>,
+    /// The strategy file, restated line by line, escaped for the comment.
     pub params: Vec<String>,
 }
 
 impl<'a> Header<'a> {
     pub fn new(s: &'a Strategy, flavor: Flavor) -> Header<'a> {
         Header {
-            source: &s.source,
+            source: comment_text(&s.source),
             name: &s.name,
             arch: s.arch.name(),
             flavor: flavor.name(),
             abi: crate::arch::abi(s.arch, flavor, s.linux.convention).summary,
-            description: s.description.lines().map(str::trim).collect(),
-            params: s
-                .text
+            description: s
+                .description
                 .lines()
-                .map(|l| l.replace("*/", "* /").trim_end().to_string())
+                .map(|l| comment_text(l.trim()))
                 .collect(),
+            params: s.text.lines().map(|l| comment_text(l.trim_end())).collect(),
         }
     }
 }
@@ -110,10 +111,49 @@ pub fn restated_strategy(text: &str, arch: Option<Arch>) -> Option<Result<Strate
         }
         let body = l.strip_prefix(" *").unwrap_or(l);
         let body = body.strip_prefix("   ").unwrap_or(body);
-        toml.push_str(&body.replace("* /", "*/"));
+        toml.push_str(&uncomment_text(body));
         toml.push('\n');
     }
     Some(crate::front::parse::parse(Path::new(&source), &toml, arch).map_err(anyhow::Error::new))
+}
+
+/// `line` made safe inside the `/* ... */` header of a preprocessed `.S`
+/// (both flavours go through cpp). A `*/` would end the comment, and what
+/// follows would be assembled; `/*` opens a nested one (cpp warns). So a
+/// `*` and a `/` that meet, possibly across spaces, get one more space
+/// between them, which [`uncomment_text`] takes out again. Control
+/// characters (the validator lets none into a strategy, but a path may
+/// hold one) become `?`. A trailing backslash is harmless here: it splices
+/// the next line, and every line of the header starts with ` *`, so no `*/`
+/// can form across lines.
+pub fn comment_text(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 2);
+    for c in line.chars() {
+        if matches!(c, '*' | '/') && meets_counterpart(&out, c) {
+            out.push(' ');
+        }
+        out.push(if c.is_control() && c != '\t' { '?' } else { c });
+    }
+    out
+}
+
+/// The inverse of [`comment_text`] (for text without control characters).
+pub fn uncomment_text(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if matches!(c, '*' | '/') && meets_counterpart(&out, c) && out.ends_with(' ') {
+            out.pop();
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `text` ends with the other one of `*` and `/` than `c`, followed
+/// by nothing but spaces.
+fn meets_counterpart(text: &str, c: char) -> bool {
+    let other = if c == '*' { '/' } else { '*' };
+    text.trim_end_matches(' ').ends_with(other)
 }
 
 #[cfg(test)]

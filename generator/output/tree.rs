@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -81,18 +80,6 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
     Ok(out)
 }
 
-/// Write `contents` to `path` atomically (temporary file, then rename).
-pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("temporary file in {}", dir.display()))?;
-    tmp.write_all(contents.as_bytes())?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
 /// What `copygen emit` did to the tree.
 #[derive(Debug, Default)]
 pub struct TreeReport {
@@ -105,14 +92,17 @@ pub struct TreeReport {
 pub fn write_tree(dir: &Path, files: &BTreeMap<String, String>) -> Result<TreeReport> {
     let existing = existing_files(dir)?;
     let mut report = TreeReport::default();
+    let mut changed = Vec::new();
     for (rel, text) in files {
         if existing.get(rel) == Some(text) {
             report.unchanged.push(rel.clone());
         } else {
-            write_atomic(&dir.join(rel), text)?;
+            changed.push((dir.join(rel), text.clone()));
             report.written.push(rel.clone());
         }
     }
+    // All the changed files or none; stale ones go only after that.
+    crate::output::write::write_all(&changed)?;
     for rel in existing.keys().filter(|k| !files.contains_key(*k)) {
         fs::remove_file(dir.join(rel)).with_context(|| format!("removing stale {rel}"))?;
         report.removed.push(rel.clone());

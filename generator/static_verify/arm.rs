@@ -16,19 +16,43 @@
 //! Every instruction may be conditional: it runs on the edge where its
 //! condition holds (refined like a branch) and is skipped on the other.
 
-use std::fmt::Write as _;
-
 use unarm::{
-    AddrLdcStc, AddrLdrStr, AddrMiscLoad, Coproc, DefUseArgument, FormatIns, Ins, LdmStmMode,
-    LdrStrOffset, MiscLoadOffset, Op2, Op2Imm, Reg, RegList, ShiftImm, ShiftOp,
+    AddrLdcStc, AddrLdrStr, AddrMiscLoad, Coproc, DefUseArgument, Ins, LdmStmMode, LdrStrOffset,
+    MiscLoadOffset, Op2, Op2Imm, Reg, RegList, ShiftImm, ShiftOp, ShiftReg,
 };
 
-use super::{add_val, AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val};
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::abi::AbiSpec;
+use super::arm_text::text;
+use super::domain::{add_val, Cmp, State, Val, STACK};
+use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const SP: usize = 13;
 pub(super) const LR: usize = 14;
 pub(super) const PC: usize = 15;
+
+/// A32 (ARM state), ARMv6K.
+pub(super) struct Arm;
+
+impl Isa for Arm {
+    fn decode(
+        &self,
+        obj: &ObjectFile,
+        section: &str,
+        range: Range<u64>,
+        addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        _abi: &AbiSpec,
+    ) -> Vec<Insn> {
+        decode(obj, section, range.step_by(4), addr_of)
+    }
+
+    fn reg_name(&self, r: usize) -> &'static str {
+        reg_name(r)
+    }
+}
 
 pub(super) fn reg_name(r: usize) -> &'static str {
     const NAMES: [&str; 16] = [
@@ -45,74 +69,6 @@ fn options() -> unarm::Options {
         ual: true,
         ..unarm::Options::default()
     }
-}
-
-/// Instruction text as it is written for GNU as: decimal immediates.
-struct Text<'a> {
-    options: &'a unarm::Options,
-    out: String,
-}
-
-impl std::fmt::Write for Text<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.out.push_str(s);
-        Ok(())
-    }
-}
-
-impl FormatIns for Text<'_> {
-    fn options(&self) -> &unarm::Options {
-        self.options
-    }
-    fn write_uimm(&mut self, uimm: u32) -> std::fmt::Result {
-        write!(self, "{uimm}")
-    }
-    fn write_simm(&mut self, simm: i32) -> std::fmt::Result {
-        write!(self, "{simm}")
-    }
-    /// `{r4-r10, lr}`: runs of three or more as ranges, as they are written.
-    fn write_reg_list(&mut self, list: RegList) -> std::fmt::Result {
-        let regs: Vec<usize> = list.iter().map(|r| r as usize).collect();
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < regs.len() {
-            let mut j = i;
-            while j + 1 < regs.len() && regs[j + 1] == regs[j] + 1 && regs[j + 1] <= 12 {
-                j += 1;
-            }
-            match j - i {
-                0 => parts.push(reg_name(regs[i]).to_string()),
-                1 => parts.push(format!("{}, {}", reg_name(regs[i]), reg_name(regs[j]))),
-                _ => parts.push(format!("{}-{}", reg_name(regs[i]), reg_name(regs[j]))),
-            }
-            i = j + 1;
-        }
-        write!(self, "{{{}}}", parts.join(", "))
-    }
-    /// `[rn]` for a zero offset, as it is written.
-    fn write_addr_ldr_str(&mut self, addr: AddrLdrStr) -> std::fmt::Result {
-        match addr {
-            AddrLdrStr::Pre {
-                rn,
-                offset: LdrStrOffset::Imm(0),
-                writeback: false,
-            } => {
-                self.write_str("[")?;
-                self.write_reg(rn)?;
-                self.write_str("]")
-            }
-            _ => unarm::FormatValue::write(&addr, self),
-        }
-    }
-}
-
-fn text(ins: &Ins, options: &unarm::Options) -> String {
-    let mut t = Text {
-        options,
-        out: String::new(),
-    };
-    let _ = t.write_ins(ins);
-    t.out
 }
 
 fn cc(c: unarm::Cond) -> Cc {
@@ -161,8 +117,27 @@ fn op2_val(op2: &Op2, st: &State) -> Val {
         Op2::Imm(Op2Imm { imm, .. }) => Val::konst(*imm as i64),
         _ => match plain_reg(op2) {
             Some(r) => st.regs[r as usize],
-            None => Val::OTHER,
+            None => shifted(op2, st),
         },
+    }
+}
+
+/// A shifted register: a bounded value scaled (`lsl`/`lsr` by a constant,
+/// what computed jumps index with), anything else derived from it.
+fn shifted(op2: &Op2, st: &State) -> Val {
+    match op2 {
+        Op2::ShiftImm(ShiftImm { rm, shift_op, imm }) => {
+            let v = st.regs[*rm as usize];
+            match (v.range(), shift_op) {
+                (Some((lo, hi)), ShiftOp::Lsl) if lo >= 0 && hi < 1 << 20 && *imm < 8 => {
+                    Val::bounded(lo << imm, hi << imm)
+                }
+                (Some((lo, hi)), ShiftOp::Lsr) if lo >= 0 => Val::bounded(lo >> imm, hi >> imm),
+                _ => Val::derived([v]),
+            }
+        }
+        Op2::ShiftReg(ShiftReg { rm, .. }) => Val::derived([st.regs[*rm as usize]]),
+        Op2::Imm(_) => op2_val(op2, st),
     }
 }
 
@@ -312,7 +287,7 @@ fn is_lr(op2: &Op2) -> bool {
 
 /// Decode the words at `offsets` of `section` into the checker's
 /// instructions; `addr_of` maps a place to the function's address space.
-pub(super) fn decode(
+fn decode(
     obj: &ObjectFile,
     section: &str,
     offsets: impl Iterator<Item = u64>,
@@ -432,6 +407,13 @@ pub(super) fn decode(
             } else {
                 defs.iter().map(|&r| (r, 8)).collect()
             },
+            // A load's data derives from neither pointer; anything else
+            // computes from what it reads.
+            inputs: if mems.is_empty() {
+                regs_of(ins.uses())
+            } else {
+                Vec::new()
+            },
             written: defs,
             vector: uses_vfp(&ins).then(|| {
                 format!("`{text}` uses VFP/NEON state: linux-flavour routines may not touch VFP/NEON registers")
@@ -439,67 +421,76 @@ pub(super) fn decode(
             touch,
             width,
             prefetch: matches!(ins, Ins::Pld { .. }),
+            pad: matches!(ins, Ins::Nop { .. }) || text == "mov r0, r0",
             mems,
-            raw: Raw::Arm(ins),
+            semantics: Rc::new(ins),
         });
     }
     out
 }
 
-/// `rn` after an access with this offset (`None`: a register) and indexing,
+/// `rn` after an access with this offset and indexing,
 /// and the `sp`-relative slot it reads or writes.
 fn index_effect(
     s: &mut State,
     st: &State,
     rn: Reg,
-    off: Option<i64>,
+    off: Val,
     pre: bool,
     writeback: bool,
 ) -> Option<i64> {
     let base = rn as usize;
+    let k = off.konst_value();
     let slot = if base == SP {
-        st.sp.zip(off).map(|(sp, k)| if pre { sp + k } else { sp })
+        st.sp.zip(k).map(|(sp, k)| if pre { sp + k } else { sp })
     } else {
         None
     };
     if writeback || !pre {
         if base == SP {
-            s.sp = st.sp.zip(off).map(|(sp, k)| sp + k);
+            s.sp = st.sp.zip(k).map(|(sp, k)| sp + k);
         } else {
-            let k = off.map(Val::konst).unwrap_or(Val::OTHER);
-            s.regs[base] = add_val(st.regs[base], k, 1);
+            s.regs[base] = add_val(st.regs[base], off, 1);
         }
     }
     slot
 }
 
+/// The value an offset adds (negated when it subtracts).
+fn offset_val(st: &State, rm: Reg, subtract: bool) -> Val {
+    let v = st.regs[rm as usize];
+    match (v.konst_value(), subtract) {
+        (Some(k), true) => Val::konst(-k),
+        (_, true) => Val::derived([v]),
+        _ => v,
+    }
+}
+
 fn ldr_str_effect(s: &mut State, st: &State, addr: &AddrLdrStr) -> Option<i64> {
+    let off = |o: &LdrStrOffset| match *o {
+        LdrStrOffset::Imm(k) => Val::konst(k as i64),
+        LdrStrOffset::Reg {
+            subtract,
+            rm,
+            imm: 0,
+            ..
+        } => offset_val(st, rm, subtract),
+        LdrStrOffset::Reg { rm, .. } => Val::derived([st.regs[rm as usize]]),
+    };
     match addr {
         AddrLdrStr::Pre {
             rn,
             offset,
             writeback,
-        } => {
-            let off = match offset {
-                LdrStrOffset::Imm(k) => Some(*k as i64),
-                LdrStrOffset::Reg { .. } => None,
-            };
-            index_effect(s, st, *rn, off, true, *writeback)
-        }
-        AddrLdrStr::Post(p) => {
-            let off = match p.offset {
-                LdrStrOffset::Imm(k) => Some(k as i64),
-                LdrStrOffset::Reg { .. } => None,
-            };
-            index_effect(s, st, p.rn, off, false, true)
-        }
+        } => index_effect(s, st, *rn, off(offset), true, *writeback),
+        AddrLdrStr::Post(p) => index_effect(s, st, p.rn, off(&p.offset), false, true),
     }
 }
 
 fn misc_effect(s: &mut State, st: &State, addr: &AddrMiscLoad) -> Option<i64> {
-    let off = |o: &MiscLoadOffset| match o {
-        MiscLoadOffset::Imm(k) => Some(*k as i64),
-        MiscLoadOffset::Reg { .. } => None,
+    let off = |o: &MiscLoadOffset| match *o {
+        MiscLoadOffset::Imm(k) => Val::konst(k as i64),
+        MiscLoadOffset::Reg { subtract, rm } => offset_val(st, rm, subtract),
     };
     match addr {
         AddrMiscLoad::Pre {
@@ -530,7 +521,7 @@ fn multiple_effect(
             for (i, r) in regs.iter().enumerate() {
                 let slot = start + 4 * i as i64;
                 if load {
-                    s.regs[r as usize] = st.stack.get(&slot).copied().unwrap_or(Val::OTHER);
+                    s.regs[r as usize] = st.stack.get(&slot).copied().unwrap_or(Val::ANY);
                 } else {
                     s.stack.insert(slot, st.regs[r as usize]);
                 }
@@ -550,14 +541,44 @@ fn multiple_effect(
     }
 }
 
+impl Semantics for Ins {
+    fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State {
+        transfer(insn, self, st, abi)
+    }
+
+    /// `add pc, pc, ip` (and `lsl #k`): a jump into the code that follows,
+    /// `pc` reading 8 bytes ahead; the index must be bounded.
+    fn targets(&self, insn: &Insn, st: &State) -> Option<Vec<u64>> {
+        let Ins::Add {
+            rd: Reg::Pc,
+            rn: Reg::Pc,
+            op2,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let (lo, hi) = op2_val(op2, st).range()?;
+        if lo < 0 || hi > 1 << 16 {
+            return None;
+        }
+        // The low two bits of a value written to pc in ARM state are ignored.
+        let mut ts: Vec<u64> = (lo..=hi).map(|v| insn.addr + 8 + (v as u64 & !3)).collect();
+        ts.dedup();
+        Some(ts)
+    }
+}
+
 /// The state after `ins` when it runs (the caller refines a conditional
 /// instruction's state first).
-pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
+fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
     let mut s = st.clone();
-    // Generic effects first: every written register loses what it held.
+    // Generic effects first: every written register may now derive from
+    // what flowed into it (a load's data is a plain integer).
+    let derived = Val::derived(insn.inputs.iter().map(|&r| st.regs[r]));
     for &r in &insn.written {
         if r != SP {
-            s.regs[r] = Val::OTHER;
+            s.regs[r] = derived;
         }
         if s.flags.is_some_and(|c| c.reg == r) {
             s.flags = None;
@@ -571,8 +592,19 @@ pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> Sta
             reg: reg as usize,
             imm,
             test,
+            mask: 0,
             addr: insn.addr,
         })
+    };
+    let mask = |reg: Reg, op2: &Op2| match op2 {
+        Op2::Imm(Op2Imm { imm, .. }) => Some(Cmp {
+            reg: reg as usize,
+            imm: 0,
+            test: false,
+            mask: *imm as u64,
+            addr: insn.addr,
+        }),
+        _ => None,
     };
     match ins {
         Ins::Mov {
@@ -613,7 +645,7 @@ pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> Sta
                     _ => None,
                 };
             } else if *rn == Reg::Sp {
-                s.regs[*rd as usize] = Val::OTHER;
+                s.regs[*rd as usize] = Val::tagged(STACK, None);
             } else {
                 s.regs[*rd as usize] = add_val(st.regs[*rn as usize], k, sign);
             }
@@ -622,11 +654,48 @@ pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> Sta
                 s.flags = cmp(*rd, 0, false);
             }
         }
-        Ins::And { rd, rn, op2, .. } | Ins::Bic { rd, rn, op2, .. }
-            if matches!(op2, Op2::Imm(_)) && st.regs[*rn as usize].is_ptr() =>
-        {
-            // Rounding a pointer down keeps it a pointer into the same buffer.
-            s.regs[*rd as usize] = Val::tagged(st.regs[*rn as usize].tags & super::PTRS, None);
+        Ins::And {
+            rd,
+            rn,
+            op2: op2 @ Op2::Imm(Op2Imm { imm, .. }),
+            s: sets,
+            ..
+        } => {
+            let v = st.regs[*rn as usize];
+            s.regs[*rd as usize] = if *imm < 1 << 16 {
+                // A small mask leaves a small integer, whatever it masked.
+                Val::bounded(0, *imm as i64)
+            } else {
+                Val::derived([v]).with_low(v.low.and_zero(!*imm as u64))
+            };
+            // `ands ip, r1, #3`: Z says whether r1's low bits are zero.
+            if *sets && rd != rn {
+                s.flags = mask(*rn, op2);
+            }
+        }
+        Ins::Bic {
+            rd,
+            rn,
+            op2: Op2::Imm(Op2Imm { imm, .. }),
+            ..
+        } => {
+            // Rounding a pointer down keeps it a pointer into the same
+            // buffer, with known low bits.
+            let v = st.regs[*rn as usize];
+            s.regs[*rd as usize] = Val::derived([v]).with_low(v.low.and_zero(*imm as u64));
+        }
+        Ins::Rsb { rd, rn, op2, .. } => {
+            // `rsb ip, ip, #32`: k - value, bounded when the value is.
+            s.regs[*rd as usize] = match (
+                st.regs[*rn as usize].range(),
+                op2_val(op2, st).konst_value(),
+            ) {
+                (Some((lo, hi)), Some(k)) => Val::bounded(k - hi, k - lo),
+                _ => Val::derived([st.regs[*rn as usize], op2_val(op2, st)]),
+            };
+        }
+        Ins::Tst { rn, op2, .. } if matches!(op2, Op2::Imm(_)) => {
+            s.flags = mask(*rn, op2);
         }
         Ins::Orr { rd, rn, op2, .. } => {
             if let (Some(a), Some(b)) = (
@@ -652,7 +721,7 @@ pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> Sta
         }
         Ins::Ldr { rd, addr, .. } => {
             if let Some(slot) = ldr_str_effect(&mut s, st, addr) {
-                s.regs[*rd as usize] = st.stack.get(&slot).copied().unwrap_or(Val::OTHER);
+                s.regs[*rd as usize] = st.stack.get(&slot).copied().unwrap_or(Val::ANY);
             }
         }
         Ins::Ldrb { addr, .. } => {
@@ -701,8 +770,9 @@ pub(super) fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> Sta
         }
         Ins::Bx { rm, .. } => s.regs[PC] = st.regs[*rm as usize],
         Ins::Bl { .. } | Ins::Blx { .. } => {
+            // What a call leaves in them is unknown.
             for &r in &abi.clobber {
-                s.regs[r] = Val::OTHER;
+                s.regs[r] = Val::ANY;
             }
             s.flags = None;
         }

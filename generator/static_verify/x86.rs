@@ -7,13 +7,79 @@ use iced_x86::{
     Register,
 };
 
-use super::{AbiSpec, Cc, Cmp, Flow, Insn, Mem, MemKind, Raw, State, Touch, Val, DST, LEN, SRC};
-use crate::checks::objfile::{self, FnSym, Loc, ObjectFile};
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::abi::{AbiSpec, NREGS};
+use super::domain::{add_val, Cmp, State, Val, LEN, SRC, STACK};
+use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use crate::checks::objfile::{self, Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
 
 pub(super) const RSP: usize = 4;
 
-pub(super) fn reg_name(arch: Arch, r: usize) -> &'static str {
+/// x86_64 or i386.
+pub(super) struct X86 {
+    pub(super) arch: Arch,
+}
+
+impl Isa for X86 {
+    fn decode(
+        &self,
+        obj: &ObjectFile,
+        section: &str,
+        range: Range<u64>,
+        addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        abi: &AbiSpec,
+    ) -> Vec<Insn> {
+        let Some(bytes) = obj.code.get(section) else {
+            return Vec::new();
+        };
+        let Some(bytes) = bytes.get(range.start as usize..range.end as usize) else {
+            return Vec::new();
+        };
+        let mut factory = InstructionInfoFactory::new();
+        objfile::decode_x86(self.arch, bytes, range.start)
+            .into_iter()
+            .map(|i| {
+                let mut insn = facts(i, section, abi, &mut factory);
+                insn.flow = relocated_flow(obj, &insn, addr_of);
+                insn
+            })
+            .collect()
+    }
+
+    fn reg_name(&self, r: usize) -> &'static str {
+        reg_name(self.arch, r)
+    }
+}
+
+/// A branch whose rel32 is relocated goes where its symbol is: the
+/// kernel's `RET` in a return-thunk build is `jmp __x86_return_thunk`, a
+/// return; any other symbol outside the function is a tail call out of it.
+fn relocated_flow(obj: &ObjectFile, insn: &Insn, addr_of: &dyn Fn(&Loc) -> Option<u64>) -> Flow {
+    let (Flow::Jump(_) | Flow::CondJump(_)) = insn.flow else {
+        return insn.flow;
+    };
+    let field = Loc {
+        section: insn.loc.section.clone(),
+        offset: insn.loc.offset + insn.len - 4,
+    };
+    let to = match obj.code_relocs.get(&field) {
+        None => return insn.flow,
+        Some(RelocTarget::Undefined(name)) if name == "__x86_return_thunk" => {
+            return Flow::Return;
+        }
+        Some(RelocTarget::Undefined(_)) => u64::MAX,
+        Some(RelocTarget::Symbol(l)) => addr_of(l).unwrap_or(u64::MAX),
+    };
+    match insn.flow {
+        Flow::CondJump(_) => Flow::CondJump(to),
+        _ => Flow::Jump(to),
+    }
+}
+
+fn reg_name(arch: Arch, r: usize) -> &'static str {
     const R64: [&str; 16] = [
         "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
         "r13", "r14", "r15",
@@ -28,7 +94,7 @@ pub(super) fn reg_name(arch: Arch, r: usize) -> &'static str {
 fn gpr(r: Register) -> Option<usize> {
     if r.is_gpr() {
         let n = r.full_register().number();
-        (n < super::NREGS).then_some(n)
+        (n < NREGS).then_some(n)
     } else {
         None
     }
@@ -67,15 +133,6 @@ fn cc(c: ConditionCode) -> Cc {
     }
 }
 
-/// Decode `f` (all in its own section) into the checker's instructions.
-pub(super) fn decode(obj: &ObjectFile, f: &FnSym, abi: &AbiSpec) -> Vec<Insn> {
-    let mut factory = InstructionInfoFactory::new();
-    objfile::decode_x86(obj.arch, obj.bytes_of(f), f.start)
-        .into_iter()
-        .map(|i| facts(i, &f.section, abi, &mut factory))
-        .collect()
-}
-
 fn facts(
     i: Instruction,
     section: &str,
@@ -91,6 +148,24 @@ fn facts(
         }
     };
     let (mut uses, mut defs, mut written) = (Vec::new(), Vec::new(), Vec::new());
+    // What flows into the written registers: the explicit register operands
+    // read, and what a conditional or partial write leaves of the old value.
+    let mut inputs = Vec::new();
+    for n in 0..i.op_count() {
+        if i.op_kind(n) != OpKind::Register {
+            continue;
+        }
+        let r = i.op_register(n);
+        let read = matches!(
+            info.op_access(n),
+            OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        );
+        let keeps_old = matches!(info.op_access(n), OpAccess::CondWrite)
+            || (info.op_access(n) == OpAccess::Write && !full_write(r));
+        if let Some(g) = gpr(r).filter(|_| read || keeps_old) {
+            inputs.push(g);
+        }
+    }
     for u in info.used_registers() {
         let Some(g) = gpr(u.register()) else { continue };
         if matches!(
@@ -123,7 +198,11 @@ fn facts(
             base: gpr(m.base()),
             index: gpr(m.index()),
             disp: m.displacement() as i64,
-            size: m.memory_size().size(),
+            // String instructions report no size here: their element's.
+            size: match m.memory_size().size() {
+                0 => i.memory_size().size().max(1),
+                n => n,
+            },
             kind: match m.access() {
                 OpAccess::Read | OpAccess::CondRead => MemKind::Load,
                 OpAccess::Write | OpAccess::CondWrite => MemKind::Store,
@@ -176,16 +255,24 @@ fn facts(
         uses,
         defs,
         written,
+        inputs,
         vector,
         touch,
         width: i.memory_size().size().max(1),
         prefetch: false,
-        raw: Raw::X86(i),
+        pad: matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3),
+        semantics: Rc::new(i),
+    }
+}
+
+impl Semantics for Instruction {
+    fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State {
+        transfer(insn, self, st, abi)
     }
 }
 
 /// The state after `i` on its normal path.
-pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
+fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     let mut s = st.clone();
     let pw = abi.ptr as usize;
     let reg0 = if i.op_count() > 0 && i.op0_kind() == OpKind::Register {
@@ -204,10 +291,12 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
             .map(|sp| sp + displacement(i, abi))
     };
 
-    // Generic effects first: every written GPR loses what it held.
+    // Generic effects first: every written GPR may now derive from what
+    // flowed into it (data from memory is a plain integer).
+    let derived = Val::derived(insn.inputs.iter().map(|&g| st.regs[g]));
     for &g in &insn.written {
         if g != RSP {
-            s.regs[g] = Val::OTHER;
+            s.regs[g] = derived;
         }
         if s.flags.is_some_and(|c| c.reg == g) {
             s.flags = None;
@@ -219,20 +308,36 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
 
     let m = i.mnemonic();
     match m {
+        Mnemonic::Xor | Mnemonic::Sub
+            if i.op_count() == 2
+                && i.op0_kind() == OpKind::Register
+                && i.op1_kind() == OpKind::Register
+                && i.op0_register() == i.op1_register() =>
+        {
+            // The zeroing idiom.
+            if let Some(d) = reg0 {
+                s.regs[d] = Val::konst(0);
+            }
+        }
         Mnemonic::Mov if i.op_count() == 2 => match (i.op0_kind(), i.op1_kind()) {
             (OpKind::Register, OpKind::Register) => {
                 if let Some(d) = reg0 {
                     s.regs[d] = if wide0 {
                         val(i.op1_register())
                     } else {
-                        Val::OTHER
+                        Val::derived([val(i.op1_register())])
                     };
+                }
+            }
+            (OpKind::Register, k) if is_imm(k) || k == OpKind::Immediate64 => {
+                if let Some(d) = reg0.filter(|_| i.op0_register().size() >= 4) {
+                    s.regs[d] = Val::konst(imm_of(i, 1));
                 }
             }
             (OpKind::Register, OpKind::Memory) => {
                 if let (Some(d), Some(slot)) = (reg0, stack_slot(st)) {
                     if wide0 {
-                        s.regs[d] = st.stack.get(&slot).copied().unwrap_or(Val::OTHER);
+                        s.regs[d] = st.stack.get(&slot).copied().unwrap_or(Val::ANY);
                     }
                 }
             }
@@ -261,21 +366,14 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
         }
         Mnemonic::Pop => {
             if let (Some(d), Some(sp)) = (reg0, st.sp) {
-                s.regs[d] = st.stack.get(&sp).copied().unwrap_or(Val::OTHER);
+                s.regs[d] = st.stack.get(&sp).copied().unwrap_or(Val::ANY);
             }
             s.sp = st.sp.map(|sp| sp + abi.ptr);
         }
         Mnemonic::Add | Mnemonic::Sub if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
             let sign = if m == Mnemonic::Add { 1 } else { -1 };
             let Some(d) = reg0 else { return s };
-            let imm = matches!(
-                i.op1_kind(),
-                OpKind::Immediate8
-                    | OpKind::Immediate8to32
-                    | OpKind::Immediate8to64
-                    | OpKind::Immediate32
-                    | OpKind::Immediate32to64
-            );
+            let imm = is_imm(i.op1_kind());
             if d == RSP {
                 s.sp = if imm {
                     st.sp.map(|sp| sp + sign * imm_of(i, 1))
@@ -288,10 +386,10 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
                 return s;
             }
             if imm {
-                s.regs[d] = super::add_val(st.regs[d], Val::konst(imm_of(i, 1)), sign);
+                s.regs[d] = add_val(st.regs[d], Val::konst(imm_of(i, 1)), sign);
             } else if i.op1_kind() == OpKind::Register {
                 let other = val(i.op1_register());
-                s.regs[d] = super::add_val(st.regs[d], other, sign);
+                s.regs[d] = add_val(st.regs[d], other, sign);
             }
         }
         Mnemonic::Lea => {
@@ -304,13 +402,48 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
                 Val::tagged(SRC, b.off.map(|c| c - disp))
             } else if i.memory_index() == Register::None && b.tags == LEN {
                 Val::tagged(LEN, b.off.map(|o| o + disp))
-            } else if b.is_ptr() && !x.is_ptr() {
-                Val::tagged(b.tags & (SRC | DST), None)
-            } else if x.is_ptr() && !b.is_ptr() && i.memory_index_scale() == 1 {
-                Val::tagged(x.tags & (SRC | DST), None)
+            } else if gpr(i.memory_base()) == Some(RSP) {
+                Val::tagged(STACK, None)
+            } else if i.memory_index() == Register::None {
+                add_val(b, Val::konst(disp), 1)
             } else {
-                Val::OTHER
+                // Either operand may be the pointer (scaled or not).
+                Val::derived([b, x])
             };
+        }
+        Mnemonic::Xchg
+            if i.op0_kind() == OpKind::Register
+                && i.op1_kind() == OpKind::Register
+                && i.op0_register().size() == pw
+                && i.op1_register().size() == pw =>
+        {
+            if let (Some(a), Some(b)) = (gpr(i.op0_register()), gpr(i.op1_register())) {
+                s.regs[a] = st.regs[b];
+                s.regs[b] = st.regs[a];
+            }
+        }
+        Mnemonic::And if i.op_count() == 2 && is_imm(i.op1_kind()) => {
+            let Some(d) = reg0 else { return s };
+            let k = imm_of(i, 1);
+            s.regs[d] = if (0..1 << 16).contains(&k) {
+                // A small mask leaves a small integer, whatever it masked.
+                Val::bounded(0, k)
+            } else {
+                // Rounding down (`and $-8`) keeps the pointer, now aligned.
+                let v = st.regs[d];
+                Val::derived([v]).with_low(v.low.and_zero(!(k as u64)))
+            };
+        }
+        Mnemonic::Test if i.op0_kind() == OpKind::Register && is_imm(i.op1_kind()) => {
+            if let Some(r) = reg0 {
+                s.flags = Some(Cmp {
+                    reg: r,
+                    imm: 0,
+                    test: false,
+                    mask: imm_of(i, 1) as u64,
+                    addr: insn.addr,
+                });
+            }
         }
         Mnemonic::Movsb
         | Mnemonic::Movsw
@@ -321,12 +454,12 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
         | Mnemonic::Stosq
             if i.op0_kind() == OpKind::MemoryESEDI || i.op0_kind() == OpKind::MemoryESRDI =>
         {
-            // The string pointers advance: still the same pointers.
+            // The string pointers advance: still the same pointers; the
+            // count is a count.
             for r in [6usize, 7] {
-                if st.regs[r].is_ptr() {
-                    s.regs[r] = Val::tagged(st.regs[r].tags & (SRC | DST), None);
-                }
+                s.regs[r] = Val::derived([st.regs[r]]);
             }
+            s.regs[1] = Val::OTHER;
         }
         Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
             if let Some(r) = reg0 {
@@ -335,6 +468,7 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
                         reg: r,
                         imm: imm_of(i, 1),
                         test: false,
+                        mask: 0,
                         addr: insn.addr,
                     });
                 }
@@ -351,6 +485,7 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
                     reg: r,
                     imm: 0,
                     test: true,
+                    mask: 0,
                     addr: insn.addr,
                 });
             }
@@ -362,13 +497,25 @@ pub(super) fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) 
                 s.sp = None;
             }
             if i.flow_control() == FlowControl::Call {
+                // What a call leaves in them is unknown.
                 for &r in &abi.clobber {
-                    s.regs[r] = Val::OTHER;
+                    s.regs[r] = Val::ANY;
                 }
             }
         }
     }
     s
+}
+
+fn is_imm(k: OpKind) -> bool {
+    matches!(
+        k,
+        OpKind::Immediate8
+            | OpKind::Immediate8to32
+            | OpKind::Immediate8to64
+            | OpKind::Immediate32
+            | OpKind::Immediate32to64
+    )
 }
 
 /// A compare of the length is meaningful at pointer width (or 32 bits).

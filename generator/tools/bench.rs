@@ -7,11 +7,17 @@
 //! are measured in a freshly shuffled order, so drift (frequency, noisy
 //! neighbours) spreads over all subjects instead of favouring one.
 
+pub mod distribution;
+pub mod plot;
+
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+
+use distribution::{Call, Distribution};
+pub use plot::plot_svg;
 
 /// A copy routine: `f(to, from, n)` → bytes not copied (SysV), the JIT's type.
 pub type CopyFn = crate::jit::CopyFn;
@@ -207,15 +213,25 @@ pub struct Row {
     pub n: usize,
     pub src_off: usize,
     pub dst_off: usize,
+    /// A workload row instead: sizes from `Sweep::distributions[d]`, a
+    /// fresh random sequence of `Sweep::calls` calls every round (`n` is
+    /// then the largest size, the offsets 0).
+    pub dist: Option<usize>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Sweep {
     pub name: String,
     pub title: String,
     pub x_label: String,
     pub rows: Vec<Row>,
     pub cold: bool,
+    /// The distributions that rows with `dist` draw from.
+    pub distributions: Vec<Distribution>,
+    /// Calls per sequence of a distribution row.
+    pub calls: usize,
+    /// Share of a distribution row's calls sent into the aliasing band.
+    pub alias_share: f64,
 }
 
 fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: usize) -> Row {
@@ -226,6 +242,52 @@ fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: u
         n,
         src_off,
         dst_off,
+        dist: None,
+    }
+}
+
+/// Calls per sequence of a distribution row unless told otherwise.
+pub const DEFAULT_CALLS: usize = 4096;
+
+/// Rows for workloads: one per distribution.
+pub fn distribution_rows(dists: &[Distribution]) -> Vec<Row> {
+    dists
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Row {
+            label: format!("{} (mean {:.0} B)", d.name, d.mean),
+            series: String::new(),
+            x: i as f64,
+            n: d.max_size,
+            src_off: 0,
+            dst_off: 0,
+            dist: Some(i),
+        })
+        .collect()
+}
+
+/// A sweep over workloads drawn from `dists` (see [`distribution`]).
+pub fn distribution_sweep(dists: Vec<Distribution>, calls: usize, alias_share: f64) -> Sweep {
+    let band = if alias_share > 0.0 {
+        format!(
+            ", {:.1} % of calls at (dst - src) mod 4096 in 1..={}",
+            alias_share * 100.0,
+            distribution::ALIAS_BAND_MAX
+        )
+    } else {
+        String::new()
+    };
+    Sweep {
+        name: "distribution".into(),
+        title: format!(
+            "sizes drawn from measured distributions, src and dst at independent random page offsets{band}; a fresh sequence of {calls} calls every round"
+        ),
+        x_label: "distribution".into(),
+        rows: distribution_rows(&dists),
+        distributions: dists,
+        calls,
+        alias_share,
+        ..Sweep::default()
     }
 }
 
@@ -273,7 +335,7 @@ pub fn table(name: &str) -> Result<Sweep> {
         title: title.into(),
         x_label: x_label.into(),
         rows,
-        cold: false,
+        ..Sweep::default()
     })
 }
 
@@ -324,10 +386,30 @@ pub fn custom(sizes: &[usize], src_offs: &[usize], dst_offs: &[usize]) -> Sweep 
     }
     Sweep {
         name: "custom".into(),
-        title: "custom sweep".into(),
+        title: format!(
+            "sizes {}, src offsets {}, dst offsets {} from page-aligned buffers",
+            list_text(sizes),
+            list_text(src_offs),
+            list_text(dst_offs)
+        ),
         x_label: "bytes".into(),
         rows,
-        cold: false,
+        ..Sweep::default()
+    }
+}
+
+/// `0..=64` for a run of consecutive values, else the list (abridged).
+fn list_text(v: &[usize]) -> String {
+    match v {
+        [] => String::new(),
+        [one] => one.to_string(),
+        _ if v.windows(2).all(|w| w[1] == w[0] + 1) => format!("{}..={}", v[0], v[v.len() - 1]),
+        _ if v.len() > 8 => format!("{},{},...,{}", v[0], v[1], v[v.len() - 1]),
+        _ => v
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     }
 }
 
@@ -362,7 +444,8 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
 
 // ---- measuring ---------------------------------------------------------------
 
-/// Page-aligned buffers big enough for every row.
+/// Page-aligned buffers big enough for every row: sources in the first
+/// half, destinations in the second.
 struct Buffers {
     ptr: *mut u8,
     layout: std::alloc::Layout,
@@ -370,10 +453,15 @@ struct Buffers {
 }
 
 impl Buffers {
-    fn new(rows: &[Row]) -> Buffers {
-        let need = rows
+    fn new(sweep: &Sweep) -> Buffers {
+        let need = sweep
+            .rows
             .iter()
-            .map(|r| r.n + r.src_off.max(r.dst_off))
+            .map(|r| match r.dist {
+                // Offsets anywhere in the first page.
+                Some(_) => r.n + 4095,
+                None => r.n + r.src_off.max(r.dst_off),
+            })
             .max()
             .unwrap_or(0);
         let half = need.div_ceil(4096) * 4096 + 4096;
@@ -424,40 +512,139 @@ fn time_calls(f: CopyFn, dst: *mut u8, src: *const u8, n: usize, iters: u32) -> 
     (tsc_end() - t0) as f64 / iters as f64
 }
 
+/// TSC ticks per call over a sequence of calls (the loop's own cost, the
+/// same for every subject, included).
+fn time_sequence(f: CopyFn, bufs: &Buffers, seq: &[Call]) -> f64 {
+    let (dst, src) = (bufs.dst(0), bufs.src(0));
+    let t0 = tsc_start();
+    for c in seq {
+        // SAFETY: offsets < 4096 and n <= the row's largest size, which
+        // Buffers::new made room for.
+        let r = unsafe {
+            f(
+                std::hint::black_box(dst.add(c.dst_off as usize)),
+                std::hint::black_box(src.add(c.src_off as usize)),
+                c.n as usize,
+            )
+        };
+        std::hint::black_box(r);
+    }
+    (tsc_end() - t0) as f64 / seq.len().max(1) as f64
+}
+
+/// One (row, subject) figure over the rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
     pub row: usize,
     pub subject: usize,
     /// Median TSC ticks per call.
     pub cycles: f64,
+    /// First and third quartile of the rounds.
+    pub q1: f64,
+    pub q3: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Calls per round.
     pub iterations: u32,
+    /// Ticks per call in each round, in round order.
+    #[serde(skip)]
+    pub rounds: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Results {
     pub sweep: Sweep,
     pub subjects: Vec<String>,
+    /// The subject the ratio columns divide by.
+    pub baseline: usize,
     pub repeats: usize,
     pub tsc_hz: f64,
     pub cpu: String,
+    /// What was run (the command line), for titles.
+    pub command: String,
     /// `cells[row][subject]`
     pub cells: Vec<Vec<Measurement>>,
 }
 
-/// A small deterministic PRNG for the measuring order (xorshift64*).
-struct Rng(u64);
+impl Results {
+    /// `cells[row][subject]` over the baseline's figure of the same row.
+    pub fn ratio(&self, row: usize, subject: usize) -> f64 {
+        self.cells[row][subject].cycles / self.cells[row][self.baseline].cycles
+    }
+}
+
+/// The default ratio baseline: `rep_movsb` when it is a subject (what the
+/// kernel runs on FSRM CPUs), else the first subject that is not the
+/// system-call figure, else the first.
+pub fn default_baseline(subjects: &[String]) -> usize {
+    subjects
+        .iter()
+        .position(|s| s == "rep_movsb")
+        .or_else(|| subjects.iter().position(|s| s != "kernel_read"))
+        .unwrap_or(0)
+}
+
+/// A small deterministic PRNG (xorshift64*): measuring order, sequences.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn new(seed: u64) -> Rng {
+        // xorshift must not start at 0.
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15 | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
+    /// Uniform in `[0, 1)`.
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
-            v.swap(i, (self.next() % (i as u64 + 1)) as usize);
+            v.swap(i, (self.next_u64() % (i as u64 + 1)) as usize);
         }
     }
+}
+
+/// How [`run_with`] measures.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Rounds; each figure is the median over them.
+    pub repeats: usize,
+    /// TSC ticks each hot fixed-size measurement aims for.
+    pub target_ticks: f64,
+    /// Seeds the measuring order and the sequences.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            repeats: 15,
+            target_ticks: 20_000.0,
+            seed: 0,
+        }
+    }
+}
+
+/// The sequences of one round: per distribution row, the timed one and a
+/// different one that warms caches (and no predictor with the timed calls).
+pub fn round_sequences(sweep: &Sweep, rng: &mut Rng) -> Vec<Option<(Vec<Call>, Vec<Call>)>> {
+    sweep
+        .rows
+        .iter()
+        .map(|r| {
+            r.dist.map(|d| {
+                let d = &sweep.distributions[d];
+                let timed = distribution::sequence(d, sweep.calls, sweep.alias_share, rng);
+                let warm = distribution::sequence(d, sweep.calls / 4 + 1, sweep.alias_share, rng);
+                (timed, warm)
+            })
+        })
+        .collect()
 }
 
 /// Measure every subject on every row; `progress` is told each step.
@@ -467,11 +654,28 @@ pub fn run(
     repeats: usize,
     progress: &dyn Fn(u64, u64),
 ) -> Results {
-    let bufs = Buffers::new(&sweep.rows);
+    let opts = Options {
+        repeats,
+        ..Options::default()
+    };
+    run_with(sweep, subjects, &opts, progress)
+}
+
+/// [`run`] with every knob. Each round draws fresh sequences for the
+/// distribution rows (the same for every subject in it) and measures all
+/// (row, subject) pairs in a freshly shuffled order.
+pub fn run_with(
+    sweep: &Sweep,
+    subjects: &[Subject],
+    opts: &Options,
+    progress: &dyn Fn(u64, u64),
+) -> Results {
+    let repeats = opts.repeats.max(1);
+    let bufs = Buffers::new(sweep);
     let pairs: Vec<(usize, usize)> = (0..sweep.rows.len())
         .flat_map(|r| (0..subjects.len()).map(move |s| (r, s)))
         .collect();
-    // Iterations per measurement: about 20k ticks each when hot.
+    // Iterations per fixed-size measurement: about `target_ticks` each when hot.
     let iters: Vec<Vec<u32>> = sweep
         .rows
         .iter()
@@ -479,34 +683,44 @@ pub fn run(
             subjects
                 .iter()
                 .map(|s| {
+                    if r.dist.is_some() {
+                        return sweep.calls as u32;
+                    }
                     if sweep.cold {
                         return 1;
                     }
                     let (d, src) = (bufs.dst(r.dst_off), bufs.src(r.src_off));
-                    time_calls(s.f, d, src, r.n, 50);
-                    let per = time_calls(s.f, d, src, r.n, 50).max(1.0);
-                    ((20_000.0 / per) as u32).clamp(5, 5_000)
+                    time_calls(s.f, d, src, r.n, 20);
+                    let per = time_calls(s.f, d, src, r.n, 20).max(1.0);
+                    ((opts.target_ticks / per) as u32).clamp(3, 5_000)
                 })
                 .collect()
         })
         .collect();
     let mut samples = vec![vec![Vec::with_capacity(repeats); subjects.len()]; sweep.rows.len()];
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(opts.seed);
     let total = (repeats * pairs.len()) as u64;
     let mut done = 0;
     for _ in 0..repeats {
+        let seqs = round_sequences(sweep, &mut rng);
         let mut order = pairs.clone();
         rng.shuffle(&mut order);
         for (r, s) in order {
             let row = &sweep.rows[r];
-            let (d, src) = (bufs.dst(row.dst_off), bufs.src(row.src_off));
-            let t = if sweep.cold {
-                flush(src, row.n);
-                flush(d, row.n);
-                time_calls(subjects[s].f, d, src, row.n, 1)
+            let f = subjects[s].f;
+            let t = if let Some((timed, warm)) = &seqs[r] {
+                time_sequence(f, &bufs, warm);
+                time_sequence(f, &bufs, timed)
             } else {
-                time_calls(subjects[s].f, d, src, row.n, 1); // warm the line buffers
-                time_calls(subjects[s].f, d, src, row.n, iters[r][s])
+                let (d, src) = (bufs.dst(row.dst_off), bufs.src(row.src_off));
+                if sweep.cold {
+                    flush(src, row.n);
+                    flush(d, row.n);
+                    time_calls(f, d, src, row.n, 1)
+                } else {
+                    time_calls(f, d, src, row.n, 1); // warm the line buffers
+                    time_calls(f, d, src, row.n, iters[r][s])
+                }
             };
             samples[r][s].push(t);
             done += 1;
@@ -520,67 +734,117 @@ pub fn run(
             per_subject
                 .into_iter()
                 .enumerate()
-                .map(|(s, mut v)| {
+                .map(|(s, rounds)| {
+                    let mut v = rounds.clone();
                     v.sort_by(|a, b| a.total_cmp(b));
                     Measurement {
                         row: r,
                         subject: s,
-                        cycles: v[v.len() / 2],
+                        cycles: quantile(&v, 0.5),
+                        q1: quantile(&v, 0.25),
+                        q3: quantile(&v, 0.75),
+                        min: v[0],
+                        max: v[v.len() - 1],
                         iterations: iters[r][s],
+                        rounds,
                     }
                 })
                 .collect()
         })
         .collect();
+    let names: Vec<String> = subjects.iter().map(|s| s.name.clone()).collect();
     Results {
         sweep: sweep.clone(),
-        subjects: subjects.iter().map(|s| s.name.clone()).collect(),
+        baseline: default_baseline(&names),
+        subjects: names,
         repeats,
         tsc_hz: tsc_hz(),
         cpu: cpu_name(),
+        command: String::new(),
         cells,
+    }
+}
+
+/// Linear-interpolated quantile of sorted, non-empty `v`.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (i, frac) = (pos.floor() as usize, pos.fract());
+    if i + 1 < v.len() {
+        v[i] * (1.0 - frac) + v[i + 1] * frac
+    } else {
+        v[i]
     }
 }
 
 // ---- output --------------------------------------------------------------------
 
-/// An aligned text table like the seeds': rows, a column per subject, and
-/// each subject's ratio to the first column.
+/// An aligned text table like the seeds': rows, and per subject its
+/// median, the interquartile range of the rounds (the noise), and its
+/// ratio to the baseline subject (named in the header).
 pub fn text_table(res: &Results) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", res.sweep.title);
     let _ = writeln!(
         out,
-        "TSC ticks per call (TSC: constant {:.2} GHz reference clock, not core cycles), median of {}{}; CPU: {}",
+        "TSC ticks per call (TSC: constant {:.2} GHz reference clock, not core cycles): median of {} rounds{}, IQR = interquartile range of the rounds; CPU: {}",
         res.tsc_hz / 1e9,
         res.repeats,
         if res.sweep.cold { ", cold caches" } else { ", hot" },
         res.cpu
     );
+    let base_name = &res.subjects[res.baseline];
+    let ratio_head = format!("vs {base_name}");
+    let iqr = |c: &Measurement| format!("{:.1}-{:.1}", c.q1, c.q3);
     let label_w = res
         .sweep
         .rows
         .iter()
-        .map(|r| r.label.len())
+        .map(|r| r.label.chars().count())
         .max()
         .unwrap_or(4)
-        .max(res.sweep.x_label.len());
+        .max(res.sweep.x_label.chars().count());
     let col_w: Vec<usize> = res.subjects.iter().map(|s| s.len().max(8)).collect();
-    let _ = write!(out, "{:<label_w$}", res.sweep.x_label);
+    let iqr_w: Vec<usize> = (0..res.subjects.len())
+        .map(|s| {
+            res.cells
+                .iter()
+                .map(|row| iqr(&row[s]).len())
+                .max()
+                .unwrap_or(3)
+                .max(3)
+        })
+        .collect();
+    let ratio_w = ratio_head.len().max(6);
+    let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
+    let _ = write!(out, "{}", pad(&res.sweep.x_label, label_w));
     for (i, s) in res.subjects.iter().enumerate() {
-        let _ = write!(out, "  {:>w$}", s, w = col_w[i]);
-        if i > 0 {
-            let _ = write!(out, "  {:>6}", "ratio");
+        let _ = write!(
+            out,
+            "  {:>w$}  {:>iw$}",
+            s,
+            "IQR",
+            w = col_w[i],
+            iw = iqr_w[i]
+        );
+        if i != res.baseline {
+            let _ = write!(out, "  {:>ratio_w$}", ratio_head);
         }
     }
     out.push('\n');
     for (r, row) in res.sweep.rows.iter().enumerate() {
-        let _ = write!(out, "{:<label_w$}", row.label);
-        let base = res.cells[r][0].cycles;
+        let _ = write!(out, "{}", pad(&row.label, label_w));
         for (s, cell) in res.cells[r].iter().enumerate() {
-            let _ = write!(out, "  {:>w$.1}", cell.cycles, w = col_w[s]);
-            if s > 0 {
-                let _ = write!(out, "  {:>5.2}x", cell.cycles / base);
+            let _ = write!(
+                out,
+                "  {:>w$.1}  {:>iw$}",
+                cell.cycles,
+                iqr(cell),
+                w = col_w[s],
+                iw = iqr_w[s]
+            );
+            if s != res.baseline {
+                let ratio = format!("{:.2}x", res.ratio(r, s));
+                let _ = write!(out, "  {:>ratio_w$}", ratio);
             }
         }
         out.push('\n');
@@ -595,10 +859,16 @@ pub fn google_benchmark_json(res: &Results) -> serde_json::Value {
     for (s, subject) in res.subjects.iter().enumerate() {
         for (r, row) in res.sweep.rows.iter().enumerate() {
             let cell = &res.cells[r][s];
-            let name = format!(
-                "{}/{}/n:{}/src:{}/dst:{}",
-                res.sweep.name, subject, row.n, row.src_off, row.dst_off
-            );
+            let name = match row.dist {
+                Some(d) => format!(
+                    "{}/{}/{}",
+                    res.sweep.name, subject, res.sweep.distributions[d].name
+                ),
+                None => format!(
+                    "{}/{}/n:{}/src:{}/dst:{}",
+                    res.sweep.name, subject, row.n, row.src_off, row.dst_off
+                ),
+            };
             let ns = cell.cycles / res.tsc_hz * 1e9;
             benchmarks.push(serde_json::json!({
                 "name": name,
@@ -614,6 +884,12 @@ pub fn google_benchmark_json(res: &Results) -> serde_json::Value {
                 "cpu_time": ns,
                 "time_unit": "ns",
                 "tsc_ticks": cell.cycles,
+                "tsc_ticks_q1": cell.q1,
+                "tsc_ticks_q3": cell.q3,
+                "tsc_ticks_min": cell.min,
+                "tsc_ticks_max": cell.max,
+                "ratio": res.ratio(r, s),
+                "baseline": res.subjects[res.baseline],
                 "bytes": row.n,
             }));
         }
@@ -630,119 +906,9 @@ pub fn google_benchmark_json(res: &Results) -> serde_json::Value {
             "clock": "tsc (reference clock, not core cycles)",
             "table": res.sweep.name,
             "cold": res.sweep.cold,
+            "command": res.command,
+            "title": res.sweep.title,
         },
         "benchmarks": benchmarks,
     })
-}
-
-/// An SVG plot of ticks against the sweep's x, one line per subject (and
-/// series); the y axis is logarithmic when the range is wide.
-pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
-    use plotters::prelude::*;
-    let mut series: Vec<String> = Vec::new();
-    for r in &res.sweep.rows {
-        if !series.contains(&r.series) {
-            series.push(r.series.clone());
-        }
-    }
-    // One panel per series (e.g. per size of an alias sweep), one colour per
-    // subject, so every line can be told apart.
-    let cols = if series.len() > 1 { 2 } else { 1 };
-    let rows = series.len().div_ceil(cols);
-    let root = SVGBackend::new(
-        path,
-        (if cols > 1 { 1400 } else { 1000 }, 520 * rows as u32),
-    )
-    .into_drawing_area();
-    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("plot: {e:?}");
-    root.fill(&WHITE).map_err(e)?;
-    let root = root
-        .titled(
-            &format!(
-                "{} - TSC ticks per call, median of {} ({})",
-                res.sweep.name, res.repeats, res.cpu
-            ),
-            ("sans-serif", 18),
-        )
-        .map_err(e)?;
-    let palette = [
-        RED,
-        BLUE,
-        RGBColor(0, 150, 0),
-        MAGENTA,
-        RGBColor(255, 128, 0),
-        BLACK,
-        CYAN,
-        RGBColor(128, 0, 255),
-    ];
-    for (panel, ser) in root.split_evenly((rows, cols)).iter().zip(&series) {
-        let rows_here: Vec<(usize, &Row)> = res
-            .sweep
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| &r.series == ser)
-            .collect();
-        let (xmin, xmax) = rows_here
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), (_, r)| {
-                (a.min(r.x), b.max(r.x))
-            });
-        let (ymin, ymax) = rows_here
-            .iter()
-            .flat_map(|(i, _)| res.cells[*i].iter().map(|c| c.cycles))
-            .fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
-        // The same drawing on a linear or a log y axis (different chart types).
-        macro_rules! draw {
-            ($chart:expr, $y_desc:expr) => {{
-                let chart = &mut $chart;
-                chart
-                    .configure_mesh()
-                    .x_desc(res.sweep.x_label.as_str())
-                    .y_desc($y_desc)
-                    .draw()
-                    .map_err(e)?;
-                for (s, subject) in res.subjects.iter().enumerate() {
-                    let color = palette[s % palette.len()];
-                    let pts: Vec<(f64, f64)> = rows_here
-                        .iter()
-                        .map(|(i, r)| (r.x, res.cells[*i][s].cycles))
-                        .collect();
-                    chart
-                        .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-                        .map_err(e)?
-                        .label(subject.as_str())
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                        });
-                }
-                chart
-                    .configure_series_labels()
-                    .border_style(BLACK)
-                    .background_style(WHITE)
-                    .draw()
-                    .map_err(e)?;
-            }};
-        }
-        let mut builder = ChartBuilder::on(panel);
-        builder
-            .caption(ser.as_str(), ("sans-serif", 15))
-            .margin(12)
-            .x_label_area_size(35)
-            .y_label_area_size(55);
-        let xr = xmin..xmax.max(xmin + 1.0);
-        if ymax / ymin.max(1.0) > 8.0 {
-            let mut chart = builder
-                .build_cartesian_2d(xr, (ymin.max(1.0) * 0.8..ymax * 1.25).log_scale())
-                .map_err(e)?;
-            draw!(chart, "TSC ticks (log scale)");
-        } else {
-            let mut chart = builder
-                .build_cartesian_2d(xr, 0.0..ymax * 1.15)
-                .map_err(e)?;
-            draw!(chart, "TSC ticks");
-        }
-    }
-    root.present().map_err(e)?;
-    Ok(())
 }

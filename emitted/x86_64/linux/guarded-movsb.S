@@ -4,18 +4,18 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * guarded-movsb: x86_64, linux flavour, C convention: rdi=to rsi=from rdx=n -> rax.
- * Per CPU. On AMD Zen with ERMS (Zen 3 and later): overlapping head/tail
- * copies up to 64 bytes, `rep movsb` above, except when (dst - src) mod 4096
- * falls in the aliasing band where Zen's `rep movsb` collapses; there, an
- * unrolled general-register loop. On other CPUs with FSRM (Intel Ice Lake and
- * later), which have no such cliff: plain `rep movsb`. Elsewhere: the unrolled
+ * Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
+ * (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
+ * there, an unrolled general-register loop (copygen tune's result). On other
+ * CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
+ * `rep movsb`. Elsewhere: head/tail copies up to 64 bytes, then the unrolled
  * loop.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_from_user: 0
  *   guarded_movsb_to_user: 0
- *   guarded_movsb__zen_from_user: 44
- *   guarded_movsb__zen_to_user: 44
+ *   guarded_movsb__zen_from_user: 8
+ *   guarded_movsb__zen_to_user: 8
  *   guarded_movsb__fsrm_from_user: 2
  *   guarded_movsb__fsrm_to_user: 2
  *   guarded_movsb__loop_from_user: 31
@@ -25,11 +25,11 @@
  *
  *   name = "guarded-movsb"
  *   description = """
- *   Per CPU. On AMD Zen with ERMS (Zen 3 and later): overlapping head/tail
- *   copies up to 64 bytes, `rep movsb` above, except when (dst - src) mod 4096
- *   falls in the aliasing band where Zen's `rep movsb` collapses; there, an
- *   unrolled general-register loop. On other CPUs with FSRM (Intel Ice Lake and
- *   later), which have no such cliff: plain `rep movsb`. Elsewhere: the unrolled
+ *   Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
+ *   (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
+ *   there, an unrolled general-register loop (copygen tune's result). On other
+ *   CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
+ *   `rep movsb`. Elsewhere: head/tail copies up to 64 bytes, then the unrolled
  *   loop.
  *   """
  *   arch = "x86_64"
@@ -61,27 +61,28 @@
  *   align = { pointer = "dst", to = 8, min_size = 64 }
  *   tail = "overlap"
  *
- *   # Zen 3/4 (measured on an AMD EPYC Zen 4, family 0x19 model 0x11):
- *   # rep movsb is 28-30x slower for (dst - src) mod 4096 in 1..15 and ~2.5x in
- *   # 16..31 from 1 KiB up; routing 32..63 to the loop costs 2.3-3x.
+ *   # Zen 3 and later: `copygen tune`'s result on an AMD EPYC Zen 4 (family 0x19
+ *   # model 0x11; see tuned-zen4.toml): a bare rep movsb, except where
+ *   # (dst - src) mod 4096 is in 1..15, where Zen's rep movsb is 20-30x slower:
+ *   # there a 32-byte loop. (16..31 costs rep movsb 2-4x below 2 KiB too, but
+ *   # on measured size distributions guarding it did not pay.)
+ *   [methods.band]
+ *   kind = "unrolled"
+ *   block = 32
+ *   width = 8
+ *   registers = 2
+ *   grouping = "loads_first"
+ *   tail = "words"
+ *
  *   [[variants]]
  *   name = "zen"
  *   when = ["zen", "erms"]
  *   [[variants.dispatch]]
- *   sizes = "0..=64"
- *   use = "small"
- *   [[variants.dispatch]]
- *   sizes = "65..=4095"
- *   use = "movsb"
- *   [[variants.dispatch.guard]]
- *   alias = [1, 31]
- *   use = "loop"
- *   [[variants.dispatch]]
- *   sizes = "4096.."
+ *   sizes = "0.."
  *   use = "movsb"
  *   [[variants.dispatch.guard]]
  *   alias = [1, 15]
- *   use = "loop"
+ *   use = "band"
  *
  *   # FSRM without the cliff (Intel): the guard is pure cost.
  *   [[variants]]
@@ -151,295 +152,81 @@ EXPORT_SYMBOL(guarded_movsb_to_user)
 
 SYM_FUNC_START(guarded_movsb__zen_from_user)
 	ASM_STAC
-	/* class 0: 0..=64 bytes → method `small` */
-	cmpq	$64, %rdx
-	ja	.Lzen_from_class1
-	/* here: 0 <= len <= 64 */
-	cmpq	$4, %rdx
-	jae	.Lzen_from_small_from4
-	cmpq	$1, %rdx
-	jae	.Lzen_from_small_from1
-	/* here: len == 0 */
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_small_from1:
-	cmpq	$2, %rdx
-	jae	.Lzen_from_small_from2
-	/* here: len == 1 */
-.Lzen_from_small_1_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_small_from2:
-	/* here: 2 <= len <= 3 */
-.Lzen_from_small_2_load0:
-	movw	(%rsi), %ax
-.Lzen_from_small_2_load1:
-	movw	-2(%rsi,%rdx), %cx
-	movw	%ax, (%rdi)
-	movw	%cx, -2(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_from_small_from16
-	cmpq	$8, %rdx
-	jae	.Lzen_from_small_from8
-	/* here: 4 <= len <= 7 */
-.Lzen_from_small_4_load0:
-	movl	(%rsi), %eax
-.Lzen_from_small_4_load1:
-	movl	-4(%rsi,%rdx), %ecx
-	movl	%eax, (%rdi)
-	movl	%ecx, -4(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_small_from8:
-	/* here: 8 <= len <= 15 */
-.Lzen_from_small_8_load0:
-	movq	(%rsi), %rax
-.Lzen_from_small_8_load1:
-	movq	-8(%rsi,%rdx), %rcx
-	movq	%rax, (%rdi)
-	movq	%rcx, -8(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_from_small_from32
-	/* here: 16 <= len <= 31 */
-.Lzen_from_small_16_load0:
-	movq	(%rsi), %rax
-.Lzen_from_small_16_load1:
-	movq	8(%rsi), %rcx
-.Lzen_from_small_16_load2:
-	movq	-16(%rsi,%rdx), %r8
-.Lzen_from_small_16_load3:
-	movq	-8(%rsi,%rdx), %r9
-	movq	%rax, (%rdi)
-	movq	%rcx, 8(%rdi)
-	movq	%r8, -16(%rdi,%rdx)
-	movq	%r9, -8(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_small_from32:
-	/* here: 32 <= len <= 64 */
-.Lzen_from_small_32_load0:
-	movq	(%rsi), %rax
-.Lzen_from_small_32_load1:
-	movq	8(%rsi), %rcx
-.Lzen_from_small_32_load2:
-	movq	16(%rsi), %r8
-.Lzen_from_small_32_load3:
-	movq	24(%rsi), %r9
-	movq	%rax, (%rdi)
-	movq	%rcx, 8(%rdi)
-	movq	%r8, 16(%rdi)
-	movq	%r9, 24(%rdi)
-.Lzen_from_small_32_load4:
-	movq	-32(%rsi,%rdx), %rax
-.Lzen_from_small_32_load5:
-	movq	-24(%rsi,%rdx), %rcx
-.Lzen_from_small_32_load6:
-	movq	-16(%rsi,%rdx), %r8
-.Lzen_from_small_32_load7:
-	movq	-8(%rsi,%rdx), %r9
-	movq	%rax, -32(%rdi,%rdx)
-	movq	%rcx, -24(%rdi,%rdx)
-	movq	%r8, -16(%rdi,%rdx)
-	movq	%r9, -8(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_class1:
-	/* class 1: 65..=4095 bytes → method `movsb` */
-	cmpq	$4095, %rdx
-	ja	.Lzen_from_class2
-	/* here: 65 <= len <= 4095 */
+	/* class 0: 0.. bytes → method `movsb` */
+	/* here: len >= 0 */
 	movl	%edi, %eax
 	subl	%esi, %eax
 	andl	$4095, %eax
 	subl	$1, %eax
-	cmpl	$30, %eax
-	jbe	.Lzen_from_loop_guarded
+	cmpl	$14, %eax
+	jbe	.Lzen_from_band_guarded
 	movq	%rdx, %rcx
 .Lzen_from_rep_movsb:
 	rep movsb
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lzen_from_loop_guarded:
-	/* here: 65 <= len <= 4095, and (dst - src) mod 4096 in 1..=31 */
-.Lzen_from_loop_align:
-	testl	$7, %edi
-	je	.Lzen_from_loop_aligned
-.Lzen_from_loop_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_from_loop_align
-.Lzen_from_loop_aligned:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-	cmpq	$64, %rdx
-	jb	.Lzen_from_loop_tail
-.Lzen_from_loop_loop:
-	/* here: len >= 64 */
-.Lzen_from_loop_loop_load0:
+.Lzen_from_band_guarded:
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	cmpq	$32, %rdx
+	jb	.Lzen_from_band_tail
+.Lzen_from_band_loop:
+	/* here: len >= 32 */
+.Lzen_from_band_loop_load0:
 	movq	(%rsi), %rax
-.Lzen_from_loop_loop_load1:
+.Lzen_from_band_loop_load1:
 	movq	8(%rsi), %rcx
-.Lzen_from_loop_loop_load2:
-	movq	16(%rsi), %r8
-.Lzen_from_loop_loop_load3:
-	movq	24(%rsi), %r9
 	movq	%rax, (%rdi)
 	movq	%rcx, 8(%rdi)
-	movq	%r8, 16(%rdi)
-	movq	%r9, 24(%rdi)
-.Lzen_from_loop_loop_load4:
-	movq	32(%rsi), %rax
-.Lzen_from_loop_loop_load5:
-	movq	40(%rsi), %rcx
-.Lzen_from_loop_loop_load6:
-	movq	48(%rsi), %r8
-.Lzen_from_loop_loop_load7:
-	movq	56(%rsi), %r9
-	movq	%rax, 32(%rdi)
-	movq	%rcx, 40(%rdi)
-	movq	%r8, 48(%rdi)
-	movq	%r9, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lzen_from_loop_loop
-.Lzen_from_loop_tail:
-	/* here: len < 64 */
-.Lzen_from_loop_words:
+.Lzen_from_band_loop_load2:
+	movq	16(%rsi), %rax
+.Lzen_from_band_loop_load3:
+	movq	24(%rsi), %rcx
+	movq	%rax, 16(%rdi)
+	movq	%rcx, 24(%rdi)
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	cmpq	$32, %rdx
+	jae	.Lzen_from_band_loop
+.Lzen_from_band_tail:
+	/* here: len < 32 */
+.Lzen_from_band_words:
 	cmpq	$8, %rdx
-	jb	.Lzen_from_loop_words_done
-.Lzen_from_loop_word_load:
+	jb	.Lzen_from_band_words_done
+.Lzen_from_band_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_from_loop_words
-.Lzen_from_loop_words_done:
+	jmp	.Lzen_from_band_words
+.Lzen_from_band_words_done:
 	/* here: len < 8 */
+.Lzen_from_band_bytes:
 	testq	%rdx, %rdx
-	je	.Lzen_from_loop_overlap_done
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-.Lzen_from_loop_overlap_load:
-	movq	-8(%rsi,%rdx), %rax
-	movq	%rax, -8(%rdi,%rdx)
-.Lzen_from_loop_overlap_done:
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_class2:
-	/* class 2: 4096.. bytes → method `movsb` */
-	/* here: len >= 4096 */
-	movl	%edi, %eax
-	subl	%esi, %eax
-	andl	$4095, %eax
-	subl	$1, %eax
-	cmpl	$14, %eax
-	jbe	.Lzen_from_loop_guarded_2
-	movq	%rdx, %rcx
-.Lzen_from_rep_movsb_2:
-	rep movsb
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_from_loop_guarded_2:
-	/* here: len >= 4096, and (dst - src) mod 4096 in 1..=15 */
-.Lzen_from_loop_align_2:
-	testl	$7, %edi
-	je	.Lzen_from_loop_aligned_2
-.Lzen_from_loop_align_load_2:
+	je	.Lzen_from_band_bytes_done
+.Lzen_from_band_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_from_loop_align_2
-.Lzen_from_loop_aligned_2:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-.Lzen_from_loop_loop_2:
-	/* here: len >= 64 */
-.Lzen_from_loop_loop_load0_2:
-	movq	(%rsi), %rax
-.Lzen_from_loop_loop_load1_2:
-	movq	8(%rsi), %rcx
-.Lzen_from_loop_loop_load2_2:
-	movq	16(%rsi), %r8
-.Lzen_from_loop_loop_load3_2:
-	movq	24(%rsi), %r9
-	movq	%rax, (%rdi)
-	movq	%rcx, 8(%rdi)
-	movq	%r8, 16(%rdi)
-	movq	%r9, 24(%rdi)
-.Lzen_from_loop_loop_load4_2:
-	movq	32(%rsi), %rax
-.Lzen_from_loop_loop_load5_2:
-	movq	40(%rsi), %rcx
-.Lzen_from_loop_loop_load6_2:
-	movq	48(%rsi), %r8
-.Lzen_from_loop_loop_load7_2:
-	movq	56(%rsi), %r9
-	movq	%rax, 32(%rdi)
-	movq	%rcx, 40(%rdi)
-	movq	%r8, 48(%rdi)
-	movq	%r9, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lzen_from_loop_loop_2
-.Lzen_from_loop_tail_2:
-	/* here: len < 64 */
-.Lzen_from_loop_words_2:
-	cmpq	$8, %rdx
-	jb	.Lzen_from_loop_words_done_2
-.Lzen_from_loop_word_load_2:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rdx
-	jmp	.Lzen_from_loop_words_2
-.Lzen_from_loop_words_done_2:
-	/* here: len < 8 */
-	testq	%rdx, %rdx
-	je	.Lzen_from_loop_overlap_done_2
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-.Lzen_from_loop_overlap_load_2:
-	movq	-8(%rsi,%rdx), %rax
-	movq	%rax, -8(%rdi,%rdx)
-.Lzen_from_loop_overlap_done_2:
+	jmp	.Lzen_from_band_bytes
+.Lzen_from_band_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lzen_from_fixup_32_then_retry:
-	/* the first 32 bytes from the pointers are copied */
-	addq	$32, %rsi
-	addq	$32, %rdi
-	subq	$32, %rdx
-	jmp	.Lzen_from_fixup_retry
 .Lzen_from_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
+	jmp	.Lzen_from_fixup_retry
+.Lzen_from_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
 .Lzen_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -456,346 +243,88 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lzen_from_small_1_load, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_2_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_2_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_4_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_4_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_8_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_8_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_16_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_16_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_16_load2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_16_load3, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load3, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load4, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load5, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load6, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_small_32_load7, .Lzen_from_fixup_32_then_retry)
 	_ASM_EXTABLE_UA(.Lzen_from_rep_movsb, .Lzen_from_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_align_load, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load3, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load4, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load5, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load6, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load7, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_word_load, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_overlap_load, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_rep_movsb_2, .Lzen_from_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_align_load_2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load0_2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load1_2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load2_2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load3_2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load4_2, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load5_2, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load6_2, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_loop_load7_2, .Lzen_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_word_load_2, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_loop_overlap_load_2, .Lzen_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load0, .Lzen_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load1, .Lzen_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load2, .Lzen_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load3, .Lzen_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lzen_from_band_word_load, .Lzen_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_from_band_byte_load, .Lzen_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lzen_from_retry_load, .Lzen_from_fixup_done)
 SYM_FUNC_END(guarded_movsb__zen_from_user)
 EXPORT_SYMBOL(guarded_movsb__zen_from_user)
 
 SYM_FUNC_START(guarded_movsb__zen_to_user)
 	ASM_STAC
-	/* class 0: 0..=64 bytes → method `small` */
-	cmpq	$64, %rdx
-	ja	.Lzen_to_class1
-	/* here: 0 <= len <= 64 */
-	cmpq	$4, %rdx
-	jae	.Lzen_to_small_from4
-	cmpq	$1, %rdx
-	jae	.Lzen_to_small_from1
-	/* here: len == 0 */
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_small_from1:
-	cmpq	$2, %rdx
-	jae	.Lzen_to_small_from2
-	/* here: len == 1 */
-	movb	(%rsi), %al
-.Lzen_to_small_1_store:
-	movb	%al, (%rdi)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_small_from2:
-	/* here: 2 <= len <= 3 */
-	movw	(%rsi), %ax
-	movw	-2(%rsi,%rdx), %cx
-.Lzen_to_small_2_store0:
-	movw	%ax, (%rdi)
-.Lzen_to_small_2_store1:
-	movw	%cx, -2(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_to_small_from16
-	cmpq	$8, %rdx
-	jae	.Lzen_to_small_from8
-	/* here: 4 <= len <= 7 */
-	movl	(%rsi), %eax
-	movl	-4(%rsi,%rdx), %ecx
-.Lzen_to_small_4_store0:
-	movl	%eax, (%rdi)
-.Lzen_to_small_4_store1:
-	movl	%ecx, -4(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_small_from8:
-	/* here: 8 <= len <= 15 */
-	movq	(%rsi), %rax
-	movq	-8(%rsi,%rdx), %rcx
-.Lzen_to_small_8_store0:
-	movq	%rax, (%rdi)
-.Lzen_to_small_8_store1:
-	movq	%rcx, -8(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_to_small_from32
-	/* here: 16 <= len <= 31 */
-	movq	(%rsi), %rax
-	movq	8(%rsi), %rcx
-	movq	-16(%rsi,%rdx), %r8
-	movq	-8(%rsi,%rdx), %r9
-.Lzen_to_small_16_store0:
-	movq	%rax, (%rdi)
-.Lzen_to_small_16_store1:
-	movq	%rcx, 8(%rdi)
-.Lzen_to_small_16_store2:
-	movq	%r8, -16(%rdi,%rdx)
-.Lzen_to_small_16_store3:
-	movq	%r9, -8(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_small_from32:
-	/* here: 32 <= len <= 64 */
-	movq	(%rsi), %rax
-	movq	8(%rsi), %rcx
-	movq	16(%rsi), %r8
-	movq	24(%rsi), %r9
-.Lzen_to_small_32_store0:
-	movq	%rax, (%rdi)
-.Lzen_to_small_32_store1:
-	movq	%rcx, 8(%rdi)
-.Lzen_to_small_32_store2:
-	movq	%r8, 16(%rdi)
-.Lzen_to_small_32_store3:
-	movq	%r9, 24(%rdi)
-	movq	-32(%rsi,%rdx), %rax
-	movq	-24(%rsi,%rdx), %rcx
-	movq	-16(%rsi,%rdx), %r8
-	movq	-8(%rsi,%rdx), %r9
-.Lzen_to_small_32_store4:
-	movq	%rax, -32(%rdi,%rdx)
-.Lzen_to_small_32_store5:
-	movq	%rcx, -24(%rdi,%rdx)
-.Lzen_to_small_32_store6:
-	movq	%r8, -16(%rdi,%rdx)
-.Lzen_to_small_32_store7:
-	movq	%r9, -8(%rdi,%rdx)
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_class1:
-	/* class 1: 65..=4095 bytes → method `movsb` */
-	cmpq	$4095, %rdx
-	ja	.Lzen_to_class2
-	/* here: 65 <= len <= 4095 */
+	/* class 0: 0.. bytes → method `movsb` */
+	/* here: len >= 0 */
 	movl	%edi, %eax
 	subl	%esi, %eax
 	andl	$4095, %eax
 	subl	$1, %eax
-	cmpl	$30, %eax
-	jbe	.Lzen_to_loop_guarded
+	cmpl	$14, %eax
+	jbe	.Lzen_to_band_guarded
 	movq	%rdx, %rcx
 .Lzen_to_rep_movsb:
 	rep movsb
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lzen_to_loop_guarded:
-	/* here: 65 <= len <= 4095, and (dst - src) mod 4096 in 1..=31 */
-.Lzen_to_loop_align:
-	testl	$7, %edi
-	je	.Lzen_to_loop_aligned
-	movb	(%rsi), %al
-.Lzen_to_loop_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_to_loop_align
-.Lzen_to_loop_aligned:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-	cmpq	$64, %rdx
-	jb	.Lzen_to_loop_tail
-.Lzen_to_loop_loop:
-	/* here: len >= 64 */
+.Lzen_to_band_guarded:
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	cmpq	$32, %rdx
+	jb	.Lzen_to_band_tail
+.Lzen_to_band_loop:
+	/* here: len >= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
-	movq	16(%rsi), %r8
-	movq	24(%rsi), %r9
-.Lzen_to_loop_loop_store0:
+.Lzen_to_band_loop_store0:
 	movq	%rax, (%rdi)
-.Lzen_to_loop_loop_store1:
+.Lzen_to_band_loop_store1:
 	movq	%rcx, 8(%rdi)
-.Lzen_to_loop_loop_store2:
-	movq	%r8, 16(%rdi)
-.Lzen_to_loop_loop_store3:
-	movq	%r9, 24(%rdi)
-	movq	32(%rsi), %rax
-	movq	40(%rsi), %rcx
-	movq	48(%rsi), %r8
-	movq	56(%rsi), %r9
-.Lzen_to_loop_loop_store4:
-	movq	%rax, 32(%rdi)
-.Lzen_to_loop_loop_store5:
-	movq	%rcx, 40(%rdi)
-.Lzen_to_loop_loop_store6:
-	movq	%r8, 48(%rdi)
-.Lzen_to_loop_loop_store7:
-	movq	%r9, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lzen_to_loop_loop
-.Lzen_to_loop_tail:
-	/* here: len < 64 */
-.Lzen_to_loop_words:
+	movq	16(%rsi), %rax
+	movq	24(%rsi), %rcx
+.Lzen_to_band_loop_store2:
+	movq	%rax, 16(%rdi)
+.Lzen_to_band_loop_store3:
+	movq	%rcx, 24(%rdi)
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	cmpq	$32, %rdx
+	jae	.Lzen_to_band_loop
+.Lzen_to_band_tail:
+	/* here: len < 32 */
+.Lzen_to_band_words:
 	cmpq	$8, %rdx
-	jb	.Lzen_to_loop_words_done
+	jb	.Lzen_to_band_words_done
 	movq	(%rsi), %rax
-.Lzen_to_loop_word_store:
+.Lzen_to_band_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_to_loop_words
-.Lzen_to_loop_words_done:
+	jmp	.Lzen_to_band_words
+.Lzen_to_band_words_done:
 	/* here: len < 8 */
+.Lzen_to_band_bytes:
 	testq	%rdx, %rdx
-	je	.Lzen_to_loop_overlap_done
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-	movq	-8(%rsi,%rdx), %rax
-.Lzen_to_loop_overlap_store:
-	movq	%rax, -8(%rdi,%rdx)
-.Lzen_to_loop_overlap_done:
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_class2:
-	/* class 2: 4096.. bytes → method `movsb` */
-	/* here: len >= 4096 */
-	movl	%edi, %eax
-	subl	%esi, %eax
-	andl	$4095, %eax
-	subl	$1, %eax
-	cmpl	$14, %eax
-	jbe	.Lzen_to_loop_guarded_2
-	movq	%rdx, %rcx
-.Lzen_to_rep_movsb_2:
-	rep movsb
-	ASM_CLAC
-	xorl	%eax, %eax
-	RET
-.Lzen_to_loop_guarded_2:
-	/* here: len >= 4096, and (dst - src) mod 4096 in 1..=15 */
-.Lzen_to_loop_align_2:
-	testl	$7, %edi
-	je	.Lzen_to_loop_aligned_2
+	je	.Lzen_to_band_bytes_done
 	movb	(%rsi), %al
-.Lzen_to_loop_align_store_2:
+.Lzen_to_band_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_to_loop_align_2
-.Lzen_to_loop_aligned_2:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-.Lzen_to_loop_loop_2:
-	/* here: len >= 64 */
-	movq	(%rsi), %rax
-	movq	8(%rsi), %rcx
-	movq	16(%rsi), %r8
-	movq	24(%rsi), %r9
-.Lzen_to_loop_loop_store0_2:
-	movq	%rax, (%rdi)
-.Lzen_to_loop_loop_store1_2:
-	movq	%rcx, 8(%rdi)
-.Lzen_to_loop_loop_store2_2:
-	movq	%r8, 16(%rdi)
-.Lzen_to_loop_loop_store3_2:
-	movq	%r9, 24(%rdi)
-	movq	32(%rsi), %rax
-	movq	40(%rsi), %rcx
-	movq	48(%rsi), %r8
-	movq	56(%rsi), %r9
-.Lzen_to_loop_loop_store4_2:
-	movq	%rax, 32(%rdi)
-.Lzen_to_loop_loop_store5_2:
-	movq	%rcx, 40(%rdi)
-.Lzen_to_loop_loop_store6_2:
-	movq	%r8, 48(%rdi)
-.Lzen_to_loop_loop_store7_2:
-	movq	%r9, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lzen_to_loop_loop_2
-.Lzen_to_loop_tail_2:
-	/* here: len < 64 */
-.Lzen_to_loop_words_2:
-	cmpq	$8, %rdx
-	jb	.Lzen_to_loop_words_done_2
-	movq	(%rsi), %rax
-.Lzen_to_loop_word_store_2:
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rdx
-	jmp	.Lzen_to_loop_words_2
-.Lzen_to_loop_words_done_2:
-	/* here: len < 8 */
-	testq	%rdx, %rdx
-	je	.Lzen_to_loop_overlap_done_2
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-	movq	-8(%rsi,%rdx), %rax
-.Lzen_to_loop_overlap_store_2:
-	movq	%rax, -8(%rdi,%rdx)
-.Lzen_to_loop_overlap_done_2:
+	jmp	.Lzen_to_band_bytes
+.Lzen_to_band_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lzen_to_fixup_2_then_retry:
-	/* the first 2 bytes from the pointers are copied */
-	addq	$2, %rsi
-	addq	$2, %rdi
-	subq	$2, %rdx
-	jmp	.Lzen_to_fixup_retry
-.Lzen_to_fixup_4_then_retry:
-	/* the first 4 bytes from the pointers are copied */
-	addq	$4, %rsi
-	addq	$4, %rdi
-	subq	$4, %rdx
+.Lzen_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
 	jmp	.Lzen_to_fixup_retry
 .Lzen_to_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
@@ -814,34 +343,6 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	addq	$24, %rsi
 	addq	$24, %rdi
 	subq	$24, %rdx
-	jmp	.Lzen_to_fixup_retry
-.Lzen_to_fixup_32_then_retry:
-	/* the first 32 bytes from the pointers are copied */
-	addq	$32, %rsi
-	addq	$32, %rdi
-	subq	$32, %rdx
-	jmp	.Lzen_to_fixup_retry
-.Lzen_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
-	jmp	.Lzen_to_fixup_retry
-.Lzen_to_fixup_40_then_retry:
-	/* the first 40 bytes from the pointers are copied */
-	addq	$40, %rsi
-	addq	$40, %rdi
-	subq	$40, %rdx
-	jmp	.Lzen_to_fixup_retry
-.Lzen_to_fixup_48_then_retry:
-	/* the first 48 bytes from the pointers are copied */
-	addq	$48, %rsi
-	addq	$48, %rdi
-	subq	$48, %rdx
-	jmp	.Lzen_to_fixup_retry
-.Lzen_to_fixup_56_then_retry:
-	/* the first 56 bytes from the pointers are copied */
-	addq	$56, %rsi
-	addq	$56, %rdi
-	subq	$56, %rdx
 .Lzen_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -858,49 +359,13 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lzen_to_small_1_store, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_2_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_2_store1, .Lzen_to_fixup_2_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_4_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_4_store1, .Lzen_to_fixup_4_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_8_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_8_store1, .Lzen_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_16_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_16_store1, .Lzen_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_16_store2, .Lzen_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_16_store3, .Lzen_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store1, .Lzen_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store2, .Lzen_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store3, .Lzen_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store4, .Lzen_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store5, .Lzen_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store6, .Lzen_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_small_32_store7, .Lzen_to_fixup_32_then_retry)
 	_ASM_EXTABLE_UA(.Lzen_to_rep_movsb, .Lzen_to_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_align_store, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store1, .Lzen_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store2, .Lzen_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store3, .Lzen_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store4, .Lzen_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store5, .Lzen_to_fixup_40_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store6, .Lzen_to_fixup_48_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store7, .Lzen_to_fixup_56_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_word_store, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_overlap_store, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_rep_movsb_2, .Lzen_to_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_align_store_2, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store0_2, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store1_2, .Lzen_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store2_2, .Lzen_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store3_2, .Lzen_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store4_2, .Lzen_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store5_2, .Lzen_to_fixup_40_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store6_2, .Lzen_to_fixup_48_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_loop_store7_2, .Lzen_to_fixup_56_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_word_store_2, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_loop_overlap_store_2, .Lzen_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store0, .Lzen_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store1, .Lzen_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store2, .Lzen_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store3, .Lzen_to_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lzen_to_band_word_store, .Lzen_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lzen_to_band_byte_store, .Lzen_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lzen_to_retry_store, .Lzen_to_fixup_done)
 SYM_FUNC_END(guarded_movsb__zen_to_user)
 EXPORT_SYMBOL(guarded_movsb__zen_to_user)

@@ -1,0 +1,264 @@
+//! Writing what copygen produces to the user's files (`-o`, `emitted/`,
+//! `--json`).
+//!
+//! What a path names decides how it is written:
+//! - a regular file (or a new one) is replaced atomically: the text goes to
+//!   a temporary file beside it, which is renamed over it. A new file gets
+//!   the usual `0666` less the umask; an existing one keeps its mode.
+//! - a symbolic link is followed: the file it points at is written (and the
+//!   link stays a link), by the rule for what it points at.
+//! - `-`, a character or block device, a FIFO or a socket is a stream: the
+//!   text is written into it, never replacing the node.
+//! - a folder is an error.
+//!
+//! A set of files ([`write_all`]) is all-or-nothing as far as a file
+//! system allows. Everything is resolved first; then every regular file is
+//! written in full to its temporary (creating missing folders); then the
+//! streams are written; only if all of that worked are the temporaries
+//! renamed over their targets, each target first hard-linked to a backup.
+//! A failure before the renames changes no regular file (temporaries and
+//! folders made for them are removed); a rename that fails puts back the
+//! files already renamed from their backups. What cannot be undone: bytes
+//! already written into a stream, and a crash in the middle of the renames
+//! (each file is then either wholly old or wholly new, never partial).
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// Where one output goes, once symbolic links are followed.
+enum Target {
+    /// Standard output (`-`).
+    Stdout,
+    /// A device, FIFO or socket: written in place.
+    Stream(PathBuf),
+    /// A regular file, existing (with its mode) or new.
+    File { path: PathBuf, mode: Option<u32> },
+}
+
+/// Follow symbolic links from `path` to what it finally names (which need
+/// not exist: a dangling link is written through, creating its target).
+fn resolve(path: &Path) -> Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link =
+                    fs::read_link(&p).with_context(|| format!("reading link {}", p.display()))?;
+                p = match p.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    bail!("{}: too many levels of symbolic links", path.display())
+}
+
+fn target(path: &Path) -> Result<Target> {
+    if path.as_os_str() == "-" {
+        return Ok(Target::Stdout);
+    }
+    if path.as_os_str().is_empty() {
+        bail!("an empty output path");
+    }
+    let real = resolve(path)?;
+    match fs::metadata(&real) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Target::File {
+            path: real,
+            mode: None,
+        }),
+        Err(e) => Err(anyhow!("{}: {e}", path.display())),
+        Ok(m) if m.is_dir() => bail!("{} is a folder, not a file", path.display()),
+        Ok(m) if m.is_file() => Ok(Target::File {
+            path: real,
+            mode: Some(m.permissions().mode()),
+        }),
+        Ok(m) => {
+            let t = m.file_type();
+            debug_assert!(
+                t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+            );
+            Ok(Target::Stream(real))
+        }
+    }
+}
+
+/// Write one file; see the module documentation for what each kind of
+/// path gets.
+pub fn write_file(path: &Path, contents: &str) -> Result<()> {
+    write_all(&[(path.to_path_buf(), contents.to_string())])
+}
+
+/// A regular file written to its temporary, not yet renamed.
+struct Staged {
+    tmp: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+/// Write every `(path, contents)`, all or nothing (module documentation).
+pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
+    let targets = outputs
+        .iter()
+        .map(|(p, _)| target(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut seen = std::collections::BTreeSet::new();
+    for ((given, _), t) in outputs.iter().zip(&targets) {
+        if let Target::File { path, .. } | Target::Stream(path) = t {
+            if !seen.insert(path.clone()) {
+                bail!("{} is written twice in one run", given.display());
+            }
+        }
+    }
+
+    // Stage the regular files; on failure, undo the folders made for them.
+    let mut made_dirs: Vec<PathBuf> = Vec::new();
+    let staged = stage(outputs, &targets, &mut made_dirs);
+    let staged = match staged {
+        Ok(s) => s,
+        Err(e) => {
+            remove_made_dirs(&made_dirs);
+            return Err(e);
+        }
+    };
+
+    // Streams next: a stream cannot be taken back, but if one fails no
+    // regular file has changed yet.
+    for ((given, text), t) in outputs.iter().zip(&targets) {
+        let written = match t {
+            Target::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes()).and_then(|()| out.flush())
+            }
+            Target::Stream(p) => fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .and_then(|mut f| f.write_all(text.as_bytes())),
+            Target::File { .. } => continue,
+        };
+        if let Err(e) = written {
+            drop(staged);
+            remove_made_dirs(&made_dirs);
+            bail!("writing {}: {e}", given.display());
+        }
+    }
+    commit(staged)
+}
+
+fn stage(
+    outputs: &[(PathBuf, String)],
+    targets: &[Target],
+    made_dirs: &mut Vec<PathBuf>,
+) -> Result<Vec<Staged>> {
+    let mut staged = Vec::new();
+    for ((given, text), t) in outputs.iter().zip(targets) {
+        let Target::File { path, mode } = t else {
+            continue;
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        create_dirs(&dir, made_dirs).with_context(|| format!("creating {}", dir.display()))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        // A new file is created 0666 less the umask, like any program's.
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .permissions(fs::Permissions::from_mode(0o666))
+            .tempfile_in(&dir)
+            .with_context(|| format!("a temporary file in {}", dir.display()))?;
+        if let Some(mode) = mode {
+            fs::set_permissions(tmp.path(), fs::Permissions::from_mode(*mode))
+                .with_context(|| format!("keeping the mode of {}", given.display()))?;
+        }
+        tmp.write_all(text.as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .with_context(|| format!("writing {}", given.display()))?;
+        staged.push(Staged {
+            tmp,
+            path: path.clone(),
+        });
+    }
+    Ok(staged)
+}
+
+/// `create_dir_all`, remembering each folder it made (outermost first).
+fn create_dirs(dir: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dirs(parent, made)?;
+    }
+    fs::create_dir(dir)?;
+    made.push(dir.to_path_buf());
+    Ok(())
+}
+
+fn remove_made_dirs(made: &[PathBuf]) {
+    for d in made.iter().rev() {
+        let _ = fs::remove_dir(d);
+    }
+}
+
+/// Rename every staged file over its target; on a failure, put back the
+/// ones already renamed.
+fn commit(staged: Vec<Staged>) -> Result<()> {
+    // (target, backup of its old contents if it had any)
+    let mut done: Vec<(PathBuf, Option<tempfile::TempPath>)> = Vec::new();
+    let mut failure = None;
+    for Staged { tmp, path } in staged {
+        let backup = match backup_of(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        match tmp.persist(&path) {
+            Ok(_) => done.push((path, backup)),
+            Err(e) => {
+                failure = Some(anyhow!("replacing {}: {}", path.display(), e.error));
+                break;
+            }
+        }
+    }
+    let Some(e) = failure else {
+        return Ok(()); // the backups delete themselves
+    };
+    for (path, backup) in done.into_iter().rev() {
+        let _ = match backup {
+            Some(b) => b.persist(&path).map_err(|e| e.error),
+            None => fs::remove_file(&path),
+        };
+    }
+    Err(e.context("nothing was changed"))
+}
+
+/// A hard link to `path`'s current contents beside it (removed when
+/// dropped), so a failed set can restore it; `None` if there is no file.
+fn backup_of(path: &Path) -> Result<Option<tempfile::TempPath>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    // A fresh name: make a temporary file, then link the old file over it.
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".old")
+        .tempfile_in(dir)
+        .with_context(|| format!("a backup of {}", path.display()))?
+        .into_temp_path();
+    fs::remove_file(&tmp)?;
+    fs::hard_link(path, &tmp).with_context(|| format!("a backup of {}", path.display()))?;
+    Ok(Some(tmp))
+}

@@ -1,0 +1,60 @@
+//! The calling convention, as the analysis needs it.
+
+use super::isa::isa_for;
+use crate::front::strategy::{Arch, Convention, Flavor};
+
+/// Registers the analysis tracks, numbered as each ISA module numbers them.
+pub(super) const NREGS: usize = 16;
+
+/// Where the arguments arrive and which registers may be clobbered.
+pub(super) struct AbiSpec {
+    pub(super) arch: Arch,
+    pub(super) ptr: i64,
+    /// (to, from, n) registers, or None for cdecl stack arguments.
+    pub(super) arg_regs: Option<[usize; 3]>,
+    pub(super) ret: usize,
+    pub(super) clobber: Vec<usize>,
+    pub(super) sp: usize,
+    /// ARM: the program counter, whose value at a return must be the entry lr.
+    pub(super) pc: Option<usize>,
+    pub(super) describe: String,
+}
+
+impl AbiSpec {
+    /// The checker's view of the convention table (`arch/<arch>.rs`).
+    pub(super) fn new(arch: Arch, flavor: Flavor, convention: Convention, regparm: bool) -> Self {
+        let table = match arch {
+            Arch::I386 if regparm => &crate::arch::i386::REGPARM,
+            Arch::I386 => &crate::arch::i386::CDECL,
+            _ => crate::arch::abi(arch, flavor, convention),
+        };
+        let clobber: Vec<usize> = table.clobbers.iter().map(|&r| r as usize).collect();
+        let isa = isa_for(arch);
+        let names: Vec<&str> = clobber.iter().map(|&r| isa.reg_name(r)).collect();
+        let mut describe = format!("{}, may clobber {}", table.summary, names.join(" "));
+        if table.pc.is_some() {
+            describe.push_str(", returns through the entry lr");
+        }
+        AbiSpec {
+            arch,
+            ptr: table.ptr_width as i64,
+            arg_regs: match table.args {
+                crate::arch::Args::Regs(r) => Some(r.map(usize::from)),
+                crate::arch::Args::Stack => None,
+            },
+            ret: table.ret as usize,
+            clobber,
+            sp: table.sp as usize,
+            pc: table.pc.map(usize::from),
+            describe,
+        }
+    }
+
+    pub(super) fn regs(&self) -> usize {
+        if self.arch == Arch::I386 {
+            8
+        } else {
+            NREGS
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! The analyses over one function: the forward data-flow fixed point (with
+//! length refinement at branches), liveness for touch loads, and the paths
+//! out of each fixup.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::abi::{AbiSpec, NREGS};
+use super::cfg::Func;
+use super::domain::{Bound, State, Val, DST, LEN, RETADDR, SRC};
+use super::isa::{Cc, Flow, MemKind};
+
+pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
+    let mut regs = [Val::OTHER; NREGS];
+    for (r, v) in regs.iter_mut().enumerate() {
+        *v = Val::orig(r);
+    }
+    let len = || {
+        if fixed.is_some() {
+            Val::OTHER
+        } else {
+            Val::tagged(LEN, Some(0))
+        }
+    };
+    let mut stack = BTreeMap::new();
+    // x86 calls push the return address; ARM passes it in lr.
+    if abi.pc.is_none() {
+        stack.insert(0, Val::tagged(RETADDR, None));
+    }
+    match abi.arg_regs {
+        Some([to, from, n]) => {
+            regs[to] = Val::tagged(DST, None);
+            regs[from] = Val::tagged(SRC, Some(0));
+            if fixed.is_none() {
+                regs[n] = len();
+            }
+        }
+        None => {
+            stack.insert(abi.ptr, Val::tagged(DST, None));
+            stack.insert(2 * abi.ptr, Val::tagged(SRC, Some(0)));
+            if fixed.is_none() {
+                stack.insert(3 * abi.ptr, len());
+            }
+        }
+    }
+    let lb = Bound {
+        value: fixed.map(|n| n as i64).unwrap_or(0),
+        origin: None,
+    };
+    State {
+        regs,
+        stack,
+        sp: Some(0),
+        lb,
+        flags: None,
+    }
+}
+
+/// The fixed point of the forward analysis: the state before each
+/// instruction (None: unreachable).
+pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
+    let n = func.insns.len();
+    let mut states: Vec<Option<State>> = vec![None; n];
+    let mut visits = vec![0u32; n];
+    if n == 0 {
+        return states;
+    }
+    states[func.entry] = Some(entry);
+    let mut work: VecDeque<usize> = VecDeque::from([func.entry]);
+    while let Some(k) = work.pop_front() {
+        let st = states[k].clone().unwrap();
+        let insn = &func.insns[k];
+        let exec = func.exec_state(k, &st);
+        let mut outs: Vec<(usize, State)> = Vec::new();
+        if let Some(&fx) = func.fault.get(&k) {
+            // A fault leaves before the instruction has any effect.
+            let mut s = exec.clone();
+            s.flags = None;
+            outs.push((fx, s));
+        }
+        let after = func.transfer(k, &exec);
+        if insn.flow == Flow::Indirect {
+            // A computed jump: its targets in this state join the graph.
+            match insn.semantics.targets(insn, &exec) {
+                Some(ts) => {
+                    for t in ts {
+                        match func.index.get(&t) {
+                            Some(&s) if !func.succ[k].contains(&s) => func.succ[k].push(s),
+                            Some(_) => {}
+                            None => {
+                                func.unresolved
+                                    .insert(k, format!("may jump to {t:#x}, outside the function"));
+                            }
+                        }
+                    }
+                }
+                None => {
+                    func.unresolved.insert(
+                        k,
+                        "indirect jump: the analysis cannot tell where it goes".into(),
+                    );
+                }
+            }
+        }
+        let insn = &func.insns[k];
+        for &s in &func.succ[k] {
+            let on_fall = Some(s) == func.fall[k];
+            let o = match insn.flow {
+                Flow::CondJump(_) => {
+                    let mut o = after.clone();
+                    refine(insn.cc, &mut o, !on_fall);
+                    o
+                }
+                _ if insn.cond_exec && on_fall => {
+                    // Skipped, or (when it falls through) run.
+                    let mut skip = st.clone();
+                    refine(insn.cc, &mut skip, false);
+                    if insn.flow == Flow::Next {
+                        skip.join(&after)
+                    } else {
+                        skip
+                    }
+                }
+                _ => after.clone(),
+            };
+            outs.push((s, o));
+        }
+        for (s, mut o) in outs {
+            o.normalize();
+            let new = match &states[s] {
+                None => o,
+                Some(old) => {
+                    let mut j = old.join(&o);
+                    if &j == old {
+                        continue;
+                    }
+                    visits[s] += 1;
+                    // Widen at loop heads (every cycle has an edge back in
+                    // layout order): a bound still falling after many rounds
+                    // is lost. Nodes after a length check in the loop keep
+                    // what the check refines.
+                    if s <= k && visits[s] > 64 && j.lb.value < old.lb.value {
+                        j.lb = Bound {
+                            value: i64::MIN / 4,
+                            origin: None,
+                        };
+                    }
+                    j
+                }
+            };
+            states[s] = Some(new);
+            if !work.contains(&s) {
+                work.push_back(s);
+            }
+        }
+    }
+    states
+}
+
+/// Narrow the length bound on the edge where condition `cc` is `taken`.
+pub(super) fn refine(cc: Cc, st: &mut State, taken: bool) {
+    let Some(c) = st.flags else { return };
+    if c.mask != 0 {
+        // `test $mask, r`: on the edge where `r & mask` is zero, so are
+        // those bits of r.
+        if matches!((cc, taken), (Cc::Eq, true) | (Cc::Ne, false)) {
+            let v = &mut st.regs[c.reg];
+            v.low = v.low.and_zero(c.mask);
+        }
+        return;
+    }
+    let v = st.regs[c.reg];
+    let (true, Some(o)) = (v.tags == LEN, v.off) else {
+        return;
+    };
+    // The value is at least `min` on this edge. Signed conditions bound
+    // it too when the constant is not negative: a value at or above 2^31
+    // (2^63) is negative and fails them.
+    let min = match (c.test, cc, taken) {
+        (false, Cc::Hs, true) | (false, Cc::Lo, false) | (false, Cc::Eq, true) => Some(c.imm),
+        (false, Cc::Hi, true) | (false, Cc::Ls, false) => Some(c.imm + 1),
+        (false, Cc::Ge, true) | (false, Cc::Lt, false) if c.imm >= 0 => Some(c.imm),
+        (false, Cc::Gt, true) | (false, Cc::Le, false) if c.imm >= 0 => Some(c.imm + 1),
+        (false, Cc::Ne, true) | (false, Cc::Eq, false) if c.imm == 0 => Some(1),
+        (true, Cc::Ne, true) | (true, Cc::Eq, false) => Some(1),
+        _ => None,
+    };
+    if let Some(m) = min {
+        let b = m - o;
+        if b > st.lb.value {
+            st.lb = Bound {
+                value: b,
+                origin: Some(c.addr),
+            };
+        }
+    }
+}
+
+/// The first reachable instruction (in address order) after which `r`
+/// no longer holds its entry value.
+pub(super) fn first_write(func: &Func, states: &[Option<State>], r: usize) -> Option<usize> {
+    (0..func.insns.len()).find(|&k| {
+        states[k]
+            .as_ref()
+            .is_some_and(|s| s.regs[r].tags & (1 << r) != 0)
+            && func.insns[k].written.contains(&r)
+    })
+}
+
+/// Live general-purpose registers after each instruction (normal path),
+/// each with the bytes of it still to be read (so `movb (%esi), %al` kills
+/// a live `%al` but not a live `%eax`): what a touch load's destination is
+/// checked against.
+pub(super) fn liveness(func: &Func, abi: &AbiSpec) -> Vec<BTreeMap<usize, usize>> {
+    type Live = BTreeMap<usize, usize>;
+    let n = func.insns.len();
+    let mut uses: Vec<Live> = vec![Live::new(); n];
+    for (i, u) in func.insns.iter().zip(uses.iter_mut()) {
+        for &(g, w) in &i.uses {
+            let e = u.entry(g).or_insert(0);
+            *e = (*e).max(w);
+        }
+        if i.flow == Flow::Return {
+            // The result and everything the caller keeps.
+            u.insert(abi.ret, 8);
+            for r in (0..abi.regs()).filter(|r| !abi.clobber.contains(r)) {
+                u.insert(r, 8);
+            }
+        }
+    }
+    let merge = |into: &mut Live, from: &Live| {
+        for (&r, &w) in from {
+            let e = into.entry(r).or_insert(0);
+            *e = (*e).max(w);
+        }
+    };
+    let mut live_in: Vec<Live> = vec![Live::new(); n];
+    let mut live_out: Vec<Live> = vec![Live::new(); n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).rev() {
+            let mut out = Live::new();
+            for &s in &func.succ[k] {
+                merge(&mut out, &live_in[s]);
+            }
+            let mut inn = out.clone();
+            for &(g, w) in &func.insns[k].defs {
+                if inn.get(&g).is_some_and(|&need| need <= w) {
+                    inn.remove(&g);
+                }
+            }
+            merge(&mut inn, &uses[k]);
+            // A fault leaves before the instruction writes anything.
+            if let Some(&fx) = func.fault.get(&k) {
+                let f = live_in[fx].clone();
+                merge(&mut inn, &f);
+            }
+            if inn != live_in[k] || out != live_out[k] {
+                live_in[k] = inn;
+                live_out[k] = out;
+                changed = true;
+            }
+        }
+    }
+    live_out
+}
+
+/// From a fixup: does some path reach a return, and is there a one-byte
+/// user access (a byte retry or step) on the way?
+pub(super) fn fixup_paths(
+    func: &Func,
+    states: &[Option<State>],
+    fx: usize,
+    user_tag: u32,
+) -> (bool, bool) {
+    let mut seen = BTreeSet::new();
+    let mut work = vec![fx];
+    let (mut returns, mut byte) = (false, false);
+    while let Some(k) = work.pop() {
+        if !seen.insert(k) {
+            continue;
+        }
+        let i = &func.insns[k];
+        if i.flow == Flow::Return {
+            returns = true;
+        }
+        if let Some(st) = &states[k] {
+            byte |= i.mems.iter().any(|m| {
+                m.kind != MemKind::Prefetch
+                    && m.size == 1
+                    && m.base.is_some_and(|g| st.regs[g].tags & user_tag != 0)
+            });
+        }
+        work.extend(func.succ[k].iter().copied());
+    }
+    (returns, byte)
+}

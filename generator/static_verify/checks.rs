@@ -1,0 +1,415 @@
+//! The checks, read off the analysis: every user access has an entry and
+//! nothing else does, fixups return (after a byte retry), no vector state,
+//! read-ahead stays inside the source, and returns keep the convention.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::abi::{AbiSpec, NREGS};
+use super::analysis::{analyse, entry_state, first_write, fixup_paths, liveness};
+use super::arm;
+use super::cfg::Func;
+use super::domain::{State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
+use super::isa::{isa_for, Flow, Insn, Mem, MemKind, Touch};
+use super::report::{FunctionReport, Severity, UserSide};
+use crate::checks::objfile::{FnSym, Loc, ObjectFile};
+
+/// What the caller tells the checker about one function.
+pub(super) struct Target {
+    pub(super) side: UserSide,
+    /// Constant size of a fixed-size entry point.
+    pub(super) fixed: Option<u64>,
+    /// The linux flavour's "no vector state" rule is off.
+    pub(super) vector_ok: bool,
+    /// Code the analysis cannot reach or follow is a warning, not an error.
+    pub(super) allow_unanalysed: bool,
+}
+
+/// Where a memory access may go.
+enum Reach {
+    User,
+    Kernel,
+    /// Neither proven: what the address derives from.
+    Unproven(String),
+}
+
+/// Check one function against its exception-table `entries`.
+pub(super) fn check_function(
+    obj: &ObjectFile,
+    f: &FnSym,
+    owners: &BTreeMap<u64, String>,
+    abi: &AbiSpec,
+    target: &Target,
+) -> (FunctionReport, BTreeSet<Loc>) {
+    let mut func = Func::build(obj, f, owners, abi);
+    let n = func.insns.len();
+
+    // The forward analysis.
+    let entry = entry_state(abi, target.fixed);
+    let states = analyse(&mut func, entry);
+
+    // User accesses, entries and everything else that reads the states.
+    let side = target.side;
+    let user_tag = user_tag(side);
+    let mut user_accesses = 0;
+    let live = liveness(&func, abi);
+    for k in 0..n {
+        let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
+            continue;
+        };
+        let i = func.insns[k].clone();
+        let reach: Vec<Reach> = i
+            .mems
+            .iter()
+            .filter(|m| m.kind != MemKind::Prefetch)
+            .map(|m| reach(m, &st, side, abi))
+            .collect();
+        let listed = func.listed.contains(&k);
+        let user = reach.iter().any(|r| matches!(r, Reach::User));
+        let unproven = reach.iter().find_map(|r| match r {
+            Reach::Unproven(why) => Some(why.clone()),
+            _ => None,
+        });
+        if user || (listed && unproven.is_some()) {
+            user_accesses += 1;
+            if !listed {
+                func.finding(
+                    Severity::Error,
+                    k,
+                    format!(
+                        "accesses user memory (through `{}`) without an exception-table entry",
+                        pointer_name(side)
+                    ),
+                );
+            }
+        } else if let Some(why) = unproven {
+            func.finding(
+                Severity::Error,
+                k,
+                format!("cannot prove this access is kernel-side (its address derives from {why}) and it has no exception-table entry"),
+            );
+        } else if listed {
+            let why = if i.prefetch {
+                "a preload cannot fault, so it needs none"
+            } else {
+                "this instruction does not access user memory"
+            };
+            func.finding(
+                Severity::Error,
+                k,
+                format!("stray exception-table entry: {why}"),
+            );
+        }
+        if !target.vector_ok {
+            if let Some(why) = &i.vector {
+                func.finding(Severity::Error, k, why.clone());
+            }
+        }
+        if let Some(t) = i.touch {
+            check_touch(&mut func, k, &t, &st, &live[k], user_tag);
+        }
+        // Preserved registers and the stack at every return.
+        if i.flow == Flow::Return {
+            check_return(&mut func, &states, k, &st);
+        }
+    }
+
+    // Every fixup reaches a return; a wide access's fixup copies a byte
+    // before it gives up (the progress rule), unless the access cannot
+    // straddle a page (it is aligned to its width).
+    for (&k, &fx) in func.fault.clone().iter() {
+        let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
+            continue;
+        };
+        let (returns, byte) = fixup_paths(&func, &states, fx, user_tag);
+        if !returns {
+            func.finding(
+                Severity::Error,
+                k,
+                format!("its fixup {} never reaches a return", func.describe(fx)),
+            );
+        }
+        let wide = func.insns[k].width > 1;
+        if wide && !byte && !aligned(&func.insns[k], &st) {
+            func.finding(
+                Severity::Error,
+                k,
+                format!(
+                    "no byte retry after a fault here (fixup {}), and the access is not proven aligned to its {} bytes: if it straddles a page whose first part is readable, the routine copies nothing and reports no progress",
+                    func.describe(fx),
+                    func.insns[k].width
+                ),
+            );
+        }
+    }
+
+    // What the verdict does not cover.
+    let gap = if target.allow_unanalysed {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    for (k, why) in func.unresolved.clone() {
+        if states[k].is_some() {
+            func.finding(
+                gap,
+                k,
+                format!("{why}: the code it reaches is not analysed"),
+            );
+        }
+    }
+    let mut k = 0;
+    while k < func.own {
+        if states[k].is_some() || func.insns[k].pad {
+            k += 1;
+            continue;
+        }
+        let run = (k..func.own).take_while(|&j| states[j].is_none()).count();
+        func.finding(
+            gap,
+            k,
+            format!(
+                "never reached from the entry: {run} instruction(s) from here are not analysed"
+            ),
+        );
+        k += run;
+    }
+
+    let mut findings = std::mem::take(&mut func.findings);
+    findings.sort_by_key(|f| (std::cmp::Reverse(f.severity), f.section != ".text", f.addr));
+    let covered = func.insns.iter().map(|i| i.loc.clone()).collect();
+    let report = FunctionReport {
+        name: f.name.clone(),
+        side,
+        convention: None,
+        fixed: target.fixed,
+        bytes: f.end - f.start + 4 * func.piece.len() as u64,
+        instructions: n,
+        analysed: states.iter().filter(|s| s.is_some()).count(),
+        user_accesses,
+        // Entries on local code count only where this function reaches.
+        entries: func
+            .listed
+            .iter()
+            .filter(|&&k| k < func.own || states[k].is_some())
+            .count(),
+        entries_analysed: func.listed.iter().filter(|&&k| states[k].is_some()).count(),
+        findings,
+    };
+    (report, covered)
+}
+
+/// The tags of the user pointer(s).
+fn user_tag(side: UserSide) -> u32 {
+    match side {
+        UserSide::FromUser => SRC,
+        UserSide::ToUser => DST,
+        UserSide::Both => SRC | DST,
+    }
+}
+
+/// Where `m` may go: through a user pointer, provably to kernel memory (the
+/// kernel-side buffer, the stack, code or a constant address, each plus
+/// any integer), or somewhere the analysis cannot tell.
+fn reach(m: &Mem, st: &State, side: UserSide, abi: &AbiSpec) -> Reach {
+    if m.base.is_some() && m.base == abi.pc {
+        return Reach::Kernel;
+    }
+    let tags = |r: Option<usize>| r.map(|g| st.regs[g].tags).unwrap_or(0);
+    let t = tags(m.base) | tags(m.index);
+    if t & user_tag(side) != 0 {
+        return Reach::User;
+    }
+    let kernel = (PTRS & !user_tag(side)) | STACK | 1 << abi.sp;
+    let points = t & !INTS;
+    if points & !kernel == 0 && (points != 0 || t & !CONST == 0) {
+        return Reach::Kernel;
+    }
+    let mut what = Vec::new();
+    if t & ANY != 0 {
+        what.push("an unknown value".to_string());
+    }
+    if t & RETADDR != 0 {
+        what.push("the return address".into());
+    }
+    for r in (0..NREGS).filter(|&r| t & 1 << r != 0 && r != abi.sp) {
+        what.push(format!(
+            "the entry value of {}",
+            isa_for(abi.arch).reg_name(r)
+        ));
+    }
+    if what.is_empty() {
+        what.push("an integer that is no pointer argument".into());
+    }
+    Reach::Unproven(what.join(", "))
+}
+
+/// Every user memory operand of `i` is aligned to its size (so it cannot
+/// straddle a page).
+fn aligned(i: &Insn, st: &State) -> bool {
+    i.mems
+        .iter()
+        .filter(|m| m.kind != MemKind::Prefetch && m.size > 1)
+        .all(|m| {
+            let index_ok = m.index.is_none_or(|x| st.regs[x].konst_value() == Some(0));
+            index_ok
+                && m.base
+                    .is_some_and(|b| st.regs[b].low.aligned(m.disp, m.size))
+        })
+}
+
+/// Touch loads (a load from the source whose value is dead) and preloads:
+/// each must stay inside the source, by a dominating length check.
+fn check_touch(
+    func: &mut Func,
+    k: usize,
+    t: &Touch,
+    st: &State,
+    live: &BTreeMap<usize, usize>,
+    user_tag: u32,
+) {
+    let base = t.base.map(|g| st.regs[g]).unwrap_or(Val::OTHER);
+    let dead = t.dst.is_none_or(|g| !live.contains_key(&g));
+    let no_entry = if t.prefetch && base.tags & user_tag != 0 {
+        "; a preload cannot fault, so it needs no exception-table entry"
+    } else {
+        ""
+    };
+    if !dead || base.tags & SRC == 0 {
+        if !no_entry.is_empty() {
+            func.finding(
+                Severity::Note,
+                k,
+                format!("preload of user memory{no_entry}"),
+            );
+        }
+        return;
+    }
+    let what = if t.prefetch { "preload" } else { "touch load" };
+    let Some(disp) = t.disp else {
+        let sev = if t.prefetch {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        func.finding(
+            sev,
+            k,
+            format!("{what} at a register offset from the source: its reach cannot be checked"),
+        );
+        return;
+    };
+    // Byte offsets count from where the length is measured (the source
+    // pointer as the length register sees it), not from the base register.
+    let c = base.off.filter(|_| base.tags == SRC);
+    let disp = disp - c.unwrap_or(0);
+    let need = disp + t.size as i64;
+    // Bytes before where the length is measured from may lie before the
+    // source: nothing proves them inside it.
+    let proven = c.filter(|_| disp >= 0).map(|_| st.lb.value);
+    match (proven, st.lb.origin) {
+        (Some(p), Some(o)) if p >= need => {
+            let check = func.describe(func.index[&o]);
+            func.finding(
+                Severity::Note,
+                k,
+                format!("{what} of source bytes [{disp}, {need}) is inside the source: guarded by {check} (at least {p} bytes left){no_entry}"),
+            );
+        }
+        (Some(p), _) if p >= need => {
+            if !no_entry.is_empty() {
+                func.finding(
+                    Severity::Note,
+                    k,
+                    format!(
+                        "{what} of source bytes [{disp}, {need}) is inside the source{no_entry}"
+                    ),
+                );
+            }
+        }
+        (p, o) => {
+            let have = match (p, o) {
+                (Some(p), Some(o)) => {
+                    format!("only {p} proven by {}", func.describe(func.index[&o]))
+                }
+                (Some(p), None) => format!("only {p} proven"),
+                (None, _) if c.is_some() => {
+                    "it starts before the point the length is measured from".into()
+                }
+                (None, _) => "the length check cannot be related to this pointer".into(),
+            };
+            // A preload cannot fault or change memory, so it breaks no
+            // copy; it still touches (caches) memory outside the source,
+            // which the contract forbids: a warning, not an error.
+            let (sev, why) = if t.prefetch {
+                (
+                    Severity::Warning,
+                    "; a preload cannot fault, but the contract forbids touching memory outside the source",
+                )
+            } else {
+                (Severity::Error, "")
+            };
+            func.finding(
+                sev,
+                k,
+                format!("{what} past the checked length: reads source bytes [{disp}, {need}), needs {need} bytes left, {have}{why}"),
+            );
+        }
+    }
+}
+
+/// At a return: the stack is balanced, the registers the convention keeps
+/// hold their entry values and (ARM) the return goes to the entry lr.
+fn check_return(func: &mut Func, states: &[Option<State>], k: usize, st: &State) {
+    let abi = func.abi;
+    // x86 checks before `ret` pops; ARM after the pop that returns.
+    let st = if abi.pc.is_some() {
+        func.transfer(k, st)
+    } else {
+        st.clone()
+    };
+    if st.sp != Some(0) {
+        let sp = st
+            .sp
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "unknown".into());
+        func.finding(
+            Severity::Error,
+            k,
+            format!("stack not balanced at return (sp = entry {sp})"),
+        );
+    }
+    for r in 0..abi.regs() {
+        if r == abi.sp || Some(r) == abi.pc || abi.clobber.contains(&r) || st.regs[r].tags == 1 << r
+        {
+            continue;
+        }
+        let by = first_write(func, states, r)
+            .map(|w| func.describe(w))
+            .unwrap_or_else(|| "an unknown path".into());
+        func.finding(
+            Severity::Error,
+            k,
+            format!(
+                "{} is not preserved: the convention does not let it be clobbered, written by {by}",
+                isa_for(abi.arch).reg_name(r)
+            ),
+        );
+    }
+    if let Some(pc) = abi.pc {
+        if st.regs[pc] != Val::orig(arm::LR) {
+            func.finding(
+                Severity::Error,
+                k,
+                "returns to an address other than the entry lr".into(),
+            );
+        }
+    }
+}
+
+fn pointer_name(side: UserSide) -> &'static str {
+    match side {
+        UserSide::FromUser => "from",
+        UserSide::ToUser => "to",
+        UserSide::Both => "from` or `to",
+    }
+}

@@ -1,0 +1,311 @@
+//! The abstract domain: what the analysis knows about each register and
+//! stack slot, the length bound, and the last compare.
+
+use std::collections::BTreeMap;
+
+use super::abi::NREGS;
+
+pub(super) const DST: u32 = 1 << 16;
+pub(super) const SRC: u32 = 1 << 17;
+pub(super) const LEN: u32 = 1 << 18;
+pub(super) const RETADDR: u32 = 1 << 19;
+/// An integer that derives from neither pointer (loaded data, flags, a
+/// computed count): never an address by itself.
+pub(super) const OTHER: u32 = 1 << 20;
+/// A constant (`off` holds it when known; `range` bounds it): ARM builds
+/// big offsets in ip, and computed jumps index by bounded values.
+pub(super) const CONST: u32 = 1 << 21;
+/// Anything at all, a user pointer included (an unknown stack slot, a
+/// call's result): what the analysis cannot follow.
+pub(super) const ANY: u32 = 1 << 22;
+/// Derives from the stack pointer: the routine's own (kernel) stack.
+pub(super) const STACK: u32 = 1 << 23;
+pub(super) const PTRS: u32 = SRC | DST;
+/// `1 << r`: holds register r's entry value, exactly.
+const ENTRY_VALUES: u32 = 0xffff;
+/// Tags of plain integers: they say nothing about where a value points.
+pub(super) const INTS: u32 = LEN | OTHER | CONST;
+/// Low bits known up to this many (a page: enough for any access width).
+const LOW_BITS: u8 = 12;
+
+/// One register or stack slot: the set of things it may derive from
+/// (`tags`: the pointers, the length, entry values `1 << r`, ...), plus
+/// what is known of its value. `off` is meaningful when `tags` is exactly
+/// `SRC` (`src_end - value == LEN + off`), `LEN` (`value == LEN + off`) or
+/// `CONST` (`value == off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Val {
+    pub(super) tags: u32,
+    pub(super) off: Option<i64>,
+    /// `CONST`: the value lies in `lo..=hi`.
+    pub(super) range: Option<(i64, i64)>,
+    /// Known low bits: `value mod 2^bits == residue` (`bits` 0: nothing known).
+    pub(super) low: Low,
+}
+
+/// `value mod 2^bits == residue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Low {
+    pub(super) bits: u8,
+    pub(super) residue: u64,
+}
+
+impl Low {
+    fn of(k: i64) -> Low {
+        Low {
+            bits: LOW_BITS,
+            residue: k as u64 & ((1 << LOW_BITS) - 1),
+        }
+    }
+    /// Known to be zero in the low `bits` bits.
+    pub(super) fn zeros(bits: u8) -> Low {
+        Low { bits, residue: 0 }
+    }
+    fn mask(self) -> u64 {
+        (1u64 << self.bits) - 1
+    }
+    /// After adding `k`.
+    pub(super) fn add(self, k: i64) -> Low {
+        Low {
+            bits: self.bits,
+            residue: self.residue.wrapping_add(k as u64) & self.mask(),
+        }
+    }
+    /// The low bits both know.
+    fn join(self, o: Low) -> Low {
+        let mut bits = self.bits.min(o.bits);
+        while bits > 0 && (self.residue ^ o.residue) & ((1 << bits) - 1) != 0 {
+            bits -= 1;
+        }
+        Low {
+            bits,
+            residue: self.residue & ((1 << bits) - 1),
+        }
+    }
+    /// Also known: the bits under `mask` (contiguous from bit 0) are zero.
+    pub(super) fn and_zero(self, mask: u64) -> Low {
+        let bits = (64 - mask.leading_zeros()) as u8;
+        if mask.wrapping_add(1) & mask != 0 || bits > LOW_BITS {
+            return self;
+        }
+        if bits >= self.bits {
+            Low::zeros(bits)
+        } else {
+            Low {
+                bits: self.bits,
+                residue: self.residue & !mask,
+            }
+        }
+    }
+    /// `value + k` is a multiple of `width` (a power of two).
+    pub(super) fn aligned(self, k: i64, width: usize) -> bool {
+        width.is_power_of_two()
+            && (width as u64) <= 1 << self.bits
+            && self.residue.wrapping_add(k as u64) & (width as u64 - 1) == 0
+    }
+}
+
+impl Val {
+    pub(super) const OTHER: Val = Val {
+        tags: OTHER,
+        off: None,
+        range: None,
+        low: Low {
+            bits: 0,
+            residue: 0,
+        },
+    };
+    pub(super) const ANY: Val = Val {
+        tags: ANY,
+        ..Val::OTHER
+    };
+    pub(super) fn orig(r: usize) -> Val {
+        Val::tagged(1 << r, None)
+    }
+    pub(super) fn tagged(tags: u32, off: Option<i64>) -> Val {
+        Val {
+            tags,
+            off,
+            ..Val::OTHER
+        }
+    }
+    pub(super) fn konst(k: i64) -> Val {
+        Val {
+            tags: CONST,
+            off: Some(k),
+            range: Some((k, k)),
+            low: Low::of(k),
+        }
+    }
+    /// A constant in `lo..=hi`.
+    pub(super) fn bounded(lo: i64, hi: i64) -> Val {
+        if lo == hi {
+            return Val::konst(lo);
+        }
+        Val {
+            tags: CONST,
+            range: Some((lo, hi)),
+            ..Val::OTHER
+        }
+    }
+    /// What an operation computes from `inputs` when nothing more is known:
+    /// it may derive from whatever they derive from (a pointer ± anything
+    /// is still possibly that pointer), and is a plain integer otherwise.
+    /// Something computed from an entry value no longer is that value: it
+    /// is unknown.
+    pub(super) fn derived(inputs: impl IntoIterator<Item = Val>) -> Val {
+        let mut tags = inputs.into_iter().fold(0, |t, v| t | v.tags) & !INTS;
+        if tags & ENTRY_VALUES != 0 {
+            tags = (tags & !ENTRY_VALUES) | ANY;
+        }
+        if tags == 0 {
+            Val::OTHER
+        } else {
+            Val::tagged(tags, None)
+        }
+    }
+    pub(super) fn with_low(self, low: Low) -> Val {
+        Val { low, ..self }
+    }
+    pub(super) fn konst_value(self) -> Option<i64> {
+        self.off.filter(|_| self.tags == CONST)
+    }
+    /// `lo..=hi` of a bounded constant.
+    pub(super) fn range(self) -> Option<(i64, i64)> {
+        self.range.filter(|_| self.tags == CONST)
+    }
+    pub(super) fn join(self, o: Val) -> Val {
+        let tags = self.tags | o.tags;
+        let off = if self.tags == o.tags && self.off == o.off {
+            self.off
+        } else {
+            None
+        };
+        let range = match (self.range, o.range) {
+            (Some((a, b)), Some((c, d))) if tags == CONST => Some((a.min(c), b.max(d))),
+            _ => None,
+        };
+        Val {
+            tags,
+            off,
+            range,
+            low: self.low.join(o.low),
+        }
+    }
+}
+
+/// `a + sign * b`: a pointer moved by anything is still that pointer (the
+/// source pointer and the length keep their offsets, and a pointer its low
+/// bits, when `b` is a known constant); the difference of two pointers
+/// derives from both; anything else is just a value.
+pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
+    if let Some(k) = b.konst_value() {
+        let k = sign * k;
+        let low = a.low.add(k);
+        return if a.tags == SRC {
+            Val::tagged(SRC, a.off.map(|c| c - k)).with_low(low)
+        } else if a.tags == LEN {
+            Val::tagged(LEN, a.off.map(|o| o + k))
+        } else if let Some(c) = a.konst_value() {
+            Val::konst(c + k)
+        } else {
+            Val::derived([a]).with_low(low)
+        };
+    }
+    if sign > 0 && a.konst_value().is_some() && b.tags == SRC {
+        return add_val(b, a, 1);
+    }
+    Val::derived([a, b])
+}
+
+/// `LEN >= value`, established by the compare at `origin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Bound {
+    pub(super) value: i64,
+    pub(super) origin: Option<u64>,
+}
+
+/// The last flag-setting compare of a register with a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Cmp {
+    pub(super) reg: usize,
+    pub(super) imm: i64,
+    /// `test r, r` rather than `cmp $imm, r`.
+    pub(super) test: bool,
+    /// Non-zero: `test $mask, r` (`tst r, #mask`): Z says whether
+    /// `r & mask` is zero.
+    pub(super) mask: u64,
+    /// Analysis address of the compare.
+    pub(super) addr: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct State {
+    /// General registers (ARM: r15 holds the value a return jumps to).
+    pub(super) regs: [Val; NREGS],
+    /// Stack slots by offset from the entry stack pointer.
+    pub(super) stack: BTreeMap<i64, Val>,
+    /// Stack pointer relative to entry; None once unknown.
+    pub(super) sp: Option<i64>,
+    pub(super) lb: Bound,
+    pub(super) flags: Option<Cmp>,
+}
+
+impl State {
+    /// Re-base the ghost `LEN` on the lowest-numbered length register, so
+    /// loop heads see the same offsets on every iteration.
+    pub(super) fn normalize(&mut self) {
+        let Some(o) = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off) else {
+            return;
+        };
+        let shift = |v: &mut Val| {
+            if let Some(x) = v.off.as_mut() {
+                if v.tags == LEN || v.tags == SRC {
+                    *x -= o;
+                }
+            }
+        };
+        self.regs.iter_mut().for_each(shift);
+        self.stack.values_mut().for_each(shift);
+        // A pending compare names a register, whose offset moved with it.
+        self.lb.value += o;
+        // LEN is now a register's unsigned value: never below 0.
+        if self.lb.value < 0 {
+            self.lb = Bound {
+                value: 0,
+                origin: None,
+            };
+        }
+    }
+
+    pub(super) fn join(&self, o: &State) -> State {
+        let mut regs = self.regs;
+        for (r, v) in regs.iter_mut().zip(o.regs.iter()) {
+            *r = r.join(*v);
+        }
+        let mut stack = BTreeMap::new();
+        for k in self.stack.keys().chain(o.stack.keys()) {
+            let a = self.stack.get(k).copied().unwrap_or(Val::ANY);
+            let b = o.stack.get(k).copied().unwrap_or(Val::ANY);
+            stack.insert(*k, a.join(b));
+        }
+        let sp = if self.sp == o.sp { self.sp } else { None };
+        let lb = if self.lb.value <= o.lb.value {
+            self.lb
+        } else {
+            o.lb
+        };
+        let flags = if self.flags == o.flags {
+            self.flags
+        } else {
+            None
+        };
+        State {
+            regs,
+            stack,
+            sp,
+            lb,
+            flags,
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! One instruction as the checker sees it, whatever the architecture, and
+//! what an instruction set must provide: a decoder into these facts
+//! ([`Isa`]) and each instruction's effect on the abstract state
+//! ([`Semantics`]). `x86.rs` (iced-x86, x86_64 and i386) and `arm.rs`
+//! (unarm, A32) implement both; a new ISA is one more module and one line in
+//! [`isa_for`].
+
+use std::fmt;
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::abi::AbiSpec;
+use super::domain::State;
+use super::{arm, x86};
+use crate::checks::objfile::{Loc, ObjectFile};
+use crate::front::strategy::Arch;
+
+/// An instruction set, as the checker needs it.
+pub(super) trait Isa {
+    /// Decode the bytes at `range` of `section` into instructions.
+    /// `addr_of` maps a place to the function's address space (see
+    /// [`FIXUP_BASE`]); branch targets it does not map lie outside the
+    /// function.
+    fn decode(
+        &self,
+        obj: &ObjectFile,
+        section: &str,
+        range: Range<u64>,
+        addr_of: &dyn Fn(&Loc) -> Option<u64>,
+        abi: &AbiSpec,
+    ) -> Vec<Insn>;
+
+    /// A register's name in messages (the checker numbers them 0..16).
+    fn reg_name(&self, r: usize) -> &'static str;
+}
+
+/// The effect of one decoded instruction, kept with its [`Insn`].
+pub(super) trait Semantics: fmt::Debug {
+    /// The state after the instruction runs in `st` on its normal path (a
+    /// conditional instruction: its condition holds).
+    fn transfer(&self, insn: &Insn, st: &State, abi: &AbiSpec) -> State;
+
+    /// A computed jump's possible targets when it runs in `st`, in the
+    /// function's address space (None: the analysis cannot tell).
+    fn targets(&self, _insn: &Insn, _st: &State) -> Option<Vec<u64>> {
+        None
+    }
+}
+
+/// The instruction set of `arch`.
+pub(super) fn isa_for(arch: Arch) -> Box<dyn Isa> {
+    match arch {
+        Arch::Armv6 => Box::new(arm::Arm),
+        Arch::X86_64 | Arch::I386 => Box::new(x86::X86 { arch }),
+    }
+}
+
+/// `.text.fixup` instructions live above this in a function's address space.
+pub(super) const FIXUP_BASE: u64 = 1 << 40;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flow {
+    Next,
+    Jump(u64),
+    CondJump(u64),
+    Return,
+    Indirect,
+    Stop,
+}
+
+/// Branch (or ARM execution) conditions the length refinement understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cc {
+    Eq,
+    Ne,
+    Hs,
+    Lo,
+    Hi,
+    Ls,
+    Ge,
+    Lt,
+    Gt,
+    Le,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum MemKind {
+    Load,
+    Store,
+    Prefetch,
+    Other,
+}
+
+/// A memory operand: `base + index + disp`, `size` bytes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mem {
+    pub(super) base: Option<usize>,
+    pub(super) index: Option<usize>,
+    pub(super) disp: i64,
+    pub(super) size: usize,
+    pub(super) kind: MemKind,
+}
+
+/// A plain load into one register (or a preload) whose reach the bounds
+/// check looks at if its value is dead.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Touch {
+    pub(super) dst: Option<usize>,
+    pub(super) base: Option<usize>,
+    /// None: a register offset.
+    pub(super) disp: Option<i64>,
+    pub(super) size: usize,
+    pub(super) prefetch: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Insn {
+    /// Address in the function's address space (see [`FIXUP_BASE`]).
+    pub(super) addr: u64,
+    pub(super) loc: Loc,
+    pub(super) len: u64,
+    pub(super) text: String,
+    pub(super) semantics: Rc<dyn Semantics>,
+    pub(super) flow: Flow,
+    /// Condition of a `CondJump`, or of a conditionally executed instruction.
+    pub(super) cc: Cc,
+    /// ARM: runs only when `cc` holds (a non-branch with a condition).
+    pub(super) cond_exec: bool,
+    pub(super) mems: Vec<Mem>,
+    /// GPRs read, with the bytes read.
+    pub(super) uses: Vec<(usize, usize)>,
+    /// GPRs surely written, with the bytes replaced (liveness kills).
+    pub(super) defs: Vec<(usize, usize)>,
+    /// Every GPR it may write.
+    pub(super) written: Vec<usize>,
+    /// GPRs whose values flow into the written ones (not address registers
+    /// of a memory operand): what a write it does not model may derive from.
+    pub(super) inputs: Vec<usize>,
+    /// Why it touches vector state, if it does.
+    pub(super) vector: Option<String>,
+    pub(super) touch: Option<Touch>,
+    /// Bytes of the (user) memory operand, at least 1.
+    pub(super) width: usize,
+    /// A preload (`pld`): cannot fault.
+    pub(super) prefetch: bool,
+    /// Padding (`nop`, `int3`): never reaching it is no gap in the analysis.
+    pub(super) pad: bool,
+}

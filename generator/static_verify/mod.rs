@@ -1,0 +1,413 @@
+//! `copygen verify --static`: check a copy routine from its object code
+//! alone, so it works on any `.S`/`.o`, not only on what copygen emitted.
+//!
+//! For each global `*_from_user` / `*_to_user` (and fixed-size
+//! `*_<dir>_<N>`) function it decodes `.text` (and, for ARM, the function's
+//! piece of `.text.fixup`) and runs one forward data-flow
+//! analysis over the instructions (fault edges from each entry's instruction
+//! to its fixup included). The abstract value of a register or stack slot is
+//! a set of tags — "holds its own entry value", "derives from `to`/`from`",
+//! "is the length" — plus, for the source pointer and the length, an offset
+//! against a ghost `LEN` so length checks bound how far a load may reach.
+//! From that:
+//!
+//! - every memory access through the user pointer has an exception-table
+//!   entry and no other instruction has one; every fixup lies in the
+//!   function and reaches a return;
+//! - registers the convention does not let the routine clobber hold their
+//!   entry value at every return, and the stack is balanced;
+//! - linux-flavour code touches no MMX/SSE/AVX/x87 (ARM: VFP/NEON) register;
+//! - every touch load (a load from the source whose value is dead) and every
+//!   ARM `pld` of the source is dominated by a length check that keeps it
+//!   inside the source (a `pld` cannot fault: it needs no table entry, and
+//!   one past the end is a warning, not an error).
+//!
+//! The checker is arch-neutral: `x86.rs` (iced-x86) and `arm.rs` (unarm,
+//! A32 for ARMv6) turn each instruction into the same facts and give its
+//! effect on the abstract state.
+//!
+//! Layout: `report` (verdicts), `abi` (the conventions), `domain` (the
+//! abstract values), `isa` (instruction facts and the [`isa::Isa`] trait),
+//! `x86`/`arm` (the ISAs), `cfg` (one function's graph), `analysis` (fixed
+//! points) and `checks` (what is reported).
+
+mod abi;
+mod analysis;
+mod arm;
+mod arm_text;
+mod cfg;
+mod checks;
+mod domain;
+mod isa;
+mod report;
+mod x86;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor};
+
+use abi::AbiSpec;
+use cfg::fixup_owners;
+use checks::{check_function, Target};
+pub use report::{render_reports, Finding, FunctionReport, Report, Severity, UserSide};
+
+/// What the object cannot say about itself.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Architecture of a `.S` input (default: the copygen header's, else
+    /// armv6 for a file with `.arm`/`.syntax`, else x86_64).
+    pub arch: Option<Arch>,
+    /// Flavour (default: the copygen header's; else linux when the file
+    /// includes kernel headers, standalone otherwise; `.o`: standalone).
+    pub flavor: Option<Flavor>,
+    /// x86_64 linux calling convention (default: the header's, else C).
+    pub convention: Option<Convention>,
+    /// i386: arguments in eax/edx/ecx (default: on for the linux flavour).
+    pub regparm: Option<bool>,
+    /// The routines own the vector state: allow MMX/SSE/AVX (ARM: VFP) in the linux flavour.
+    pub allow_vector: bool,
+    /// Code the analysis cannot reach or follow is a warning, not an error.
+    pub allow_unanalysed: bool,
+    /// Per-CPU entry points (copygen's own): their dispatch (an
+    /// `ALTERNATIVE` chain, a resolved-once pointer) cannot be followed, so
+    /// it is a warning; each variant they enter is checked as a routine.
+    pub dispatchers: Vec<String>,
+    /// The functions to check (default: every function with exception-table
+    /// entries, and every global `*_from_user` / `*_to_user`).
+    pub functions: Vec<FunctionSpec>,
+    /// Entry points with names of the file's own, which `classify` cannot
+    /// read (the linux flavour's `[linux] symbol`, `from_user`, `to_user`),
+    /// with their roles; checked beside the default selection when no
+    /// `functions` are given.
+    pub roles: Vec<FunctionSpec>,
+}
+
+/// An x86_64 linux calling convention by its command-line name.
+pub fn parse_convention(s: &str) -> Option<Convention> {
+    match s {
+        "c" => Some(Convention::C),
+        "rep_movs" => Some(Convention::RepMovs),
+        _ => None,
+    }
+}
+
+/// `--function NAME[:SIDE[:CONVENTION]]`: a function to check, which
+/// pointer is the user one (default: from its name, else both) and its
+/// x86_64 calling convention (default: the file's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub side: Option<UserSide>,
+    pub convention: Option<Convention>,
+}
+
+impl FunctionSpec {
+    /// Parse `NAME[:SIDE[:CONVENTION]]`.
+    pub fn parse(s: &str) -> Result<FunctionSpec, String> {
+        let mut parts = s.split(':');
+        let name = parts.next().unwrap_or_default().to_string();
+        if name.is_empty() {
+            return Err(format!(
+                "`{s}`: no function name (NAME[:from_user|to_user|both[:c|rep_movs]])"
+            ));
+        }
+        let side = match parts.next() {
+            None | Some("") => None,
+            Some(p) => Some(UserSide::parse(p).ok_or_else(|| {
+                format!("`{s}`: unknown user side `{p}`; use from_user, to_user or both")
+            })?),
+        };
+        let convention = match parts.next() {
+            None | Some("") => None,
+            Some(p) => Some(
+                parse_convention(p)
+                    .ok_or_else(|| format!("`{s}`: unknown convention `{p}`; use c or rep_movs"))?,
+            ),
+        };
+        if let Some(extra) = parts.next() {
+            return Err(format!(
+                "`{s}`: unexpected `:{extra}` (NAME[:SIDE[:CONVENTION]])"
+            ));
+        }
+        Ok(FunctionSpec {
+            name,
+            side,
+            convention,
+        })
+    }
+}
+/// Check the `.S` or `.o` at `path`.
+pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
+    let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
+    let (obj, mut flavor, mut convention) = if is_source {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        // A file copygen generated in another run states its facts.
+        let header = crate::output::header::read(&text);
+        let (h_arch, h_flavor, h_conv) = (
+            header.as_ref().map(|h| h.arch),
+            header.as_ref().map(|h| h.flavor),
+            header.as_ref().map(|h| h.convention),
+        );
+        // Unified-syntax ARM files say so; x86 never does.
+        let arm = text.lines().any(|l| {
+            let l = l.trim();
+            l == ".arm" || l.starts_with(".syntax")
+        });
+        let arch = options
+            .arch
+            .or(h_arch)
+            .unwrap_or(if arm { Arch::Armv6 } else { Arch::X86_64 });
+        let kernel = text.contains("#include <linux/") || text.contains("#include <asm/");
+        let flavor = options.flavor.or(h_flavor).unwrap_or(if kernel {
+            Flavor::Linux
+        } else {
+            Flavor::Standalone
+        });
+        // ARM: accept VFP instructions, so the check (not the assembler)
+        // reports them, with their line.
+        let flags = match arch {
+            Arch::Armv6 => vec!["-mfpu=vfp".to_string()],
+            _ => Vec::new(),
+        };
+        let how = Assemble {
+            arch,
+            kernel_shims: kernel,
+            debug: true,
+            keep_locals: false,
+            flags,
+        };
+        let dir = tempfile::tempdir()?;
+        let out = dir.path().join("static.o");
+        objfile::assemble(path, &out, &how)?;
+        (objfile::read_path(&out)?, flavor, h_conv)
+    } else {
+        (
+            objfile::read_path(path)?,
+            options.flavor.unwrap_or(Flavor::Standalone),
+            None,
+        )
+    };
+    if let Some(c) = options.convention {
+        convention = Some(c);
+    }
+    if let Some(f) = options.flavor {
+        flavor = f;
+    }
+    check_file(
+        &obj,
+        path,
+        flavor,
+        convention.unwrap_or(Convention::C),
+        options,
+    )
+}
+
+/// Check an object already read (`check_object` without the file handling).
+pub fn check_file(
+    obj: &ObjectFile,
+    path: &Path,
+    flavor: Flavor,
+    convention: Convention,
+    options: &Options,
+) -> Result<Report> {
+    let arch = obj.arch;
+    let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
+    let abi = AbiSpec::new(arch, flavor, convention, regparm);
+    let owners = if arch == Arch::Armv6 {
+        fixup_owners(obj)
+    } else {
+        BTreeMap::new()
+    };
+    let mut functions = Vec::new();
+    let mut covered: BTreeSet<Loc> = BTreeSet::new();
+    let mut file_findings = Vec::new();
+    for (f, spec) in select_functions(obj, &owners, options, &mut file_findings) {
+        let (side, fixed) = match (spec.and_then(|s| s.side), classify(&f.name)) {
+            (Some(side), named) => (side, named.and_then(|n| n.1)),
+            // Exported under both directions' names at one address
+            // (CONTRACT §3): one routine serving both, either side is user.
+            (None, Some((d, fixed))) if other_direction_alias(obj, f, d, fixed) => {
+                (UserSide::Both, fixed)
+            }
+            (None, Some((d, fixed))) => (d.into(), fixed),
+            // A routine named for neither direction: either pointer may be
+            // the user one.
+            (None, None) => (UserSide::Both, None),
+        };
+        let own_abi = spec
+            .and_then(|s| s.convention)
+            .map(|c| AbiSpec::new(arch, flavor, c, regparm));
+        let target = Target {
+            side,
+            fixed,
+            vector_ok: options.allow_vector || flavor == Flavor::Standalone,
+            allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
+        };
+        let (mut report, code) =
+            check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
+        if let Some(a) = &own_abi {
+            report.convention = Some(a.describe.clone());
+        }
+        covered.extend(code);
+        functions.push(report);
+    }
+    for e in &obj.extable {
+        let in_a_piece = e.insn.section == ".text.fixup" && owners.contains_key(&e.insn.offset);
+        if !covered.contains(&e.insn) && obj.function_at(&e.insn).is_none() && !in_a_piece {
+            file_findings.push(format!(
+                "__ex_table+{:#x}: entry for {} lies in no function, and no checked function reaches it",
+                e.at, e.insn
+            ));
+        }
+    }
+    Ok(Report {
+        file: path.to_path_buf(),
+        arch,
+        flavor,
+        convention: abi.describe.clone(),
+        functions,
+        file_findings,
+    })
+}
+
+/// The functions to check, with what the command line says of each:
+/// the `--function` list, or by default every function with
+/// exception-table entries and every global `*_from_user`/`*_to_user`.
+fn select_functions<'a>(
+    obj: &'a ObjectFile,
+    owners: &BTreeMap<u64, String>,
+    options: &'a Options,
+    file_findings: &mut Vec<String>,
+) -> Vec<(&'a FnSym, Option<&'a FunctionSpec>)> {
+    if !options.functions.is_empty() {
+        let mut out = Vec::new();
+        for spec in &options.functions {
+            match obj.function(&spec.name) {
+                Some(f) => out.push((f, Some(spec))),
+                None => file_findings.push(format!(
+                    "no function `{}` in the object (functions: {})",
+                    spec.name,
+                    obj.functions
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        return out;
+    }
+    let has_entries = |f: &FnSym| {
+        obj.extable.iter().any(|e| {
+            f.contains(&e.insn)
+                || f.contains(&e.fixup)
+                || (e.insn.section == ".text.fixup" && owners.get(&e.insn.offset) == Some(&f.name))
+        })
+    };
+    let role = |f: &FnSym| options.roles.iter().find(|r| f.global && r.name == f.name);
+    obj.functions
+        .iter()
+        .filter(|f| {
+            (f.global && classify(&f.name).is_some()) || role(f).is_some() || has_entries(f)
+        })
+        .map(|f| (f, role(f)))
+        .collect()
+}
+
+/// Whether a global of the other direction's name (same constant size)
+/// starts where `f` does.
+fn other_direction_alias(
+    obj: &ObjectFile,
+    f: &FnSym,
+    direction: Direction,
+    fixed: Option<u64>,
+) -> bool {
+    obj.functions.iter().any(|g| {
+        g.global
+            && g.section == f.section
+            && g.start == f.start
+            && classify(&g.name).is_some_and(|(d, x)| d != direction && x == fixed)
+    })
+}
+
+/// Direction and constant size from a symbol name (CONTRACT §3):
+/// `x_from_user`, `x_to_user`, `x_from_user_16`.
+pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
+    for d in [Direction::FromUser, Direction::ToUser] {
+        let suffix = format!("_{}", d.name());
+        if name.ends_with(&suffix) {
+            return Some((d, None));
+        }
+        if let Some((_, n)) = name.rsplit_once(&format!("{suffix}_")) {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return Some((d, n.parse().ok()));
+            }
+        }
+    }
+    None
+}
+
+/// Check every strategy of the built-in catalog (all architectures) in both
+/// flavours, from freshly rendered text (what `copygen emit` writes to
+/// `emitted/`).
+pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
+    check_strategies(&crate::front::catalog::catalog()?, options)
+}
+
+/// The entry names of `s` in `flavor` that `classify` cannot read (a
+/// strategy's own linux names), with their roles.
+pub fn entry_roles(s: &crate::front::strategy::Strategy, flavor: Flavor) -> Vec<FunctionSpec> {
+    let both = s.routine == crate::front::strategy::RoutineShape::Both;
+    s.directions
+        .iter()
+        .map(|&d| FunctionSpec {
+            name: crate::lower::entry_symbol(s, flavor, d, None),
+            side: Some(if both { UserSide::Both } else { d.into() }),
+            convention: None,
+        })
+        .filter(|r| classify(&r.name).is_none())
+        .collect()
+}
+
+/// Render each strategy in both flavours and check the files.
+pub fn check_strategies(
+    strategies: &[crate::front::strategy::Strategy],
+    options: &Options,
+) -> Result<Vec<Report>> {
+    let dir = tempfile::tempdir()?;
+    let mut reports = Vec::new();
+    for s in strategies {
+        for flavor in Flavor::ALL {
+            let rel = crate::output::render::emitted_path(s, flavor);
+            let path = dir.path().join(&rel);
+            std::fs::create_dir_all(path.parent().unwrap())?;
+            std::fs::write(&path, crate::output::render::render(s, flavor))?;
+            // The strategy states the facts; the header is not read back.
+            let dispatchers = if s.variants.is_empty() {
+                Vec::new()
+            } else {
+                s.directions
+                    .iter()
+                    .map(|d| format!("{}_{}", s.symbol, d.name()))
+                    .collect()
+            };
+            let facts = Options {
+                arch: Some(s.arch),
+                flavor: Some(flavor),
+                convention: Some(s.linux.convention),
+                dispatchers,
+                roles: entry_roles(s, flavor),
+                ..options.clone()
+            };
+            let mut r = check_object(&path, &facts)?;
+            r.file = PathBuf::from("emitted").join(rel);
+            reports.push(r);
+        }
+    }
+    Ok(reports)
+}

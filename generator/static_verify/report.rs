@@ -1,0 +1,205 @@
+//! The verdicts: one finding per problem at one instruction, one report per
+//! checked function, one per file.
+
+use std::fmt::{self, Write as _};
+use std::path::PathBuf;
+
+use crate::front::strategy::{Arch, Direction, Flavor};
+
+/// The argument pointer(s) that are user memory: one direction's, or both
+/// (one body serving `copy_to_user` and `copy_from_user`, like the
+/// kernel's `copy_user_generic` and `rep_movs_alternative`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserSide {
+    FromUser,
+    ToUser,
+    Both,
+}
+
+impl UserSide {
+    pub fn name(self) -> &'static str {
+        match self {
+            UserSide::FromUser => "from_user",
+            UserSide::ToUser => "to_user",
+            UserSide::Both => "both",
+        }
+    }
+    pub fn parse(s: &str) -> Option<UserSide> {
+        [UserSide::FromUser, UserSide::ToUser, UserSide::Both]
+            .into_iter()
+            .find(|u| u.name() == s)
+    }
+}
+
+impl From<Direction> for UserSide {
+    fn from(d: Direction) -> Self {
+        match d {
+            Direction::FromUser => UserSide::FromUser,
+            Direction::ToUser => UserSide::ToUser,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// One finding, at one instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    /// Offset in `section`.
+    pub addr: u64,
+    /// `.text`, or `.text.fixup` for ARM linux-flavour fixups.
+    pub section: String,
+    /// The instruction (x86: AT&T syntax; ARM: unified syntax).
+    pub insn: String,
+    /// Source line (from DWARF; `.S` inputs are assembled with `-g`).
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.section == ".text" {
+            write!(f, "{} at {:#x}", self.severity, self.addr)?;
+        } else {
+            write!(f, "{} at {}+{:#x}", self.severity, self.section, self.addr)?;
+        }
+        if let Some(l) = self.line {
+            write!(f, " (line {l})")?;
+        }
+        write!(f, " `{}`: {}", self.insn, self.message)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FunctionReport {
+    pub name: String,
+    pub side: UserSide,
+    /// The convention it was checked against, when not the file's.
+    pub convention: Option<String>,
+    /// Constant size of a fixed-size entry point.
+    pub fixed: Option<u64>,
+    pub bytes: u64,
+    pub instructions: usize,
+    /// Instructions the analysis reached (the rest are reported unless
+    /// they are padding).
+    pub analysed: usize,
+    pub user_accesses: usize,
+    pub entries: usize,
+    /// Entries whose instruction the analysis reached.
+    pub entries_analysed: usize,
+    pub findings: Vec<Finding>,
+}
+
+impl FunctionReport {
+    pub fn passed(&self) -> bool {
+        self.findings.iter().all(|f| f.severity != Severity::Error)
+    }
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub file: PathBuf,
+    pub arch: Arch,
+    pub flavor: Flavor,
+    /// The convention the functions were checked against, in words.
+    pub convention: String,
+    pub functions: Vec<FunctionReport>,
+    /// Problems outside any checked function (stray table entries).
+    pub file_findings: Vec<String>,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        // Nothing checked proves nothing.
+        !self.functions.is_empty()
+            && self.file_findings.is_empty()
+            && self.functions.iter().all(|f| f.passed())
+    }
+
+    /// Every finding of every function, for tests and summaries.
+    pub fn findings(&self) -> impl Iterator<Item = (&str, &Finding)> {
+        self.functions
+            .iter()
+            .flat_map(|f| f.findings.iter().map(move |x| (f.name.as_str(), x)))
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {}, {} flavour, {}",
+            self.file.display(),
+            self.arch,
+            self.flavor,
+            self.convention
+        )?;
+        // Analysed/total: what the verdict covers.
+        writeln!(
+            f,
+            "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  verdict",
+            "function", "user side", "bytes", "insns", "user", "entries"
+        )?;
+        for r in &self.functions {
+            let verdict = if r.passed() { "ok" } else { "FAIL" };
+            writeln!(
+                f,
+                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  {verdict}",
+                r.name,
+                r.side.name(),
+                r.bytes,
+                format!("{}/{}", r.analysed, r.instructions),
+                r.user_accesses,
+                format!("{}/{}", r.entries_analysed, r.entries)
+            )?;
+            if let Some(c) = &r.convention {
+                writeln!(f, "    checked against the {c}")?;
+            }
+            for x in &r.findings {
+                writeln!(f, "    {x}")?;
+            }
+        }
+        for x in &self.file_findings {
+            writeln!(f, "  error: {x}")?;
+        }
+        if self.functions.is_empty() {
+            writeln!(
+                f,
+                "  no function to check: none has exception-table entries or is named *_from_user / *_to_user (use --function)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Text of a report for several files, and whether all passed.
+pub fn render_reports(reports: &[Report]) -> (String, bool) {
+    let mut s = String::new();
+    let mut ok = true;
+    for r in reports {
+        let _ = write!(s, "{r}");
+        ok &= r.passed();
+    }
+    (s, ok)
+}

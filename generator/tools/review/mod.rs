@@ -1,0 +1,486 @@
+//! `copygen diff OLD NEW`: what a change does to the code, its size and its
+//! exception table, in the formats reviewers already read.
+//!
+//! A side is a strategy file (both flavours rendered for its arch), an
+//! emitted `.S`, a folder holding an emitted tree, `WORKTREE` (this
+//! checkout's `emitted/`) or a git revision (its `emitted/**.S`). Every file
+//! is assembled with GNU as ([`objfile`]); sizes are the function symbols'
+//! sizes (what `nm --size-sort` prints), entries are resolved `__ex_table`
+//! entries, and the listings are the decoded instructions with branch
+//! targets and fixups renamed `L1`, `L2`, ... in order of first appearance,
+//! so renumbered labels are not noise.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+
+use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
+use crate::front::strategy::{symbol_of, Arch, Flavor, Strategy};
+
+/// Bad input (exit 2): an unknown revision, an unreadable or unassemblable
+/// file, a file whose architecture cannot be told.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn input(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(InputError(msg.into()))
+}
+
+/// The word that names this checkout's `emitted/` as a side.
+pub const WORKTREE: &str = "WORKTREE";
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Architecture of `.S` files (overrides header and path).
+    pub arch: Option<Arch>,
+    /// Only this flavour's files of a tree or strategy; the flavour of a
+    /// `.S` file that states none (no copygen header, no emitted/ path).
+    pub flavor: Option<Flavor>,
+    /// Keep the assembled objects here: `old/<rel>.o`, `new/<rel>.o`.
+    pub save_objects: Option<PathBuf>,
+    /// Where git runs and `WORKTREE` is looked up (default: the current folder).
+    pub cwd: Option<PathBuf>,
+}
+
+mod bench;
+mod bloat;
+mod listing;
+mod sides;
+
+pub use bench::*;
+pub use bloat::*;
+use listing::*;
+pub use sides::*;
+
+// ---------------------------------------------------------------------------
+// The report
+
+/// What happened to a file or a function between the two sides (its JSON
+/// spelling is the lower-case name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// The same text on both sides (files only).
+    Unchanged,
+    Modified,
+    Added,
+    Removed,
+}
+
+impl Change {
+    /// Present on one side or both (`Modified`: both, different).
+    fn of<T>(old: Option<T>, new: Option<T>) -> Change {
+        match (old, new) {
+            (Some(_), Some(_)) => Change::Modified,
+            (None, _) => Change::Added,
+            (_, None) => Change::Removed,
+        }
+    }
+}
+
+/// A pair of files compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilePair {
+    pub old: Option<String>,
+    pub new: Option<String>,
+    pub arch: Arch,
+    pub flavor: Flavor,
+    pub status: Change,
+}
+
+/// A function whose code or exception table changed.
+#[derive(Debug, Clone, Serialize)]
+pub struct FnChange {
+    pub name: String,
+    /// Never [`Change::Unchanged`].
+    pub status: Change,
+    pub old_size: Option<u64>,
+    pub new_size: Option<u64>,
+    pub old_entries: Option<u64>,
+    pub new_entries: Option<u64>,
+    /// The listings' unified diff (empty when they could not be made).
+    pub diff: String,
+    /// The symbol in its own objects (without the file qualifier).
+    pub symbol: String,
+    /// `rel` of the file on each side.
+    pub old_file: Option<String>,
+    pub new_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub old: String,
+    pub new: String,
+    pub files: Vec<FilePair>,
+    /// `.text` bytes per function (symbol sizes).
+    pub text: Table,
+    /// `__ex_table` entries per function.
+    pub entries: Table,
+    pub changed: Vec<FnChange>,
+    pub notes: Vec<String>,
+}
+
+/// What one side knows of a function.
+struct FnView {
+    size: u64,
+    entries: u64,
+    listing: Option<Vec<String>>,
+    symbol: String,
+    file: String,
+}
+
+/// Pair the files of the two sides: two single arguments pair directly
+/// (by flavour when one is a strategy file), a single file against a tree
+/// pairs with the tree's file at the same path, two trees pair by path.
+fn pair_files(old: &Side, new: &Side) -> Vec<(Option<usize>, Option<usize>)> {
+    let single = |s: &Side| s.kind != SideKind::Tree;
+    let mut pairs = Vec::new();
+    if single(old) && single(new) {
+        if old.files.len() == 1 && new.files.len() == 1 {
+            return vec![(Some(0), Some(0))];
+        }
+        for (i, o) in old.files.iter().enumerate() {
+            if let Some(j) = new.files.iter().position(|n| n.flavor == o.flavor) {
+                pairs.push((Some(i), Some(j)));
+            }
+        }
+        return pairs;
+    }
+    let rels = |s: &Side| -> BTreeMap<String, usize> {
+        s.files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.rel.clone(), i))
+            .collect()
+    };
+    let (o, n) = (rels(old), rels(new));
+    let mut keys: Vec<&String> = o.keys().chain(n.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        // A single file against a tree looks at that file only.
+        if (single(old) && !o.contains_key(k)) || (single(new) && !n.contains_key(k)) {
+            continue;
+        }
+        pairs.push((o.get(k).copied(), n.get(k).copied()));
+    }
+    pairs
+}
+
+/// Compare two sides.
+pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
+    let tmp = tempfile::tempdir()?;
+    let dir = opts
+        .save_objects
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let pairs = pair_files(old, new);
+    let qualify = pairs.len() > 1;
+    let mut notes = Vec::new();
+    let mut files = Vec::new();
+    let mut collected = Vec::new();
+    // Same text, same flags: assemble once.
+    let mut cache: HashMap<(String, Arch, Flavor), (ObjectFile, PathBuf)> = HashMap::new();
+    for (oi, ni) in &pairs {
+        let o = oi.map(|i| &old.files[i]);
+        let n = ni.map(|i| &new.files[i]);
+        let any = n.or(o).expect("a pair has a side");
+        let display = n.map_or(&any.rel, |n| &n.rel).clone();
+        let status = match (o, n) {
+            (Some(a), Some(b)) if a.text == b.text => Change::Unchanged,
+            _ => Change::of(o, n),
+        };
+        files.push(FilePair {
+            old: o.map(|s| s.rel.clone()),
+            new: n.map(|s| s.rel.clone()),
+            arch: any.arch,
+            flavor: any.flavor,
+            status,
+        });
+        // Directly paired files of differently named strategies: compare
+        // `<old>_from_user` with `<new>_from_user`.
+        let rename = match (
+            o.and_then(|s| s.strategy.as_ref()),
+            n.and_then(|s| s.strategy.as_ref()),
+        ) {
+            (Some(a), Some(b)) if a != b => Some((symbol_of(a), symbol_of(b))),
+            _ => None,
+        };
+        for (k, (src, side)) in [(o, "old"), (n, "new")].into_iter().enumerate() {
+            let Some(src) = src else { continue };
+            let key = (src.text.clone(), src.arch, src.flavor);
+            let side_dir = dir.join(side);
+            let (obj, path) = match cache.get(&key) {
+                Some((obj, p)) => {
+                    let to = side_dir.join(object_rel(&src.rel));
+                    if opts.save_objects.is_some() && *p != to {
+                        std::fs::create_dir_all(to.parent().expect("parent"))?;
+                        std::fs::copy(p, &to)?;
+                    }
+                    (obj.clone(), p.clone())
+                }
+                None => {
+                    let label = if k == 0 { &old.label } else { &new.label };
+                    let b = build(src, &side_dir, label)?;
+                    cache.insert(key, (b.obj.clone(), b.path.clone()));
+                    (b.obj, b.path)
+                }
+            };
+            let dump = match obj.arch {
+                Arch::Armv6 => match objdump_all(&path, obj.arch) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        let note = format!("no ARM listings: {e:#}");
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                        None
+                    }
+                },
+                _ => None,
+            };
+            for f in &obj.functions {
+                let insns = match obj.arch {
+                    Arch::X86_64 | Arch::I386 => Some(insns_x86(&obj, f)),
+                    Arch::Armv6 => dump.as_ref().map(|d| {
+                        d.get(&f.section)
+                            .map(|v| {
+                                v.iter()
+                                    .filter(|i| (f.start..f.end).contains(&i.0))
+                                    .cloned()
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    }),
+                };
+                // The new side keeps its names; the old side is renamed.
+                let sym = match (&rename, k) {
+                    (Some((a, b)), 0) => match f.name.strip_prefix(a.as_str()) {
+                        Some(rest) => format!("{b}{rest}"),
+                        None => f.name.clone(),
+                    },
+                    _ => f.name.clone(),
+                };
+                collected.push((
+                    k,
+                    format!("{}/{}", any.arch, any.flavor),
+                    display.clone(),
+                    sym,
+                    FnView {
+                        size: f.end - f.start,
+                        entries: obj.entries_of(f).count() as u64,
+                        listing: insns.map(|i| listing(&obj, f, &i)),
+                        symbol: f.name.clone(),
+                        file: src.rel.clone(),
+                    },
+                ));
+            }
+        }
+    }
+    // Rows are `<arch>/<flavor>:<symbol>` when several files are compared,
+    // `<path>:<symbol>` should two files of one arch and flavour share a symbol.
+    let short_ok = [0, 1].iter().all(|&k| {
+        let mut seen = std::collections::HashSet::new();
+        collected
+            .iter()
+            .filter(|c| c.0 == k)
+            .all(|c| seen.insert((&c.1, &c.3)))
+    });
+    let mut fns: [BTreeMap<String, FnView>; 2] = [BTreeMap::new(), BTreeMap::new()];
+    for (k, short, full, sym, view) in collected {
+        let name = match (qualify, short_ok) {
+            (false, _) => sym,
+            (true, true) => format!("{short}:{sym}"),
+            (true, false) => format!("{full}:{sym}"),
+        };
+        fns[k].insert(name, view);
+    }
+    if let Some(rn) = pairs.iter().find_map(|(o, n)| {
+        let a = old.files[(*o)?].strategy.clone()?;
+        let b = new.files[(*n)?].strategy.clone()?;
+        (a != b).then_some((a, b))
+    }) {
+        notes.push(format!(
+            "old symbols {}_* compared with new {}_*",
+            symbol_of(&rn.0),
+            symbol_of(&rn.1)
+        ));
+    }
+    let sizes = |m: &BTreeMap<String, FnView>| m.iter().map(|(k, v)| (k.clone(), v.size)).collect();
+    let counts =
+        |m: &BTreeMap<String, FnView>| m.iter().map(|(k, v)| (k.clone(), v.entries)).collect();
+    let text = table(&sizes(&fns[0]), &sizes(&fns[1]));
+    let entries = table(&counts(&fns[0]), &counts(&fns[1]));
+    let mut names: Vec<&String> = fns[0].keys().chain(fns[1].keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut changed = Vec::new();
+    for name in names {
+        let (o, n) = (fns[0].get(name), fns[1].get(name));
+        let joined = |l: &[String]| -> String {
+            let mut s = l.join("\n");
+            s.push('\n');
+            s
+        };
+        let (lo, ln) = match (o.map(|v| &v.listing), n.map(|v| &v.listing)) {
+            (Some(Some(a)), Some(Some(b))) => (Some(joined(a)), Some(joined(&align_labels(a, b)))),
+            (Some(a), Some(b)) => (a.as_deref().map(joined), b.as_deref().map(joined)),
+            (None, b) => (
+                Some(String::new()),
+                b.and_then(|b| b.as_deref().map(joined)),
+            ),
+            (a, None) => (
+                a.and_then(|a| a.as_deref().map(joined)),
+                Some(String::new()),
+            ),
+        };
+        let same_figures =
+            matches!((o, n), (Some(a), Some(b)) if a.size == b.size && a.entries == b.entries);
+        let same_code = lo.is_some() && lo == ln;
+        if same_figures && (same_code || lo.is_none() || ln.is_none()) {
+            continue;
+        }
+        let diff = match (&lo, &ln) {
+            (Some(a), Some(b)) if a != b => {
+                let ha = if o.is_some() {
+                    format!("a/{name}")
+                } else {
+                    "/dev/null".into()
+                };
+                let hb = if n.is_some() {
+                    format!("b/{name}")
+                } else {
+                    "/dev/null".into()
+                };
+                similar::TextDiff::from_lines(a.as_str(), b.as_str())
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&ha, &hb)
+                    .to_string()
+            }
+            _ => String::new(),
+        };
+        changed.push(FnChange {
+            name: name.clone(),
+            status: Change::of(o, n),
+            old_size: o.map(|v| v.size),
+            new_size: n.map(|v| v.size),
+            old_entries: o.map(|v| v.entries),
+            new_entries: n.map(|v| v.entries),
+            diff,
+            symbol: n.or(o).map(|v| v.symbol.clone()).unwrap_or_default(),
+            old_file: o.map(|v| v.file.clone()),
+            new_file: n.map(|v| v.file.clone()),
+        });
+    }
+    Ok(Report {
+        old: old.label.clone(),
+        new: new.label.clone(),
+        files,
+        text,
+        entries,
+        changed,
+        notes,
+    })
+}
+
+/// Load both sides and compare them.
+pub fn run(old: &str, new: &str, opts: &Options) -> Result<Report> {
+    let o = load_side(old, opts).with_context(|| format!("reading {old}"))?;
+    let n = load_side(new, opts).with_context(|| format!("reading {new}"))?;
+    diff(&o, &n, opts)
+}
+
+// ---------------------------------------------------------------------------
+// Output
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// The plain-text report; `color` adds ANSI colours to the diffs.
+pub fn render_text(r: &Report, color: bool) -> String {
+    let mut s = String::new();
+    let title = |s: &mut String, t: &str| {
+        if color {
+            let _ = writeln!(s, "{BOLD}# {t}{RESET}");
+        } else {
+            let _ = writeln!(s, "# {t}");
+        }
+    };
+    let changed_files = r
+        .files
+        .iter()
+        .filter(|f| f.status != Change::Unchanged)
+        .count();
+    let _ = writeln!(
+        s,
+        "copygen diff {} {}: {} file pair{}, {} changed",
+        r.old,
+        r.new,
+        r.files.len(),
+        if r.files.len() == 1 { "" } else { "s" },
+        changed_files
+    );
+    s.push('\n');
+    title(&mut s, ".text bytes per function");
+    s.push_str(&format_bloat(&r.text, "Function"));
+    s.push('\n');
+    title(&mut s, "__ex_table entries per function");
+    s.push_str(&format_bloat(&r.entries, "Function"));
+    s.push('\n');
+    title(&mut s, "instructions of changed functions");
+    let diffs: Vec<&FnChange> = r.changed.iter().filter(|c| !c.diff.is_empty()).collect();
+    if diffs.is_empty() {
+        let _ = writeln!(s, "(no instruction changes)");
+    }
+    for c in diffs {
+        for line in c.diff.lines() {
+            let paint = if !color {
+                None
+            } else if line.starts_with("---") || line.starts_with("+++") {
+                Some(BOLD)
+            } else if line.starts_with("@@") {
+                Some(CYAN)
+            } else if line.starts_with('+') {
+                Some(GREEN)
+            } else if line.starts_with('-') {
+                Some(RED)
+            } else {
+                None
+            };
+            match paint {
+                Some(p) => {
+                    let _ = writeln!(s, "{p}{line}{RESET}");
+                }
+                None => {
+                    let _ = writeln!(s, "{line}");
+                }
+            }
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// The report as JSON (the same figures as the text).
+pub fn render_json(r: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(r).expect("report serialises");
+    s.push('\n');
+    s
+}

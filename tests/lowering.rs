@@ -1,0 +1,164 @@
+//! The lowering's table of user accesses, per architecture: for small
+//! strategies, every user access with the bytes known copied at it and
+//! what its fixup does. A change to the lowering fails here, by name,
+//! before it shows as a diff of emitted/.
+
+use std::path::Path;
+
+use copygen::front::strategy::{Arch, Flavor};
+use copygen::lower::routine::{Recover, Routine, Then};
+use copygen::lower::{lower, Target};
+
+/// (routine symbol, [(access label, recovery, then)]) for `text`.
+/// Per routine: its symbol and its user accesses (label, recovery, then).
+type Table = Vec<(String, Vec<(String, Recover, Then)>)>;
+
+fn table(text: &str) -> Table {
+    let s = copygen::front::parse::parse(Path::new("t.toml"), text, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let routines: Vec<Routine> = lower(
+        &s,
+        Target {
+            arch: s.arch,
+            flavor: Flavor::Standalone,
+        },
+    );
+    routines
+        .iter()
+        .map(|r| {
+            let sites = r
+                .user_sites()
+                .into_iter()
+                .map(|u| {
+                    let f = &r.fixups[u.fixup];
+                    (u.name.clone(), f.recover, f.then)
+                })
+                .collect();
+            (r.symbol.clone(), sites)
+        })
+        .collect()
+}
+
+fn strategy(arch: Arch, body: &str) -> String {
+    format!("name = \"t\"\ndescription = \"t\"\narch = \"{arch}\"\n{body}")
+}
+
+type Site = (&'static str, Recover, Then);
+
+fn check(arch: Arch, body: &str, want: &[(&str, &[Site])]) {
+    let got = table(&strategy(arch, body));
+    let want: Table = want
+        .iter()
+        .map(|(sym, sites)| {
+            let sites = sites
+                .iter()
+                .map(|&(l, r, t)| (l.to_string(), r, t))
+                .collect();
+            (sym.to_string(), sites)
+        })
+        .collect();
+    assert_eq!(got, want, "{arch}");
+}
+
+const BYTES: &str = "[methods.b]\nkind = \"bytes\"\n";
+use Recover::{Advance, None as Nothing};
+use Then::{Done, Retry, Step};
+
+/// A byte loop, exact: a faulting byte is not copied; the fixup retries
+/// bytes, and the retry's own fault returns.
+#[test]
+fn x86_64_byte_loop() {
+    let body = format!("{BYTES}[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n");
+    check(
+        Arch::X86_64,
+        &body,
+        &[
+            (
+                "t_from_user",
+                &[
+                    ("b_byte_load", Nothing, Retry),
+                    ("retry_load", Nothing, Done),
+                ],
+            ),
+            (
+                "t_to_user",
+                &[
+                    ("b_byte_store", Nothing, Retry),
+                    ("retry_store", Nothing, Done),
+                ],
+            ),
+        ],
+    );
+}
+
+/// Two words loaded first, then stored, block precision: a load fault has
+/// stored nothing of the block; the second store's fault follows one
+/// stored word (Advance 4); every fixup steps one byte and returns.
+#[test]
+fn i386_loads_first_word_loop() {
+    let body = format!(
+        "[fault]\nprecision = \"block\"\n[methods.w]\nkind = \"unrolled\"\nblock = 8\nwidth = 4\nregisters = 2\ntail = \"bytes\"\n{BYTES}[[dispatch]]\nsizes = \"0..=7\"\nuse = \"b\"\n[[dispatch]]\nsizes = \"8..\"\nuse = \"w\"\n"
+    );
+    check(
+        Arch::I386,
+        &body,
+        &[
+            (
+                "t_from_user",
+                &[
+                    ("b_byte_load", Nothing, Step),
+                    ("w_loop_load0", Nothing, Step),
+                    ("w_loop_load1", Nothing, Step),
+                    ("w_byte_load", Nothing, Step),
+                    ("step_load", Nothing, Done),
+                ],
+            ),
+            (
+                "t_to_user",
+                &[
+                    ("b_byte_store", Nothing, Step),
+                    ("w_loop_store0", Nothing, Step),
+                    ("w_loop_store1", Advance(4), Step),
+                    ("w_byte_store", Nothing, Step),
+                    ("step_store", Nothing, Done),
+                ],
+            ),
+        ],
+    );
+}
+
+/// Interleaved words, exact: the second word's load or store faults after
+/// the first word is stored (Advance 4, on both sides); every fixup
+/// retries bytes.
+#[test]
+fn armv6_interleaved_word_loop() {
+    let body = format!(
+        "[fault]\nprecision = \"exact\"\n[methods.w]\nkind = \"unrolled\"\nblock = 8\nwidth = 4\nregisters = 2\ngrouping = \"interleaved\"\ntail = \"bytes\"\n{BYTES}[[dispatch]]\nsizes = \"0..=7\"\nuse = \"b\"\n[[dispatch]]\nsizes = \"8..\"\nuse = \"w\"\n"
+    );
+    check(
+        Arch::Armv6,
+        &body,
+        &[
+            (
+                "t_from_user",
+                &[
+                    ("b_byte_load", Nothing, Retry),
+                    ("w_loop0_load", Nothing, Retry),
+                    ("w_loop1_load", Advance(4), Retry),
+                    ("w_byte_load", Nothing, Retry),
+                    ("retry_load", Nothing, Done),
+                ],
+            ),
+            (
+                "t_to_user",
+                &[
+                    ("b_byte_store", Nothing, Retry),
+                    ("w_loop0_store", Nothing, Retry),
+                    ("w_loop1_store", Advance(4), Retry),
+                    ("w_byte_store", Nothing, Retry),
+                    ("retry_store", Nothing, Done),
+                ],
+            ),
+        ],
+    );
+}

@@ -1,0 +1,343 @@
+//! `copygen tune`: its candidates are valid strategies, its objective
+//! enforces the grid bounds, and a run on a tiny budget writes a strategy
+//! file that parses, names the CPU and passes the full JIT fault suite —
+//! also when stopped by Ctrl-C.
+
+use std::path::Path;
+use std::process::Command;
+
+use copygen::front::parse;
+use copygen::front::strategy::Condition;
+use copygen::tools::bench::{self, Measurement, Results, Rng, Sweep};
+use copygen::tools::tune::{self, Candidate, Header};
+
+fn copygen() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_copygen"))
+}
+
+#[test]
+fn every_candidate_of_the_search_space_is_a_valid_strategy() {
+    let header = Header::new("t");
+    let mut rng = Rng::new(3);
+    let mut pool = Candidate::seeds();
+    for i in 0..300 {
+        let c = pool[i % pool.len()].mutate(&mut rng);
+        pool.push(c);
+    }
+    for c in &pool {
+        let text = c.toml(&header);
+        let s = parse::parse(Path::new("t.toml"), &text, None)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // Classes cover every size, and the guards are the bands asked for.
+        assert_eq!(s.classes[0].lo, 0);
+        assert_eq!(s.classes.last().unwrap().hi, None);
+        for (i, class) in s.classes.iter().enumerate() {
+            for g in &class.guards {
+                let Condition::Alias { lo, hi } = g.condition else {
+                    panic!("only alias guards")
+                };
+                assert_eq!(lo, 1);
+                assert!([15, 31, 63].contains(&hi), "{text}");
+                assert!(
+                    class.lo >= c.guard_from as u64,
+                    "class {i} guarded below guard_from"
+                );
+            }
+        }
+        copygen::jit::compile(&s).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+}
+
+#[test]
+fn a_candidate_becomes_the_classes_it_describes() {
+    let c = Candidate {
+        short_max: 64,
+        guard_from: 65,
+        narrow: 15,
+        wide: 31,
+        wide_until: 1024,
+        ..Candidate::bare_guarded()
+    };
+    let s = parse::parse(Path::new("t.toml"), &c.toml(&Header::new("t")), None).unwrap();
+    let shape: Vec<(u64, Option<u64>, Vec<Condition>)> = s
+        .classes
+        .iter()
+        .map(|k| {
+            (
+                k.lo,
+                k.hi,
+                k.guards.iter().map(|g| g.condition.clone()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (0, Some(64), vec![]),
+            (65, Some(1023), vec![Condition::Alias { lo: 1, hi: 31 }]),
+            (1024, None, vec![Condition::Alias { lo: 1, hi: 15 }]),
+        ]
+    );
+}
+
+/// Results of a grid where the second subject costs `ratio(n, d)` times the first.
+fn synthetic(ratio: impl Fn(usize, usize) -> f64) -> Results {
+    let sweep = Sweep {
+        rows: bench::alias_rows(&[64, 1024], &[0, 8, 40]),
+        ..Sweep::default()
+    };
+    let cells = sweep
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(r, row)| {
+            [1.0, ratio(row.n, row.x as usize)]
+                .iter()
+                .enumerate()
+                .map(|(s, k)| {
+                    let t = 100.0 * k;
+                    Measurement {
+                        row: r,
+                        subject: s,
+                        cycles: t,
+                        q1: t,
+                        q3: t,
+                        min: t,
+                        max: t,
+                        iterations: 1,
+                        rounds: vec![t; 3],
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Results {
+        sweep,
+        subjects: vec!["rep_movsb".into(), "x".into()],
+        baseline: 0,
+        repeats: 3,
+        tsc_hz: 1e9,
+        cpu: "test".into(),
+        command: String::new(),
+        cells,
+    }
+}
+
+#[test]
+fn the_objective_bounds_every_cell_and_the_band() {
+    // Within 1.05x everywhere, 0.1x in the band from 1 KiB: feasible.
+    let ok = tune::score(
+        &synthetic(|n, d| if n >= 1024 && d == 8 { 0.1 } else { 1.04 }),
+        1,
+        0,
+        true,
+    );
+    assert!(ok.feasible(), "{ok:?}");
+    // One cell at 1.10x: infeasible, and named.
+    let slow = tune::score(
+        &synthetic(|n, d| match (n, d) {
+            (64, 40) => 1.10,
+            (1024, 8) => 0.1,
+            _ => 1.0,
+        }),
+        1,
+        0,
+        true,
+    );
+    assert!(!slow.feasible());
+    assert_eq!((slow.worst.1, slow.worst.2), (64, 40));
+    // Only 0.5x inside the band: infeasible on a CPU with the cliff, fine
+    // on one without.
+    let band = synthetic(|n, d| if n >= 1024 && d == 8 { 0.5 } else { 1.0 });
+    assert!(!tune::score(&band, 1, 0, true).feasible());
+    assert!(tune::score(&band, 1, 0, false).feasible());
+    assert!(tune::score(&band, 1, 0, true).objective > tune::score(&band, 1, 0, false).objective);
+}
+
+#[test]
+fn one_bad_workload_is_not_averaged_away() {
+    // Two distribution rows: the same mean ratio (1.0), but one subject
+    // has a workload at 1.2x.
+    let mut res = synthetic(|_, _| 1.0);
+    let d = copygen::tools::bench::distribution::Distribution::parse("d", "d.csv", "1,1").unwrap();
+    res.sweep.distributions = vec![d.clone(), d];
+    let rows = bench::distribution_rows(&res.sweep.distributions);
+    for (k, row) in rows.into_iter().enumerate() {
+        res.sweep.rows.insert(k, row);
+        let cell = |s: usize, t: f64| Measurement {
+            row: k,
+            subject: s,
+            cycles: t,
+            q1: t,
+            q3: t,
+            min: t,
+            max: t,
+            iterations: 1,
+            rounds: vec![t; 3],
+        };
+        let t = if k == 0 { 120.0 } else { 80.0 };
+        res.cells.insert(k, vec![cell(0, 100.0), cell(1, t)]);
+    }
+    let even = {
+        let mut r = res.clone();
+        for k in 0..2 {
+            r.cells[k][1].rounds = vec![100.0; 3];
+        }
+        r
+    };
+    let uneven = tune::score(&res, 1, 2, false);
+    let flat = tune::score(&even, 1, 2, false);
+    assert_eq!(uneven.distributions.len(), 2);
+    assert!((uneven.distributions[0] - 1.2).abs() < 1e-9);
+    assert!(
+        uneven.objective > flat.objective + 0.15,
+        "{uneven:?} {flat:?}"
+    );
+}
+
+#[test]
+fn cpuid_names_the_cpu() {
+    let cpu = tune::cpu_info();
+    assert_eq!(cpu.vendor.len(), 12, "{cpu:?}");
+    assert!(cpu.family > 0);
+    let d = cpu.describe();
+    assert!(d.contains(&cpu.vendor) && d.contains("family 0x"), "{d}");
+}
+
+/// The tuned file of a run: it parses, names the CPU and the
+/// distributions, and `copygen jit` (the full fault suite) passes it.
+fn check_output(out: &Path, dist: &str) {
+    let text = std::fs::read_to_string(out).unwrap();
+    let cpu = tune::cpu_info();
+    assert!(text.starts_with("# Tuned by `copygen tune` on "), "{text}");
+    assert!(text.contains(&cpu.vendor) && text.contains(dist), "{text}");
+    assert!(
+        text.contains("Worst cell of the fixed-size x alias grid"),
+        "{text}"
+    );
+    parse::load(out, None).unwrap();
+    let jit = copygen().arg("jit").arg(out).output().unwrap();
+    assert!(
+        jit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&jit.stdout)
+    );
+}
+
+#[test]
+fn a_tiny_budget_writes_a_fault_checked_strategy_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, json, plot) = (
+        dir.path().join("t.toml"),
+        dir.path().join("t.json"),
+        dir.path().join("t.svg"),
+    );
+    let run = copygen()
+        .args(["tune", "--distribution", "MemcpyGoogleQ", "--budget", "2"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .arg("--plot")
+        .arg(&plot)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    check_output(&out, "MemcpyGoogleQ");
+    // The report: the CPU, each distribution (tuned on or not) against
+    // rep movsb, rep movsq and the catalog, and the per-class tables.
+    for want in [
+        "CPU: ",
+        "alias cliff",
+        "passed the JIT fault suite",
+        "MemcpyGoogleQ",
+        "Uniform384To4096",
+        "rep_movsq",
+        "guarded-movsb",
+        "1024..4096",
+        "16..31",
+    ] {
+        assert!(stdout.contains(want), "no `{want}` in\n{stdout}");
+    }
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(j["cpu"]["vendor"].is_string());
+    assert!(j["subjects"].as_array().unwrap().len() >= 3);
+    assert!(j["run"]["benchmarks"].as_array().unwrap().len() > 100);
+    assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+}
+
+#[test]
+fn ctrl_c_returns_the_best_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.toml");
+    let child = copygen()
+        .args([
+            "tune",
+            "--distribution",
+            "MemcpyGoogleA",
+            "--budget",
+            "600",
+            "--name",
+            "interrupted",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let run = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("stopped by Ctrl-C"), "{stdout}");
+    check_output(&out, "MemcpyGoogleA");
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("name = \"interrupted\""));
+}
+
+#[test]
+fn bad_tune_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let arm = dir.path().join("arm.toml");
+    std::fs::write(
+        &arm,
+        std::fs::read_to_string("generator/strategies/word-loop.toml").unwrap(),
+    )
+    .unwrap();
+    for args in [
+        vec!["--distribution", "/nonexistent.csv"],
+        vec!["--distribution", "MemcpyGoogleQ", "--budget", "0"],
+        vec!["--distribution", "MemcpyGoogleQ", "--name", "a b"],
+        vec![arm.to_str().unwrap(), "--distribution", "MemcpyGoogleQ"],
+    ] {
+        let out = dir.path().join("never.toml");
+        let run = copygen()
+            .arg("tune")
+            .args(&args)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            run.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(!out.exists(), "{args:?} wrote a file");
+    }
+}
