@@ -105,6 +105,9 @@ fn expected_format(s: &Strategy, flavor: Flavor) -> (u64, EntryKind, u32, Option
         (Arch::I386, Flavor::Linux, ExtableFormat::Absolute) => {
             (8, EntryKind::Absolute, elf::R_386_32.0, None)
         }
+        (Arch::I386, Flavor::Linux, ExtableFormat::Copy) => {
+            unreachable!("_ASM_EXTABLE_CPY is x86_64's (validated)")
+        }
         (Arch::Armv6, ..) => unreachable!("x86 only"),
     }
 }
