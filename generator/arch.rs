@@ -5,6 +5,7 @@
 //! registers from them, the generated header states them, and the static
 //! verifier checks object code against them.
 
+pub mod aarch64;
 pub mod armv6;
 pub mod i386;
 pub mod x86_64;
@@ -83,6 +84,7 @@ pub fn abi(arch: Arch, flavor: Flavor, convention: Convention) -> &'static Abi {
         Arch::X86_64 => x86_64::abi(flavor, convention),
         Arch::I386 => i386::abi(flavor),
         Arch::Armv6 => &armv6::AAPCS,
+        Arch::Aarch64 => &aarch64::AAPCS64,
     }
 }
 
@@ -98,6 +100,17 @@ pub struct Capabilities {
     pub max_multiple: u32,
     /// Scratch registers with a 1-byte form (i386's ebp has none).
     pub byte_registers: u32,
+    /// Bytes in one general-purpose register. A wider width is a register
+    /// pair (AArch64's 16: `ldp`/`stp` on the kernel side, two single
+    /// accesses on the user side) and takes two scratch registers.
+    pub register_bytes: u32,
+}
+
+impl Capabilities {
+    /// Scratch registers that `n` registers of `width` bytes occupy.
+    pub fn registers_needed(&self, width: u32, n: u32) -> u32 {
+        n * width.div_ceil(self.register_bytes)
+    }
 }
 
 pub fn capabilities(arch: Arch) -> &'static Capabilities {
@@ -120,6 +133,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             tails: X86_TAILS,
             max_multiple: 0,
             byte_registers: 6,
+            register_bytes: 8,
         },
         Arch::I386 => &Capabilities {
             widths: &[1, 2, 4],
@@ -129,6 +143,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             tails: X86_TAILS,
             max_multiple: 0,
             byte_registers: 3,
+            register_bytes: 4,
         },
         Arch::Armv6 => &Capabilities {
             widths: &[1, 4],
@@ -144,6 +159,21 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
             max_multiple: 8,
             byte_registers: 8,
+            register_bytes: 4,
+        },
+        Arch::Aarch64 => &Capabilities {
+            // 16: a register pair, `ldp`/`stp` on the kernel side only
+            // (`ldtr`/`sttr` have no pair form).
+            widths: &[1, 2, 4, 8, 16],
+            rep_strings: false,
+            prefetch: &[PrefetchKind::Pldl1keep, PrefetchKind::Pldl1strm],
+            groupings: &[Grouping::LoadsFirst, Grouping::Interleaved],
+            // Overlap: A64 loads and stores take any alignment (SCTLR.A=0
+            // at EL0 and in the kernel, for normal memory).
+            tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
+            max_multiple: 0,
+            byte_registers: 12,
+            register_bytes: 8,
         },
     }
 }
@@ -167,6 +197,7 @@ mod tests {
             &i386::CDECL,
             &i386::REGPARM,
             &armv6::AAPCS,
+            &aarch64::AAPCS64,
         ]
     }
 

@@ -76,6 +76,7 @@ struct Lowering<'a> {
     /// both (a routine serving both directions).
     user_loads: bool,
     user_stores: bool,
+    caps: &'static crate::arch::Capabilities,
     uaccess_in_routine: bool,
     /// Scratch registers this target's convention lets a routine clobber.
     scratch: u32,
@@ -103,7 +104,7 @@ struct Progress {
 impl<'a> Lowering<'a> {
     fn new(s: &'a Strategy, target: Target, dir: Direction, fixed: Option<u32>) -> Self {
         let uaccess_in_routine = target.flavor == Flavor::Linux
-            && target.arch != Arch::Armv6
+            && matches!(target.arch, Arch::X86_64 | Arch::I386)
             && s.linux.uaccess == Uaccess::Routine;
         let both = s.routine == RoutineShape::Both;
         Lowering {
@@ -112,6 +113,7 @@ impl<'a> Lowering<'a> {
             dir,
             user_loads: both || dir == Direction::FromUser,
             user_stores: both || dir == Direction::ToUser,
+            caps: crate::arch::capabilities(target.arch),
             uaccess_in_routine,
             scratch: crate::arch::scratch_registers(target.arch, target.flavor, s.linux.convention),
             fixed,
@@ -268,11 +270,84 @@ impl<'a> Lowering<'a> {
     /// Copy `width` bytes at `at` through scratch `reg`, as one load and
     /// one store; `p` is the progress before it. Returns the progress after.
     fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
-        // Names only for user sites: the JIT lowers on every compile.
-        let load_site = self.site(self.user_loads, &format!("{name}_load"), p);
-        let store_site = self.site(self.user_stores, &format!("{name}_store"), p);
-        self.load_store(width, reg, at, load_site, store_site);
-        after_store(p, width, at)
+        self.piece_load(name, "_load", width, reg, at, p);
+        self.piece_store(name, "_store", width, reg, at, p)
+    }
+
+    /// Scratch registers one piece of `width` bytes occupies.
+    fn regs_per_piece(&self, width: u32) -> u8 {
+        self.caps.registers_needed(width, 1) as u8
+    }
+
+    /// The single accesses of a piece on one side: the piece itself, or,
+    /// for a register pair on the user side (no `ldtr`/`sttr` pair form),
+    /// its two halves, low register first, each a user site of its own.
+    fn halves(&self, width: u32, reg: u8, at: At, user: bool) -> Vec<(u32, u8, At, &'static str)> {
+        let half = self.caps.register_bytes;
+        if !user || width <= half {
+            return vec![(width, reg, at, "")];
+        }
+        let high = match at {
+            At::Start(k) => At::Start(k + half),
+            At::End(k) => At::End(k - half),
+        };
+        vec![(half, reg, at, ""), (half, reg + 1, high, "_hi")]
+    }
+
+    /// Load one piece from `src + at` into scratch `reg` (and `reg + 1`
+    /// for a pair); nothing is stored yet, so every half faults with `p`.
+    fn piece_load(&mut self, name: &str, suffix: &str, width: u32, reg: u8, at: At, p: Progress) {
+        let user = self.user_loads;
+        for (w, r, a, half) in self.halves(width, reg, at, user) {
+            // Names only for user sites: the JIT lowers on every compile.
+            let site = if user {
+                self.site(true, &format!("{name}{suffix}{half}"), p)
+            } else {
+                None
+            };
+            self.op(Op::Load(Access {
+                width: w,
+                reg: r,
+                mem: Mem {
+                    base: Ptr::Src,
+                    at: a,
+                },
+                user: site,
+            }));
+        }
+    }
+
+    /// Store one piece to `dst + at` from scratch `reg` (and `reg + 1`);
+    /// a fault in a pair's high half has the low half stored. Returns the
+    /// progress after the piece.
+    fn piece_store(
+        &mut self,
+        name: &str,
+        suffix: &str,
+        width: u32,
+        reg: u8,
+        at: At,
+        mut p: Progress,
+    ) -> Progress {
+        let user = self.user_stores;
+        for (w, r, a, half) in self.halves(width, reg, at, user) {
+            let site = if user {
+                self.site(true, &format!("{name}{suffix}{half}"), p)
+            } else {
+                None
+            };
+            self.op(Op::Store(Access {
+                width: w,
+                reg: r,
+                mem: Mem {
+                    base: Ptr::Dst,
+                    at: a,
+                },
+                user: site,
+            }));
+            p = after_store(p, w, a);
+        }
+        p
     }
 
     /// One load from `src + at` and one store to `dst + at` through `reg`.
@@ -323,26 +398,17 @@ impl<'a> Lowering<'a> {
     ) -> Progress {
         for (g, chunk) in pieces.chunks(regs as usize).enumerate() {
             let before = p;
+            let mut reg = 0;
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
-                let site = self.site(self.user_loads, &format!("{name}_load{idx}"), before);
-                self.op(Op::Load(Access {
-                    width,
-                    reg: i as u8,
-                    mem: Mem { base: Ptr::Src, at },
-                    user: site,
-                }));
+                self.piece_load(name, &format!("_load{idx}"), width, reg, at, before);
+                reg += self.regs_per_piece(width);
             }
+            let mut reg = 0;
             for (i, &(width, at)) in chunk.iter().enumerate() {
                 let idx = g * regs as usize + i;
-                let site = self.site(self.user_stores, &format!("{name}_store{idx}"), p);
-                self.op(Op::Store(Access {
-                    width,
-                    reg: i as u8,
-                    mem: Mem { base: Ptr::Dst, at },
-                    user: site,
-                }));
-                p = after_store(p, width, at);
+                p = self.piece_store(name, &format!("_store{idx}"), width, reg, at, p);
+                reg += self.regs_per_piece(width);
             }
         }
         p
@@ -425,14 +491,16 @@ impl<'a> Lowering<'a> {
             pieces.push((w, At::Start(off)));
             off += w;
         }
-        // Alternate two registers where the convention allows two.
-        let regs = self.scratch.min(2) as usize;
+        // Alternate two registers (or pairs) where the convention allows two.
         let mut p = Progress {
             done: 0,
             dirty: false,
         };
         for (i, &(w, at)) in pieces.iter().enumerate() {
-            p = self.copy_one(&format!("piece{i}"), w, (i % regs) as u8, at, p);
+            let per = self.regs_per_piece(w);
+            let regs = (self.scratch / per as u32).min(2) as usize;
+            let reg = (i % regs) as u8 * per;
+            p = self.copy_one(&format!("piece{i}"), w, reg, at, p);
         }
         self.ret(true);
         self.finish()
@@ -701,11 +769,12 @@ impl<'a> Lowering<'a> {
             }
             Grouping::Interleaved => {
                 let mut p = p;
+                let per = self.regs_per_piece(u.width);
                 for i in 0..words {
                     p = self.copy_one(
                         &format!("{name}_loop{i}"),
                         u.width,
-                        (i % u.registers) as u8,
+                        (i % u.registers) as u8 * per,
                         At::Start(i * u.width),
                         p,
                     );

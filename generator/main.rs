@@ -42,7 +42,7 @@ enum Command {
         /// Exit 1 and print a diff when emitted/ is stale (catalog only).
         #[arg(long)]
         check: bool,
-        /// Emit for this architecture instead of the file's (i386, x86_64, armv6).
+        /// Emit for this architecture instead of the file's (i386, x86_64, armv6, aarch64).
         #[arg(long)]
         arch: Option<String>,
         /// Only this flavour (linux, standalone).
@@ -115,7 +115,7 @@ struct DiffArgs {
     old: String,
     /// New side.
     new: String,
-    /// Architecture of foreign .S files (i386, x86_64, armv6); for strategy files, overrides theirs.
+    /// Architecture of foreign .S files (i386, x86_64, armv6, aarch64); for strategy files, overrides theirs.
     #[arg(long)]
     arch: Option<String>,
     /// Only this flavour (linux, standalone); for foreign .S files, their flavour.
@@ -360,7 +360,7 @@ fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
         None => Ok(None),
         Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
             Failure::Input(format!(
-                "error: unknown architecture `{a}`; copygen targets i386, x86_64 and armv6"
+                "error: unknown architecture `{a}`; copygen targets i386, x86_64, armv6 and aarch64"
             ))
         }),
     }
@@ -808,11 +808,23 @@ fn bench_subject(
                 .join(", ")
         )));
     };
-    if s.arch != Arch::X86_64 {
-        return Err(Failure::Input(format!(
-            "error: `{name}` is {}: the bench runs x86_64 routines in-process",
-            s.arch
-        )));
+    match s.arch {
+        Arch::X86_64 => {}
+        // Their code runs on this host only under qemu's translation.
+        Arch::Armv6 | Arch::Aarch64 => {
+            return Err(Failure::Input(format!(
+                "error: `{name}` is {0} code, which this x86_64 host runs only under qemu emulation: \
+                 emulated timings say nothing about a real {0} CPU, so the bench does not time it \
+                 (it times x86_64 routines in-process; run `copygen verify` for {0}'s correctness)",
+                s.arch
+            )));
+        }
+        Arch::I386 => {
+            return Err(Failure::Input(format!(
+                "error: `{name}` is {}: the bench runs x86_64 routines in-process",
+                s.arch
+            )));
+        }
     }
     let chosen = copygen::variants::bench_variant(&s, variant, found)
         .map_err(|e| Failure::Input(format!("error: {e:#}")))?;

@@ -109,11 +109,34 @@ const ARMV6: Toolchain = Toolchain {
     )),
 };
 
+const AARCH64: Toolchain = Toolchain {
+    cc: Tool {
+        program: "aarch64-linux-gnu-gcc",
+        packages: &["gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"],
+    },
+    arch_flags: &[],
+    // Static, so qemu-aarch64 needs no sysroot.
+    link_flags: &["-static"],
+    objdump: Tool {
+        program: "aarch64-linux-gnu-objdump",
+        // binutils-aarch64-linux-gnu, pulled in by the compiler.
+        packages: &["gcc-aarch64-linux-gnu"],
+    },
+    runner: Some((
+        Tool {
+            program: "qemu-aarch64",
+            packages: &["qemu-user"],
+        },
+        &[],
+    )),
+};
+
 pub fn toolchain(arch: Arch) -> &'static Toolchain {
     match arch {
         Arch::X86_64 => &X86_64,
         Arch::I386 => &I386,
         Arch::Armv6 => &ARMV6,
+        Arch::Aarch64 => &AARCH64,
     }
 }
 

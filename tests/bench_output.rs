@@ -208,3 +208,24 @@ fn the_alias_sweep_spaces_distances_evenly_and_shades_the_band() {
     assert!(((x_of("32") - x_of("16")) - 16.0 * step).abs() <= 2.0);
     assert!(((x_of("128") - x_of("64")) - 10.0 * step).abs() <= 2.0);
 }
+
+/// ARM code runs on this host only under qemu: the bench refuses to time
+/// it, and says why, instead of printing emulator timings.
+#[test]
+fn the_bench_refuses_emulated_code_and_says_so() {
+    for (name, arch) in [("arm64-template", "aarch64"), ("ldm-stm", "armv6")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_copygen"))
+            .args(["bench", name, "--sizes", "8"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("is {arch} code"))
+                && err.contains("only under qemu emulation")
+                && err.contains("does not time it"),
+            "{name}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{name}: nothing measured");
+    }
+}

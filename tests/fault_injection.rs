@@ -114,6 +114,11 @@ fn catalog_armv6_keeps_the_contract() {
     catalog_clean(Arch::Armv6);
 }
 
+#[test]
+fn catalog_aarch64_keeps_the_contract() {
+    catalog_clean(Arch::Aarch64);
+}
+
 fn fixture(rel: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")

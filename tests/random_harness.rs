@@ -1,6 +1,6 @@
-//! Random valid strategies for i386 and ARMv6, run on their real CPU modes
+//! Random valid strategies for i386, ARMv6 and AArch64, run on their real CPU modes
 //! by the fault-injection harness (the JIT property test covers x86_64
-//! in-process; these two architectures only run assembled). A small fixed
+//! in-process; these architectures only run assembled). A small fixed
 //! sample per run: each strategy takes seconds under gcc -m32 or qemu.
 
 mod common;
@@ -43,4 +43,9 @@ fn random_i386_strategies_keep_the_contract_natively() {
 #[test]
 fn random_armv6_strategies_keep_the_contract_on_an_arm1176() {
     check(Arch::Armv6, 10);
+}
+
+#[test]
+fn random_aarch64_strategies_keep_the_contract_under_qemu_aarch64() {
+    check(Arch::Aarch64, 10);
 }

@@ -814,6 +814,44 @@ fn arm_strategy_files_diff_in_both_flavours() {
     }
 }
 
+#[test]
+fn aarch64_strategy_files_diff_in_both_flavours() {
+    let a64 = copygen::toolchain::toolchain(copygen::front::strategy::Arch::Aarch64);
+    tool(a64.cc.program, &a64.cc.package_list());
+    tool(a64.objdump.program, &a64.objdump.package_list());
+    let dir = tempfile::tempdir().unwrap();
+    let text = preset_text("a64-overlap");
+    assert!(text.contains("distance = [256]"));
+    std::fs::write(dir.path().join("old.toml"), &text).unwrap();
+    std::fs::write(
+        dir.path().join("new.toml"),
+        text.replace("distance = [256]", "distance = [512]"),
+    )
+    .unwrap();
+    let r = report("old.toml", "new.toml", dir.path(), &Options::default());
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    assert_eq!(r.files.len(), 2);
+    assert_eq!(r.entries.before, r.entries.after);
+    assert!(r.entries.before > 0);
+    // The prefetch and its guard move; the user accesses keep their marks.
+    for flavor in ["linux", "standalone"] {
+        let c = r
+            .changed
+            .iter()
+            .find(|c| c.name == format!("aarch64/{flavor}:a64_overlap_from_user"))
+            .unwrap_or_else(|| panic!("{flavor}: {:?}", r.changed));
+        for line in [
+            "-\tprfm pldl1strm, [x1, #256]",
+            "+\tprfm pldl1strm, [x1, #512]",
+            "-\tcmp x2, #0x101",
+            "+\tcmp x2, #0x201",
+        ] {
+            assert!(c.diff.contains(line), "{line}:\n{}", c.diff);
+        }
+        assert!(c.diff.contains("; user → fixup L"), "{}", c.diff);
+    }
+}
+
 /// `--flavor` filters the files of folders and revisions by their own
 /// flavour (it used to re-label every file and keep them all).
 #[test]

@@ -1,5 +1,5 @@
 //! `copygen verify --static` (static_verify): the catalog passes on x86_64,
-//! i386 and ARMv6, hand-written fixtures get the verdicts they deserve, and each
+//! i386, ARMv6 and AArch64, hand-written fixtures get the verdicts they deserve, and each
 //! mutant of emitted text — made by editing the generator's own output so the
 //! mutants track it — is caught with a finding naming the instruction and
 //! its source line.
@@ -11,6 +11,10 @@ use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::render;
 use copygen::static_verify::{check_catalog, check_object, Finding, Options, Report, Severity};
+use proptest::strategy::{Strategy as _, ValueTree};
+use proptest::test_runner::TestRunner;
+
+mod common;
 
 fn fixture_strategies() -> Vec<Strategy> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/strategies");
@@ -98,7 +102,7 @@ fn the_catalog_passes_and_counts_the_lowerings_user_accesses() {
         text.push_str(&r.to_string());
     }
     assert!(reports.iter().all(|r| r.passed()), "{text}");
-    for arch in [Arch::X86_64, Arch::I386, Arch::Armv6] {
+    for arch in [Arch::X86_64, Arch::I386, Arch::Armv6, Arch::Aarch64] {
         assert!(
             reports.iter().any(|r| r.arch == arch),
             "no {arch} in the catalog"
@@ -741,4 +745,243 @@ fn arm_mutant_unguarded_touch_load_and_pld() {
                 .contains("contract forbids touching memory outside the source"),
         "{f}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// AArch64 (A64): the same mutants, on arm64-template and a64-overlap.
+
+#[test]
+fn a64_mutant_missing_entry() {
+    let text = render(&strategy("arm64-template"), Flavor::Linux);
+    let entry = "\t_asm_extable_uaccess\t.Lfrom_template_loop_load0_hi, .Lfrom_fixup_step\n";
+    assert!(text.contains(entry));
+    let m = text.replacen(entry, "", 1);
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "arm64_template_from_user",
+        "without an exception-table entry",
+        line_of_label(&m, ".Lfrom_template_loop_load0_hi"),
+    );
+    assert_eq!(f.insn, "ldtr x4, [x1, #0x8]");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+}
+
+#[test]
+fn a64_mutant_stray_entries() {
+    let text = render(&strategy("a64-overlap"), Flavor::Linux);
+    let anchor = "SYM_FUNC_END(a64_overlap_to_user)\n";
+    let entry = |insn: &str| format!("\t_asm_extable_uaccess\t{insn}, .Lto_fixup_retry\n");
+    // On a compare.
+    let m = text.replacen(
+        anchor,
+        &format!("{anchor}{}", entry(".Lto_loop_aligned")),
+        1,
+    );
+    let r = check_text(&m, "a64-overlap.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "a64_overlap_to_user",
+        "stray exception-table entry: this instruction does not access user memory",
+        line_of_label(&m, ".Lto_loop_aligned"),
+    );
+    assert!(f.insn.starts_with("cmp x2"), "{f}");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+    // On a kernel-side `ldp` of to_user (the kernel buffer).
+    let at = text.find("\tldp\tx3, x4, [x1]\n").unwrap();
+    let m = format!("{}.Lto_kernel_load:\n{}", &text[..at], &text[at..]);
+    let m = m.replacen(anchor, &format!("{anchor}{}", entry(".Lto_kernel_load")), 1);
+    let r = check_text(&m, "a64-overlap.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "a64_overlap_to_user",
+        "stray exception-table entry",
+        line_of_label(&m, ".Lto_kernel_load"),
+    );
+    assert_eq!(f.insn, "ldp x3, x4, [x1]");
+    // On a prfm: a preload cannot fault.
+    let at = text.rfind("\tprfm\tpldl1strm, [x1, #256]\n").unwrap();
+    let m = format!("{}.Lto_prfm:\n{}", &text[..at], &text[at..]);
+    let m = m.replacen(anchor, &format!("{anchor}{}", entry(".Lto_prfm")), 1);
+    let r = check_text(&m, "a64-overlap.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "a64_overlap_to_user",
+        "a preload cannot fault, so it needs none",
+        line_of_label(&m, ".Lto_prfm"),
+    );
+    assert_eq!(f.insn, "prfm pldl1strm, [x1, #0x100]");
+}
+
+#[test]
+fn a64_mutant_fixup_outside_the_function() {
+    let text = render(&strategy("arm64-template"), Flavor::Standalone);
+    let entry = "\t.long\t.Lfrom_template_byte_load - ., .Lfrom_fixup_step - .\n";
+    assert!(text.contains(entry));
+    let m = text.replacen(
+        entry,
+        "\t.long\t.Lfrom_template_byte_load - ., .Lto_fixup_step - .\n",
+        1,
+    );
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "arm64_template_from_user",
+        "lies outside the function (in arm64_template_to_user)",
+        line_of_label(&m, ".Lfrom_template_byte_load"),
+    );
+    assert_eq!(f.insn, "ldtrb w3, [x1]");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+}
+
+#[test]
+fn a64_mutant_callee_saved_registers_clobbered() {
+    let text = render(&strategy("arm64-template"), Flavor::Linux);
+    let (from, to) = text.split_at(text.find("SYM_FUNC_START(arm64_template_to_user)").unwrap());
+    // x19 (callee-saved) as the byte loop's register.
+    let loop_byte = "\tldtrb\tw3, [x1]\n\tstrb\tw3, [x0]\n\tadd\tx1, x1, #1\n";
+    assert!(from.contains(loop_byte));
+    let m = from.replacen(
+        loop_byte,
+        "\tldtrb\tw19, [x1]\n\tstrb\tw19, [x0]\n\tadd\tx1, x1, #1\n",
+        1,
+    ) + to;
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    let written = line_number(&m, "\tldtrb\tw19, [x1]");
+    let errs = errors(&r);
+    assert!(!errs.is_empty(), "{r}");
+    for (n, f) in &errs {
+        assert_eq!(n, "arm64_template_from_user");
+        assert_eq!(f.insn, "ret");
+        assert!(
+            f.message.contains("x18-x29 is not preserved")
+                && f.message.contains(&format!("(line {written})")),
+            "{f}"
+        );
+    }
+
+    // lr overwritten before a return.
+    let m = text.replacen(
+        "\tmovz\tx0, #0\n\tret\n",
+        "\tmovz\tx0, #0\n\tmov\tx30, x1\n\tret\n",
+        1,
+    );
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    assert_caught(
+        &r,
+        "arm64_template_from_user",
+        "x30 (lr) is not preserved",
+        line_number(&m, "\tmov\tx30, x1") + 1,
+    );
+
+    // sp moved and not restored.
+    let m = text.replacen(
+        "\tmovz\tx0, #0\n\tret\n",
+        "\tmovz\tx0, #0\n\tsub\tsp, sp, #16\n\tret\n",
+        1,
+    );
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    assert_caught(
+        &r,
+        "arm64_template_from_user",
+        "stack not balanced at return (sp = entry -16)",
+        line_number(&m, "\tsub\tsp, sp, #16") + 1,
+    );
+}
+
+#[test]
+fn a64_mutant_fp_simd_in_the_linux_flavour() {
+    let text = render(&strategy("arm64-template"), Flavor::Linux);
+    let anchor = "SYM_FUNC_START(arm64_template_to_user)\n";
+    let m = text.replacen(anchor, &format!("{anchor}\tfmov\ts0, w0\n"), 1);
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "arm64_template_to_user",
+        "uses FP/SIMD state",
+        line_number(&m, "\tfmov\ts0, w0"),
+    );
+    assert_eq!(f.insn, "fmov s0, w0");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+    // A strategy that owns the FP/SIMD state may.
+    let r = check_text(
+        &m,
+        "arm64-template.S",
+        &Options {
+            allow_vector: true,
+            ..Options::default()
+        },
+    );
+    assert!(r.passed(), "{r}");
+}
+
+#[test]
+fn a64_mutant_unguarded_touch_load_and_prefetch() {
+    // to_user: a dead load 128 bytes ahead at the top of the loop, where
+    // only len >= 64 is known.
+    let text = render(&strategy("arm64-template"), Flavor::Linux);
+    let anchor = ".Lto_template_loop:\n";
+    let m = text.replacen(anchor, &format!("{anchor}\tldr\tx3, [x1, #128]\n"), 1);
+    let r = check_text(&m, "arm64-template.S", &Options::default());
+    let f = assert_caught(
+        &r,
+        "arm64_template_to_user",
+        "touch load past the checked length",
+        line_number(&m, "\tldr\tx3, [x1, #128]"),
+    );
+    assert_eq!(f.insn, "ldr x3, [x1, #0x80]");
+    assert!(
+        f.message.contains("needs 136 bytes left, only 64 proven"),
+        "{f}"
+    );
+    assert_eq!(errors(&r).len(), 1, "{r}");
+
+    // from_user: the prfm's own guard taken out: a warning (a preload
+    // cannot fault), but reported.
+    let text = render(&strategy("a64-overlap"), Flavor::Linux);
+    let guard = "\tcmp\tx2, #257\n\tb.lo\t.Lfrom_loop_prefetched\n";
+    assert!(text.contains(guard));
+    let m = text.replacen(guard, "", 1);
+    let r = check_text(&m, "a64-overlap.S", &Options::default());
+    assert!(r.passed(), "{r}");
+    let warns: Vec<_> = r
+        .findings()
+        .filter(|(_, f)| f.severity == Severity::Warning)
+        .collect();
+    assert_eq!(warns.len(), 1, "{r}");
+    let (n, f) = warns[0];
+    assert_eq!(n, "a64_overlap_from_user");
+    assert_eq!(f.insn, "prfm pldl1strm, [x1, #0x100]");
+    assert!(
+        f.message.contains("preload past the checked length")
+            && f.message.contains("needs 257 bytes left, only 64 proven"),
+        "{f}"
+    );
+}
+
+/// Random valid aarch64 strategies (every width, pairs, prfm, alignment
+/// prologues, guards, tails, constant sizes): each passes, with exactly
+/// the lowering's user accesses found and entered.
+#[test]
+fn random_aarch64_strategies_pass_with_the_lowerings_user_accesses() {
+    let mut runner = TestRunner::deterministic();
+    for i in 0..24 {
+        let spec = common::spec().new_tree(&mut runner).unwrap().current();
+        let text = common::toml_of(&spec, Arch::Aarch64)
+            .replace("name = \"prop\"", &format!("name = \"rand{i}\""));
+        let s = copygen::front::parse::parse(Path::new("random.toml"), &text, None)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        for flavor in Flavor::ALL {
+            let r = check_text(&render(&s, flavor), "rand.S", &Options::default());
+            assert!(r.passed(), "{r}\n{text}");
+            for (symbol, sites) in user_sites(&s, flavor) {
+                let f = r.functions.iter().find(|f| f.name == symbol).unwrap();
+                assert_eq!(
+                    (f.user_accesses, f.entries),
+                    (sites, sites),
+                    "{symbol}\n{text}"
+                );
+            }
+        }
+    }
 }

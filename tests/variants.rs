@@ -195,6 +195,21 @@ fn bad_variants_are_located_errors() {
     );
 }
 
+/// Variants are chosen by x86 feature bits: an ARM strategy with them is a
+/// located error (aarch64 used to reach the x86 resolver's code).
+#[test]
+fn arm_strategies_refuse_variants() {
+    for arch in ["armv6", "aarch64"] {
+        let text = PER_CPU
+            .replace("x86_64", arch)
+            .replace("width = 8", "width = 4")
+            .replace("kind = \"rep_movs\"\nunit = 1", "kind = \"bytes\"");
+        let e = parse(Path::new("arm.toml"), &text, None).expect_err(arch);
+        assert_eq!(e.field, "variants", "{arch}: {e}");
+        assert!(e.message.contains(&format!("{arch} has none")), "{e}");
+    }
+}
+
 #[test]
 fn a_variant_may_override_a_method() {
     let text = PER_CPU.replace(

@@ -7,8 +7,9 @@
  * exactly as the kernel does: find the entry whose insn is the faulting
  * PC and resume at its fixup.
  *
- * Builds as x86_64 (gcc), i386 (gcc -m32) and ARMv6 (arm-linux-gnueabi-gcc
- * -march=armv6 -marm -static, run under qemu-arm -cpu arm1176).
+ * Builds as x86_64 (gcc), i386 (gcc -m32), ARMv6 (arm-linux-gnueabi-gcc
+ * -march=armv6 -marm -static, run under qemu-arm -cpu arm1176) and AArch64
+ * (aarch64-linux-gnu-gcc -static, run under qemu-aarch64).
  *
  * Output, one line per routine, then at most `max_details` violations:
  *   routine <name> cases <c> violations <v> max_shortfall <s>
@@ -35,8 +36,10 @@
 #define PC(uc) ((uc)->uc_mcontext.gregs[REG_EIP])
 #elif defined(__arm__)
 #define PC(uc) ((uc)->uc_mcontext.arm_pc)
+#elif defined(__aarch64__)
+#define PC(uc) ((uc)->uc_mcontext.pc)
 #else
-#error "copygen harness: x86_64, i386 or 32-bit ARM only"
+#error "copygen harness: x86_64, i386, 32-bit ARM or AArch64 only"
 #endif
 
 /* Standalone entries: two words, each relative to its own address. */

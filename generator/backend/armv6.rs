@@ -52,7 +52,8 @@ impl Reg {
     }
 }
 
-/// Condition codes after `cmp`/`tst` (unsigned comparisons).
+/// Condition codes after `cmp`/`tst` (unsigned comparisons); A64 uses
+/// the same names (`backend/aarch64.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cc {
     Eq,
@@ -221,7 +222,8 @@ fn imm_chunks(k: u32) -> Vec<u32> {
     out
 }
 
-fn cc(c: Cond) -> Cc {
+/// The condition a branch on `c` takes.
+pub(super) fn cc(c: Cond) -> Cc {
     match c {
         Cond::Eq => Cc::Eq,
         Cond::Ne => Cc::Ne,

@@ -5,6 +5,7 @@
 //! not the strategy. The file around the printed [`Function`]s comes from
 //! the templates (`output/render.rs`).
 
+pub mod aarch64;
 pub mod armv6;
 pub mod x86;
 
@@ -135,7 +136,11 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
 
 /// The x86 ABI of `s` on its arch in `flavor`.
 pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::Abi {
-    assert_ne!(s.arch, Arch::Armv6, "armv6 is not x86");
+    assert!(
+        matches!(s.arch, Arch::X86_64 | Arch::I386),
+        "{} is not x86",
+        s.arch
+    );
     x86::Abi::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
 }
 
@@ -147,6 +152,7 @@ pub enum Selected {
         lines: Vec<x86::Line>,
     },
     Armv6(Vec<armv6::Line>),
+    Aarch64(Vec<aarch64::Line>),
 }
 
 /// One entry point compiled: the lowered routine (ops and fixups) and its
@@ -166,16 +172,17 @@ pub fn compile(s: &Strategy, flavor: Flavor) -> Vec<Compiled> {
         arch: s.arch,
         flavor,
     };
-    let x86 = (s.arch != Arch::Armv6).then(|| x86_abi(s, flavor));
+    let x86 = matches!(s.arch, Arch::X86_64 | Arch::I386).then(|| x86_abi(s, flavor));
     lower(s, target)
         .into_iter()
         .map(|routine| {
-            let lines = match &x86 {
-                Some(abi) => Selected::X86 {
+            let lines = match (&x86, s.arch) {
+                (Some(abi), _) => Selected::X86 {
                     ptr_width: abi.ptr_width,
                     lines: x86::select(&routine, abi),
                 },
-                None => Selected::Armv6(armv6::select(&routine)),
+                (None, Arch::Aarch64) => Selected::Aarch64(aarch64::select(&routine)),
+                (None, _) => Selected::Armv6(armv6::select(&routine)),
             };
             Compiled {
                 flavor,
@@ -192,6 +199,7 @@ impl Compiled {
         let mut f = match &self.lines {
             Selected::X86 { ptr_width, lines } => x86::print(lines, *ptr_width, self.flavor),
             Selected::Armv6(lines) => armv6::print(lines, self.flavor),
+            Selected::Aarch64(lines) => aarch64::print(lines, self.flavor),
         };
         f.symbol = self.routine.symbol.clone();
         f.aliases = self

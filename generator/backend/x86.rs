@@ -747,7 +747,10 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
             let name = match kind {
                 PrefetchKind::Nta => "prefetchnta",
                 PrefetchKind::T0 => "prefetcht0",
-                PrefetchKind::Pld | PrefetchKind::Touch => unreachable!("not an x86 prefetch"),
+                PrefetchKind::Pld
+                | PrefetchKind::Pldl1keep
+                | PrefetchKind::Pldl1strm
+                | PrefetchKind::Touch => unreachable!("not an x86 prefetch"),
             };
             format!("\t{name}\t{}", mem.text(pw))
         }

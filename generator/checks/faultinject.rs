@@ -1,6 +1,7 @@
 //! Fault injection on real CPU modes: link a standalone `.S` with the C
 //! harness (`verify/harness.c`) and a manifest of its entry points, run it
-//! natively (x86_64, i386 via `gcc -m32`) or under `qemu-arm -cpu arm1176`,
+//! natively (x86_64, i386 via `gcc -m32`) or under `qemu-arm -cpu arm1176`
+//! and `qemu-aarch64`,
 //! and read back per-routine results. The harness checks the uaccess
 //! contract (CONTRACT.md §1) with the user side ending at a guard page.
 //!

@@ -177,6 +177,9 @@ pub fn shim_dir_for(arch: Arch) -> PathBuf {
         Arch::Armv6 => crate::front::catalog::repo_root()
             .join("verify")
             .join("shim-arm"),
+        Arch::Aarch64 => crate::front::catalog::repo_root()
+            .join("verify")
+            .join("shim-arm64"),
         _ => shim_dir(),
     }
 }
@@ -236,7 +239,10 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
         object::Architecture::X86_64 => Arch::X86_64,
         object::Architecture::I386 => Arch::I386,
         object::Architecture::Arm => Arch::Armv6,
-        a => bail!("unsupported architecture {a:?}: copygen reads x86_64, i386 and ARM objects"),
+        object::Architecture::Aarch64 => Arch::Aarch64,
+        a => bail!(
+            "unsupported architecture {a:?}: copygen reads x86_64, i386, ARM and AArch64 objects"
+        ),
     };
     let mut code = BTreeMap::new();
     for s in file.sections() {
@@ -318,6 +324,7 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> 
             (Arch::I386, elf::R_386_32) => EntryKind::Absolute,
             (Arch::Armv6, elf::R_ARM_REL32) => EntryKind::Relative,
             (Arch::Armv6, elf::R_ARM_ABS32) => EntryKind::Absolute,
+            (Arch::Aarch64, elf::R_AARCH64_PREL32) => EntryKind::Relative,
             (_, t) => bail!(
                 "__ex_table+{offset:#x}: unexpected {arch} relocation type {}",
                 t.0
@@ -508,7 +515,7 @@ pub fn decode_x86(arch: Arch, bytes: &[u8], start: u64) -> Vec<iced_x86::Instruc
     let bitness = match arch {
         Arch::X86_64 => 64,
         Arch::I386 => 32,
-        Arch::Armv6 => panic!("decode_x86 on ARM code"),
+        Arch::Armv6 | Arch::Aarch64 => panic!("decode_x86 on ARM code"),
     };
     let mut d = iced_x86::Decoder::with_ip(bitness, bytes, start, iced_x86::DecoderOptions::NONE);
     let mut v = Vec::new();

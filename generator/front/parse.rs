@@ -569,11 +569,13 @@ const MAX_DESCRIPTION: usize = 4096;
 /// The largest size a class bound or `align.min_size` may name: the length
 /// is compared with an immediate. x86_64 immediates are 32 bits sign-extended
 /// (larger bounds would need a register the `rep_movs` convention does not
-/// have); i386 and ARM lengths are 32-bit, so every length is a valid bound.
+/// have); i386 and ARM lengths are 32-bit, so every length is a valid bound;
+/// AArch64 builds any bound in x17, and no user copy reaches 2^63.
 fn largest_bound(arch: Arch) -> u64 {
     match arch {
         Arch::X86_64 => i32::MAX as u64,
         Arch::I386 | Arch::Armv6 => u32::MAX as u64,
+        Arch::Aarch64 => i64::MAX as u64,
     }
 }
 
@@ -582,6 +584,7 @@ fn bound_reason(arch: Arch) -> &'static str {
     match arch {
         Arch::X86_64 => "x86_64 compares the length with a 32-bit sign-extended immediate",
         Arch::I386 | Arch::Armv6 => "lengths are 32-bit",
+        Arch::Aarch64 => "AArch64 builds a bound in a register (movz/movk) only up to 2^63 - 1",
     }
 }
 
@@ -659,7 +662,7 @@ impl Validator<'_> {
             self.err(
                 &root.key("arch"),
                 format!(
-                    "unknown architecture `{}`; copygen targets i386, x86_64 and armv6",
+                    "unknown architecture `{}`; copygen targets i386, x86_64, armv6 and aarch64",
                     raw.arch
                 ),
             )
@@ -866,10 +869,10 @@ impl Validator<'_> {
                 format!("only x86_64 offers a choice of convention; {arch} has one"),
             ));
         }
-        if raw.uaccess.is_some() && arch == Arch::Armv6 {
+        if raw.uaccess.is_some() && matches!(arch, Arch::Armv6 | Arch::Aarch64) {
             return Err(self.err(
                 &path.key("uaccess"),
-                "STAC/CLAC bracketing is an x86 option; armv6 has no SMAP",
+                format!("STAC/CLAC bracketing is an x86 option; {arch} has no SMAP"),
             ));
         }
         if raw.extable == Some(ExtableFormat::Absolute) && arch != Arch::I386 {
@@ -983,12 +986,27 @@ impl Validator<'_> {
         Ok(())
     }
 
-    fn check_registers(&self, budget: &Budget, path: &FieldPath, n: u32) -> R<()> {
+    /// `n` registers of `width` bytes fit the scratch budget (a
+    /// register-pair width takes two each).
+    fn check_registers(
+        &self,
+        caps: &crate::arch::Capabilities,
+        budget: &Budget,
+        path: &FieldPath,
+        width: u32,
+        n: u32,
+    ) -> R<()> {
         if n == 0 {
             return Err(self.err(path, "at least one register is needed"));
         }
-        if n > budget.registers {
-            return Err(self.err(path, format!("{n} registers, but {}", budget.reason)));
+        let needed = caps.registers_needed(width, n);
+        if needed > budget.registers {
+            let pairs = if needed > n {
+                format!(" ({width}-byte registers are pairs: {needed} scratch registers)")
+            } else {
+                String::new()
+            };
+            return Err(self.err(path, format!("{n} registers{pairs}, but {}", budget.reason)));
         }
         Ok(())
     }
@@ -1043,7 +1061,7 @@ impl Validator<'_> {
                 let width = m.width.unwrap_or(max_width);
                 self.check_width(arch, caps, &path.key("width"), width)?;
                 let registers = m.registers.unwrap_or(2.min(budget.registers));
-                self.check_registers(budget, &path.key("registers"), registers)?;
+                self.check_registers(caps, budget, &path.key("registers"), width, registers)?;
                 self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
                 Ok(MethodKind::HeadTail { width, registers })
             }
@@ -1111,7 +1129,7 @@ impl Validator<'_> {
             ));
         }
         let registers = m.registers.unwrap_or(1);
-        self.check_registers(budget, &path.key("registers"), registers)?;
+        self.check_registers(caps, budget, &path.key("registers"), width, registers)?;
         self.check_byte_registers(caps, &path.key("registers"), width, registers, arch)?;
         let words = block / width;
         if words % registers != 0 {
@@ -1574,10 +1592,12 @@ impl Validator<'_> {
         broken: &BTreeSet<String>,
     ) -> R<Option<Vec<Variant>>> {
         let vpath = FieldPath::root().key("variants");
-        if arch == Arch::Armv6 {
+        if matches!(arch, Arch::Armv6 | Arch::Aarch64) {
             return Err(self.err(
                 &vpath,
-                "per-CPU variants are chosen by x86 feature bits (ALTERNATIVE, CPUID); armv6 has none",
+                format!(
+                    "per-CPU variants are chosen by x86 feature bits (ALTERNATIVE, CPUID); {arch} has none"
+                ),
             ));
         }
         if !raw.fixed_sizes.is_empty() {

@@ -14,15 +14,18 @@ pub enum Arch {
     I386,
     #[serde(rename = "armv6")]
     Armv6,
+    #[serde(rename = "aarch64")]
+    Aarch64,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 3] = [Arch::I386, Arch::X86_64, Arch::Armv6];
+    pub const ALL: [Arch; 4] = [Arch::I386, Arch::X86_64, Arch::Armv6, Arch::Aarch64];
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::I386 => "i386",
             Arch::Armv6 => "armv6",
+            Arch::Aarch64 => "aarch64",
         }
     }
     pub fn parse(s: &str) -> Option<Arch> {
@@ -204,6 +207,10 @@ pub enum PrefetchKind {
     T0,
     /// ARM `pld`.
     Pld,
+    /// AArch64 `prfm pldl1keep`: into L1, normal (temporal) use.
+    Pldl1keep,
+    /// AArch64 `prfm pldl1strm`: into L1, streaming (used once).
+    Pldl1strm,
     /// A plain load into a scratch register (the 2002 i386 trick).
     Touch,
 }

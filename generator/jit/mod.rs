@@ -6,6 +6,7 @@
 //! x86_64 routines run (the standalone SysV ABI); i386 is encode-only
 //! ([`assemble`]), for comparison with GNU as.
 
+pub mod a64;
 pub mod contract;
 pub mod encode;
 pub mod fault;
@@ -29,6 +30,11 @@ pub enum JitError {
     NotX86(Arch),
     #[error("{symbol}: {source}")]
     Encode { symbol: String, source: EncodeError },
+    #[error("{symbol}: {source}")]
+    EncodeA64 {
+        symbol: String,
+        source: a64::A64Error,
+    },
     #[error("executable memory: {0}")]
     Memory(#[from] std::io::Error),
 }
@@ -49,7 +55,7 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
     match arch {
         Arch::X86_64 => Ok(Mode::X64),
         Arch::I386 => Ok(Mode::X86),
-        Arch::Armv6 => Err(JitError::NotX86(arch)),
+        Arch::Armv6 | Arch::Aarch64 => Err(JitError::NotX86(arch)),
     }
 }
 
@@ -57,13 +63,18 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
 fn x86_lines(c: backend::Compiled) -> (Routine, Vec<x86::Line>) {
     match c.lines {
         backend::Selected::X86 { lines, .. } => (c.routine, lines),
-        backend::Selected::Armv6(_) => unreachable!("checked: an x86 arch"),
+        backend::Selected::Armv6(_) | backend::Selected::Aarch64(_) => {
+            unreachable!("checked: an x86 arch")
+        }
     }
 }
 
 /// Select and encode every entry point of `s` for `flavor` into plain
 /// bytes (dynasm's `VecAssembler`), one routine each.
 pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
+    if s.arch == Arch::Aarch64 {
+        return assemble_a64(s, flavor);
+    }
     let mode = mode(s.arch)?;
     backend::compile(s, flavor)
         .into_iter()
@@ -75,6 +86,30 @@ pub fn assemble(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> 
             };
             let (code, layout, plan) = encode::encode(&lines, mode).map_err(err)?;
             let extable = layout.extable(&plan);
+            Ok(Encoded {
+                symbol: r.symbol.clone(),
+                direction: r.direction,
+                fixed: r.fixed,
+                code,
+                extable,
+            })
+        })
+        .collect()
+}
+
+/// [`assemble`] for AArch64: the lines of `backend::aarch64::select`
+/// through dynasm's `.arch aarch64`.
+fn assemble_a64(s: &Strategy, flavor: Flavor) -> Result<Vec<Encoded>, JitError> {
+    backend::compile(s, flavor)
+        .into_iter()
+        .map(|c| {
+            let (r, backend::Selected::Aarch64(lines)) = (c.routine, c.lines) else {
+                unreachable!("checked: aarch64")
+            };
+            let (code, extable) = a64::encode(&lines).map_err(|source| JitError::EncodeA64 {
+                symbol: r.symbol.clone(),
+                source,
+            })?;
             Ok(Encoded {
                 symbol: r.symbol.clone(),
                 direction: r.direction,

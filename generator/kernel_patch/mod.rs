@@ -67,6 +67,11 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
         strategy: s.name.clone(),
         message,
     };
+    if s.arch == Arch::Aarch64 {
+        return Err(unfit(
+            "kernel-patch wires x86_64, i386 and armv6 (the trees kernel-tree and kernel-boot check); aarch64 is not wired yet".into(),
+        ));
+    }
     let mut t = s.clone();
     let mut notes = Vec::new();
     // Per-CPU variants: the kernel-side dispatch (an ALTERNATIVE chain) is not
@@ -153,6 +158,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
             t.linux.to_user = Some("arm_copy_to_user".into());
             "arch/arm/lib/copygen_user.S"
         }
+        Arch::Aarch64 => unreachable!("refused above"),
     };
     Ok(Wiring {
         strategy: t,
@@ -306,6 +312,7 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                 "# copygen: arm_copy_{from,to}_user come from copygen_user.S (generated)\n# instead of copy_from_user.o and copy_to_user.o\nmmu-y\t\t:= clear_user.o copy_page.o getuser.o putuser.o       \\\n\t\t   copygen_user.o\n".into(),
             )],
         )],
+        Arch::Aarch64 => unreachable!("wire refuses aarch64"),
     }
 }
 
@@ -514,6 +521,7 @@ pub fn patch(
     let subsystem = match t.arch {
         Arch::X86_64 | Arch::I386 => "x86/lib",
         Arch::Armv6 => "ARM: lib",
+        Arch::Aarch64 => "arm64: lib",
     };
     let mut body = String::new();
     let _ = writeln!(

@@ -76,7 +76,8 @@ pub struct UserSite {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Access {
     pub width: u32,
-    /// Scratch register number.
+    /// Scratch register number (the first of a pair when `width` is wider
+    /// than a register: scratch `reg` and `reg + 1`).
     pub reg: u8,
     pub mem: Mem,
     pub user: Option<UserSite>,
@@ -221,7 +222,8 @@ impl Routine {
         let mut n = 0;
         for op in &self.ops {
             let used = match op {
-                Op::Load(a) | Op::Store(a) => a.reg + 1,
+                // A 16-byte access is a register pair (AArch64 ldp/stp).
+                Op::Load(a) | Op::Store(a) => a.reg + if a.width > 8 { 2 } else { 1 },
                 Op::LoadMultiple { count, .. } | Op::StoreMultiple { count, .. } => *count,
                 Op::JumpIfAlias { .. } | Op::JumpIfPtr { .. } => 1,
                 _ => 0,

@@ -29,6 +29,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         "armv6-linux",
         include_str!("../../templates/armv6-linux.S.tera"),
     ),
+    (
+        "aarch64-standalone",
+        include_str!("../../templates/aarch64-standalone.S.tera"),
+    ),
+    (
+        "aarch64-linux",
+        include_str!("../../templates/aarch64-linux.S.tera"),
+    ),
 ];
 
 fn tera() -> &'static Tera {
@@ -81,6 +89,7 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
         Arch::Armv6 => format!("armv6-{}", flavor.name()),
+        Arch::Aarch64 => format!("aarch64-{}", flavor.name()),
     };
     let ctx = Context::from_serialize(&ctx).expect("context serialises");
     let mut out = tera()

@@ -1,5 +1,6 @@
 //! The calling convention, as the analysis needs it.
 
+use super::a64;
 use super::isa::isa_for;
 use crate::front::strategy::{Arch, Convention, Flavor};
 
@@ -28,7 +29,13 @@ impl AbiSpec {
             Arch::I386 => &crate::arch::i386::CDECL,
             _ => crate::arch::abi(arch, flavor, convention),
         };
-        let clobber: Vec<usize> = table.clobbers.iter().map(|&r| r as usize).collect();
+        // Hardware numbers, or A64's slots (the checker tracks 16 registers).
+        let reg = |r: u8| match arch {
+            Arch::Aarch64 => a64::slot(r),
+            _ => r as usize,
+        };
+        let mut clobber: Vec<usize> = table.clobbers.iter().map(|&r| reg(r)).collect();
+        clobber.dedup();
         let isa = isa_for(arch);
         let names: Vec<&str> = clobber.iter().map(|&r| isa.reg_name(r)).collect();
         let mut describe = format!("{}, may clobber {}", table.summary, names.join(" "));
@@ -39,12 +46,12 @@ impl AbiSpec {
             arch,
             ptr: table.ptr_width as i64,
             arg_regs: match table.args {
-                crate::arch::Args::Regs(r) => Some(r.map(usize::from)),
+                crate::arch::Args::Regs(r) => Some(r.map(reg)),
                 crate::arch::Args::Stack => None,
             },
             ret: table.ret as usize,
             clobber,
-            sp: table.sp as usize,
+            sp: reg(table.sp),
             pc: table.pc.map(usize::from),
             describe,
         }

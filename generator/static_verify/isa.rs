@@ -1,8 +1,8 @@
 //! One instruction as the checker sees it, whatever the architecture, and
 //! what an instruction set must provide: a decoder into these facts
 //! ([`Isa`]) and each instruction's effect on the abstract state
-//! ([`Semantics`]). `x86.rs` (iced-x86, x86_64 and i386) and `arm.rs`
-//! (unarm, A32) implement both; a new ISA is one more module and one line in
+//! ([`Semantics`]). `x86.rs` (iced-x86, x86_64 and i386), `arm.rs`
+//! (unarm, A32) and `a64.rs` (yaxpeax-arm, A64) implement them; a new ISA is one more module and one line in
 //! [`isa_for`].
 
 use std::fmt;
@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::abi::AbiSpec;
 use super::domain::State;
-use super::{arm, x86};
+use super::{a64, arm, x86};
 use crate::checks::objfile::{Loc, ObjectFile};
 use crate::front::strategy::Arch;
 
@@ -51,6 +51,7 @@ pub(super) trait Semantics: fmt::Debug {
 pub(super) fn isa_for(arch: Arch) -> Box<dyn Isa> {
     match arch {
         Arch::Armv6 => Box::new(arm::Arm),
+        Arch::Aarch64 => Box::new(a64::A64),
         Arch::X86_64 | Arch::I386 => Box::new(x86::X86 { arch }),
     }
 }

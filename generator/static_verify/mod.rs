@@ -22,15 +22,17 @@
 //!   inside the source (a `pld` cannot fault: it needs no table entry, and
 //!   one past the end is a warning, not an error).
 //!
-//! The checker is arch-neutral: `x86.rs` (iced-x86) and `arm.rs` (unarm,
-//! A32 for ARMv6) turn each instruction into the same facts and give its
-//! effect on the abstract state.
+//! The checker is arch-neutral: `x86.rs` (iced-x86), `arm.rs` (unarm,
+//! A32 for ARMv6) and `a64.rs` (yaxpeax-arm, A64 for AArch64) turn each
+//! instruction into the same facts and give its effect on the abstract
+//! state.
 //!
 //! Layout: `report` (verdicts), `abi` (the conventions), `domain` (the
 //! abstract values), `isa` (instruction facts and the [`isa::Isa`] trait),
-//! `x86`/`arm` (the ISAs), `cfg` (one function's graph), `analysis` (fixed
+//! `x86`/`arm`/`a64` (the ISAs), `cfg` (one function's graph), `analysis` (fixed
 //! points) and `checks` (what is reported).
 
+mod a64;
 mod abi;
 mod analysis;
 mod arm;

@@ -138,15 +138,20 @@ fn method_toml(
 ) {
     let i386 = arch == Arch::I386;
     let arm = arch == Arch::Armv6;
+    let a64 = arch == Arch::Aarch64;
     // i386: no 8-byte registers, and only eax, edx, ebx have a byte form;
-    // armv6: bytes and words only.
+    // armv6: bytes and words only; aarch64: up to 16-byte register pairs
+    // (`unit` only matters to rep_movs, which aarch64 has not).
     let width = match arch {
         Arch::I386 => 1u32 << (m.width % 3),
         Arch::Armv6 => [1, 4][m.width as usize % 2],
         Arch::X86_64 => 1u32 << m.width,
+        Arch::Aarch64 => [1, 2, 4, 8, 16][(m.width + m.unit) as usize % 5],
     };
     let budget = if i386 && width == 1 {
         budget.min(3)
+    } else if width == 16 {
+        budget / 2
     } else {
         budget
     };
@@ -179,13 +184,15 @@ fn method_toml(
                 1 => "words",
                 2 if lo >= width as u64 => "overlap",
                 2 => "words",
-                _ if arm => "words",
+                _ if arm || a64 => "words",
                 _ => "rep_movsb",
             };
             let _ = writeln!(out, "tail = \"{tail}\"");
             if let Some((kind, dists)) = &m.prefetch {
                 let kind = if arm {
                     ["pld", "touch"][*kind as usize % 2]
+                } else if a64 {
+                    ["pldl1keep", "pldl1strm"][*kind as usize % 2]
                 } else {
                     ["nta", "t0", "touch"][*kind as usize]
                 };
@@ -216,7 +223,7 @@ fn method_toml(
                 );
             }
         }
-        3 if !arm => {
+        3 if !arm && !a64 => {
             let units: &[u32] = if i386 { &[1, 4] } else { &[1, 4, 8] };
             let _ = writeln!(
                 out,
@@ -257,13 +264,14 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     } else {
         "caller"
     };
-    if arch != Arch::Armv6 {
+    if matches!(arch, Arch::X86_64 | Arch::I386) {
         let _ = writeln!(out, "[linux]\nuaccess = \"{uaccess}\"");
     }
     // The fewest scratch registers any flavour allows (arch.rs).
     let budget = match arch {
         Arch::I386 => 4,
         Arch::Armv6 => 8,
+        Arch::Aarch64 => 12,
         _ if s.rep_movs_convention => 1,
         _ => 6,
     };
