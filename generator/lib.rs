@@ -20,6 +20,7 @@
 pub mod arch;
 pub mod backend;
 pub mod jit;
+pub mod kernel_patch;
 pub mod lower;
 pub mod static_verify;
 pub mod toolchain;

@@ -26,6 +26,12 @@ pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
         return crate::variants::lower_variants(s, target);
     }
     let mut out = Vec::new();
+    if s.routine == RoutineShape::Both {
+        // One body; the harness and checkers reach it in its from_user role
+        // by its name and in its to_user role by the alias.
+        out.push(Lowering::new(s, target, Direction::FromUser, None).general());
+        return out;
+    }
     for &dir in &s.directions {
         out.push(Lowering::new(s, target, dir, None).general());
     }
@@ -37,17 +43,39 @@ pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
     out
 }
 
-/// Symbol of an entry point: `<symbol>_<dir>` or `<symbol>_<dir>_<n>`.
-pub fn entry_symbol(s: &Strategy, dir: Direction, fixed: Option<u32>) -> String {
-    match fixed {
-        None => format!("{}_{}", s.symbol, dir.name()),
-        Some(n) => format!("{}_{}_{n}", s.symbol, dir.name()),
+/// Symbol of an entry point: `<symbol>_<dir>` or `<symbol>_<dir>_<n>`; in
+/// the linux flavour, the names the strategy gives (`[linux] from_user`,
+/// `to_user`, or `symbol` for a routine serving both directions, by default
+/// `<symbol>_copy_user`).
+pub fn entry_symbol(s: &Strategy, flavor: Flavor, dir: Direction, fixed: Option<u32>) -> String {
+    match (fixed, flavor, s.routine) {
+        (Some(n), _, _) => format!("{}_{}_{n}", s.symbol, dir.name()),
+        (None, Flavor::Linux, RoutineShape::Both) => s
+            .linux
+            .both
+            .clone()
+            .unwrap_or_else(|| format!("{}_copy_user", s.symbol)),
+        (None, Flavor::Linux, RoutineShape::PerDirection) => {
+            let given = match dir {
+                Direction::FromUser => &s.linux.from_user,
+                Direction::ToUser => &s.linux.to_user,
+            };
+            given
+                .clone()
+                .unwrap_or_else(|| format!("{}_{}", s.symbol, dir.name()))
+        }
+        (None, Flavor::Standalone, _) => format!("{}_{}", s.symbol, dir.name()),
     }
 }
 
 struct Lowering<'a> {
     s: &'a Strategy,
+    flavor: Flavor,
     dir: Direction,
+    /// Which accesses may fault: loads (from_user), stores (to_user), or
+    /// both (a routine serving both directions).
+    user_loads: bool,
+    user_stores: bool,
     caps: &'static crate::arch::Capabilities,
     uaccess_in_routine: bool,
     /// Scratch registers this target's convention lets a routine clobber.
@@ -78,9 +106,13 @@ impl<'a> Lowering<'a> {
         let uaccess_in_routine = target.flavor == Flavor::Linux
             && matches!(target.arch, Arch::X86_64 | Arch::I386)
             && s.linux.uaccess == Uaccess::Routine;
+        let both = s.routine == RoutineShape::Both;
         Lowering {
             s,
+            flavor: target.flavor,
             dir,
+            user_loads: both || dir == Direction::FromUser,
+            user_stores: both || dir == Direction::ToUser,
             caps: crate::arch::capabilities(target.arch),
             uaccess_in_routine,
             scratch: crate::arch::scratch_registers(target.arch, target.flavor, s.linux.convention),
@@ -96,12 +128,25 @@ impl<'a> Lowering<'a> {
         self.fixup_code();
         drop_jumps_to_next(&mut self.ops);
 
+        let both = self.s.routine == RoutineShape::Both;
         let tag = match self.fixed {
+            None if both => "copy".to_string(),
             None => self.dir.tag().to_string(),
             Some(n) => format!("{}{n}", self.dir.tag()),
         };
+        // The standalone flavour exports a routine serving both directions
+        // under both names (CONTRACT §3).
+        let aliases = if both && self.flavor == Flavor::Standalone {
+            vec![(
+                entry_symbol(self.s, self.flavor, Direction::ToUser, None),
+                Direction::ToUser,
+            )]
+        } else {
+            Vec::new()
+        };
         Routine {
-            symbol: entry_symbol(self.s, self.dir, self.fixed),
+            symbol: entry_symbol(self.s, self.flavor, self.dir, self.fixed),
+            aliases,
             tag,
             direction: self.dir,
             fixed: self.fixed,
@@ -222,10 +267,6 @@ impl<'a> Lowering<'a> {
         })
     }
 
-    fn loads_user(&self) -> bool {
-        self.dir == Direction::FromUser
-    }
-
     /// Copy `width` bytes at `at` through scratch `reg`, as one load and
     /// one store; `p` is the progress before it. Returns the progress after.
     fn copy_one(&mut self, name: &str, width: u32, reg: u8, at: At, p: Progress) -> Progress {
@@ -256,7 +297,7 @@ impl<'a> Lowering<'a> {
     /// Load one piece from `src + at` into scratch `reg` (and `reg + 1`
     /// for a pair); nothing is stored yet, so every half faults with `p`.
     fn piece_load(&mut self, name: &str, suffix: &str, width: u32, reg: u8, at: At, p: Progress) {
-        let user = self.loads_user();
+        let user = self.user_loads;
         for (w, r, a, half) in self.halves(width, reg, at, user) {
             // Names only for user sites: the JIT lowers on every compile.
             let site = if user {
@@ -288,7 +329,7 @@ impl<'a> Lowering<'a> {
         at: At,
         mut p: Progress,
     ) -> Progress {
-        let user = !self.loads_user();
+        let user = self.user_stores;
         for (w, r, a, half) in self.halves(width, reg, at, user) {
             let site = if user {
                 self.site(true, &format!("{name}{suffix}{half}"), p)
@@ -334,12 +375,11 @@ impl<'a> Lowering<'a> {
 
     /// Copy one byte; a fault lands on the final return (`fixup`).
     fn byte_landing_on(&mut self, name: &str, fixup: FixupId) {
-        let from = self.loads_user();
-        let load = from.then(|| UserSite {
+        let load = self.user_loads.then(|| UserSite {
             name: self.label(&format!("{name}_load")),
             fixup,
         });
-        let store = (!from).then(|| UserSite {
+        let store = self.user_stores.then(|| UserSite {
             name: self.label(&format!("{name}_store")),
             fixup,
         });
@@ -653,7 +693,6 @@ impl<'a> Lowering<'a> {
     }
 
     fn unrolled(&mut self, name: &str, u: &Unrolled, lo: u64) {
-        let from = self.loads_user();
         let lo_after_align = match u.align {
             Some(a) => self.align_prologue(name, &a, lo),
             None => lo,
@@ -692,7 +731,7 @@ impl<'a> Lowering<'a> {
                         done: 0,
                         dirty: false,
                     };
-                    let site = self.site(from, &format!("{name}_touch{d}"), p);
+                    let site = self.site(self.user_loads, &format!("{name}_touch{d}"), p);
                     self.op(Op::Load(Access {
                         width: u.width,
                         reg: 0,
@@ -749,7 +788,7 @@ impl<'a> Lowering<'a> {
                         done: at,
                         dirty: false,
                     };
-                    let lsite = self.site(from, &format!("{name}_ldm{g}"), before);
+                    let lsite = self.site(self.user_loads, &format!("{name}_ldm{g}"), before);
                     self.op(Op::LoadMultiple {
                         count: u.registers as u8,
                         at,
@@ -757,7 +796,7 @@ impl<'a> Lowering<'a> {
                     });
                     // An stm that faults may have stored some of its words.
                     let ssite = self.site(
-                        !from,
+                        self.user_stores,
                         &format!("{name}_stm{g}"),
                         Progress {
                             done: at,
@@ -832,7 +871,7 @@ impl<'a> Lowering<'a> {
         }
         self.op(Op::BeginFixups);
         self.comment("fixups: each entry repairs dst/src/len to what is known copied");
-        let from = self.loads_user();
+        let zero_tail = self.dir == Direction::FromUser && self.s.zero_tail;
         let done_id = self.fixup(Recover::None, Then::Done);
         let need_retry = self.fixups.iter().any(|f| f.then == Then::Retry);
         let need_step = self.fixups.iter().any(|f| f.then == Then::Step);
@@ -891,7 +930,7 @@ impl<'a> Lowering<'a> {
             self.byte_landing_on("step", done_id);
         }
         self.place(&done_label);
-        if from && self.s.zero_tail {
+        if zero_tail {
             self.comment("zero the kernel buffer's uncopied rest");
             self.op(Op::ZeroRest);
         }

@@ -66,6 +66,25 @@ enum Command {
     /// Each side: a strategy .toml, an emitted .S, an emitted folder,
     /// WORKTREE, or a git revision (its emitted/ tree).
     Diff(DiffArgs),
+    /// A patch (git format-patch form) that puts a strategy's linux-flavour
+    /// routine into a pristine Debian kernel tree, with the glue that makes
+    /// the kernel call it; verified (static check and fault injection) first.
+    KernelPatch {
+        /// A strategy file or a catalog strategy's name.
+        strategy: String,
+        /// The tree: 6.1 or 6.12.
+        #[arg(long)]
+        kernel: String,
+        /// Architecture instead of the strategy's (i386, x86_64, armv6).
+        #[arg(long)]
+        arch: Option<String>,
+        /// Output file (default: stdout).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Skip the static check and fault injection (the patch says so).
+        #[arg(long)]
+        no_verify: bool,
+    },
     /// Search x86_64 strategies for this CPU and the given size
     /// distributions (JIT-timed against rep movsb, bounded on a fixed-size x
     /// alias grid); write the winner, which passed the JIT fault suite.
@@ -292,6 +311,13 @@ fn main() -> ExitCode {
         Command::Tune(args) => cmd_tune(args),
         Command::Diff(args) => cmd_diff(args),
         Command::Jit { files, arch } => cmd_jit(files, arch),
+        Command::KernelPatch {
+            strategy,
+            kernel,
+            arch,
+            output,
+            no_verify,
+        } => cmd_kernel_patch(strategy, kernel, arch, output, no_verify),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "copygen", &mut out);
@@ -599,6 +625,56 @@ fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `copygen kernel-patch`.
+fn cmd_kernel_patch(
+    name: String,
+    kernel: String,
+    arch: Option<String>,
+    output: Option<PathBuf>,
+    no_verify: bool,
+) -> Result<ExitCode, Failure> {
+    use copygen::front::strategy::KernelVersion;
+    let kernel = KernelVersion::parse(&kernel).ok_or_else(|| {
+        Failure::Input(format!(
+            "error: --kernel: `{kernel}` is not a supported tree (6.1, 6.12)"
+        ))
+    })?;
+    let arch = parse_arch(arch)?;
+    let path = std::path::Path::new(&name);
+    let s = if path.extension().is_some_and(|e| e == "toml") || path.is_file() {
+        parse::load(path, arch)?
+    } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
+        match arch {
+            Some(a) if a != s.arch => {
+                let text = s.text.clone();
+                parse::parse(std::path::Path::new(&s.source), &text, Some(a))?
+            }
+            _ => s,
+        }
+    } else {
+        return Err(Failure::Input(format!(
+            "error: `{name}` is neither a strategy file nor a catalog strategy (copygen list)"
+        )));
+    };
+    let w = copygen::kernel_patch::wire(&s, kernel)
+        .map_err(|e| Failure::Input(format!("error: {e}")))?;
+    let verified = if no_verify {
+        None
+    } else {
+        let asm = copygen::output::render::render(&w.strategy, Flavor::Linux);
+        Some(
+            copygen::kernel_patch::verify(&w.strategy, &asm)
+                .map_err(|e| Failure::Other(e.context(format!("{}: not verified", s.name))))?,
+        )
+    };
+    let text = copygen::kernel_patch::patch(&s, kernel, verified.as_ref())?;
+    match output {
+        Some(p) if p.as_os_str() != "-" => copygen::output::write::write_file(&p, &text)?,
+        _ => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     use copygen::tools::bench::distribution::{Distribution, BUILTIN};
     use copygen::tools::tune;
@@ -895,6 +971,7 @@ fn static_options(
         allow_unanalysed: args.allow_unanalysed,
         dispatchers: Vec::new(),
         functions,
+        roles: Vec::new(),
     })
 }
 

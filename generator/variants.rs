@@ -293,6 +293,7 @@ pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
 fn function(symbol: String, body: Vec<String>) -> Function {
     Function {
         symbol,
+        aliases: Vec::new(),
         body,
         fixups: Vec::new(),
         extable: Vec::new(),
@@ -300,7 +301,7 @@ fn function(symbol: String, body: Vec<String>) -> Function {
 }
 
 fn variant_symbol(s: &Strategy, v: &Variant, dir: Direction) -> String {
-    entry_symbol(&variant_strategy(s, v), dir, None)
+    entry_symbol(&variant_strategy(s, v), Flavor::Standalone, dir, None)
 }
 
 /// The linux entry: per variant, one `ALTERNATIVE` per feature test that
@@ -338,7 +339,7 @@ fn linux_entry(s: &Strategy, dir: Direction) -> Function {
             body.push(format!("\tjmp\t{}", variant_symbol(s, v, dir)));
         }
     }
-    function(entry_symbol(s, dir, None), body)
+    function(entry_symbol(s, Flavor::Linux, dir, None), body)
 }
 
 /// Register and addressing choices of the standalone resolver.
@@ -384,7 +385,7 @@ fn resolve_label(s: &Strategy, dir: Direction) -> String {
 /// The standalone entry: one indirect jump through a pointer that first
 /// holds this entry's resolver stub.
 fn standalone_entry(s: &Strategy, dir: Direction) -> Function {
-    let sym = entry_symbol(s, dir, None);
+    let sym = entry_symbol(s, Flavor::Standalone, dir, None);
     let ptr = pointer_symbol(s, dir);
     let mut body = match s.arch {
         Arch::X86_64 => vec![format!("\tjmp\t*{ptr}(%rip)")],
@@ -582,7 +583,7 @@ pub fn bench_subject(
     };
     crate::tools::bench::jit_subject(
         &vs,
-        &entry_symbol(&vs, dir, None),
+        &entry_symbol(&vs, Flavor::Standalone, dir, None),
         format!("{}[{}]", s.name, v.name),
     )
 }

@@ -16,7 +16,7 @@ use object::elf;
 use copygen::backend;
 use copygen::checks::objfile::{self, Assemble, EntryKind, ObjectFile};
 use copygen::front::catalog::catalog;
-use copygen::front::strategy::{Arch, Direction, ExtableFormat, Flavor, Strategy};
+use copygen::front::strategy::{Arch, Direction, ExtableFormat, Flavor, RoutineShape, Strategy};
 use copygen::output::render::render;
 
 /// The catalog and the fixture strategies, x86 only.
@@ -105,6 +105,9 @@ fn expected_format(s: &Strategy, flavor: Flavor) -> (u64, EntryKind, u32, Option
         (Arch::I386, Flavor::Linux, ExtableFormat::Absolute) => {
             (8, EntryKind::Absolute, elf::R_386_32.0, None)
         }
+        (Arch::I386, Flavor::Linux, ExtableFormat::Copy) => {
+            unreachable!("_ASM_EXTABLE_CPY is x86_64's (validated)")
+        }
         (Arch::Armv6 | Arch::Aarch64, ..) => unreachable!("x86 only"),
     }
 }
@@ -153,7 +156,13 @@ fn check(s: &Strategy, flavor: Flavor) -> Vec<String> {
                 errs.push(format!("{at}: not an instruction boundary"));
             } else {
                 let i = insns.iter().find(|i| i.ip() == e.insn.offset).unwrap();
-                if !touches_user(i, routine.direction) {
+                // A routine serving both directions (`routine = "both"`): each
+                // side may be the user one, so an access to either has an entry.
+                let either = s.routine == RoutineShape::Both
+                    && [Direction::FromUser, Direction::ToUser]
+                        .iter()
+                        .any(|&d| touches_user(i, d));
+                if !touches_user(i, routine.direction) && !either {
                     errs.push(format!(
                         "{at}: `{}` does not access the user side",
                         objfile::format_x86(i)

@@ -7,7 +7,7 @@ use std::sync::Once;
 
 use copygen::checks::faultinject::{self, check_tools, run_asm, Entry, Report};
 use copygen::front::catalog::{catalog, repo_root};
-use copygen::front::strategy::{Arch, Direction, Flavor, Precision};
+use copygen::front::strategy::{Arch, Direction, Flavor, Precision, RoutineShape};
 
 /// The toolchain for `arch`, installed by verify/install-deps if missing
 /// (when that script exists); otherwise fail naming the packages.
@@ -67,9 +67,15 @@ fn catalog_clean(arch: Arch) {
         for x in &r.routines {
             assert!(x.cases > 0, "{}: {} ran no cases", s.name, x.symbol);
             // The object's table, attributed by relocation, matches the printer's.
+            // (A routine serving both directions is printed once, under
+            // one name, and run in each role under that role's name.)
             let f = printed
                 .iter()
                 .find(|f| f.symbol == x.symbol)
+                .or_else(|| match s.routine {
+                    RoutineShape::Both => printed.first(),
+                    RoutineShape::PerDirection => None,
+                })
                 .expect("printed");
             assert_eq!(
                 x.extable_entries,

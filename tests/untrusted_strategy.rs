@@ -30,7 +30,12 @@ const HOSTILE: &[&str] = &[
 
 /// Everything from the file's start to the end of its first comment: the
 /// header must be that comment, and contain the whole strategy.
+/// (A linux-flavour file's SPDX line comes first and is not the header.)
 fn first_comment(text: &str) -> &str {
+    let text = match text.strip_prefix("/* SPDX-License-Identifier: GPL-2.0-only */\n") {
+        Some(rest) => rest,
+        None => text,
+    };
     assert!(text.starts_with("/*"), "{text}");
     let end = text.find("*/").expect("the header comment ends") + 2;
     &text[..end]

@@ -25,6 +25,9 @@ pub struct ExEntry {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Function {
     pub symbol: String,
+    /// Further global names of the same code (a routine serving both
+    /// directions, standalone flavour).
+    pub aliases: Vec<String>,
     /// Instructions, labels and comments, one per line.
     pub body: Vec<String>,
     /// Out-of-line fixup code (in the function on x86, `.text.fixup` on ARM).
@@ -106,6 +109,7 @@ impl<'r, I> Lines<'r, I> {
 pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> Function {
     let mut f = Function {
         symbol: String::new(),
+        aliases: Vec::new(),
         body: Vec::new(),
         fixups: Vec::new(),
         extable: Vec::new(),
@@ -198,6 +202,12 @@ impl Compiled {
             Selected::Aarch64(lines) => aarch64::print(lines, self.flavor),
         };
         f.symbol = self.routine.symbol.clone();
+        f.aliases = self
+            .routine
+            .aliases
+            .iter()
+            .map(|(a, _)| a.clone())
+            .collect();
         f
     }
 }

@@ -50,12 +50,12 @@ fn entries_of(s: &Strategy, compiled: &[Compiled]) -> Vec<Entry> {
         .map(|(f, &direction)| (f.symbol, direction, None));
     compiled
         .iter()
-        .map(|c| {
-            (
-                c.routine.symbol.clone(),
-                c.routine.direction,
-                c.routine.fixed,
-            )
+        .flat_map(|c| {
+            // A routine serving both directions is tested in each role by name.
+            let fixed = c.routine.fixed;
+            std::iter::once((c.routine.symbol.clone(), c.routine.direction))
+                .chain(c.routine.aliases.iter().cloned())
+                .map(move |(symbol, direction)| (symbol, direction, fixed))
         })
         .chain(pickers)
         .map(|(symbol, direction, fixed)| Entry {

@@ -20,6 +20,7 @@ struct RawStrategy {
     description: String,
     arch: String,
     directions: Option<Vec<Direction>>,
+    routine: Option<RoutineShape>,
     #[serde(default)]
     fault: RawFault,
     #[serde(default)]
@@ -63,6 +64,10 @@ struct RawLinux {
     convention: Option<Convention>,
     uaccess: Option<Uaccess>,
     extable: Option<ExtableFormat>,
+    kernel: Option<KernelVersion>,
+    symbol: Option<String>,
+    from_user: Option<String>,
+    to_user: Option<String>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug)]
@@ -503,6 +508,15 @@ fn field_at(table: &toml::de::DeTable, offset: usize) -> FieldPath {
     )
 }
 
+/// A C identifier, as a symbol name must be to reach a generated file.
+pub fn is_c_identifier(s: &str) -> bool {
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && s.len() <= 128
+}
+
 /// Parse `a..=b`, `a..b` or `a..` into an inclusive range.
 pub fn parse_range(s: &str) -> Option<(u64, Option<u64>)> {
     let (lo, rest) = s.trim().split_once("..")?;
@@ -655,6 +669,7 @@ impl Validator<'_> {
         }))?;
         let caps = capabilities(arch);
 
+        let directions_given = raw.directions.is_some();
         let directions = self.keep(match raw.directions.take() {
             None => Ok(vec![Direction::FromUser, Direction::ToUser]),
             Some(d) => {
@@ -685,7 +700,37 @@ impl Validator<'_> {
             )));
         }
 
-        let linux = self.keep(self.linux(arch, std::mem::take(&mut raw.linux)));
+        let routine = raw.routine.unwrap_or(RoutineShape::PerDirection);
+        if routine == RoutineShape::Both {
+            if directions_given {
+                self.keep::<()>(Err(self.err(
+                    &root.key("directions"),
+                    "a routine serving both directions (`routine = \"both\"`) has no directions to pick",
+                )));
+            }
+            if raw.fault.zero_tail {
+                self.keep::<()>(Err(self.err(
+                    &fault.key("zero_tail"),
+                    "zero_tail is a from_user behaviour; a routine serving both directions cannot zero the kernel side",
+                )));
+            }
+            if !raw.fixed_sizes.is_empty() {
+                self.keep::<()>(Err(self.err(
+                    &root.key("fixed_sizes"),
+                    "constant-size entry points are per direction; `routine = \"both\"` has none",
+                )));
+            }
+        }
+
+        // With the directions in error, judge the names against both
+        // (that error is reported already).
+        let both = [Direction::FromUser, Direction::ToUser];
+        let linux = self.keep(self.linux(
+            arch,
+            routine,
+            directions.as_deref().unwrap_or(&both),
+            std::mem::take(&mut raw.linux),
+        ));
 
         let mut fixed = raw.fixed_sizes.clone();
         for (i, &n) in raw.fixed_sizes.iter().enumerate() {
@@ -753,6 +798,7 @@ impl Validator<'_> {
             description: description?,
             arch,
             directions: directions?,
+            routine,
             precision,
             zero_tail: raw.fault.zero_tail,
             linux: linux?,
@@ -809,7 +855,13 @@ impl Validator<'_> {
         Budget { registers, reason }
     }
 
-    fn linux(&self, arch: Arch, raw: RawLinux) -> R<LinuxOptions> {
+    fn linux(
+        &self,
+        arch: Arch,
+        routine: RoutineShape,
+        directions: &[Direction],
+        raw: RawLinux,
+    ) -> R<LinuxOptions> {
         let path = FieldPath::root().key("linux");
         if raw.convention.is_some() && arch != Arch::X86_64 {
             return Err(self.err(
@@ -829,10 +881,70 @@ impl Validator<'_> {
                 "the absolute 2002 table format exists for i386 only",
             ));
         }
+        if raw.extable == Some(ExtableFormat::Copy) {
+            if arch != Arch::X86_64 {
+                return Err(self.err(
+                    &path.key("extable"),
+                    "_ASM_EXTABLE_CPY exists on x86_64 only",
+                ));
+            }
+            if raw.kernel != Some(KernelVersion::V6_1) {
+                return Err(self.err(
+                    &path.key("extable"),
+                    "_ASM_EXTABLE_CPY is 6.1's (6.4 removed it): set `kernel = \"6.1\"`",
+                ));
+            }
+        }
+        // Names: C identifiers, one per routine the strategy has.
+        let mut names: Vec<(&str, &Option<String>)> = vec![("symbol", &raw.symbol)];
+        names.push(("from_user", &raw.from_user));
+        names.push(("to_user", &raw.to_user));
+        for (key, name) in &names {
+            let Some(name) = name else { continue };
+            if !is_c_identifier(name) {
+                return Err(self.err(
+                    &path.key(key),
+                    format!("`{name}` is not a symbol name (letters, digits and `_`, not starting with a digit)"),
+                ));
+            }
+            let wanted = match *key {
+                "symbol" => routine == RoutineShape::Both,
+                "from_user" => {
+                    routine == RoutineShape::PerDirection
+                        && directions.contains(&Direction::FromUser)
+                }
+                _ => {
+                    routine == RoutineShape::PerDirection && directions.contains(&Direction::ToUser)
+                }
+            };
+            if !wanted {
+                let why = if *key == "symbol" {
+                    "`symbol` names a routine serving both directions (`routine = \"both\"`); per direction, use from_user / to_user"
+                        .to_string()
+                } else if routine == RoutineShape::Both {
+                    format!(
+                        "a routine serving both directions has one name: use `symbol`, not `{key}`"
+                    )
+                } else {
+                    format!("the strategy emits no {key} routine")
+                };
+                return Err(self.err(&path.key(key), why));
+            }
+        }
+        if raw.from_user.is_some() && raw.from_user == raw.to_user {
+            return Err(self.err(
+                &path.key("to_user"),
+                "from_user and to_user need different names (one routine for both is `routine = \"both\"` with `symbol`)",
+            ));
+        }
         Ok(LinuxOptions {
             convention: raw.convention.unwrap_or(Convention::C),
             uaccess: raw.uaccess.unwrap_or(Uaccess::Caller),
             extable: raw.extable.unwrap_or(ExtableFormat::Relative),
+            kernel: raw.kernel,
+            from_user: raw.from_user,
+            to_user: raw.to_user,
+            both: raw.symbol,
         })
     }
 

@@ -119,14 +119,57 @@ pub enum Uaccess {
     Routine,
 }
 
-/// Exception-table format of the linux flavour on i386.
+/// Exception-table format of the linux flavour on x86.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExtableFormat {
     /// `_ASM_EXTABLE_UA(insn, fixup)`: relative entries with a type word.
     Relative,
-    /// The 2002 format: `.long insn, fixup` absolute pairs.
+    /// The 2002 format: `.long insn, fixup` absolute pairs (i386).
     Absolute,
+    /// `_ASM_EXTABLE_CPY(insn, fixup)`, 6.1's x86_64 copy routines: the
+    /// handler puts the trap number in `rax`, and after a machine check
+    /// (18) the fixup returns without a byte retry.
+    Copy,
+}
+
+/// A kernel layout the linux flavour is written for (file conventions and
+/// call sites differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+pub enum KernelVersion {
+    /// 6.1 LTS: `<asm/export.h>` in assembly; x86_64 `copy_user_generic()`
+    /// picks a `copy_user_*` routine that does its own STAC/CLAC.
+    #[serde(rename = "6.1")]
+    V6_1,
+    /// 6.12 LTS: `<linux/export.h>` in assembly; x86_64 calls
+    /// `rep_movs_alternative` with STAC/CLAC in the caller.
+    #[serde(rename = "6.12")]
+    V6_12,
+}
+
+impl KernelVersion {
+    pub const ALL: [KernelVersion; 2] = [KernelVersion::V6_1, KernelVersion::V6_12];
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVersion::V6_1 => "6.1",
+            KernelVersion::V6_12 => "6.12",
+        }
+    }
+    pub fn parse(s: &str) -> Option<KernelVersion> {
+        KernelVersion::ALL.into_iter().find(|v| v.name() == s)
+    }
+}
+
+/// One routine per direction, or one serving both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineShape {
+    /// `<symbol>_from_user` and `<symbol>_to_user`, each with entries on
+    /// its user side only.
+    PerDirection,
+    /// One body serving both directions, like `rep_movs_alternative`:
+    /// every load and every store may fault and has an entry.
+    Both,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +177,14 @@ pub struct LinuxOptions {
     pub convention: Convention,
     pub uaccess: Uaccess,
     pub extable: ExtableFormat,
+    /// The kernels the file is for: one, or (empty) both, with the export
+    /// header picked by `LINUX_VERSION_CODE`.
+    pub kernel: Option<KernelVersion>,
+    /// Names the linux flavour defines, by direction; a routine serving both
+    /// directions has one name (`both`).
+    pub from_user: Option<String>,
+    pub to_user: Option<String>,
+    pub both: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -271,6 +322,8 @@ pub struct Strategy {
     pub description: String,
     pub arch: Arch,
     pub directions: Vec<Direction>,
+    /// One routine per direction or one for both (then `directions` is both).
+    pub routine: RoutineShape,
     pub precision: Precision,
     /// from_user only: zero `to[n-N..n)` on a fault.
     pub zero_tail: bool,

@@ -250,21 +250,25 @@ pub fn compile_edited(
     let registration = fault::register(base, base + buf.len(), table, Some(base + landing));
     let routines = placed
         .into_iter()
-        .map(|(r, offset, len, extable)| {
+        .flat_map(|(r, offset, len, extable)| {
             let code = (base + offset) as *const u8;
             // SAFETY: `code` is the first byte of a routine encoded for the
             // SysV ABI with this signature.
             let entry: CopyFn = unsafe { std::mem::transmute::<*const u8, CopyFn>(code) };
-            JitRoutine {
-                symbol: r.symbol,
-                direction: r.direction,
-                fixed: r.fixed,
-                offset,
-                len,
-                entry,
-                code,
-                extable,
-            }
+            // A routine serving both directions runs once in each role.
+            let fixed = r.fixed;
+            std::iter::once((r.symbol, r.direction))
+                .chain(r.aliases)
+                .map(move |(symbol, direction)| JitRoutine {
+                    symbol,
+                    direction,
+                    fixed,
+                    offset,
+                    len,
+                    entry,
+                    code,
+                    extable: extable.clone(),
+                })
         })
         .collect();
     Ok(JitModule {

@@ -185,6 +185,9 @@ pub struct Fixup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routine {
     pub symbol: String,
+    /// Further names of the same body, with the role each stands for (a
+    /// routine serving both directions, standalone: `<symbol>_to_user`).
+    pub aliases: Vec<(String, crate::front::strategy::Direction)>,
     /// Prefix of this routine's local labels (`from`, `to`, `from6`).
     pub tag: String,
     pub direction: crate::front::strategy::Direction,

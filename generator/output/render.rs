@@ -63,6 +63,8 @@ struct FileContext<'a> {
     extable: &'static str,
     /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
     alternatives: bool,
+    /// The kernel the linux flavour is for: "6.1", "6.12", or "" for both.
+    kernel: &'static str,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
@@ -79,8 +81,10 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         extable: match s.linux.extable {
             crate::front::strategy::ExtableFormat::Relative => "relative",
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
+            crate::front::strategy::ExtableFormat::Copy => "copy",
         },
         alternatives: !s.variants.is_empty(),
+        kernel: s.linux.kernel.map_or("", |k| k.name()),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),

@@ -81,6 +81,11 @@ pub struct Options {
     /// The functions to check (default: every function with exception-table
     /// entries, and every global `*_from_user` / `*_to_user`).
     pub functions: Vec<FunctionSpec>,
+    /// Entry points with names of the file's own, which `classify` cannot
+    /// read (the linux flavour's `[linux] symbol`, `from_user`, `to_user`),
+    /// with their roles; checked beside the default selection when no
+    /// `functions` are given.
+    pub roles: Vec<FunctionSpec>,
 }
 
 /// An x86_64 linux calling convention by its command-line name.
@@ -226,6 +231,11 @@ pub fn check_file(
     for (f, spec) in select_functions(obj, &owners, options, &mut file_findings) {
         let (side, fixed) = match (spec.and_then(|s| s.side), classify(&f.name)) {
             (Some(side), named) => (side, named.and_then(|n| n.1)),
+            // Exported under both directions' names at one address
+            // (CONTRACT §3): one routine serving both, either side is user.
+            (None, Some((d, fixed))) if other_direction_alias(obj, f, d, fixed) => {
+                (UserSide::Both, fixed)
+            }
             (None, Some((d, fixed))) => (d.into(), fixed),
             // A routine named for neither direction: either pointer may be
             // the user one.
@@ -301,11 +311,30 @@ fn select_functions<'a>(
                 || (e.insn.section == ".text.fixup" && owners.get(&e.insn.offset) == Some(&f.name))
         })
     };
+    let role = |f: &FnSym| options.roles.iter().find(|r| f.global && r.name == f.name);
     obj.functions
         .iter()
-        .filter(|f| (f.global && classify(&f.name).is_some()) || has_entries(f))
-        .map(|f| (f, None))
+        .filter(|f| {
+            (f.global && classify(&f.name).is_some()) || role(f).is_some() || has_entries(f)
+        })
+        .map(|f| (f, role(f)))
         .collect()
+}
+
+/// Whether a global of the other direction's name (same constant size)
+/// starts where `f` does.
+fn other_direction_alias(
+    obj: &ObjectFile,
+    f: &FnSym,
+    direction: Direction,
+    fixed: Option<u64>,
+) -> bool {
+    obj.functions.iter().any(|g| {
+        g.global
+            && g.section == f.section
+            && g.start == f.start
+            && classify(&g.name).is_some_and(|(d, x)| d != direction && x == fixed)
+    })
 }
 
 /// Direction and constant size from a symbol name (CONTRACT §3):
@@ -330,6 +359,21 @@ pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
 /// `emitted/`).
 pub fn check_catalog(options: &Options) -> Result<Vec<Report>> {
     check_strategies(&crate::front::catalog::catalog()?, options)
+}
+
+/// The entry names of `s` in `flavor` that `classify` cannot read (a
+/// strategy's own linux names), with their roles.
+pub fn entry_roles(s: &crate::front::strategy::Strategy, flavor: Flavor) -> Vec<FunctionSpec> {
+    let both = s.routine == crate::front::strategy::RoutineShape::Both;
+    s.directions
+        .iter()
+        .map(|&d| FunctionSpec {
+            name: crate::lower::entry_symbol(s, flavor, d, None),
+            side: Some(if both { UserSide::Both } else { d.into() }),
+            convention: None,
+        })
+        .filter(|r| classify(&r.name).is_none())
+        .collect()
 }
 
 /// Render each strategy in both flavours and check the files.
@@ -359,6 +403,7 @@ pub fn check_strategies(
                 flavor: Some(flavor),
                 convention: Some(s.linux.convention),
                 dispatchers,
+                roles: entry_roles(s, flavor),
                 ..options.clone()
             };
             let mut r = check_object(&path, &facts)?;

@@ -102,7 +102,11 @@ pub fn strategy_subject(s: &crate::front::strategy::Strategy) -> Result<Subject>
     } else {
         Direction::ToUser
     };
-    jit_subject(s, &crate::lower::entry_symbol(s, dir, None), s.name.clone())
+    jit_subject(
+        s,
+        &crate::lower::entry_symbol(s, crate::front::strategy::Flavor::Standalone, dir, None),
+        s.name.clone(),
+    )
 }
 
 pub fn baseline(name: &str) -> Option<Subject> {

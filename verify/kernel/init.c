@@ -3,9 +3,12 @@
  * raw_copy_{from,to}_user call a copygen routine, and checks that routine through
  * the kernel's own paths.
  *
- *   1. Mounts devtmpfs, proc and tmpfs; requires SMAP (so a missing STAC faults).
- *   2. Loads /test_user_copy.ko with finit_module and requires its
- *      "test_user_copy: tests passed." record in /dev/kmsg.
+ *   1. Mounts devtmpfs, proc and tmpfs; on x86 requires SMAP (so a missing STAC
+ *      faults) and reports FSRM (without it 6.12 calls rep_movs_alternative).
+ *   2. The kernel's own usercopy tests: on 6.1 loads /test_user_copy.ko with
+ *      finit_module and requires its "test_user_copy: tests passed." record in
+ *      /dev/kmsg; on 6.12 (no module in the initramfs) requires the built-in
+ *      KUnit suite's "# usercopy: pass:N fail:0" and "ok N usercopy" records.
  *   3. read()s from and write()s to a tmpfs file with a user buffer that runs into a
  *      PROT_NONE page after `acc` accessible bytes (every acc in 0..64 and some larger
  *      ones), for sizes up to 8 KiB and three file offsets, and checks the returned
@@ -35,6 +38,7 @@
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define PG 4096L
@@ -50,8 +54,10 @@ static const long sizes[] = {1,   2,   3,    4,    5,    6,    7,    8,    9,   
 static const long file_offsets[] = {0, 5, PG - 6}; /* the last one crosses a page cache page */
 
 static const char *preset = "?";
-static char variant[64] = "missing";
-static int exact, smap;
+static char variant[64] = "none";
+static int exact;
+static const char *smap = "n/a", *fsrm = "n/a"; /* x86 CPU flags, "yes"/"no" */
+static char usercopy[64] = "not-run";
 static long cases, failures;
 static long shortfall_max; /* the most bytes a short count left uncopied that were accessible */
 
@@ -71,11 +77,15 @@ static void say(const char *fmt, ...)
 		_exit(1);
 }
 
-static __attribute__((noreturn)) void finish(const char *status, const char *uc)
+static __attribute__((noreturn)) void finish(const char *status)
 {
-	say("copygen-boot: %s preset=%s variant=%s precision=%s smap=%s test_user_copy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
-	    status, preset, variant, exact ? "exact" : "bounds", smap ? "yes" : "no", uc, cases, shortfall_max,
-	    failures);
+	struct utsname u;
+
+	if (uname(&u))
+		strcpy(u.release, "?"), strcpy(u.machine, "?");
+	say("copygen-boot: %s kernel=%s machine=%s preset=%s variant=%s precision=%s smap=%s fsrm=%s usercopy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
+	    status, u.release, u.machine, preset, variant, exact ? "exact" : "bounds", smap, fsrm, usercopy, cases,
+	    shortfall_max, failures);
 	sync();
 	reboot(RB_AUTOBOOT);
 	for (;;)
@@ -86,7 +96,7 @@ static __attribute__((noreturn)) void die(const char *what)
 {
 	say("copygen-boot: %s: %s\n", what, strerror(errno));
 	failures++;
-	finish("FAIL", "not-run");
+	finish("FAIL");
 }
 
 /* Distinct byte patterns: the file's content, the bytes written, the canary. */
@@ -246,19 +256,56 @@ restore:
 		die("pwrite (restore)");
 }
 
-static const char *load_test_user_copy(void)
+/* Every /dev/kmsg record's message, one per call of `seen`, from `from_end`
+ * (only records logged from now on) or from the start of the log. */
+static int open_kmsg(int from_end)
 {
-	char rec[8192];
-	int kmsg, mod, found = 0;
-	long rc;
-	ssize_t len;
+	int kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
 
-	kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
 	if (kmsg < 0)
 		die("open /dev/kmsg");
-	/* only records logged from here on count */
-	if (lseek(kmsg, 0, SEEK_END) < 0)
+	if (from_end && lseek(kmsg, 0, SEEK_END) < 0)
 		die("lseek /dev/kmsg");
+	return kmsg;
+}
+
+/* The next record's message (after "prio,seq,time,flags;"), or NULL at the end. */
+static const char *next_record(int kmsg)
+{
+	static char rec[8192];
+	ssize_t len;
+	char *msg;
+
+	while ((len = read(kmsg, rec, sizeof(rec) - 1)) < 0 && errno == EPIPE)
+		; /* overwritten records: read on */
+	if (len <= 0)
+		return NULL;
+	rec[len] = 0;
+	msg = strchr(rec, ';');
+	return msg ? msg + 1 : "";
+}
+
+/* The "copygen-variant: NAME" record the kernel logged at boot, if any. */
+static void read_variant(void)
+{
+	static const char tag[] = "copygen-variant: ";
+	int kmsg = open_kmsg(0);
+	const char *msg;
+
+	while ((msg = next_record(kmsg)))
+		if (strncmp(msg, tag, sizeof(tag) - 1) == 0)
+			snprintf(variant, sizeof(variant), "%.*s", (int)strcspn(msg + sizeof(tag) - 1, "\n"),
+				 msg + sizeof(tag) - 1);
+	close(kmsg);
+}
+
+/* 6.1: test_user_copy.ko */
+static void load_test_user_copy(void)
+{
+	int kmsg = open_kmsg(1), mod, found = 0;
+	const char *msg;
+	long rc;
+
 	mod = open("/test_user_copy.ko", O_RDONLY | O_CLOEXEC);
 	if (mod < 0)
 		die("open /test_user_copy.ko");
@@ -268,47 +315,44 @@ static const char *load_test_user_copy(void)
 		failures++;
 	}
 	close(mod);
-	while ((len = read(kmsg, rec, sizeof(rec) - 1)) > 0) {
-		rec[len] = 0;
-		/* a record is "prio,seq,time,flags;message\n" */
-		char *msg = strchr(rec, ';');
-
-		if (msg && strncmp(msg + 1, "test_user_copy: tests passed.", 29) == 0)
+	while ((msg = next_record(kmsg)))
+		if (strncmp(msg, "test_user_copy: tests passed.", 29) == 0)
 			found = 1;
-	}
 	close(kmsg);
 	if (!found) {
 		say("copygen-boot: no \"test_user_copy: tests passed.\" in /dev/kmsg\n");
 		failures++;
 	}
-	return rc == 0 && found ? "ok" : "FAILED";
+	snprintf(usercopy, sizeof(usercopy), "test_user_copy:%s", rc == 0 && found ? "ok" : "FAILED");
 }
 
-/* The "copygen-variant: NAME" record the kernel logged at boot. */
-static void read_variant(void)
+/* 6.12: the built-in KUnit suite lib/usercopy_kunit.c ran before /init. */
+static void check_kunit_usercopy(void)
 {
-	static const char tag[] = "copygen-variant: ";
-	char rec[8192];
-	ssize_t len;
-	int kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	int kmsg = open_kmsg(0), ok = 0;
+	long pass = -1, fail = -1, skip = -1, total = -1;
+	const char *msg;
 
-	if (kmsg < 0)
-		die("open /dev/kmsg");
-	while ((len = read(kmsg, rec, sizeof(rec) - 1)) > 0 || (len < 0 && errno == EPIPE)) {
-		if (len < 0)
-			continue; /* overwritten records: read on */
-		rec[len] = 0;
-		/* a record is "prio,seq,time,flags;message\n" */
-		char *msg = strchr(rec, ';');
-
-		if (msg && strncmp(msg + 1, tag, sizeof(tag) - 1) == 0)
-			snprintf(variant, sizeof(variant), "%.*s", (int)strcspn(msg + sizeof(tag), "\n"),
-				 msg + sizeof(tag));
+	while ((msg = next_record(kmsg))) {
+		while (*msg == ' ')
+			msg++;
+		if (sscanf(msg, "# usercopy: pass:%ld fail:%ld skip:%ld total:%ld", &pass, &fail, &skip, &total) == 4)
+			continue;
+		if (strncmp(msg, "ok ", 3) == 0 && strstr(msg, " usercopy\n"))
+			ok = 1;
 	}
 	close(kmsg);
+	if (!ok || fail != 0 || pass <= 0) {
+		say("copygen-boot: KUnit usercopy: ok=%d pass=%ld fail=%ld skip=%ld total=%ld\n", ok, pass, fail,
+		    skip, total);
+		failures++;
+	}
+	snprintf(usercopy, sizeof(usercopy), "kunit:%s(pass=%ld/%ld)", ok && fail == 0 && pass > 0 ? "ok" : "FAILED",
+		 pass, total);
 }
 
-static int have_smap(void)
+#if defined(__x86_64__) || defined(__i386__)
+static int have_cpu_flag(const char *flag)
 {
 	static char info[65536];
 	int f = open("/proc/cpuinfo", O_RDONLY);
@@ -320,13 +364,15 @@ static int have_smap(void)
 		total += len;
 	close(f);
 	info[total] = 0;
-	return strstr(info, " smap") != NULL;
+	for (char *p = info; (p = strstr(p, flag)); p++)
+		if (p[-1] == ' ' && (p[strlen(flag)] == ' ' || p[strlen(flag)] == '\n'))
+			return 1;
+	return 0;
 }
+#endif
 
 int main(void)
 {
-	const char *uc;
-
 	if (getenv("copygen_preset"))
 		preset = getenv("copygen_preset");
 	exact = getenv("copygen_exact") && strcmp(getenv("copygen_exact"), "1") == 0;
@@ -340,14 +386,20 @@ int main(void)
 		die("mount proc");
 	if (mount("tmpfs", "/tmp", "tmpfs", 0, NULL))
 		die("mount tmpfs");
-	smap = have_smap();
-	if (!smap) {
+#if defined(__x86_64__) || defined(__i386__)
+	smap = have_cpu_flag("smap") ? "yes" : "no";
+	fsrm = have_cpu_flag("fsrm") ? "yes" : "no";
+	if (strcmp(smap, "yes")) {
 		say("copygen-boot: the CPU has no SMAP: STAC/CLAC would go untested\n");
 		failures++;
 	}
+#endif
 
 	read_variant();
-	uc = load_test_user_copy();
+	if (access("/test_user_copy.ko", F_OK) == 0)
+		load_test_user_copy();
+	else
+		check_kunit_usercopy();
 
 	region = mmap(NULL, (RW_PAGES + 1) * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (region == MAP_FAILED)
@@ -375,5 +427,5 @@ int main(void)
 	if (failures > MAX_REPORTS)
 		say("copygen-boot: (%ld more failures not shown)\n", failures - MAX_REPORTS);
 
-	finish(failures ? "FAIL" : "PASS", uc);
+	finish(failures ? "FAIL" : "PASS");
 }

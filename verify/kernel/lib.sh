@@ -1,16 +1,74 @@
 # shellcheck shell=bash disable=SC2034 # (variables used by the scripts that source this)
 # Shared by verify/kernel-tree, verify/kernel-boot and verify/kernel-ci (sourced, bash).
-# The Linux 6.1 tree is unpacked once into verify/.cache/linux; every build is out of tree (O=).
+# Each kernel version's Debian tree is unpacked once into $kernel_cache/linux-<version>;
+# every build is out of tree (O=). What differs per arch and per version is in the tables
+# below: adding an arch or a version is adding a row.
 
 kernel_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# COPYGEN_KERNEL_CACHE moves the cache (tree, build folders) elsewhere, e.g. a CI cache.
+# COPYGEN_KERNEL_CACHE moves the cache (trees, build folders) elsewhere, e.g. a CI cache.
 kernel_cache=${COPYGEN_KERNEL_CACHE:-$kernel_root/verify/.cache}
-kernel_src=$kernel_cache/linux
-kernel_tarball=/usr/src/linux-source-6.1.tar.xz
 # The machine is shared: kernel builds run niced on two jobs.
 kmake=(nice -n 10 make -j2)
 
+# ---- versions --------------------------------------------------------------------------
+kernel_versions=(6.1 6.12)
+kernel_tarball() { echo "/usr/src/linux-source-$1.tar.xz"; }
+kernel_src() { echo "$kernel_cache/linux-$1"; }
+
+# ---- arches ----------------------------------------------------------------------------
+kernel_arches=(x86_64 i386 armv6)
+# make variables selecting the arch
+declare -A kernel_make_args=(
+	[x86_64]="ARCH=x86_64"
+	[i386]="ARCH=i386"
+	[armv6]="ARCH=arm CROSS_COMPILE=arm-linux-gnueabi-"
+)
+# binutils prefix
+declare -A kernel_cross=([x86_64]="" [i386]="" [armv6]="arm-linux-gnueabi-")
+# kernel-tree: the configuration each file is built in ("TARGET -OPTION..." = a make
+# target, then options switched off)
+declare -A kernel_tree_config=(
+	[x86_64]="defconfig"
+	[i386]="defconfig"
+	[armv6]="bcm2835_defconfig -ARCH_MULTI_V7"
+)
+# kernel-boot: the base configuration the fragments are merged over
+# (verify/kernel/boot-<arch>.config, boot-<arch>-<version>.config, boot-<version>.config)
+declare -A kernel_boot_base=([x86_64]=tinyconfig [i386]=tinyconfig [armv6]=bcm2835_defconfig)
+declare -A kernel_boot_targets=([x86_64]="bzImage modules" [i386]="bzImage modules" [armv6]="zImage modules")
+declare -A kernel_boot_image=([x86_64]=arch/x86/boot/bzImage [i386]=arch/x86/boot/bzImage [armv6]=arch/arm/boot/zImage)
+# the device tree (make target per version, relative to arch/arm/boot/dts)
+declare -A kernel_boot_dtb=([armv6 - 6.1]=bcm2835-rpi-zero.dtb [armv6 - 6.12]=broadcom/bcm2835-rpi-zero.dtb)
+# qemu, TCG only. x86: `-cpu max` has SMAP (a missing STAC oopses); fsrm=off so that 6.12
+# really calls rep_movs_alternative (qemu 7.2's TCG lacks FSRM anyway).
+declare -A kernel_qemu=(
+	[x86_64]="qemu-system-x86_64 -accel tcg -cpu max,fsrm=off -smp 1 -m 256M"
+	[i386]="qemu-system-i386 -accel tcg -cpu max,fsrm=off -smp 1 -m 256M"
+	[armv6]="qemu-system-arm -M raspi0"
+)
+declare -A kernel_console=([x86_64]=ttyS0 [i386]=ttyS0 [armv6]=ttyAMA0)
+declare -A kernel_init_cc=(
+	[x86_64]="gcc -static"
+	[i386]="gcc -m32 -static"
+	[armv6]="arm-linux-gnueabi-gcc -static -march=armv6"
+)
+# Debian packages: PKG:CHECK (a command or an absolute path)
+declare -A kernel_tools=(
+	[x86_64]="qemu-system-x86:qemu-system-x86_64 libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a"
+	[i386]="qemu-system-x86:qemu-system-i386 gcc-12-multilib:/usr/lib32/libc.a"
+	[armv6]="qemu-system-arm:qemu-system-arm gcc-arm-linux-gnueabi:arm-linux-gnueabi-gcc libc6-dev-armel-cross:/usr/arm-linux-gnueabi/lib/libc.a"
+)
+
 kernel_die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+kernel_check_version() {
+	local v
+	for v in "${kernel_versions[@]}"; do [[ $1 == "$v" ]] && return 0; done
+	kernel_die "--kernel: ${kernel_versions[*]}, not '$1'"
+}
+kernel_check_arch() {
+	[[ -n ${kernel_make_args[$1]:-} ]] || kernel_die "--arch: ${kernel_arches[*]}, not '$1'"
+}
 
 # kernel_need PKG:CHECK... — CHECK is a command name or an absolute path. Missing ones are
 # installed with apt-get when running as root; otherwise fail naming the packages.
@@ -33,26 +91,42 @@ kernel_need() {
 	fi
 }
 
+# kernel_need_build_tools VERSION
 kernel_need_build_tools() {
 	kernel_need make:make gcc:gcc flex:flex bison:bison bc:bc cpio:cpio xz-utils:xz \
 		libelf-dev:/usr/include/gelf.h libssl-dev:/usr/include/openssl/ssl.h \
-		linux-source-6.1:$kernel_tarball
+		"linux-source-$1:$(kernel_tarball "$1")"
 }
 
-# Unpack the tree once; the stamp marks a complete unpack (an interrupted one is redone).
+# kernel_unpack VERSION — unpack the tree once; the stamp marks a complete unpack (an
+# interrupted one is redone).
 kernel_unpack() {
-	[[ -f $kernel_src/.copygen-unpacked ]] && return 0
-	echo "unpacking $kernel_tarball into $kernel_src" >&2
-	rm -rf "$kernel_src" "$kernel_cache/linux.tmp"
-	mkdir -p "$kernel_cache/linux.tmp"
-	tar -xJf "$kernel_tarball" -C "$kernel_cache/linux.tmp" --strip-components=1
-	mv "$kernel_cache/linux.tmp" "$kernel_src"
-	touch "$kernel_src/.copygen-unpacked"
+	local src tarball
+	src=$(kernel_src "$1") tarball=$(kernel_tarball "$1")
+	[[ -f $src/.copygen-unpacked ]] && return 0
+	echo "unpacking $tarball into $src" >&2
+	rm -rf "$src" "$src.tmp"
+	mkdir -p "$src.tmp"
+	tar -xJf "$tarball" -C "$src.tmp" --strip-components=1
+	mv "$src.tmp" "$src"
+	touch "$src/.copygen-unpacked"
+}
+
+# The copygen binary the scripts run (built when missing or older than the sources).
+kernel_copygen() {
+	local bin=$kernel_root/target/release/copygen
+	if [[ ! -x $bin ]] || [[ -n $(find "$kernel_root/generator" "$kernel_root/templates" -newer "$bin" -print -quit) ]]; then
+		(cd "$kernel_root" && nice -n 5 cargo build --release -q) >&2 || kernel_die "cargo build failed"
+	fi
+	echo "$bin"
 }
 
 # Replace DST with SRC only when the bytes differ, so kbuild's timestamps stay meaningful.
+# DST may be a hard link into a pristine tree: it is replaced, never written through.
 kernel_install_if_changed() {
-	cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
+	cmp -s "$1" "$2" 2>/dev/null && return 0
+	rm -f "$2"
+	cp "$1" "$2"
 }
 
 kernel_now() { date +%s.%N; }

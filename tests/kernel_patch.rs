@@ -1,0 +1,238 @@
+//! `copygen kernel-patch`: the patch applies (`git apply --check`) to the
+//! pristine Debian trees of 6.1 and 6.12, wires the routine the way each
+//! tree's call site needs, and refuses strategies that cannot be wired.
+//! The trees come from /usr/src/linux-source-<v>.tar.xz (verify/install-deps
+//! installs both); only the files the patches touch are extracted.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn copygen() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_copygen"))
+}
+
+/// Every file any patch edits (the new .S files are created by the patch).
+const EDITED: &[&str] = &[
+    "arch/x86/include/asm/uaccess_64.h",
+    "arch/x86/include/asm/uaccess_32.h",
+    "arch/x86/lib/Makefile",
+    "arch/arm/lib/Makefile",
+    "tools/objtool/check.c",
+];
+
+/// A pristine excerpt of the tree of `version`: the edited files only,
+/// extracted once per test run. `None` (and a loud note) without the tarball.
+fn tree(version: &str) -> Option<&'static Path> {
+    static TREES: OnceLock<Vec<(String, Option<tempfile::TempDir>)>> = OnceLock::new();
+    let trees = TREES.get_or_init(|| {
+        ["6.1", "6.12"]
+            .iter()
+            .map(|v| {
+                let tarball = format!("/usr/src/linux-source-{v}.tar.xz");
+                if !Path::new(&tarball).exists() {
+                    eprintln!("SKIPPED: {tarball} is absent (verify/install-deps installs it)");
+                    return (v.to_string(), None);
+                }
+                let dir = tempfile::tempdir().expect("tempdir");
+                let members: Vec<String> = EDITED
+                    .iter()
+                    .map(|f| format!("linux-source-{v}/{f}"))
+                    .collect();
+                let ok = Command::new("tar")
+                    .args(["-xJf", &tarball, "--strip-components=1", "-C"])
+                    .arg(dir.path())
+                    .args(&members)
+                    .status()
+                    .expect("tar runs")
+                    .success();
+                assert!(ok, "extracting {members:?} from {tarball}");
+                (v.to_string(), Some(dir))
+            })
+            .collect()
+    });
+    trees
+        .iter()
+        .find(|(v, _)| v == version)
+        .and_then(|(_, d)| d.as_ref().map(|d| d.path()))
+}
+
+fn patch_of(args: &[&str]) -> String {
+    let out = copygen()
+        .arg("kernel-patch")
+        .args(args)
+        .output()
+        .expect("copygen runs");
+    assert!(
+        out.status.success(),
+        "kernel-patch {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn applies(tree: &Path, patch: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file: PathBuf = dir.path().join("p.patch");
+    std::fs::write(&file, patch).unwrap();
+    let out = Command::new("git")
+        .args(["apply", "--check", "-v"])
+        .arg(&file)
+        .current_dir(tree)
+        .output()
+        .expect("git runs");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.patch");
+    let status = copygen()
+        .args(["kernel-patch", "guarded-movsb", "--kernel", "6.12", "-o"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let p = std::fs::read_to_string(&out).unwrap();
+    // git format-patch form, and a body that says what was verified.
+    assert!(p.starts_with(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: "
+    ));
+    assert!(
+        p.contains("\nSubject: [PATCH] x86/lib: copygen_copy_user from copygen's guarded-movsb\n")
+    );
+    assert!(p.contains("exception-table entries,") && p.contains("bytes of .text"));
+    assert!(
+        p.contains("guarded_movsb_to_user: 92264 cases, 0 violations"),
+        "{p}"
+    );
+    // C convention: the call site's clobbers are the C ABI's; the routine
+    // brackets itself, so no STAC in the glue and objtool is not touched.
+    assert!(p.contains("+\t\t     : : \"memory\", \"rcx\", \"r8\", \"r9\", \"r10\", \"r11\");"));
+    assert!(p.contains("+\treturn copygen_call(dst, (__force void *)src, size);"));
+    assert!(!p.contains("tools/objtool"));
+    assert!(p.contains("+SYM_FUNC_START(copygen_copy_user)"));
+    assert!(
+        p.contains("+#include <linux/export.h>"),
+        "6.12 exports from <linux/export.h>"
+    );
+    if let Some(t) = tree("6.12") {
+        applies(t, &p).unwrap();
+        // and not to the other tree: the glue is per version
+        if let Some(t61) = tree("6.1") {
+            assert!(applies(t61, &p).is_err());
+        }
+    }
+}
+
+#[test]
+fn every_arch_and_version_applies_to_its_pristine_tree() {
+    for (version, preset, expect) in [
+        ("6.1", "unrolled64", "+SYM_FUNC_START(copygen_copy_user)"),
+        (
+            "6.1",
+            "rep-movsb",
+            "+\t\t     : \"+c\" (n), \"+D\" (to), \"+S\" (from), ASM_CALL_CONSTRAINT",
+        ),
+        (
+            "6.12",
+            "movs-alternative",
+            "+        lib-y += copygen_user_64.o",
+        ),
+        ("6.12", "rep-movsb", "+SYM_FUNC_START(rep_movs_alternative)"),
+        (
+            "6.1",
+            "movsl",
+            "+\treturn copygen_copy_user((__force void *)to, from, n);",
+        ),
+        (
+            "6.12",
+            "intel-unrolled",
+            "+unsigned long __must_check copygen_copy_user(",
+        ),
+        ("6.1", "ldm-stm", "+ENTRY(arm_copy_from_user)"),
+        ("6.12", "word-loop", "+ENTRY(arm_copy_to_user)"),
+    ] {
+        let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
+        assert!(
+            p.contains(expect),
+            "{version} {preset}: no `{expect}` in\n{p}"
+        );
+        assert!(p.contains("Not verified (kernel-patch --no-verify)."));
+        if let Some(t) = tree(version) {
+            applies(t, &p).unwrap_or_else(|e| panic!("{version} {preset}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn caller_bracketed_c_routine_gets_stac_in_the_glue_and_objtool_learns_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c-caller.toml");
+    std::fs::write(
+        &file,
+        "name = \"c-caller\"\ndescription = \"C convention, caller brackets\"\narch = \"x86_64\"\n\
+         [linux]\nuaccess = \"caller\"\n[methods.bytes]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"bytes\"\n",
+    )
+    .unwrap();
+    for version in ["6.1", "6.12"] {
+        let p = patch_of(&[file.to_str().unwrap(), "--kernel", version, "--no-verify"]);
+        assert!(p.contains("+\tstac();\n") && p.contains("+\tclac();\n"));
+        assert!(p.contains("+\t\"copygen_copy_user\", /* copygen: called with STAC done */"));
+        if let Some(t) = tree(version) {
+            applies(t, &p).unwrap_or_else(|e| panic!("{version}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn unfit_strategies_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.patch");
+    for (args, why) in [
+        (
+            vec!["intel-unrolled-zeroing", "--kernel", "6.1"],
+            "emits only from_user",
+        ),
+        (
+            vec!["unrolled64", "--kernel", "5.10"],
+            "not a supported tree",
+        ),
+        (
+            vec!["no-such-strategy", "--kernel", "6.1"],
+            "neither a strategy file",
+        ),
+    ] {
+        let o = copygen()
+            .arg("kernel-patch")
+            .args(&args)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(!out.exists());
+    }
+    // 6.12 calls rep_movs_alternative with STAC done: a routine bracketing
+    // itself would nest STAC.
+    let file = dir.path().join("rm.toml");
+    std::fs::write(
+        &file,
+        "name = \"rm\"\ndescription = \"d\"\narch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\"\nuaccess = \"routine\"\n\
+         [methods.m]\nkind = \"rep_movs\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"m\"\n",
+    )
+    .unwrap();
+    let o = copygen()
+        .args(["kernel-patch", file.to_str().unwrap(), "--kernel", "6.12"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("uaccess = \"caller\""));
+}
