@@ -3,6 +3,7 @@
 //! located and in the file's own terms.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
@@ -194,10 +195,12 @@ pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyEr
 /// offset in it back to the file.
 struct Edited {
     text: String,
-    /// Each edit in turn: the range it replaced (in the text before it) and
-    /// the length written there.
-    edits: Vec<(std::ops::Range<usize>, usize)>,
+    edits: Vec<Edit>,
 }
+
+/// An edit: the range it replaced (in the text before it) and the length
+/// written there.
+type Edit = (Range<usize>, usize);
 
 impl Edited {
     fn new(text: &str) -> Self {
@@ -207,14 +210,14 @@ impl Edited {
         }
     }
 
-    fn replace_with(&mut self, text: String, edit: Option<(std::ops::Range<usize>, usize)>) {
+    fn replace_with(&mut self, text: String, edit: Option<Edit>) {
         self.text = text;
         self.edits.extend(edit);
     }
 
     /// Where `span` of the edited text lies in the file: undone edit by
     /// edit, latest first (a point inside an edit maps to its start).
-    fn original_span(&self, span: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+    fn original_span(&self, span: &Range<usize>) -> Range<usize> {
         let back = |mut at: usize| {
             for (old, new_len) in self.edits.iter().rev() {
                 if at >= old.start + new_len {
@@ -232,11 +235,7 @@ impl Edited {
 /// Where a missing key can be added: after the `[table]` header line that
 /// `span` points at (an inline table or the top level are left alone: their
 /// missing keys are checked after everything else in them was read).
-fn missing_key_edit(
-    text: &str,
-    span: &std::ops::Range<usize>,
-    key: &str,
-) -> Option<(std::ops::Range<usize>, String)> {
+fn missing_key_edit(text: &str, span: &Range<usize>, key: &str) -> Option<(Range<usize>, String)> {
     if !text.get(span.clone())?.starts_with('[') {
         return None;
     }
@@ -251,8 +250,8 @@ fn missing_key_edit(
 /// the edit made; `None` if no placeholder is accepted.
 fn with_placeholder(
     text: &str,
-    edit: Option<(std::ops::Range<usize>, String)>,
-) -> Option<(String, Option<(std::ops::Range<usize>, usize)>)> {
+    edit: Option<(Range<usize>, String)>,
+) -> Option<(String, Option<Edit>)> {
     let (range, prefix) = edit?;
     let mut candidates: Vec<String> = ["0", "\"\"", "[]", "{}", "false"]
         .map(str::to_string)
@@ -286,12 +285,8 @@ fn with_placeholder(
 /// The deepest table (an array of tables' entry, not the array) whose span
 /// is `span`: where serde reports a key missing; the top level when none is
 /// (an empty span).
-fn table_spanning(table: &toml::de::DeTable, span: &std::ops::Range<usize>) -> FieldPath {
-    fn walk(
-        v: &toml::de::DeValue,
-        span: &std::ops::Range<usize>,
-        path: FieldPath,
-    ) -> Option<FieldPath> {
+fn table_spanning(table: &toml::de::DeTable, span: &Range<usize>) -> FieldPath {
+    fn walk(v: &toml::de::DeValue, span: &Range<usize>, path: FieldPath) -> Option<FieldPath> {
         match v {
             toml::de::DeValue::Table(t) => t.iter().find_map(|(k, val)| {
                 let here = path.key(k.get_ref());
