@@ -31,7 +31,9 @@ pub mod front {
     pub mod catalog;
     pub mod diagnostics;
     pub mod parse;
+    mod schema;
     pub mod strategy;
+    mod validate;
 }
 
 /// Generated files: templates around the printed functions, the

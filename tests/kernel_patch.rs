@@ -18,6 +18,7 @@ const EDITED: &[&str] = &[
     "arch/x86/include/asm/uaccess_32.h",
     "arch/x86/lib/Makefile",
     "arch/arm/lib/Makefile",
+    "arch/arm64/lib/Makefile",
     "tools/objtool/check.c",
 ];
 
@@ -157,6 +158,16 @@ fn every_arch_and_version_applies_to_its_pristine_tree() {
         ),
         ("6.1", "ldm-stm", "+ENTRY(arm_copy_from_user)"),
         ("6.12", "word-loop", "+ENTRY(arm_copy_to_user)"),
+        (
+            "6.1",
+            "arm64-template",
+            "+SYM_FUNC_START(__arch_copy_from_user)",
+        ),
+        (
+            "6.12",
+            "a64-overlap",
+            "+SYM_FUNC_START(__arch_copy_to_user)",
+        ),
     ] {
         let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
         assert!(
@@ -339,4 +350,63 @@ fn unfit_strategies_exit_2_and_write_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("uaccess = \"caller\""));
+}
+
+#[test]
+fn aarch64_routines_replace_arm64s_own_copy_files_under_their_names() {
+    for version in ["6.1", "6.12"] {
+        let p = patch_of(&["a64-overlap", "--arch", "aarch64", "--kernel", version]);
+        assert!(
+            p.contains("\nSubject: [PATCH] arm64: lib: __arch_copy_from_user, __arch_copy_to_user from copygen's a64-overlap\n"),
+            "{p}"
+        );
+        // Verified before writing: both roles fault-injected under qemu-aarch64.
+        assert!(
+            p.contains("a64_overlap_from_user: 92264 cases, 0 violations"),
+            "{p}"
+        );
+        assert!(
+            p.contains("a64_overlap_to_user: 92264 cases, 0 violations"),
+            "{p}"
+        );
+        // The generated file replaces copy_from_user.o and copy_to_user.o
+        // in the Makefile, and defines and exports arm64's own symbols.
+        assert!(p.contains("+++ b/arch/arm64/lib/copygen_user.S\n"));
+        assert!(p.contains(
+            "-lib-y\t\t:= clear_user.o delay.o copy_from_user.o\t\t\\\n-\t\t   copy_to_user.o copy_page.o\t\t\t\t\\\n"
+        ));
+        assert!(p.contains(
+            "+lib-y\t\t:= clear_user.o delay.o copygen_user.o\t\t\t\\\n+\t\t   copy_page.o\t"
+        ));
+        for sym in ["__arch_copy_from_user", "__arch_copy_to_user"] {
+            assert!(p.contains(&format!("+SYM_FUNC_START({sym})\n")));
+            assert!(p.contains(&format!("+EXPORT_SYMBOL({sym})\n")));
+        }
+        assert!(p.contains("+\t_asm_extable_uaccess\t"));
+        if let Some(t) = tree(version) {
+            applies(t, &p).unwrap_or_else(|e| panic!("{version}: {e}"));
+        }
+    }
+    // arm64 calls one routine per direction.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("both.toml");
+    std::fs::write(
+        &file,
+        "name = \"both\"\ndescription = \"d\"\narch = \"aarch64\"\nroutine = \"both\"\n\
+         [methods.b]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n",
+    )
+    .unwrap();
+    let o = copygen()
+        .args(["kernel-patch", file.to_str().unwrap(), "--kernel", "6.12"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains(
+        "calls __arch_copy_from_user and __arch_copy_to_user: use one routine per direction"
+    ));
 }

@@ -18,6 +18,11 @@
 //! - armv6: the routines are `arm_copy_from_user` / `arm_copy_to_user`, built
 //!   instead of `copy_{from,to}_user.o`; the caller already opens the user
 //!   domain and `armksyms.c` exports them.
+//! - aarch64: the routines are `__arch_copy_from_user` /
+//!   `__arch_copy_to_user` (exported by the file, as arm64's own
+//!   `copy_{from,to}_user.S` export them), built instead of those two files;
+//!   `raw_copy_{from,to}_user` already switch TTBR0 (SW PAN) around the call
+//!   and mask the user pointer, and the routine's `ldtr`/`sttr` pass PAN.
 
 mod excerpts;
 
@@ -67,11 +72,6 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
         strategy: s.name.clone(),
         message,
     };
-    if s.arch == Arch::Aarch64 {
-        return Err(unfit(
-            "kernel-patch wires x86_64, i386 and armv6 (the trees kernel-tree and kernel-boot check); aarch64 is not wired yet".into(),
-        ));
-    }
     let mut t = s.clone();
     let mut notes = Vec::new();
     t.linux.kernel = Some(kernel);
@@ -135,23 +135,36 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                 "arch/x86/lib/copygen_user_32.S"
             }
         }
-        Arch::Armv6 => {
+        Arch::Armv6 | Arch::Aarch64 => {
+            // The tree's own two names, one routine per direction.
+            let (from, to, file) = if s.arch == Arch::Armv6 {
+                (
+                    "arm_copy_from_user",
+                    "arm_copy_to_user",
+                    "arch/arm/lib/copygen_user.S",
+                )
+            } else {
+                (
+                    "__arch_copy_from_user",
+                    "__arch_copy_to_user",
+                    "arch/arm64/lib/copygen_user.S",
+                )
+            };
             if s.routine == RoutineShape::Both {
-                return Err(unfit(
-                    "ARM calls arm_copy_from_user and arm_copy_to_user: use one routine per direction".into(),
-                ));
+                return Err(unfit(format!(
+                    "{} calls {from} and {to}: use one routine per direction",
+                    s.arch
+                )));
             }
             if s.zero_tail {
-                return Err(unfit(
-                    "arm_copy_from_user does not zero; copy_from_user zeroes in C: drop zero_tail"
-                        .into(),
-                ));
+                return Err(unfit(format!(
+                    "{from} does not zero; copy_from_user zeroes in C: drop zero_tail"
+                )));
             }
-            t.linux.from_user = Some("arm_copy_from_user".into());
-            t.linux.to_user = Some("arm_copy_to_user".into());
-            "arch/arm/lib/copygen_user.S"
+            t.linux.from_user = Some(from.into());
+            t.linux.to_user = Some(to.into());
+            file
         }
-        Arch::Aarch64 => unreachable!("refused above"),
     };
     Ok(Wiring {
         strategy: t,
@@ -356,7 +369,13 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                 "# copygen: arm_copy_{from,to}_user come from copygen_user.S (generated)\n# instead of copy_from_user.o and copy_to_user.o\nmmu-y\t\t:= clear_user.o copy_page.o getuser.o putuser.o       \\\n\t\t   copygen_user.o\n".into(),
             )],
         )],
-        Arch::Aarch64 => unreachable!("wire refuses aarch64"),
+        Arch::Aarch64 => vec![edit(
+            excerpts::aarch64_makefile(kernel),
+            &[(
+                "lib-y\t\t:= clear_user.o delay.o copy_from_user.o\t\t\\\n\t\t   copy_to_user.o copy_page.o\t\t\t\t\\\n",
+                "# copygen: __arch_copy_{from,to}_user come from copygen_user.S (generated)\n# instead of copy_from_user.o and copy_to_user.o\nlib-y\t\t:= clear_user.o delay.o copygen_user.o\t\t\t\\\n\t\t   copy_page.o\t\t\t\t\t\\\n".into(),
+            )],
+        )],
     }
 }
 
