@@ -151,10 +151,9 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	leal	-1(%edi), %eax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_from_band_guarded
 .Lzen_from_rep_movsb:
@@ -263,10 +262,9 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	leal	-1(%edi), %eax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_to_band_guarded
 .Lzen_to_rep_movsb:

@@ -261,10 +261,9 @@ guarded_movsb_32__zen_from_user:
 	movl	20(%esp), %ecx
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	leal	-1(%edi), %eax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_from_band_guarded
 .Lzen_from_rep_movsb:
@@ -375,10 +374,9 @@ guarded_movsb_32__zen_to_user:
 	movl	20(%esp), %ecx
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	leal	-1(%edi), %eax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_to_band_guarded
 .Lzen_to_rep_movsb:
