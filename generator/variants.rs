@@ -138,15 +138,26 @@ impl CpuCondition {
     }
 }
 
-impl fmt::Display for CpuCondition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl CpuCondition {
+    /// The condition with each feature spelt by `name`: `a && b && !c`.
+    fn spelt(&self, name: fn(CpuFeature) -> &'static str) -> String {
         let words: Vec<String> = self
             .require
             .iter()
-            .map(|x| x.name().to_string())
-            .chain(self.exclude.iter().map(|x| format!("!{}", x.name())))
+            .map(|&x| name(x).to_string())
+            .chain(self.exclude.iter().map(|&x| format!("!{}", name(x))))
             .collect();
-        f.write_str(&words.join(" && "))
+        words.join(" && ")
+    }
+    /// The condition in the kernel's bits: `X86_FEATURE_ZEN && X86_FEATURE_ERMS`.
+    pub fn kernel_text(&self) -> String {
+        self.spelt(CpuFeature::kernel_macro)
+    }
+}
+
+impl fmt::Display for CpuCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelt(CpuFeature::name))
     }
 }
 

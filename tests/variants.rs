@@ -243,17 +243,21 @@ fn a_bad_variant_exits_2_naming_the_field() {
     assert!(!dir.path().join("out").exists());
 }
 
+/// The lines of linux function `name` in `text`, comments left out.
+fn entry_lines<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let start = format!("SYM_FUNC_START({name})");
+    text.lines()
+        .skip_while(|l| *l != start)
+        .take_while(|l| !l.starts_with("SYM_FUNC_END"))
+        .filter(|l| !l.trim_start().starts_with("/*"))
+        .collect()
+}
+
 #[test]
 fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
     let text = render(&guarded_movsb(), Flavor::Linux);
-    let entry: Vec<&str> = text
-        .lines()
-        .skip_while(|l| *l != "SYM_FUNC_START(guarded_movsb_from_user)")
-        .take_while(|l| !l.starts_with("SYM_FUNC_END"))
-        .filter(|l| !l.trim_start().starts_with("/*"))
-        .collect();
     assert_eq!(
-        entry,
+        entry_lines(&text, "guarded_movsb_from_user"),
         [
             "SYM_FUNC_START(guarded_movsb_from_user)",
             "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_zen\", \"\", X86_FEATURE_ZEN",
@@ -311,14 +315,8 @@ fn a_per_cpu_routine_for_both_directions_has_one_entry_and_a_routine_per_variant
         ],
         "{linux}"
     );
-    let entry: Vec<&str> = linux
-        .lines()
-        .skip_while(|l| *l != "SYM_FUNC_START(my_copy)")
-        .take_while(|l| !l.starts_with("SYM_FUNC_END"))
-        .filter(|l| !l.trim_start().starts_with("/*"))
-        .collect();
     assert_eq!(
-        entry,
+        entry_lines(&linux, "my_copy"),
         [
             "SYM_FUNC_START(my_copy)",
             "\tALTERNATIVE \"jmp .Lper_cpu_copy_not_erms\", \"\", X86_FEATURE_ERMS",

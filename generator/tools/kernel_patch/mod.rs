@@ -185,18 +185,10 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
         t.variants.len()
     );
     for v in &t.variants {
-        let bits = match &v.when {
-            Some(c) => {
-                let words: Vec<String> = c
-                    .require
-                    .iter()
-                    .map(|f| f.kernel_macro().to_string())
-                    .chain(c.exclude.iter().map(|f| format!("!{}", f.kernel_macro())))
-                    .collect();
-                words.join(" && ")
-            }
-            None => "default".into(),
-        };
+        let bits = v
+            .when
+            .as_ref()
+            .map_or("default".into(), |c| c.kernel_text());
         let _ = writeln!(
             note,
             "  {:<8} {bits}: {}",
