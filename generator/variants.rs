@@ -80,6 +80,13 @@ const ZEN_VENDORS: &[(&str, [u32; 3])] = &[
     ("HygonGenuine", [0x6f67_7948, 0x6e65_476e, 0x656e_6975]),
 ];
 
+/// Whether the kernel sets `X86_FEATURE_ZEN` on a CPU with this CPUID
+/// vendor string and family (what `copygen tune --merge` reads from a
+/// tune's recorded CPU).
+pub fn is_zen(vendor: &str, family: u32) -> bool {
+    family >= ZEN_FAMILY && ZEN_VENDORS.iter().any(|(v, _)| *v == vendor)
+}
+
 impl CpuFeature {
     fn info(self) -> &'static FeatureInfo {
         FEATURES

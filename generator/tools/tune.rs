@@ -44,10 +44,11 @@ const CLIFF_RATIO: f64 = 4.0;
 
 mod cpu;
 mod measure;
+pub mod merge;
 mod report;
 mod space;
 
-pub use cpu::{cpu_info, CpuInfo};
+pub use cpu::{cpu_info, CpuInfo, RECORD_PREFIX};
 use measure::{compile, QUICK_ALIAS, QUICK_SIZES};
 pub use measure::{round_ratios, score, tune_sweep, Score, GRID_ALIAS, GRID_SIZES};
 pub use report::{
@@ -357,6 +358,7 @@ fn file_comments(
 ) -> Vec<String> {
     let mut c = vec![
         format!("Tuned by `copygen tune` on {}.", cpu.describe()),
+        cpu.record(),
         format!(
             "rep movsb at 1 KiB with (dst - src) mod 4096 in 1..=15: {cliff_ratio:.1}x its cost at 0{}.",
             if cliff_ratio > CLIFF_RATIO {

@@ -68,17 +68,100 @@ impl CpuInfo {
         if self.fsrm {
             feats.push("FSRM");
         }
+        let name = if self.name.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.name)
+        };
         format!(
-            "{} family {:#x} model {:#x} ({}), {}",
+            "{} family {:#x} model {:#x}{name}, {}",
             self.vendor,
             self.family,
             self.model,
-            self.name,
             if feats.is_empty() {
                 "no ERMS/FSRM".to_string()
             } else {
                 feats.join(", ")
             }
         )
+    }
+}
+
+/// The comment line a tune writes so that `--merge` knows the CPU:
+/// `cpu: vendor=AuthenticAMD family=0x19 model=0x11 erms=yes fsrm=yes`.
+pub const RECORD_PREFIX: &str = "cpu: ";
+
+impl CpuInfo {
+    pub fn record(&self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        format!(
+            "{RECORD_PREFIX}vendor={} family={:#x} model={:#x} erms={} fsrm={}",
+            self.vendor,
+            self.family,
+            self.model,
+            yes(self.erms),
+            yes(self.fsrm)
+        )
+    }
+
+    /// The CPU of a [`CpuInfo::record`] line (without the `# `).
+    pub fn from_record(line: &str) -> Option<CpuInfo> {
+        let rest = line.strip_prefix(RECORD_PREFIX)?;
+        let mut cpu = CpuInfo {
+            vendor: String::new(),
+            family: 0,
+            model: 0,
+            stepping: 0,
+            erms: false,
+            fsrm: false,
+            name: String::new(),
+        };
+        let mut seen = 0;
+        for word in rest.split_whitespace() {
+            let (k, v) = word.split_once('=')?;
+            let hex = || u32::from_str_radix(v.strip_prefix("0x")?, 16).ok();
+            let flag = || match v {
+                "yes" => Some(true),
+                "no" => Some(false),
+                _ => None,
+            };
+            match k {
+                "vendor" if !v.is_empty() => cpu.vendor = v.to_string(),
+                "family" => cpu.family = hex()?,
+                "model" => cpu.model = hex()?,
+                "erms" => cpu.erms = flag()?,
+                "fsrm" => cpu.fsrm = flag()?,
+                _ => return None,
+            }
+            seen += 1;
+        }
+        (seen == 5).then_some(cpu)
+    }
+
+    /// The feature bits a per-CPU variant may test that this CPU has.
+    pub fn features(&self) -> Vec<crate::variants::CpuFeature> {
+        use crate::variants::{is_zen, CpuFeature};
+        let mut f = Vec::new();
+        if is_zen(&self.vendor, self.family) {
+            f.push(CpuFeature::Zen);
+        }
+        if self.fsrm {
+            f.push(CpuFeature::Fsrm);
+        }
+        if self.erms {
+            f.push(CpuFeature::Erms);
+        }
+        f
+    }
+
+    /// A variant name for this CPU: `amd_f19_m11`.
+    pub fn variant_name(&self) -> String {
+        let vendor = match self.vendor.as_str() {
+            "AuthenticAMD" => "amd",
+            "GenuineIntel" => "intel",
+            "HygonGenuine" => "hygon",
+            _ => "cpu",
+        };
+        format!("{vendor}_f{:x}_m{:x}", self.family, self.model)
     }
 }
