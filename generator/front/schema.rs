@@ -3,6 +3,7 @@
 //! located and in the file's own terms.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
@@ -138,49 +139,174 @@ pub(super) struct RawAlignedCond {
 }
 
 /// Deserialise the schema, collecting every schema error (syntax, unknown
-/// key, wrong type) rather than only the first: after each error the line it
-/// points at is blanked (offsets kept) and the file read again. Only when
-/// every error was an unknown key (blanking which changes nothing the
-/// validator sees) is the schema returned for validation as well.
+/// key, wrong type, missing key) rather than only the first, and reading on
+/// past each: an unknown key's line is blanked; a wrong value is replaced by
+/// a placeholder of a type the field takes, and a missing key in a `[table]`
+/// is added with one, so that later tables are still read and no key is
+/// reported missing because of an earlier error. Only when every error was
+/// an unknown key (blanking which changes nothing the validator sees) is the
+/// schema returned for validation as well; placeholders never reach it.
 pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyError>) {
-    let mut text = loc.text.to_string();
+    let mut text = Edited::new(loc.text);
     let mut errors: Vec<StrategyError> = Vec::new();
-    let mut blanked: Vec<String> = Vec::new();
     let mut only_unknown_keys = true;
+    let mut first = toml::from_str::<RawStrategy>(&text.text);
     loop {
-        let e = match toml::from_str::<RawStrategy>(&text) {
+        let e = match first {
             Ok(raw) => return (only_unknown_keys.then_some(raw), errors),
             Err(e) => e,
         };
         let span = e.span().unwrap_or(0..0);
-        let doc = toml::de::DeTable::parse(&text).ok();
-        let mut field = match doc.as_ref() {
-            Some(d) => field_at(d.get_ref(), span.start).to_string(),
-            None => key_on_line(&text, span.start),
-        };
+        let doc = toml::de::DeTable::parse(&text.text).ok();
         let raw_message = e.message().trim().to_string();
-        if let Some(missing) = between(&raw_message, "missing field `", "`") {
-            field = if field == FieldPath::root().to_string() {
-                missing.to_string()
-            } else {
-                format!("{field}.{missing}")
-            };
-            // A key blanked for an earlier error is reported already.
-            if blanked.contains(&field) {
-                return (None, errors);
-            }
+        let missing = between(&raw_message, "missing field `", "`");
+        let field = match (doc.as_ref(), missing) {
+            (Some(d), Some(m)) => table_spanning(d.get_ref(), &span).key(m).to_string(),
+            (Some(d), None) => field_at(d.get_ref(), span.start).to_string(),
+            (None, _) => key_on_line(&text.text, span.start),
+        };
+        // Reading on never reports a field twice (a placeholder that did
+        // not take, say).
+        if errors.iter().any(|e| e.field == field) {
+            return (None, errors);
         }
         only_unknown_keys &= raw_message.starts_with("unknown field");
-        errors.push(loc.at_span(span.clone(), &field, humanize(&raw_message)));
-        let Some(next) = blank_line(&text, span.start) else {
-            return (None, errors);
-        };
-        if doc.is_none() || toml::de::DeTable::parse(&next).is_err() || errors.len() >= 50 {
+        errors.push(loc.at_span(text.original_span(&span), &field, humanize(&raw_message)));
+        if doc.is_none() || errors.len() >= 50 {
             return (None, errors);
         }
-        blanked.push(field);
-        text = next;
+        let next = if raw_message.starts_with("unknown field") {
+            blank_line(&text.text, span.start).map(|t| (t, None))
+        } else if let Some(m) = missing {
+            with_placeholder(&text.text, missing_key_edit(&text.text, &span, m))
+        } else {
+            with_placeholder(&text.text, Some((span.clone(), String::new())))
+                .or_else(|| blank_line(&text.text, span.start).map(|t| (t, None)))
+        };
+        let Some((next, edit)) = next else {
+            return (None, errors);
+        };
+        first = toml::from_str::<RawStrategy>(&next);
+        text.replace_with(next, edit);
     }
+}
+
+/// The file's text as edited to read on past errors, and how to map an
+/// offset in it back to the file.
+struct Edited {
+    text: String,
+    edits: Vec<Edit>,
+}
+
+/// An edit: the range it replaced (in the text before it) and the length
+/// written there.
+type Edit = (Range<usize>, usize);
+
+impl Edited {
+    fn new(text: &str) -> Self {
+        Edited {
+            text: text.to_string(),
+            edits: Vec::new(),
+        }
+    }
+
+    fn replace_with(&mut self, text: String, edit: Option<Edit>) {
+        self.text = text;
+        self.edits.extend(edit);
+    }
+
+    /// Where `span` of the edited text lies in the file: undone edit by
+    /// edit, latest first (a point inside an edit maps to its start).
+    fn original_span(&self, span: &Range<usize>) -> Range<usize> {
+        let back = |mut at: usize| {
+            for (old, new_len) in self.edits.iter().rev() {
+                if at >= old.start + new_len {
+                    at = at - new_len + old.len();
+                } else if at > old.start {
+                    at = old.start;
+                }
+            }
+            at
+        };
+        back(span.start)..back(span.end)
+    }
+}
+
+/// Where a missing key can be added: after the `[table]` header line that
+/// `span` points at (an inline table or the top level are left alone: their
+/// missing keys are checked after everything else in them was read).
+fn missing_key_edit(text: &str, span: &Range<usize>, key: &str) -> Option<(Range<usize>, String)> {
+    if !text.get(span.clone())?.starts_with('[') {
+        return None;
+    }
+    let end = text[span.end..]
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i);
+    Some((end..end, format!("\n{key} = ")))
+}
+
+/// `text` with `range` replaced by `prefix` and the first placeholder value
+/// the schema accepts there (the next error, if any, lies elsewhere), and
+/// the edit made; `None` if no placeholder is accepted.
+fn with_placeholder(
+    text: &str,
+    edit: Option<(Range<usize>, String)>,
+) -> Option<(String, Option<Edit>)> {
+    let (range, prefix) = edit?;
+    let mut candidates: Vec<String> = ["0", "\"\"", "[]", "{}", "false"]
+        .map(str::to_string)
+        .to_vec();
+    let mut tried = 0;
+    while tried < candidates.len() {
+        let written = format!("{prefix}{}", candidates[tried]);
+        tried += 1;
+        let next = format!("{}{written}{}", &text[..range.start], &text[range.end..]);
+        let here = range.start..range.start + written.len().max(1);
+        match toml::from_str::<RawStrategy>(&next) {
+            Ok(_) => return Some((next, Some((range, written.len())))),
+            Err(e) => {
+                let at = e.span().unwrap_or(0..0);
+                let elsewhere = !here.contains(&at.start) && !at.contains(&range.start);
+                if elsewhere && toml::de::DeTable::parse(&next).is_ok() {
+                    return Some((next, Some((range, written.len()))));
+                }
+                // An enumeration: one of the values it lists.
+                if let Some(rest) = e.message().strip_prefix("unknown variant ``") {
+                    if let Some(value) = rest.split('`').nth(1) {
+                        candidates.push(format!("\"{value}\""));
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The deepest table (an array of tables' entry, not the array) whose span
+/// is `span`: where serde reports a key missing; the top level when none is
+/// (an empty span).
+fn table_spanning(table: &toml::de::DeTable, span: &Range<usize>) -> FieldPath {
+    fn walk(v: &toml::de::DeValue, span: &Range<usize>, path: FieldPath) -> Option<FieldPath> {
+        match v {
+            toml::de::DeValue::Table(t) => t.iter().find_map(|(k, val)| {
+                let here = path.key(k.get_ref());
+                let this = (val.span() == *span).then(|| here.clone());
+                walk(val.get_ref(), span, here).or(this)
+            }),
+            toml::de::DeValue::Array(a) => a.iter().enumerate().find_map(|(i, val)| {
+                let here = path.index(i);
+                let this = (val.span() == *span).then(|| here.clone());
+                walk(val.get_ref(), span, here).or(this)
+            }),
+            _ => None,
+        }
+    }
+    walk(
+        &toml::de::DeValue::Table(table.clone()),
+        span,
+        FieldPath::root(),
+    )
+    .unwrap_or_else(FieldPath::root)
 }
 
 /// `text` with the line holding `offset` replaced by spaces (same length,
