@@ -12,7 +12,7 @@
 //! | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; [`jit`]: the same x86 lines → dynasm |
 //! | output    | [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
 //! | checks    | [`checks`] (objects, fault injection on each CPU mode), [`static_verify`] |
-//! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune` |
+//! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
 //!
 //! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
 //! their Debian packages.
@@ -20,18 +20,24 @@
 pub mod arch;
 pub mod backend;
 pub mod jit;
-pub mod kernel_patch;
 pub mod lower;
 pub mod static_verify;
 pub mod toolchain;
 pub mod variants;
+
+/// `copygen kernel-patch` moved under [`tools`]; the old path stays so that
+/// code written against it (branches in flight) still builds.
+pub use tools::kernel_patch;
 
 /// The front end: strategy files in, validated strategies out.
 pub mod front {
     pub mod catalog;
     pub mod diagnostics;
     pub mod parse;
+    mod schema;
     pub mod strategy;
+    pub mod to_toml;
+    mod validate;
 }
 
 /// Generated files: templates around the printed functions, the
@@ -51,9 +57,10 @@ pub mod checks {
     pub mod verify;
 }
 
-/// Tools over emitted code: review diffs and benchmarks.
+/// Tools over the stages: review diffs, benchmarks, tuning, kernel patches.
 pub mod tools {
     pub mod bench;
+    pub mod kernel_patch;
     pub mod review;
     pub mod tune;
 }

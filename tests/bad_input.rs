@@ -560,6 +560,87 @@ fn every_error_in_a_file_is_reported() {
     assert_eq!(fields, ["methods.loop.block", "dispatch[1].sizes"], "{e}");
 }
 
+/// Schema errors do not stop reading: wrong types and missing keys in one
+/// table leave every later table checked, each error is located once, and
+/// no key is reported missing because an earlier error was read past.
+#[test]
+fn every_schema_error_in_a_file_is_reported() {
+    let fields_of = |text: &str| -> Vec<String> {
+        let e = error_of(text);
+        e.all().iter().map(|e| e.field.clone()).collect()
+    };
+    // Two wrong types in different tables, the first a required key.
+    let text = replace("kind = \"unrolled\"", "kind = 5")
+        .replace("kind = \"rep_movs\"", "kind = \"rep_movs\"\nunit = \"x\"");
+    assert_eq!(
+        fields_of(&text),
+        ["methods.loop.kind", "methods.movsb.unit"]
+    );
+    // A wrong type at the top level, then one in a table: no `missing`.
+    let text = replace("arch = \"x86_64\"", "arch = 5").replace("block = 64", "block = \"x\"");
+    let e = error_of(&text);
+    assert!(!e.to_string().contains("missing"), "{e}");
+    assert_eq!(fields_of(&text), ["arch", "methods.loop.block"]);
+    // A missing key in an array of tables, then a wrong type after it.
+    let text = replace("use = \"loop\"\n", "").replace("sizes = \"65..\"", "sizes = 65");
+    let e = error_of(&text);
+    assert_eq!(
+        fields_of(&text),
+        ["dispatch[0].use", "dispatch[1].sizes"],
+        "{e}"
+    );
+    assert_eq!(e.line, line_of(&text, "[[dispatch]]"), "{e}");
+    // Wrong types inside an inline table, each at its own column.
+    let text = replace(
+        "registers = 4",
+        "registers = 4\nalign = { pointer = 5, to = \"x\", min_size = 8 }",
+    );
+    let e = error_of(&text);
+    assert_eq!(
+        fields_of(&text),
+        ["methods.loop.align.pointer", "methods.loop.align.to"],
+        "{e}"
+    );
+    let line = line_of(&text, "align = ");
+    assert!(e.all().iter().all(|e| e.line == line), "{e}");
+    assert!(e.all()[0].column < e.all()[1].column, "{e}");
+}
+
+/// The CLI reports both errors of a file with two wrong types in different
+/// tables, exits 2 and writes nothing.
+#[test]
+fn the_cli_reports_every_schema_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        replace("block = 64", "block = \"x\"").replace("sizes = \"65..\"", "sizes = 65"),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .arg("emit")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error in `methods.loop.block`")
+            && stderr.contains("error in `dispatch[1].sizes`")
+            && stderr.contains("2 errors in"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("u32") && !stderr.contains("Raw"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 0);
+}
+
 #[test]
 fn messages_suggest_and_speak_the_file_s_language() {
     let e = error_of(&replace("registers = 4", "registers = 4\ngroupng = \"x\""));

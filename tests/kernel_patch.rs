@@ -18,6 +18,7 @@ const EDITED: &[&str] = &[
     "arch/x86/include/asm/uaccess_32.h",
     "arch/x86/lib/Makefile",
     "arch/arm/lib/Makefile",
+    "arch/arm64/lib/Makefile",
     "tools/objtool/check.c",
 ];
 
@@ -157,6 +158,16 @@ fn every_arch_and_version_applies_to_its_pristine_tree() {
         ),
         ("6.1", "ldm-stm", "+ENTRY(arm_copy_from_user)"),
         ("6.12", "word-loop", "+ENTRY(arm_copy_to_user)"),
+        (
+            "6.1",
+            "arm64-template",
+            "+SYM_FUNC_START(__arch_copy_from_user)",
+        ),
+        (
+            "6.12",
+            "a64-overlap",
+            "+SYM_FUNC_START(__arch_copy_to_user)",
+        ),
     ] {
         let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
         assert!(
@@ -167,6 +178,110 @@ fn every_arch_and_version_applies_to_its_pristine_tree() {
         if let Some(t) = tree(version) {
             applies(t, &p).unwrap_or_else(|e| panic!("{version} {preset}: {e}"));
         }
+    }
+}
+
+/// A per-CPU strategy: the patch carries every variant, and the routine the
+/// glue calls selects one with ALTERNATIVEs on the variants' feature bits
+/// (patched at boot), on 6.1 and 6.12, x86_64 and i386.
+#[test]
+fn per_cpu_patch_selects_each_variant_with_alternatives() {
+    for (version, preset, symbol) in [
+        ("6.1", "guarded-movsb", "guarded_movsb"),
+        ("6.12", "guarded-movsb", "guarded_movsb"),
+        ("6.1", "guarded-movsb-32", "guarded_movsb_32"),
+        ("6.12", "guarded-movsb-32", "guarded_movsb_32"),
+    ] {
+        let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
+        let not = |v: &str| format!(".L{symbol}_copy_not_{v}");
+        let entry = [
+            "+SYM_FUNC_START(copygen_copy_user)".to_string(),
+            format!(
+                "+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_ZEN",
+                not("zen")
+            ),
+            format!(
+                "+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_ERMS",
+                not("zen")
+            ),
+            format!("+\tjmp\t{symbol}__zen_copy_user"),
+            format!("+{}:", not("zen")),
+            format!(
+                "+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_FSRM",
+                not("fsrm")
+            ),
+            format!("+\tjmp\t{symbol}__fsrm_copy_user"),
+            format!("+{}:", not("fsrm")),
+            format!("+\tjmp\t{symbol}__loop_copy_user"),
+        ];
+        let lines: Vec<&str> = p
+            .lines()
+            .skip_while(|l| *l != entry[0])
+            .filter(|l| !l.starts_with("+\t/*"))
+            .take(entry.len())
+            .collect();
+        assert_eq!(lines, entry, "{version} {preset}");
+        for v in ["zen", "fsrm", "loop"] {
+            let routine = format!("{symbol}__{v}_copy_user");
+            assert!(
+                p.contains(&format!("+SYM_FUNC_START({routine})")),
+                "{version} {preset}: no {routine}"
+            );
+            // The body names each variant, its feature bits and its routine.
+            assert!(
+                p.lines()
+                    .any(|l| l.starts_with(&format!("  {v} ")) && l.ends_with(&routine)),
+                "{version} {preset}: body lacks {v}"
+            );
+        }
+        assert!(p.contains("X86_FEATURE_ZEN && X86_FEATURE_ERMS: "));
+        assert!(!p.contains("default variant `loop` only"));
+        // 6.12: why the call site is changed rather than rep_movs_alternative replaced.
+        assert_eq!(
+            p.contains("so this routine cannot be rep_movs_alternative"),
+            version == "6.12" && preset == "guarded-movsb",
+            "{version} {preset}"
+        );
+        if let Some(t) = tree(version) {
+            applies(t, &p).unwrap_or_else(|e| panic!("{version} {preset}: {e}"));
+        }
+    }
+}
+
+/// A per-CPU strategy in rep_movs_alternative's convention is not dropped in
+/// as rep_movs_alternative on 6.12 (FSRM CPUs never call that): the call
+/// sites call it on every CPU, and objtool learns every routine it enters
+/// with STAC done.
+#[test]
+fn per_cpu_rep_movs_routine_is_called_on_every_cpu_on_6_12() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pc.toml");
+    std::fs::write(
+        &file,
+        "name = \"pc\"\ndescription = \"d\"\narch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\"\nuaccess = \"caller\"\n\
+         [methods.m]\nkind = \"rep_movs\"\n[methods.b]\nkind = \"bytes\"\n\
+         [[variants]]\nname = \"fast\"\nwhen = [\"fsrm\"]\n[[variants.dispatch]]\nsizes = \"0..\"\nuse = \"m\"\n\
+         [[variants]]\nname = \"slow\"\ndefault = true\n[[variants.dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n",
+    )
+    .unwrap();
+    let p = patch_of(&[file.to_str().unwrap(), "--kernel", "6.12", "--no-verify"]);
+    assert!(p.contains("+SYM_FUNC_START(copygen_copy_user)"), "{p}");
+    assert!(!p.contains("+SYM_FUNC_START(rep_movs_alternative)"));
+    assert!(p.contains("+\treturn copygen_call(dst, (__force void *)src, size);"));
+    for name in [
+        "copygen_copy_user",
+        "pc__fast_copy_user",
+        "pc__slow_copy_user",
+    ] {
+        assert!(
+            p.contains(&format!(
+                "+\t\"{name}\", /* copygen: called with STAC done */"
+            )),
+            "{name}: {p}"
+        );
+    }
+    if let Some(t) = tree("6.12") {
+        applies(t, &p).unwrap();
     }
 }
 
@@ -235,4 +350,63 @@ fn unfit_strategies_exit_2_and_write_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("uaccess = \"caller\""));
+}
+
+#[test]
+fn aarch64_routines_replace_arm64s_own_copy_files_under_their_names() {
+    for version in ["6.1", "6.12"] {
+        let p = patch_of(&["a64-overlap", "--arch", "aarch64", "--kernel", version]);
+        assert!(
+            p.contains("\nSubject: [PATCH] arm64: lib: __arch_copy_from_user, __arch_copy_to_user from copygen's a64-overlap\n"),
+            "{p}"
+        );
+        // Verified before writing: both roles fault-injected under qemu-aarch64.
+        assert!(
+            p.contains("a64_overlap_from_user: 92264 cases, 0 violations"),
+            "{p}"
+        );
+        assert!(
+            p.contains("a64_overlap_to_user: 92264 cases, 0 violations"),
+            "{p}"
+        );
+        // The generated file replaces copy_from_user.o and copy_to_user.o
+        // in the Makefile, and defines and exports arm64's own symbols.
+        assert!(p.contains("+++ b/arch/arm64/lib/copygen_user.S\n"));
+        assert!(p.contains(
+            "-lib-y\t\t:= clear_user.o delay.o copy_from_user.o\t\t\\\n-\t\t   copy_to_user.o copy_page.o\t\t\t\t\\\n"
+        ));
+        assert!(p.contains(
+            "+lib-y\t\t:= clear_user.o delay.o copygen_user.o\t\t\t\\\n+\t\t   copy_page.o\t"
+        ));
+        for sym in ["__arch_copy_from_user", "__arch_copy_to_user"] {
+            assert!(p.contains(&format!("+SYM_FUNC_START({sym})\n")));
+            assert!(p.contains(&format!("+EXPORT_SYMBOL({sym})\n")));
+        }
+        assert!(p.contains("+\t_asm_extable_uaccess\t"));
+        if let Some(t) = tree(version) {
+            applies(t, &p).unwrap_or_else(|e| panic!("{version}: {e}"));
+        }
+    }
+    // arm64 calls one routine per direction.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("both.toml");
+    std::fs::write(
+        &file,
+        "name = \"both\"\ndescription = \"d\"\narch = \"aarch64\"\nroutine = \"both\"\n\
+         [methods.b]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n",
+    )
+    .unwrap();
+    let o = copygen()
+        .args(["kernel-patch", file.to_str().unwrap(), "--kernel", "6.12"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains(
+        "calls __arch_copy_from_user and __arch_copy_to_user: use one routine per direction"
+    ));
 }

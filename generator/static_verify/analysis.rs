@@ -75,6 +75,9 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
             // A fault leaves before the instruction has any effect.
             let mut s = exec.clone();
             s.flags = None;
+            for &r in &insn.fault_moves {
+                s.regs[r] = Val::derived([s.regs[r]]);
+            }
             outs.push((fx, s));
         }
         let after = func.transfer(k, &exec);
@@ -102,24 +105,41 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
             }
         }
         let insn = &func.insns[k];
+        // A condition the state decides (a compare of a known constant)
+        // prunes the edges that cannot be taken.
+        let decided = match insn.flow {
+            Flow::CondJump(_) => decide(insn.cc, &after),
+            _ if insn.cond_exec => decide(insn.cc, &st),
+            _ => None,
+        };
         for &s in &func.succ[k] {
             let on_fall = Some(s) == func.fall[k];
             let o = match insn.flow {
-                Flow::CondJump(_) => {
+                Flow::CondJump(t) => {
+                    let taken = !on_fall;
+                    // (A jump to the next instruction goes there either way.)
+                    let to_next = func.index.get(&t).copied() == func.fall[k];
+                    if decided.is_some_and(|d| d != taken) && !to_next {
+                        continue;
+                    }
                     let mut o = after.clone();
-                    refine(insn.cc, &mut o, !on_fall);
+                    refine(insn.cc, &mut o, taken);
                     o
                 }
                 _ if insn.cond_exec && on_fall => {
                     // Skipped, or (when it falls through) run.
                     let mut skip = st.clone();
                     refine(insn.cc, &mut skip, false);
-                    if insn.flow == Flow::Next {
-                        skip.join(&after)
-                    } else {
-                        skip
+                    match (decided, insn.flow) {
+                        (Some(false), _) => skip,
+                        (Some(true), Flow::Next) => after.clone(),
+                        (Some(true), _) => continue,
+                        (None, Flow::Next) => skip.join(&after),
+                        (None, _) => skip,
                     }
                 }
+                // Where a conditional instruction goes when it runs.
+                _ if insn.cond_exec && decided == Some(false) => continue,
                 _ => after.clone(),
             };
             outs.push((s, o));
@@ -154,6 +174,47 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
         }
     }
     states
+}
+
+/// Whether condition `cc` holds, when the last compare is of a known
+/// constant (or of low bits the state knows). Unsigned conditions are
+/// left undecided against 0: after `subs rd, rn, #k` the compare recorded
+/// is rd's with 0, while the carry is rn's with k.
+pub(super) fn decide(cc: Cc, st: &State) -> Option<bool> {
+    let c = st.flags?;
+    let v = st.regs[c.reg];
+    if c.mask != 0 {
+        if c.mask >> v.low.bits != 0 {
+            return None;
+        }
+        let zero = v.low.residue & c.mask == 0;
+        return match cc {
+            Cc::Eq => Some(zero),
+            Cc::Ne => Some(!zero),
+            _ => None,
+        };
+    }
+    // Values both widths read alike (so a 32-bit compare means the same).
+    let small = |x: i64| i32::try_from(x).is_ok();
+    let k = v.konst_value().filter(|&k| small(k))?;
+    let imm = if c.test { 0 } else { c.imm };
+    if !small(imm) {
+        return None;
+    }
+    let unsigned = !c.test && k >= 0 && imm > 0;
+    match cc {
+        Cc::Eq => Some(k == imm),
+        Cc::Ne => Some(k != imm),
+        Cc::Hs if unsigned => Some(k >= imm),
+        Cc::Lo if unsigned => Some(k < imm),
+        Cc::Hi if unsigned => Some(k > imm),
+        Cc::Ls if unsigned => Some(k <= imm),
+        Cc::Ge if !c.test => Some(k >= imm),
+        Cc::Lt if !c.test => Some(k < imm),
+        Cc::Gt if !c.test => Some(k > imm),
+        Cc::Le if !c.test => Some(k <= imm),
+        _ => None,
+    }
 }
 
 /// Narrow the length bound on the edge where condition `cc` is `taken`.

@@ -400,6 +400,7 @@ fn decode(
             flow,
             cc: cc(cond),
             cond_exec,
+            fault_moves: Vec::new(),
             uses: regs_of(ins.uses()).into_iter().map(|r| (r, 8)).collect(),
             // A conditional write may not happen: it kills nothing.
             defs: if cond_exec {
@@ -664,7 +665,7 @@ fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
             let v = st.regs[*rn as usize];
             s.regs[*rd as usize] = if *imm < 1 << 16 {
                 // A small mask leaves a small integer, whatever it masked.
-                Val::bounded(0, *imm as i64)
+                v.masked(*imm as u64)
             } else {
                 Val::derived([v]).with_low(v.low.and_zero(!*imm as u64))
             };

@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::{AbiSpec, NREGS};
-use super::analysis::{analyse, entry_state, first_write, fixup_paths, liveness};
+use super::analysis::{analyse, decide, entry_state, first_write, fixup_paths, liveness};
 use super::arm;
 use super::cfg::Func;
-use super::domain::{State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
+use super::domain::{Low, State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
 use super::isa::{isa_for, Flow, Insn, Mem, MemKind, Touch};
 use super::report::{FunctionReport, Severity, UserSide};
 use crate::checks::objfile::{FnSym, Loc, ObjectFile};
@@ -116,6 +116,7 @@ pub(super) fn check_function(
     // Every fixup reaches a return; a wide access's fixup copies a byte
     // before it gives up (the progress rule), unless the access cannot
     // straddle a page (it is aligned to its width).
+    let mut no_retry = Vec::new();
     for (&k, &fx) in func.fault.clone().iter() {
         let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
             continue;
@@ -128,8 +129,27 @@ pub(super) fn check_function(
                 format!("its fixup {} never reaches a return", func.describe(fx)),
             );
         }
-        let wide = func.insns[k].width > 1;
-        if wide && !byte && !aligned(&func.insns[k], &st) {
+        if func.insns[k].width > 1 && !byte && !aligned(&func.insns[k], &st, side, abi) {
+            no_retry.push((k, fx));
+        }
+    }
+    // What one analysis cannot prove aligned may be, case by case: a byte
+    // prologue (`ands ip, r0, #3`, then 4 - ip conditional byte stores)
+    // aligns each residue of the pointer on its own path.
+    let cases = if no_retry.is_empty() {
+        Vec::new()
+    } else {
+        by_alignment(&mut func, abi, target, side)
+    };
+    for (k, fx) in no_retry {
+        let aligned_in = |states: &Vec<Option<State>>| match &states[k] {
+            None => true,
+            Some(s) if func.insns[k].cond_exec && decide(func.insns[k].cc, s) == Some(false) => {
+                true
+            }
+            Some(s) => aligned(&func.insns[k], &func.exec_state(k, s), side, abi),
+        };
+        if cases.is_empty() || !cases.iter().all(aligned_in) {
             func.finding(
                 Severity::Error,
                 k,
@@ -198,6 +218,42 @@ pub(super) fn check_function(
     (report, covered)
 }
 
+/// The analysis once per alignment of the user pointer(s) at entry (each
+/// residue modulo the pointer width; for a routine serving both sides,
+/// each pair): together the runs cover every entry, and in each the
+/// pointer's low bits are known, so a prologue that branches on them is
+/// followed exactly.
+fn by_alignment(
+    func: &mut Func,
+    abi: &AbiSpec,
+    target: &Target,
+    side: UserSide,
+) -> Vec<Vec<Option<State>>> {
+    let width = abi.ptr as u64;
+    let bits = width.trailing_zeros() as u8;
+    let pointers: Vec<u32> = [DST, SRC]
+        .into_iter()
+        .filter(|&t| user_tag(side) & t != 0)
+        .collect();
+    let mut runs = Vec::new();
+    for case in 0..width.pow(pointers.len() as u32) {
+        let mut entry = entry_state(abi, target.fixed);
+        for (j, &tag) in pointers.iter().enumerate() {
+            let low = Low {
+                bits,
+                residue: case / width.pow(j as u32) % width,
+            };
+            for v in entry.regs.iter_mut().chain(entry.stack.values_mut()) {
+                if v.tags == tag {
+                    v.low = low;
+                }
+            }
+        }
+        runs.push(analyse(func, entry));
+    }
+    runs
+}
+
 /// The tags of the user pointer(s).
 fn user_tag(side: UserSide) -> u32 {
     match side {
@@ -244,11 +300,13 @@ fn reach(m: &Mem, st: &State, side: UserSide, abi: &AbiSpec) -> Reach {
 }
 
 /// Every user memory operand of `i` is aligned to its size (so it cannot
-/// straddle a page).
-fn aligned(i: &Insn, st: &State) -> bool {
+/// straddle a page); the kernel side (the other operand of a `movs`) never
+/// faults.
+fn aligned(i: &Insn, st: &State, side: UserSide, abi: &AbiSpec) -> bool {
     i.mems
         .iter()
         .filter(|m| m.kind != MemKind::Prefetch && m.size > 1)
+        .filter(|m| !matches!(reach(m, st, side, abi), Reach::Kernel))
         .all(|m| {
             let index_ok = m.index.is_none_or(|x| st.regs[x].konst_value() == Some(0));
             index_ok

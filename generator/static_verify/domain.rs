@@ -31,8 +31,9 @@ const LOW_BITS: u8 = 12;
 /// One register or stack slot: the set of things it may derive from
 /// (`tags`: the pointers, the length, entry values `1 << r`, ...), plus
 /// what is known of its value. `off` is meaningful when `tags` is exactly
-/// `SRC` (`src_end - value == LEN + off`), `LEN` (`value == LEN + off`) or
-/// `CONST` (`value == off`).
+/// `SRC` (`src_end - value == LEN + off`), `LEN` (`value == LEN + off`),
+/// `CONST` (`value == off`) or `STACK` (`value == entry sp + off`: a frame
+/// pointer, through which stack slots are addressed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Val {
     pub(super) tags: u32,
@@ -69,6 +70,33 @@ impl Low {
         Low {
             bits: self.bits,
             residue: self.residue.wrapping_add(k as u64) & self.mask(),
+        }
+    }
+    /// After adding a value whose low bits are `o` (or subtracting it,
+    /// `sign` -1): known as far as both are.
+    pub(super) fn add_low(self, o: Low, sign: i64) -> Low {
+        let bits = self.bits.min(o.bits);
+        let o = o.residue.wrapping_mul(sign as u64);
+        Low {
+            bits,
+            residue: self.residue.wrapping_add(o) & ((1 << bits) - 1),
+        }
+    }
+    /// Of `-value`.
+    pub(super) fn neg(self) -> Low {
+        Low::zeros(self.bits).add_low(self, -1)
+    }
+    /// Of `value * k` (`k` > 0): a power of two shifts what is known up.
+    pub(super) fn times(self, k: i64) -> Low {
+        let shift = if k > 0 && (k as u64).is_power_of_two() {
+            k.trailing_zeros() as u8
+        } else {
+            0
+        };
+        let bits = (self.bits + shift).min(LOW_BITS);
+        Low {
+            bits,
+            residue: self.residue.wrapping_mul(k as u64) & ((1 << bits) - 1),
         }
     }
     /// The low bits both know.
@@ -137,6 +165,15 @@ impl Val {
             low: Low::of(k),
         }
     }
+    /// The address `off` bytes from the entry stack pointer (None: somewhere
+    /// on the own stack).
+    pub(super) fn stack(off: Option<i64>) -> Val {
+        Val::tagged(STACK, off)
+    }
+    /// Its offset from the entry stack pointer, when it is a known one.
+    pub(super) fn stack_offset(self) -> Option<i64> {
+        self.off.filter(|_| self.tags == STACK)
+    }
     /// A constant in `lo..=hi`.
     pub(super) fn bounded(lo: i64, hi: i64) -> Val {
         if lo == hi {
@@ -162,6 +199,20 @@ impl Val {
             Val::OTHER
         } else {
             Val::tagged(tags, None)
+        }
+    }
+    /// `value & mask` for a small `mask` (below 2^16): a constant when the
+    /// known low bits cover the mask (`ands ip, r0, #3` on a destination
+    /// of known alignment), else an integer in `0..=mask`.
+    pub(super) fn masked(self, mask: u64) -> Val {
+        if mask >> self.low.bits == 0 {
+            Val::konst((self.low.residue & mask) as i64)
+        } else {
+            // (`and $7` of a value known mod 4: still known mod 4.)
+            Val::bounded(0, mask as i64).with_low(Low {
+                bits: self.low.bits,
+                residue: self.low.residue & mask,
+            })
         }
     }
     pub(super) fn with_low(self, low: Low) -> Val {
@@ -204,8 +255,8 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
         let low = a.low.add(k);
         return if a.tags == SRC {
             Val::tagged(SRC, a.off.map(|c| c - k)).with_low(low)
-        } else if a.tags == LEN {
-            Val::tagged(LEN, a.off.map(|o| o + k))
+        } else if a.tags == LEN || a.tags == STACK {
+            Val::tagged(a.tags, a.off.map(|o| o + k)).with_low(low)
         } else if let Some(c) = a.konst_value() {
             Val::konst(c + k)
         } else {

@@ -135,6 +135,9 @@ pub(super) struct Insn {
     pub(super) defs: Vec<(usize, usize)>,
     /// Every GPR it may write.
     pub(super) written: Vec<usize>,
+    /// GPRs a fault may leave part-way (a `rep movs` stopped mid-copy):
+    /// the fixup sees them moved by an unknown amount.
+    pub(super) fault_moves: Vec<usize>,
     /// GPRs whose values flow into the written ones (not address registers
     /// of a memory operand): what a write it does not model may derive from.
     pub(super) inputs: Vec<usize>,

@@ -251,6 +251,11 @@ fn facts(
         flow,
         cc: cond,
         cond_exec: false,
+        fault_moves: if i.has_rep_prefix() || i.has_repe_prefix() || i.has_repne_prefix() {
+            written.clone()
+        } else {
+            Vec::new()
+        },
         mems,
         uses,
         defs,
@@ -282,13 +287,23 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     };
     let wide0 =
         i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().size() == pw;
-    let val = |r: Register| gpr(r).map(|g| st.regs[g]).unwrap_or(Val::OTHER);
+    // The stack pointer reads as its place on the stack (`mov %esp, %ebp`
+    // makes a frame pointer); its register keeps its entry tag.
+    let val = |r: Register| match gpr(r) {
+        Some(RSP) => Val::stack(st.sp),
+        Some(g) => st.regs[g],
+        None => Val::OTHER,
+    };
+    // The slot a memory operand names: the stack pointer or a frame
+    // pointer plus a displacement.
     let stack_slot = |s: &State| -> Option<i64> {
-        (i.memory_base().full_register() == Register::RSP || i.memory_base() == Register::ESP)
-            .then_some(())
-            .and(s.sp)
-            .filter(|_| i.memory_index() == Register::None)
-            .map(|sp| sp + displacement(i, abi))
+        let base = match gpr(i.memory_base()) {
+            Some(RSP) => s.sp,
+            Some(g) => s.regs[g].stack_offset(),
+            None => None,
+        };
+        base.filter(|_| i.memory_index() == Register::None)
+            .map(|b| b + displacement(i, abi))
     };
 
     // Generic effects first: every written GPR may now derive from what
@@ -304,6 +319,15 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     }
     if i.rflags_modified() != 0 {
         s.flags = None;
+    }
+    // A stack slot written by anything the match below does not model
+    // (`incl -16(%ebp)`) may now derive from what it held and what flowed in.
+    if insn.mems.iter().any(|m| m.kind != MemKind::Load) {
+        if let Some(slot) = stack_slot(st) {
+            let old = st.stack.get(&slot).copied().unwrap_or(Val::ANY);
+            let v = Val::derived(insn.inputs.iter().map(|&g| st.regs[g]).chain([old]));
+            s.stack.insert(slot, v);
+        }
     }
 
     let m = i.mnemonic();
@@ -321,7 +345,10 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         }
         Mnemonic::Mov if i.op_count() == 2 => match (i.op0_kind(), i.op1_kind()) {
             (OpKind::Register, OpKind::Register) => {
-                if let Some(d) = reg0 {
+                if reg0 == Some(RSP) {
+                    // `mov %ebp, %esp`: back to the frame pointer's place.
+                    s.sp = val(i.op1_register()).stack_offset().filter(|_| wide0);
+                } else if let Some(d) = reg0 {
                     s.regs[d] = if wide0 {
                         val(i.op1_register())
                     } else {
@@ -354,15 +381,26 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             _ => {}
         },
         Mnemonic::Push => {
-            let v = if i.op0_kind() == OpKind::Register {
-                val(i.op0_register())
-            } else {
-                Val::OTHER
+            let v = match i.op0_kind() {
+                OpKind::Register => val(i.op0_register()),
+                // `pushl 12(%ebp)`: what the slot holds, if known.
+                OpKind::Memory => stack_slot(st)
+                    .and_then(|slot| st.stack.get(&slot).copied())
+                    .unwrap_or(Val::ANY),
+                _ => Val::OTHER,
             };
             s.sp = st.sp.map(|sp| sp - abi.ptr);
             if let Some(sp) = s.sp {
                 s.stack.insert(sp, v);
             }
+        }
+        Mnemonic::Leave => {
+            // `mov %ebp, %esp; pop %ebp`
+            let frame = st.regs[5].stack_offset();
+            s.regs[5] = frame
+                .and_then(|f| st.stack.get(&f).copied())
+                .unwrap_or(Val::ANY);
+            s.sp = frame.map(|f| f + abi.ptr);
         }
         Mnemonic::Pop => {
             if let (Some(d), Some(sp)) = (reg0, st.sp) {
@@ -396,12 +434,19 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             let Some(d) = reg0 else { return s };
             let (b, x) = (val(i.memory_base()), val(i.memory_index()));
             let disp = displacement(i, abi);
+            if d == RSP {
+                // `lea -12(%ebp), %esp`
+                s.sp = stack_slot(st).filter(|_| wide0);
+                return s;
+            }
             s.regs[d] = if !wide0 {
                 Val::OTHER
             } else if i.memory_index() == Register::None && b.tags == SRC {
                 Val::tagged(SRC, b.off.map(|c| c - disp))
             } else if i.memory_index() == Register::None && b.tags == LEN {
                 Val::tagged(LEN, b.off.map(|o| o + disp))
+            } else if let Some(slot) = stack_slot(st) {
+                Val::stack(Some(slot))
             } else if gpr(i.memory_base()) == Some(RSP) {
                 Val::tagged(STACK, None)
             } else if i.memory_index() == Register::None {
@@ -422,15 +467,25 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 s.regs[b] = st.regs[a];
             }
         }
+        Mnemonic::And if reg0 == Some(RSP) => {
+            // Realigning the stack: its place is no longer known.
+            s.sp = None;
+        }
+        Mnemonic::Neg if wide0 => {
+            if let Some(d) = reg0 {
+                let v = st.regs[d];
+                s.regs[d] = Val::derived([v]).with_low(v.low.neg());
+            }
+        }
         Mnemonic::And if i.op_count() == 2 && is_imm(i.op1_kind()) => {
             let Some(d) = reg0 else { return s };
             let k = imm_of(i, 1);
+            let v = st.regs[d];
             s.regs[d] = if (0..1 << 16).contains(&k) {
                 // A small mask leaves a small integer, whatever it masked.
-                Val::bounded(0, k)
+                v.masked(k as u64)
             } else {
                 // Rounding down (`and $-8`) keeps the pointer, now aligned.
-                let v = st.regs[d];
                 Val::derived([v]).with_low(v.low.and_zero(!(k as u64)))
             };
         }
@@ -455,11 +510,20 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             if i.op0_kind() == OpKind::MemoryESEDI || i.op0_kind() == OpKind::MemoryESRDI =>
         {
             // The string pointers advance: still the same pointers; the
-            // count is a count.
+            // count is a count. `rep` moves them by the count's elements
+            // (what is known of its low bits) and leaves it zero.
+            let rep = i.has_rep_prefix() || i.has_repe_prefix();
+            let step = i.memory_size().size() as i64;
+            let moved = if rep {
+                Val::OTHER.with_low(st.regs[1].low.times(step))
+            } else {
+                Val::konst(step)
+            };
             for r in [6usize, 7] {
-                s.regs[r] = Val::derived([st.regs[r]]);
+                let v = st.regs[r];
+                s.regs[r] = Val::derived([v]).with_low(v.low.add_low(moved.low, 1));
             }
-            s.regs[1] = Val::OTHER;
+            s.regs[1] = if rep { Val::konst(0) } else { Val::OTHER };
         }
         Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
             if let Some(r) = reg0 {

@@ -274,3 +274,24 @@ else
         },
     }
 }
+
+/// The same lines in 6.1 and 6.12.
+pub fn aarch64_makefile(_v: KernelVersion) -> Excerpt {
+    Excerpt {
+        path: "arch/arm64/lib/Makefile",
+        line: 1,
+        text: r#"# SPDX-License-Identifier: GPL-2.0
+
+# KCSAN uses udelay for introducing watchpoint delay; avoid recursion.
+KCSAN_SANITIZE_delay.o := n
+
+lib-y		:= clear_user.o delay.o copy_from_user.o		\
+		   copy_to_user.o copy_page.o				\
+		   clear_page.o csum.o insn.o memchr.o memcpy.o		\
+		   memset.o memcmp.o strcmp.o strncmp.o strlen.o	\
+		   strnlen.o strchr.o strrchr.o tishift.o
+
+ifeq ($(CONFIG_KERNEL_MODE_NEON), y)
+"#,
+    }
+}

@@ -1,0 +1,74 @@
+//! `copygen diff`: two versions of the code compared for review.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{parse_arch, parse_flavor, Failure};
+
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// Old side.
+    old: String,
+    /// New side.
+    new: String,
+    /// Architecture of foreign .S files (i386, x86_64, armv6, aarch64); for strategy files, overrides theirs.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Only this flavour (linux, standalone); for foreign .S files, their flavour.
+    #[arg(long)]
+    flavor: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+    /// Also time the old and new versions of every changed routine (JIT).
+    #[arg(long)]
+    bench: bool,
+    /// No ANSI colours even on a terminal.
+    #[arg(long)]
+    no_color: bool,
+    /// Keep the assembled objects in DIR/old and DIR/new.
+    #[arg(long, value_name = "DIR")]
+    save_objects: Option<PathBuf>,
+}
+
+pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
+    use copygen::tools::review;
+    use std::io::IsTerminal;
+    let flavor = match a.flavor {
+        None => None,
+        f => Some(parse_flavor(f)?[0]),
+    };
+    let opts = review::Options {
+        arch: parse_arch(a.arch)?,
+        flavor,
+        save_objects: a.save_objects,
+        cwd: None,
+    };
+    // Bad input (a revision, file or strategy) exits 2; differences do not.
+    let classify = |e: anyhow::Error| -> Failure {
+        if let Some(ie) = e.downcast_ref::<review::InputError>() {
+            return Failure::Input(ie.to_string());
+        }
+        Failure::from(e)
+    };
+    let old = review::load_side(&a.old, &opts).map_err(classify)?;
+    let new = review::load_side(&a.new, &opts).map_err(classify)?;
+    let report = review::diff(&old, &new, &opts).map_err(classify)?;
+    let bench = if a.bench {
+        Some(review::bench_changed(&report, &old, &new)?)
+    } else {
+        None
+    };
+    if a.json {
+        print!("{}", review::render_json(&report));
+    } else {
+        let color = !a.no_color
+            && std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none();
+        print!("{}", review::render_text(&report, color));
+    }
+    if let Some(b) = bench {
+        print!("{b}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

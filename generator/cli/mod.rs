@@ -1,0 +1,113 @@
+//! What every subcommand shares: how a failure becomes an exit code, the
+//! `--arch`/`--flavor` values, and strategy arguments (a file or a catalog
+//! name).
+
+pub mod bench;
+pub mod diff;
+pub mod emit;
+pub mod kernel_patch;
+pub mod tune;
+pub mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use copygen::front::catalog::catalog;
+use copygen::front::diagnostics::StrategyError;
+use copygen::front::parse;
+use copygen::front::strategy::{Arch, Flavor, Strategy};
+
+/// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
+pub enum Failure {
+    Input(String),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        match e.downcast::<StrategyError>() {
+            Ok(se) => Failure::Input(se.to_string()),
+            Err(e) => Failure::Other(e),
+        }
+    }
+}
+
+impl From<StrategyError> for Failure {
+    fn from(e: StrategyError) -> Self {
+        Failure::Input(e.to_string())
+    }
+}
+
+pub fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
+    match f {
+        None => Ok(Flavor::ALL.to_vec()),
+        Some(f) => Flavor::parse(&f).map(|f| vec![f]).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown flavour `{f}`; copygen emits linux and standalone"
+            ))
+        }),
+    }
+}
+
+pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
+    match a {
+        None => Ok(None),
+        Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown architecture `{a}`; copygen targets i386, x86_64, armv6 and aarch64"
+            ))
+        }),
+    }
+}
+
+/// Generated text to stdout (a closed pipe is an error, not a panic).
+pub fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
+    copygen::output::write::write_file(std::path::Path::new("-"), &String::from_utf8_lossy(bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every strategy file, validated; the errors of every file at once.
+pub fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, Failure> {
+    let mut strategies = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match strategy_arg(f, arch) {
+            Ok(s) => strategies.push(s),
+            Err(Failure::Input(msg)) => errors.push(msg),
+            Err(other) => return Err(other),
+        }
+    }
+    if errors.is_empty() {
+        Ok(strategies)
+    } else {
+        Err(Failure::Input(errors.join("\n\n")))
+    }
+}
+
+/// What was run, for plot titles and JSON: `copygen` and its arguments.
+pub fn command_line() -> String {
+    std::iter::once("copygen".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A strategy argument: a file (`.toml`, or any path that exists) or the
+/// name of a catalog strategy, as `bench` takes them.
+pub fn strategy_arg(arg: &std::path::Path, arch: Option<Arch>) -> Result<Strategy, Failure> {
+    if arg.extension().is_some_and(|e| e == "toml") || arg.exists() {
+        return Ok(parse::load(arg, arch)?);
+    }
+    let name = arg.to_string_lossy();
+    let catalog = catalog()?;
+    match catalog.into_iter().find(|s| s.name == name) {
+        Some(s) if arch.is_none_or(|a| a == s.arch) => Ok(s),
+        Some(s) => Err(Failure::Input(format!(
+            "error: catalog strategy `{name}` is {}; copy its file to build it for another architecture",
+            s.arch
+        ))),
+        None => Err(Failure::Input(format!(
+            "error: `{name}` is neither a file nor a catalog strategy (`copygen list` names them)"
+        ))),
+    }
+}

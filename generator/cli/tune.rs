@@ -1,0 +1,189 @@
+//! `copygen tune`: search x86_64 strategies for this CPU.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use copygen::front::parse;
+use copygen::front::strategy::Arch;
+
+use super::{command_line, Failure};
+
+#[derive(clap::Args)]
+pub struct TuneArgs {
+    /// A strategy to start from: its name, directions, linux options and
+    /// precision are kept, and it competes as it is.
+    base: Option<PathBuf>,
+    /// Size distribution to tune on (llvm-libc CSV; a file or a built-in
+    /// name); repeatable.
+    #[arg(long, value_name = "FILE.csv", required_unless_present = "merge")]
+    distribution: Vec<String>,
+    /// Combine tune results from several CPUs (files `copygen tune` wrote)
+    /// into one per-CPU strategy: a variant per CPU, conditioned on the
+    /// feature bits it has; fault-checked before it is written.
+    #[arg(long, value_name = "TUNED.toml", num_args = 2.., conflicts_with_all = ["base", "distribution"])]
+    merge: Vec<PathBuf>,
+    /// Seconds for the whole run (search about 70 %, then confirmation,
+    /// fault suite and report).
+    #[arg(long, default_value_t = 180.0)]
+    budget: f64,
+    /// Write the tuned strategy here (default: stdout, after the report).
+    #[arg(short, long, value_name = "OUT.toml")]
+    output: Option<PathBuf>,
+    /// Name of the tuned strategy (default: the base's, else `tuned`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Also report on these distributions (default: the built-in ones not tuned on).
+    #[arg(long, value_name = "FILE.csv")]
+    also: Vec<String>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write an SVG plot of the final measurement here.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Seed of the search and the sequences.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
+    if !a.merge.is_empty() {
+        return cmd_merge(&a);
+    }
+    use copygen::tools::bench::distribution::{Distribution, BUILTIN};
+    use copygen::tools::tune;
+    let load = |names: &[String]| -> Result<Vec<Distribution>, Failure> {
+        names
+            .iter()
+            .map(|d| Distribution::load(d))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))
+    };
+    let dists = load(&a.distribution)?;
+    let mut extra = if a.also.is_empty() {
+        BUILTIN
+            .iter()
+            .filter(|(n, _)| !dists.iter().any(|d| d.name == *n))
+            .map(|(n, _)| Distribution::load(n))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        load(&a.also)?
+    };
+    extra.retain(|e| !dists.iter().any(|d| d.name == e.name));
+    if !(a.budget.is_finite() && a.budget > 0.0) {
+        return Err(Failure::Input(
+            "error: --budget is a positive number of seconds".into(),
+        ));
+    }
+    let base = a
+        .base
+        .as_deref()
+        .map(|p| parse::load(p, None))
+        .transpose()?;
+    if let Some(b) = &base {
+        if b.arch != Arch::X86_64 {
+            return Err(Failure::Input(format!(
+                "error: {}: tune measures x86_64 strategies on this CPU; this one is {}",
+                b.source, b.arch
+            )));
+        }
+    }
+    let mut header = match &base {
+        Some(b) => tune::Header::from_base(b),
+        None => tune::Header::new("tuned"),
+    };
+    if let Some(n) = &a.name {
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(Failure::Input(format!(
+                "error: --name `{n}`: letters, digits, - and _ only"
+            )));
+        }
+        header.name = n.clone();
+    }
+    let opts = tune::Options {
+        dists,
+        extra,
+        budget: std::time::Duration::from_secs_f64(a.budget),
+        header,
+        base,
+        seed: a.seed,
+    };
+    let bar = indicatif::ProgressBar::new(1000);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("tune [{bar:30}] {elapsed}/{msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    let budget = a.budget;
+    let outcome = tune::tune(&opts, &|frac, msg| {
+        bar.set_position((frac.min(1.0) * 1000.0) as u64);
+        bar.set_message(format!("{budget:.0}s {msg}"));
+    })?;
+    bar.finish_and_clear();
+    let mut outcome = outcome;
+    outcome.report.command = command_line();
+    print!("{}", tune::report_text(&outcome));
+    if let Some(p) = &a.json {
+        let j = tune::report_json(&outcome, opts.dists.len());
+        copygen::output::write::write_file(
+            p,
+            &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
+        )?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    match &a.output {
+        Some(p) => {
+            copygen::output::write::write_file(p, &outcome.text)?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("\n{}", outcome.text),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `copygen tune --merge`: validated (the text parses back to the merged
+/// strategy) and fault-checked (every variant) before anything is written.
+fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
+    use copygen::tools::tune::merge::{merge, Input};
+    let inputs = a
+        .merge
+        .iter()
+        .map(|p| {
+            let text = parse::read_text(p).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok(Input {
+                path: p.clone(),
+                text,
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let (_, text) = merge(&inputs, a.name.as_deref()).map_err(Failure::Input)?;
+    let out_name = a
+        .output
+        .as_deref()
+        .unwrap_or(std::path::Path::new("merged.toml"));
+    let s = parse::parse(out_name, &text, None).map_err(|e| Failure::Input(e.to_string()))?;
+    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(anyhow::Error::from)?;
+    eprint!("{report}");
+    if !ok {
+        eprintln!("error: the merged strategy failed the JIT fault suite; nothing written");
+        return Ok(ExitCode::from(1));
+    }
+    match &a.output {
+        Some(p) => {
+            copygen::output::write::write_file(p, &text)?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,175 @@
+//! `copygen verify` (static checks, then fault injection on each CPU mode)
+//! and `copygen jit` (the in-process fault suite).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::{Arch, Strategy};
+
+use super::{load_all, parse_arch, parse_flavor, Failure};
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// Strategy files; without any, the whole built-in catalog.
+    files: Vec<PathBuf>,
+    /// Only this architecture (catalog), or build the files for it instead of theirs.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Strategies run at once.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Static verification only, of `.S`/`.o` files (ours or hand-written) or
+    /// strategy files: exception-table coverage, preserved registers, no
+    /// vector state in the linux flavour, no unguarded read-ahead.
+    #[arg(long = "static")]
+    static_only: bool,
+    /// With --static: flavour of `.S` files without a copygen header.
+    #[arg(long, requires = "static_only")]
+    flavor: Option<String>,
+    /// With --static: x86_64 linux calling convention, c or rep_movs.
+    #[arg(long, requires = "static_only")]
+    convention: Option<String>,
+    /// With --static: i386 arguments in eax/edx/ecx (default for the linux flavour).
+    #[arg(long, conflicts_with = "cdecl", requires = "static_only")]
+    regparm: bool,
+    /// With --static: i386 arguments on the stack (default for standalone).
+    #[arg(long, requires = "static_only")]
+    cdecl: bool,
+    /// With --static: the routines own the vector state (MMX/SSE/AVX, ARM VFP allowed).
+    #[arg(long, requires = "static_only")]
+    allow_vector: bool,
+    /// With --static: code the analysis cannot reach or follow (an indirect
+    /// jump, code no path reaches) is a warning instead of an error.
+    #[arg(long, requires = "static_only")]
+    allow_unanalysed: bool,
+    /// With --static: check this function, NAME[:from_user|to_user|both[:c|rep_movs]]
+    /// (repeatable; default: every function with exception-table entries and
+    /// every *_from_user / *_to_user; the user side defaults to the name's, else both).
+    #[arg(
+        long = "function",
+        value_name = "NAME[:SIDE[:CONV]]",
+        requires = "static_only"
+    )]
+    functions: Vec<String>,
+}
+
+pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    use copygen::static_verify::{check_object, check_strategies, render_reports};
+    let arch = parse_arch(args.arch.clone())?;
+    let options = static_options(&args, arch)?;
+    // Hand-written assembly (and, with --static, objects) is checked as it
+    // is; everything else is a strategy (a file or a catalog name).
+    let is_code = |f: &PathBuf| {
+        f.extension()
+            .is_some_and(|e| e == "S" || e == "s" || (args.static_only && e == "o"))
+    };
+    let asm: Vec<&PathBuf> = args.files.iter().filter(|f| is_code(f)).collect();
+    let strategies: Vec<Strategy> = if args.files.is_empty() {
+        catalog()?
+            .into_iter()
+            .filter(|s| arch.is_none_or(|a| s.arch == a))
+            .collect()
+    } else {
+        let strategy_files: Vec<PathBuf> =
+            args.files.iter().filter(|f| !is_code(f)).cloned().collect();
+        load_all(&strategy_files, arch)?
+    };
+    let asm_reports = asm
+        .iter()
+        .map(|f| check_object(f, &options))
+        .collect::<Result<Vec<_>>>()?;
+    // Static first (seconds), then fault injection (the long part).
+    let mut reports = check_strategies(&strategies, &options)?;
+    reports.extend(asm_reports.iter().cloned());
+    let (text, static_ok) = render_reports(&reports);
+    print!("{text}");
+    if args.static_only {
+        return Ok(if static_ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let mut outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    for (f, r) in asm.iter().zip(&asm_reports) {
+        outcomes.push(copygen::checks::verify::fault_asm_file(f, r));
+    }
+    print!("{}", copygen::checks::verify::table(&outcomes));
+    let faults_ok = !outcomes.iter().any(|o| o.failed());
+    Ok(if static_ok && faults_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn static_options(
+    args: &VerifyArgs,
+    arch: Option<Arch>,
+) -> Result<copygen::static_verify::Options, Failure> {
+    use copygen::static_verify::{parse_convention, FunctionSpec};
+    let convention = match args.convention.as_deref() {
+        None => None,
+        Some(c) => Some(parse_convention(c).ok_or_else(|| {
+            Failure::Input(format!(
+                "error: unknown convention `{c}`; use c or rep_movs"
+            ))
+        })?),
+    };
+    let functions = args
+        .functions
+        .iter()
+        .map(|s| {
+            FunctionSpec::parse(s).map_err(|e| Failure::Input(format!("error: --function {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let flavor = match &args.flavor {
+        None => None,
+        f => Some(parse_flavor(f.clone())?[0]),
+    };
+    Ok(copygen::static_verify::Options {
+        arch,
+        flavor,
+        convention,
+        regparm: (args.regparm || args.cdecl).then_some(args.regparm),
+        allow_vector: args.allow_vector,
+        allow_unanalysed: args.allow_unanalysed,
+        dispatchers: Vec::new(),
+        functions,
+        roles: Vec::new(),
+    })
+}
+
+#[derive(clap::Args)]
+pub struct JitArgs {
+    /// Strategy files or catalog names.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Architecture instead of the file's (only x86_64 runs in-process).
+    #[arg(long)]
+    arch: Option<String>,
+}
+
+pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
+    let JitArgs { files, arch } = a;
+    let arch = parse_arch(arch)?;
+    // Every input is validated before anything runs.
+    let strategies = load_all(&files, arch)?;
+    let mut all_ok = true;
+    for s in &strategies {
+        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
+            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+            e => Failure::Other(e.into()),
+        })?;
+        print!("{report}");
+        all_ok &= ok;
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,176 @@
+//! Per-CPU variants of a strategy.
+
+use super::*;
+
+/// Per-CPU variants (`crate::variants`): names, conditions, one default
+/// (the last), each variant's methods (the strategy's, overridden by name)
+/// and dispatch (its own, or the strategy's).
+impl Validator<'_> {
+    /// The variants; `Ok(None)` when a dispatch of one failed (its errors
+    /// are recorded).
+    pub(super) fn variants(
+        &self,
+        arch: Arch,
+        caps: &crate::arch::Capabilities,
+        budget: &Budget,
+        raw: &RawStrategy,
+        shared: &BTreeMap<String, Method>,
+        broken: &BTreeSet<String>,
+    ) -> R<Option<Vec<Variant>>> {
+        let vpath = FieldPath::root().key("variants");
+        if matches!(arch, Arch::Armv6 | Arch::Aarch64) {
+            return Err(self.err(
+                &vpath,
+                format!(
+                    "per-CPU variants are chosen by x86 feature bits (ALTERNATIVE, CPUID); {arch} has none"
+                ),
+            ));
+        }
+        if !raw.fixed_sizes.is_empty() {
+            return Err(self.err(
+                &FieldPath::root().key("fixed_sizes"),
+                "constant-size entry points and per-CPU variants do not combine: each variant would need its own",
+            ));
+        }
+        if !raw.dispatch.is_empty() && raw.variants.iter().all(|v| !v.dispatch.is_empty()) {
+            return Err(self.err(
+                &FieldPath::root().key("dispatch"),
+                "every variant has its own dispatch, so this one is never used",
+            ));
+        }
+        let mut names = BTreeSet::new();
+        let mut out = Vec::new();
+        let last = raw.variants.len() - 1;
+        for (i, v) in raw.variants.iter().enumerate() {
+            let path = vpath.index(i);
+            if v.name.is_empty()
+                || !v
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(self.err(
+                    &path.key("name"),
+                    "a variant name is non-empty and uses only letters, digits and `_` (it is part of symbols)",
+                ));
+            }
+            if !names.insert(v.name.as_str()) {
+                return Err(self.err(
+                    &path.key("name"),
+                    format!("two variants are named `{}`", v.name),
+                ));
+            }
+            let when = match (&v.when, v.default) {
+                (Some(_), true) => {
+                    return Err(self.err(
+                        &path.key("default"),
+                        "the default variant runs when no other matches: it has no `when`",
+                    ))
+                }
+                (None, false) => {
+                    return Err(self.err(
+                        &path,
+                        "a variant needs a condition (`when = [\"fsrm\"]`) or `default = true`",
+                    ))
+                }
+                (None, true) if i != last => {
+                    return Err(self.err(
+                        &path.key("default"),
+                        "the default variant must come last: the variants after it could never be chosen",
+                    ))
+                }
+                (None, true) => None,
+                (Some(words), false) => Some(self.cpu_condition(&path.key("when"), words)?),
+            };
+            if i == last && when.is_some() {
+                return Err(self.err(
+                    &path.key("when"),
+                    "the last variant must be the default (`default = true`): some CPU must match",
+                ));
+            }
+            let mut methods = shared.clone();
+            for (name, m) in &v.methods {
+                let mpath = path.key("methods").key(name);
+                if let Some(why) = identifier_problem(name, false) {
+                    return Err(self.err(&mpath, format!("method name: {why}")));
+                }
+                let kind = self.method(arch, caps, budget, &mpath, m)?;
+                methods.insert(
+                    name.clone(),
+                    Method {
+                        name: name.clone(),
+                        kind,
+                    },
+                );
+            }
+            let classes = if v.dispatch.is_empty() {
+                if raw.dispatch.is_empty() {
+                    return Err(self.err(
+                        &path,
+                        "this variant has no `dispatch`, and the strategy has none to share",
+                    ));
+                }
+                self.dispatch(
+                    arch,
+                    &FieldPath::root().key("dispatch"),
+                    &raw.dispatch,
+                    &methods,
+                    broken,
+                )
+            } else {
+                self.dispatch(arch, &path.key("dispatch"), &v.dispatch, &methods, broken)
+            };
+            let Some(classes) = classes else {
+                return Ok(None);
+            };
+            out.push(Variant {
+                name: v.name.clone(),
+                when,
+                classes,
+            });
+        }
+        Ok(Some(out))
+    }
+
+    /// `["zen", "erms", "!fsrm"]`: every feature listed present, every `!`
+    /// one absent.
+    pub(super) fn cpu_condition(&self, path: &FieldPath, words: &[String]) -> R<CpuCondition> {
+        if words.is_empty() {
+            return Err(self.err(
+                path,
+                "an empty condition always holds: write `default = true` instead",
+            ));
+        }
+        let mut cond = CpuCondition {
+            require: Vec::new(),
+            exclude: Vec::new(),
+        };
+        for (i, w) in words.iter().enumerate() {
+            let (negated, name) = match w.strip_prefix('!') {
+                Some(n) => (true, n),
+                None => (false, w.as_str()),
+            };
+            let f = CpuFeature::parse(name).ok_or_else(|| {
+                self.err(
+                    &path.index(i),
+                    format!(
+                        "unknown CPU feature `{name}` (known: {})",
+                        CpuFeature::names().join(", ")
+                    ),
+                )
+            })?;
+            if cond.require.contains(&f) || cond.exclude.contains(&f) {
+                return Err(self.err(
+                    &path.index(i),
+                    format!("`{name}` is named twice in this condition"),
+                ));
+            }
+            if negated {
+                cond.exclude.push(f)
+            } else {
+                cond.require.push(f)
+            }
+        }
+        Ok(cond)
+    }
+}
