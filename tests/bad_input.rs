@@ -206,6 +206,28 @@ fn cases() -> Vec<Case> {
             message: "does not emit",
         },
         Case {
+            what: "rep movsq's rest in rax under 6.1's _ASM_EXTABLE_CPY",
+            text: replace(
+                "arch = \"x86_64\"\n",
+                "arch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\"\n",
+            )
+            .replace("registers = 4", "registers = 1")
+            .replace("kind = \"rep_movs\"", "kind = \"rep_movs\"\nunit = 8"),
+            line_with: "unit = 8",
+            field: "methods.movsb.unit",
+            message: "6.1's _ASM_EXTABLE_CPY puts the trap number there",
+        },
+        Case {
+            what: "_ASM_EXTABLE_CPY in a 6.12 file",
+            text: replace(
+                "arch = \"x86_64\"\n",
+                "arch = \"x86_64\"\n[linux]\nkernel = \"6.12\"\nextable = \"copy\"\n",
+            ),
+            line_with: "extable",
+            field: "linux.extable",
+            message: "6.4 removed it",
+        },
+        Case {
             what: "convention on i386",
             text: replace("arch = \"x86_64\"", "arch = \"i386\"\n[linux]\nconvention = \"c\""),
             line_with: "convention",

@@ -16,7 +16,9 @@ use object::elf;
 use copygen::backend;
 use copygen::checks::objfile::{self, Assemble, EntryKind, ObjectFile};
 use copygen::front::catalog::catalog;
-use copygen::front::strategy::{Arch, Direction, ExtableFormat, Flavor, RoutineShape, Strategy};
+use copygen::front::strategy::{
+    Arch, Direction, ExtableFormat, Flavor, KernelVersion, RoutineShape, Strategy,
+};
 use copygen::output::render::render;
 
 /// The catalog and the fixture strategies, x86 only.
@@ -89,6 +91,13 @@ fn expected_format(s: &Strategy, flavor: Flavor) -> (u64, EntryKind, u32, Option
         (Arch::X86_64, Flavor::Standalone, _) => {
             (8, EntryKind::Relative, elf::R_X86_64_PC32.0, None)
         }
+        // (the shims are 6.1's: a file for both kernels takes _ASM_EXTABLE_CPY)
+        (Arch::X86_64, Flavor::Linux, ExtableFormat::Copy) => (
+            12,
+            EntryKind::Relative,
+            elf::R_X86_64_PC32.0,
+            Some(EX_TYPE_COPY),
+        ),
         (Arch::X86_64, Flavor::Linux, _) => (
             12,
             EntryKind::Relative,
@@ -225,6 +234,124 @@ fn i386_objects_have_one_entry_per_user_access() {
     check_arch(Arch::I386);
 }
 
+/// `<asm/extable_fixup_types.h>` of 6.1: `_ASM_EXTABLE_CPY`'s type, whose
+/// handler puts the trap number in eax (unused since 6.4).
+const EX_TYPE_COPY: u32 = 4;
+
+/// x86_64 copy routines use the macro of their tree: every catalog strategy
+/// that may go into 6.1 takes `_ASM_EXTABLE_CPY`, a 6.12-only one `_UA`.
+#[test]
+fn x86_64_linux_files_use_the_trees_copy_routine_macro() {
+    let mut n = 0;
+    for s in strategies().iter().filter(|s| s.arch == Arch::X86_64) {
+        let text = render(s, Flavor::Linux);
+        let six_twelve = s.linux.kernel == Some(KernelVersion::V6_12);
+        let (want, not) = if six_twelve {
+            ("_ASM_EXTABLE_UA(", "_ASM_EXTABLE_CPY(")
+        } else {
+            ("_ASM_EXTABLE_CPY(", "_ASM_EXTABLE_UA(.L")
+        };
+        assert!(
+            text.contains(want) && !text.contains(not),
+            "{}: {want} expected",
+            s.name
+        );
+        if s.linux.kernel.is_none() {
+            // Both kernels: 6.1's half only, by version (6.4 removed the macro).
+            assert!(
+                text.contains(
+                    "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)\n/* 6.1's copy routines"
+                ),
+                "{}: the macro is not picked by version",
+                s.name
+            );
+        }
+        n += 1;
+    }
+    assert!(n > 0);
+}
+
+/// 6.1's rule for `_ASM_EXTABLE_CPY`: no byte retry after a machine check.
+/// In every x86_64 linux object (6.1's half) whose fixups retry bytes, each
+/// path into a byte retry or step first runs `cmp $18, %eax` (X86_TRAP_MC),
+/// whose `je` leads to a return touching no memory; and no jump comes back
+/// to that compare from below (the retry loop's loads change eax).
+#[test]
+fn x86_64_6_1_fixups_skip_the_byte_retry_after_a_machine_check() {
+    let mut checked = 0;
+    let mut errs = Vec::new();
+    for s in strategies().iter().filter(|s| s.arch == Arch::X86_64) {
+        if s.linux.extable != ExtableFormat::Copy {
+            continue;
+        }
+        let obj = assemble(s, Flavor::Linux);
+        for (routine, printed) in backend::functions(s, Flavor::Linux) {
+            let name = &routine.symbol;
+            let f = obj.function(name).expect("function in the object");
+            let retries = printed
+                .fixups
+                .iter()
+                .any(|l| l.contains("byte retry") || l.contains("one byte more"));
+            let insns = objfile::decode_x86(s.arch, obj.bytes_of(f), f.start);
+            let checks: Vec<usize> = (0..insns.len())
+                .filter(|&k| {
+                    let i = &insns[k];
+                    i.mnemonic() == Mnemonic::Cmp
+                        && i.op0_register() == Register::EAX
+                        && i.op1_kind() == OpKind::Immediate8to32
+                        && i.immediate32() == 18
+                })
+                .collect();
+            if retries == checks.is_empty() {
+                errs.push(format!(
+                    "{name}: byte retry {retries}, machine-check exits {}",
+                    checks.len()
+                ));
+                continue;
+            }
+            for &k in &checks {
+                let (cmp, je) = (&insns[k], insns.get(k + 1));
+                let Some(je) = je.filter(|j| j.mnemonic() == Mnemonic::Je) else {
+                    errs.push(format!(
+                        "{name}: no je after cmp $18, %eax at {:#x}",
+                        cmp.ip()
+                    ));
+                    continue;
+                };
+                let target = je.near_branch_target();
+                let Some(t) = insns.iter().position(|i| i.ip() == target) else {
+                    errs.push(format!("{name}: je to {target:#x} outside the function"));
+                    continue;
+                };
+                let mut info = InstructionInfoFactory::new();
+                for i in insns[t..]
+                    .iter()
+                    .take_while(|i| i.mnemonic() != Mnemonic::Ret)
+                {
+                    if !info.info(i).used_memory().is_empty() {
+                        errs.push(format!(
+                            "{name}: after a machine check `{}` touches memory",
+                            objfile::format_x86(i)
+                        ));
+                    }
+                }
+                if insns[k + 1..].iter().any(|i| {
+                    (i.is_jmp_short_or_near() || i.is_jcc_short_or_near())
+                        && i.near_branch_target() == cmp.ip()
+                }) {
+                    errs.push(format!(
+                        "{name}: a jump back to the machine-check compare at {:#x}",
+                        cmp.ip()
+                    ));
+                }
+            }
+            checked += retries as usize;
+        }
+    }
+    assert!(checked > 0, "no x86_64 linux routine with a byte retry");
+    assert!(errs.is_empty(), "{}", errs.join("\n"));
+}
+
 /// The checks above can fail: an entry taken out of the emitted text is
 /// noticed (count), and one moved to a kernel-side instruction too.
 #[test]
@@ -237,7 +364,7 @@ fn a_missing_or_misplaced_entry_is_noticed() {
     let text = render(&s, Flavor::Linux);
     let line = text
         .lines()
-        .find(|l| l.contains("_ASM_EXTABLE_UA(.Lfrom_unrolled_loop_load3"))
+        .find(|l| l.contains("_EXTABLE(.Lfrom_unrolled_loop_load3"))
         .unwrap();
     let how = Assemble {
         keep_locals: true,
@@ -253,7 +380,7 @@ fn a_missing_or_misplaced_entry_is_noticed() {
         "\t.Lmoved: movq\t%rax, (%rdi)\n\tmovq\t%rcx, 8(%rdi)",
         1,
     );
-    let moved = moved.replacen(line, "\t_ASM_EXTABLE_UA(.Lmoved, .Lfrom_fixup_retry)", 1);
+    let moved = moved.replacen(line, "\tCOPYGEN_EXTABLE(.Lmoved, .Lfrom_fixup_retry)", 1);
     let obj = objfile::assemble_text(&moved, "c.S", &how).unwrap();
     let f = obj.function("unrolled64_from_user").unwrap();
     let at = obj.labels[".Lmoved"].offset;

@@ -486,7 +486,7 @@ fn a_dropped_entry_shows_in_the_table_and_as_a_lost_user_mark() {
         ),
         (
             Flavor::Linux,
-            "\t_ASM_EXTABLE_UA(.Lto_unrolled_loop_store3, .Lto_fixup_24_then_retry)\n",
+            "\tCOPYGEN_EXTABLE(.Lto_unrolled_loop_store3, .Lto_fixup_24_then_retry)\n",
         ),
     ] {
         let text = render(&s, flavor);

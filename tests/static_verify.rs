@@ -258,7 +258,7 @@ fn hand_written_fixtures() {
 #[test]
 fn mutant_missing_entry() {
     let text = render(&strategy("unrolled64"), Flavor::Linux);
-    let entry = "\t_ASM_EXTABLE_UA(.Lfrom_unrolled_loop_load3, .Lfrom_fixup_retry)\n";
+    let entry = "\tCOPYGEN_EXTABLE(.Lfrom_unrolled_loop_load3, .Lfrom_fixup_retry)\n";
     assert!(text.contains(entry));
     let m = text.replacen(entry, "", 1);
     let r = check_text(&m, "unrolled64.S", &Options::default());
@@ -278,7 +278,7 @@ fn mutant_stray_entry() {
     let anchor = "SYM_FUNC_END(unrolled64_from_user)\n";
     let m = text.replacen(
         anchor,
-        &format!("\t_ASM_EXTABLE_UA(.Lfrom_unrolled_aligned, .Lfrom_fixup_retry)\n{anchor}"),
+        &format!("\tCOPYGEN_EXTABLE(.Lfrom_unrolled_aligned, .Lfrom_fixup_retry)\n{anchor}"),
         1,
     );
     let r = check_text(&m, "unrolled64.S", &Options::default());

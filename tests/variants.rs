@@ -283,7 +283,7 @@ fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
     for v in ["zen", "fsrm", "loop"] {
         for dir in ["from", "to"] {
             assert!(
-                text.contains(&format!("_ASM_EXTABLE_UA(.L{v}_{dir}_")),
+                text.contains(&format!("COPYGEN_EXTABLE(.L{v}_{dir}_")),
                 "{v} {dir}"
             );
         }

@@ -34,7 +34,7 @@ fn a_removed_entry_fails_verify_static() {
     let (code, report) = verify_static(&good);
     assert_eq!(code, 0, "{report}");
 
-    let victim = "\t_ASM_EXTABLE_UA(.Lto_unrolled_loop_store2, ";
+    let victim = "\tCOPYGEN_EXTABLE(.Lto_unrolled_loop_store2, ";
     assert!(text.contains(victim));
     let mutant: String = text
         .lines()

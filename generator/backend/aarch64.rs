@@ -582,7 +582,8 @@ impl Selector<'_> {
             Op::RepMovs { .. } | Op::RepRecover { .. } => {
                 unreachable!("validated: no rep movs on aarch64")
             }
-            Op::UaccessBegin | Op::UaccessEnd => unreachable!("aarch64 has no STAC/CLAC"),
+            Op::UaccessBegin | Op::UaccessEnd => unreachable!("%s has no STAC/CLAC"),
+            Op::MachineCheckExit { .. } => unreachable!("validated: _ASM_EXTABLE_CPY is x86_64's"),
         }
     }
 }

@@ -574,7 +574,8 @@ impl Selector<'_> {
             Op::RepMovs { .. } | Op::RepRecover { .. } => {
                 unreachable!("validated: no rep movs on armv6")
             }
-            Op::UaccessBegin | Op::UaccessEnd => unreachable!("armv6 has no STAC/CLAC"),
+            Op::UaccessBegin | Op::UaccessEnd => unreachable!("%s has no STAC/CLAC"),
+            Op::MachineCheckExit { .. } => unreachable!("validated: _ASM_EXTABLE_CPY is x86_64's"),
         }
     }
 }

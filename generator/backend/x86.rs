@@ -164,10 +164,15 @@ impl Alu {
     }
 }
 
+/// The machine-check vector (`X86_TRAP_MC` in `<asm/trapnr.h>`).
+pub const X86_TRAP_MC: i32 = 18;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inst {
     Label(String),
     Comment(String),
+    /// A preprocessor line (`#if ...`), linux flavour only.
+    Cpp(String),
     /// `mov mem, reg`
     Load {
         width: u32,
@@ -697,6 +702,27 @@ impl Selector<'_> {
                     self.emit(Inst::RepStosb);
                 }
             }
+            Op::MachineCheckExit { target, before_6_4 } => {
+                let target = self.label(target);
+                if *before_6_4 {
+                    self.emit(Inst::Cpp(
+                        "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)".into(),
+                    ));
+                }
+                self.emit(Inst::Comment(
+                    "_ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC)".into(),
+                ));
+                self.emit(Inst::AluImm {
+                    op: Alu::Cmp,
+                    width: 4,
+                    reg: Reg::Ax,
+                    imm: X86_TRAP_MC,
+                });
+                self.emit(Inst::Jcc { cc: Cc::E, target });
+                if *before_6_4 {
+                    self.emit(Inst::Cpp("#endif".into()));
+                }
+            }
             Op::BeginFixups => self.lines.begin_fixups(),
             Op::UaccessBegin => self.emit(Inst::Stac),
             Op::UaccessEnd => self.emit(Inst::Clac),
@@ -730,6 +756,7 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
     match inst {
         Inst::Label(l) => format!("{l}:"),
         Inst::Comment(c) => format!("\t/* {c} */"),
+        Inst::Cpp(line) => line.clone(),
         Inst::Load { width, reg, mem } => {
             format!(
                 "\tmov{}\t{}, {}",

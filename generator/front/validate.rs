@@ -28,6 +28,10 @@ pub(super) struct Validator<'a> {
 
 type R<T> = Result<T, StrategyError>;
 
+/// Why `rep movs{l,q}` cannot serve the `rep_movs` convention under 6.1's
+/// `_ASM_EXTABLE_CPY` (see `Budget::no_rest_in_rax`).
+const REST_IN_RAX: &str = "`rep movs` of 4 or 8 bytes keeps the rest in rax under the `rep_movs` convention, and 6.1's _ASM_EXTABLE_CPY puts the trap number there: use unit 1, or `kernel = \"6.12\"` (or `linux.extable = \"relative\"`)";
+
 /// The most scratch registers every emitted flavour allows, and why.
 #[derive(Clone)]
 struct Budget {
@@ -35,6 +39,10 @@ struct Budget {
     /// What sets the limit, for the error: "the standalone flavour on
     /// i386", or the `rep_movs` convention and where it is chosen.
     reason: String,
+    /// The `rep_movs` convention under 6.1's `_ASM_EXTABLE_CPY`: `rep
+    /// movs{l,q}` would keep the bytes past its last whole unit in rax, the
+    /// only scratch register, where the handler puts the trap number.
+    no_rest_in_rax: bool,
 }
 
 /// Longest name of a strategy or a method: names become symbols, labels and
@@ -330,7 +338,14 @@ impl Validator<'_> {
         } else {
             format!("the {flavor} flavour on {arch} lets a routine clobber only {registers} scratch register(s)")
         };
-        Budget { registers, reason }
+        let no_rest_in_rax = linux.is_some_and(|l| {
+            l.convention == Convention::RepMovs && l.extable == ExtableFormat::Copy
+        });
+        Budget {
+            registers,
+            reason,
+            no_rest_in_rax,
+        }
     }
 
     fn linux(
@@ -366,10 +381,10 @@ impl Validator<'_> {
                     "_ASM_EXTABLE_CPY exists on x86_64 only",
                 ));
             }
-            if raw.kernel != Some(KernelVersion::V6_1) {
+            if raw.kernel == Some(KernelVersion::V6_12) {
                 return Err(self.err(
                     &path.key("extable"),
-                    "_ASM_EXTABLE_CPY is 6.1's (6.4 removed it): set `kernel = \"6.1\"`",
+                    "_ASM_EXTABLE_CPY is 6.1's (6.4 removed it): 6.12's copy routines use _ASM_EXTABLE_UA (`extable = \"relative\"`)",
                 ));
             }
         }
@@ -418,7 +433,16 @@ impl Validator<'_> {
         Ok(LinuxOptions {
             convention: raw.convention.unwrap_or(Convention::C),
             uaccess: raw.uaccess.unwrap_or(Uaccess::Caller),
-            extable: raw.extable.unwrap_or(ExtableFormat::Relative),
+            // x86_64 copy routines use the macro their tree does: 6.1's
+            // _ASM_EXTABLE_CPY (a file for both kernels picks it by version),
+            // 6.12's _ASM_EXTABLE_UA.
+            extable: raw.extable.unwrap_or(
+                if arch == Arch::X86_64 && raw.kernel != Some(KernelVersion::V6_12) {
+                    ExtableFormat::Copy
+                } else {
+                    ExtableFormat::Relative
+                },
+            ),
             kernel: raw.kernel,
             from_user: raw.from_user,
             to_user: raw.to_user,
@@ -557,6 +581,9 @@ impl Validator<'_> {
                         ),
                     ));
                 }
+                if unit > 1 && budget.no_rest_in_rax {
+                    return Err(self.err(&path.key("unit"), REST_IN_RAX));
+                }
                 let align = self.align(arch, &path.key("align"), m.align.as_ref())?;
                 Ok(MethodKind::RepMovs { unit, align })
             }
@@ -666,6 +693,9 @@ impl Validator<'_> {
         };
         let align = self.align(arch, &path.key("align"), m.align.as_ref())?;
         let tail = m.tail.unwrap_or(Tail::Bytes);
+        if tail == Tail::RepMovs && budget.no_rest_in_rax {
+            return Err(self.err(&path.key("tail"), REST_IN_RAX));
+        }
         if tail == Tail::RepMovs && !matches!(width, 4 | 8) {
             return Err(self.err(
                 &path.key("tail"),

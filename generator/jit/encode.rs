@@ -334,6 +334,8 @@ macro_rules! encoder {
                     dynasm!(ops; .arch $arch; =>id);
                 }
                 Inst::Comment(_) => {}
+                // (linux flavour only: the JIT compiles the standalone one)
+                Inst::Cpp(_) => return Err(unsupported()),
                 Inst::Load { width, reg, mem } => {
                     let r = reg.num();
                     match *width {

@@ -5,6 +5,20 @@
 use super::*;
 
 impl Lowering<'_> {
+    /// Under 6.1's `_ASM_EXTABLE_CPY` (linux flavour), leave for `done`
+    /// after a machine check instead of touching the user side again.
+    /// Says whether it did.
+    fn machine_check_exit(&mut self, done: &Label) -> bool {
+        let copy = self.flavor == Flavor::Linux && self.s.linux.extable == ExtableFormat::Copy;
+        if copy {
+            self.op(Op::MachineCheckExit {
+                target: done.clone(),
+                before_6_4: self.s.linux.kernel.is_none(),
+            });
+        }
+        copy
+    }
+
     /// The out-of-line code every exception-table entry of this routine
     /// lands in: repair the state, then retry, step or return.
     pub(super) fn fixup_code(&mut self) {
@@ -60,13 +74,22 @@ impl Lowering<'_> {
         let done_label = self.fixups[done_id].label.clone();
         if need_retry {
             self.place(&retry);
+            // (the loop starts after the check: its byte loads change eax)
+            let again = if self.machine_check_exit(&done_label) {
+                let again = self.label("retry_loop");
+                self.place(&again);
+                again
+            } else {
+                retry
+            };
             self.comment("byte retry: copy until the next fault, for an exact count");
             self.jump_len(Cond::Eq, 0, &done_label);
             self.byte_landing_on("retry", done_id);
-            self.op(Op::Jump(retry));
+            self.op(Op::Jump(again));
         }
         if need_step {
             self.place(&step);
+            self.machine_check_exit(&done_label);
             self.comment("one byte more, so a fault in the first block still copies something");
             self.jump_len(Cond::Eq, 0, &done_label);
             self.byte_landing_on("step", done_id);

@@ -146,6 +146,15 @@ pub enum Op {
     BeginFixups,
     UaccessBegin,
     UaccessEnd,
+    /// x86_64 linux with 6.1's `_ASM_EXTABLE_CPY`: its handler put the trap
+    /// number in eax; after a machine check (`X86_TRAP_MC`) jump to `target`
+    /// without retrying bytes (the poisoned line would be read again).
+    /// `before_6_4`: the file is for both kernels, and only 6.1's half has
+    /// the trap number.
+    MachineCheckExit {
+        target: Label,
+        before_6_4: bool,
+    },
     /// Return 0 (`zero`) or `len`: the bytes not copied.
     Return {
         zero: bool,

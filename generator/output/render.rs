@@ -81,6 +81,10 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         extable: match s.linux.extable {
             crate::front::strategy::ExtableFormat::Relative => "relative",
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
+            // A file for both kernels picks _ASM_EXTABLE_CPY by version.
+            crate::front::strategy::ExtableFormat::Copy if s.linux.kernel.is_none() => {
+                "copy_before_6_4"
+            }
             crate::front::strategy::ExtableFormat::Copy => "copy",
         },
         alternatives: !s.variants.is_empty(),

@@ -64,6 +64,13 @@
 #else
 #include <asm/export.h>
 #endif
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+/* 6.1's copy routines: the handler puts the trap number in %eax (see the fixups) */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_CPY(insn, fixup)
+#else
+/* 6.4 removed EX_TYPE_COPY: rep_movs_alternative's entries are _ASM_EXTABLE_UA */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_UA(insn, fixup)
+#endif
 #include <asm/asm.h>
 #include <asm/smap.h>
 
@@ -84,6 +91,12 @@ SYM_FUNC_START(fixed_size_from_user)
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
 .Lfrom_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom_fixup_done
+#endif
+.Lfrom_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom_fixup_done
@@ -93,14 +106,14 @@ SYM_FUNC_START(fixed_size_from_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom_fixup_retry
+	jmp	.Lfrom_retry_loop
 .Lfrom_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom_rep_movsb, .Lfrom_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom_retry_load, .Lfrom_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom_rep_movsb, .Lfrom_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lfrom_retry_load, .Lfrom_fixup_done)
 SYM_FUNC_END(fixed_size_from_user)
 EXPORT_SYMBOL(fixed_size_from_user)
 
@@ -119,6 +132,12 @@ SYM_FUNC_START(fixed_size_to_user)
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
 .Lto_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto_fixup_done
+#endif
+.Lto_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto_fixup_done
@@ -128,14 +147,14 @@ SYM_FUNC_START(fixed_size_to_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto_fixup_retry
+	jmp	.Lto_retry_loop
 .Lto_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto_rep_movsb, .Lto_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lto_retry_store, .Lto_fixup_done)
+	COPYGEN_EXTABLE(.Lto_rep_movsb, .Lto_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lto_retry_store, .Lto_fixup_done)
 SYM_FUNC_END(fixed_size_to_user)
 EXPORT_SYMBOL(fixed_size_to_user)
 
@@ -151,6 +170,12 @@ SYM_FUNC_START(fixed_size_from_user_1)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom1_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom1_fixup_done
+#endif
+.Lfrom1_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom1_fixup_done
@@ -160,14 +185,14 @@ SYM_FUNC_START(fixed_size_from_user_1)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom1_fixup_retry
+	jmp	.Lfrom1_retry_loop
 .Lfrom1_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom1_piece0_load, .Lfrom1_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom1_retry_load, .Lfrom1_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom1_piece0_load, .Lfrom1_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom1_retry_load, .Lfrom1_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_1)
 EXPORT_SYMBOL(fixed_size_from_user_1)
 
@@ -183,6 +208,12 @@ SYM_FUNC_START(fixed_size_to_user_1)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto1_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto1_fixup_done
+#endif
+.Lto1_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto1_fixup_done
@@ -192,14 +223,14 @@ SYM_FUNC_START(fixed_size_to_user_1)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto1_fixup_retry
+	jmp	.Lto1_retry_loop
 .Lto1_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto1_piece0_store, .Lto1_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto1_retry_store, .Lto1_fixup_done)
+	COPYGEN_EXTABLE(.Lto1_piece0_store, .Lto1_fixup_retry)
+	COPYGEN_EXTABLE(.Lto1_retry_store, .Lto1_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_1)
 EXPORT_SYMBOL(fixed_size_to_user_1)
 
@@ -215,6 +246,12 @@ SYM_FUNC_START(fixed_size_from_user_2)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom2_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom2_fixup_done
+#endif
+.Lfrom2_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom2_fixup_done
@@ -224,14 +261,14 @@ SYM_FUNC_START(fixed_size_from_user_2)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom2_fixup_retry
+	jmp	.Lfrom2_retry_loop
 .Lfrom2_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom2_piece0_load, .Lfrom2_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom2_retry_load, .Lfrom2_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom2_piece0_load, .Lfrom2_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom2_retry_load, .Lfrom2_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_2)
 EXPORT_SYMBOL(fixed_size_from_user_2)
 
@@ -247,6 +284,12 @@ SYM_FUNC_START(fixed_size_to_user_2)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto2_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto2_fixup_done
+#endif
+.Lto2_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto2_fixup_done
@@ -256,14 +299,14 @@ SYM_FUNC_START(fixed_size_to_user_2)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto2_fixup_retry
+	jmp	.Lto2_retry_loop
 .Lto2_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto2_piece0_store, .Lto2_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto2_retry_store, .Lto2_fixup_done)
+	COPYGEN_EXTABLE(.Lto2_piece0_store, .Lto2_fixup_retry)
+	COPYGEN_EXTABLE(.Lto2_retry_store, .Lto2_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_2)
 EXPORT_SYMBOL(fixed_size_to_user_2)
 
@@ -279,6 +322,12 @@ SYM_FUNC_START(fixed_size_from_user_4)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom4_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom4_fixup_done
+#endif
+.Lfrom4_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom4_fixup_done
@@ -288,14 +337,14 @@ SYM_FUNC_START(fixed_size_from_user_4)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom4_fixup_retry
+	jmp	.Lfrom4_retry_loop
 .Lfrom4_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom4_piece0_load, .Lfrom4_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom4_retry_load, .Lfrom4_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom4_piece0_load, .Lfrom4_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom4_retry_load, .Lfrom4_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_4)
 EXPORT_SYMBOL(fixed_size_from_user_4)
 
@@ -311,6 +360,12 @@ SYM_FUNC_START(fixed_size_to_user_4)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto4_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto4_fixup_done
+#endif
+.Lto4_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto4_fixup_done
@@ -320,14 +375,14 @@ SYM_FUNC_START(fixed_size_to_user_4)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto4_fixup_retry
+	jmp	.Lto4_retry_loop
 .Lto4_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto4_piece0_store, .Lto4_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto4_retry_store, .Lto4_fixup_done)
+	COPYGEN_EXTABLE(.Lto4_piece0_store, .Lto4_fixup_retry)
+	COPYGEN_EXTABLE(.Lto4_retry_store, .Lto4_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_4)
 EXPORT_SYMBOL(fixed_size_to_user_4)
 
@@ -351,6 +406,12 @@ SYM_FUNC_START(fixed_size_from_user_6)
 	addq	$4, %rdi
 	subq	$4, %rdx
 .Lfrom6_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom6_fixup_done
+#endif
+.Lfrom6_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom6_fixup_done
@@ -360,15 +421,15 @@ SYM_FUNC_START(fixed_size_from_user_6)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom6_fixup_retry
+	jmp	.Lfrom6_retry_loop
 .Lfrom6_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom6_piece0_load, .Lfrom6_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom6_piece1_load, .Lfrom6_fixup_4_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom6_retry_load, .Lfrom6_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom6_piece0_load, .Lfrom6_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom6_piece1_load, .Lfrom6_fixup_4_then_retry)
+	COPYGEN_EXTABLE(.Lfrom6_retry_load, .Lfrom6_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_6)
 EXPORT_SYMBOL(fixed_size_from_user_6)
 
@@ -392,6 +453,12 @@ SYM_FUNC_START(fixed_size_to_user_6)
 	addq	$4, %rdi
 	subq	$4, %rdx
 .Lto6_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto6_fixup_done
+#endif
+.Lto6_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto6_fixup_done
@@ -401,15 +468,15 @@ SYM_FUNC_START(fixed_size_to_user_6)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto6_fixup_retry
+	jmp	.Lto6_retry_loop
 .Lto6_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto6_piece0_store, .Lto6_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto6_piece1_store, .Lto6_fixup_4_then_retry)
-	_ASM_EXTABLE_UA(.Lto6_retry_store, .Lto6_fixup_done)
+	COPYGEN_EXTABLE(.Lto6_piece0_store, .Lto6_fixup_retry)
+	COPYGEN_EXTABLE(.Lto6_piece1_store, .Lto6_fixup_4_then_retry)
+	COPYGEN_EXTABLE(.Lto6_retry_store, .Lto6_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_6)
 EXPORT_SYMBOL(fixed_size_to_user_6)
 
@@ -425,6 +492,12 @@ SYM_FUNC_START(fixed_size_from_user_8)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom8_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom8_fixup_done
+#endif
+.Lfrom8_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom8_fixup_done
@@ -434,14 +507,14 @@ SYM_FUNC_START(fixed_size_from_user_8)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom8_fixup_retry
+	jmp	.Lfrom8_retry_loop
 .Lfrom8_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom8_piece0_load, .Lfrom8_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom8_retry_load, .Lfrom8_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom8_piece0_load, .Lfrom8_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom8_retry_load, .Lfrom8_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_8)
 EXPORT_SYMBOL(fixed_size_from_user_8)
 
@@ -457,6 +530,12 @@ SYM_FUNC_START(fixed_size_to_user_8)
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto8_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto8_fixup_done
+#endif
+.Lto8_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto8_fixup_done
@@ -466,14 +545,14 @@ SYM_FUNC_START(fixed_size_to_user_8)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto8_fixup_retry
+	jmp	.Lto8_retry_loop
 .Lto8_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto8_piece0_store, .Lto8_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto8_retry_store, .Lto8_fixup_done)
+	COPYGEN_EXTABLE(.Lto8_piece0_store, .Lto8_fixup_retry)
+	COPYGEN_EXTABLE(.Lto8_retry_store, .Lto8_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_8)
 EXPORT_SYMBOL(fixed_size_to_user_8)
 
@@ -497,6 +576,12 @@ SYM_FUNC_START(fixed_size_from_user_10)
 	addq	$8, %rdi
 	subq	$8, %rdx
 .Lfrom10_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom10_fixup_done
+#endif
+.Lfrom10_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom10_fixup_done
@@ -506,15 +591,15 @@ SYM_FUNC_START(fixed_size_from_user_10)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom10_fixup_retry
+	jmp	.Lfrom10_retry_loop
 .Lfrom10_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom10_piece0_load, .Lfrom10_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom10_piece1_load, .Lfrom10_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom10_retry_load, .Lfrom10_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom10_piece0_load, .Lfrom10_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom10_piece1_load, .Lfrom10_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lfrom10_retry_load, .Lfrom10_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_10)
 EXPORT_SYMBOL(fixed_size_from_user_10)
 
@@ -538,6 +623,12 @@ SYM_FUNC_START(fixed_size_to_user_10)
 	addq	$8, %rdi
 	subq	$8, %rdx
 .Lto10_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto10_fixup_done
+#endif
+.Lto10_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto10_fixup_done
@@ -547,15 +638,15 @@ SYM_FUNC_START(fixed_size_to_user_10)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto10_fixup_retry
+	jmp	.Lto10_retry_loop
 .Lto10_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto10_piece0_store, .Lto10_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto10_piece1_store, .Lto10_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lto10_retry_store, .Lto10_fixup_done)
+	COPYGEN_EXTABLE(.Lto10_piece0_store, .Lto10_fixup_retry)
+	COPYGEN_EXTABLE(.Lto10_piece1_store, .Lto10_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lto10_retry_store, .Lto10_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_10)
 EXPORT_SYMBOL(fixed_size_to_user_10)
 
@@ -579,6 +670,12 @@ SYM_FUNC_START(fixed_size_from_user_12)
 	addq	$8, %rdi
 	subq	$8, %rdx
 .Lfrom12_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom12_fixup_done
+#endif
+.Lfrom12_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom12_fixup_done
@@ -588,15 +685,15 @@ SYM_FUNC_START(fixed_size_from_user_12)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom12_fixup_retry
+	jmp	.Lfrom12_retry_loop
 .Lfrom12_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom12_piece0_load, .Lfrom12_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom12_piece1_load, .Lfrom12_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom12_retry_load, .Lfrom12_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom12_piece0_load, .Lfrom12_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom12_piece1_load, .Lfrom12_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lfrom12_retry_load, .Lfrom12_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_12)
 EXPORT_SYMBOL(fixed_size_from_user_12)
 
@@ -620,6 +717,12 @@ SYM_FUNC_START(fixed_size_to_user_12)
 	addq	$8, %rdi
 	subq	$8, %rdx
 .Lto12_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto12_fixup_done
+#endif
+.Lto12_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto12_fixup_done
@@ -629,15 +732,15 @@ SYM_FUNC_START(fixed_size_to_user_12)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto12_fixup_retry
+	jmp	.Lto12_retry_loop
 .Lto12_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto12_piece0_store, .Lto12_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto12_piece1_store, .Lto12_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lto12_retry_store, .Lto12_fixup_done)
+	COPYGEN_EXTABLE(.Lto12_piece0_store, .Lto12_fixup_retry)
+	COPYGEN_EXTABLE(.Lto12_piece1_store, .Lto12_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lto12_retry_store, .Lto12_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_12)
 EXPORT_SYMBOL(fixed_size_to_user_12)
 
@@ -661,6 +764,12 @@ SYM_FUNC_START(fixed_size_from_user_16)
 	addq	$8, %rdi
 	subq	$8, %rdx
 .Lfrom16_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom16_fixup_done
+#endif
+.Lfrom16_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom16_fixup_done
@@ -670,15 +779,15 @@ SYM_FUNC_START(fixed_size_from_user_16)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom16_fixup_retry
+	jmp	.Lfrom16_retry_loop
 .Lfrom16_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom16_piece0_load, .Lfrom16_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom16_piece1_load, .Lfrom16_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom16_retry_load, .Lfrom16_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom16_piece0_load, .Lfrom16_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom16_piece1_load, .Lfrom16_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lfrom16_retry_load, .Lfrom16_fixup_done)
 SYM_FUNC_END(fixed_size_from_user_16)
 EXPORT_SYMBOL(fixed_size_from_user_16)
 
@@ -702,6 +811,12 @@ SYM_FUNC_START(fixed_size_to_user_16)
 	addq	$8, %rdi
 	subq	$8, %rdx
 .Lto16_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto16_fixup_done
+#endif
+.Lto16_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto16_fixup_done
@@ -711,15 +826,15 @@ SYM_FUNC_START(fixed_size_to_user_16)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto16_fixup_retry
+	jmp	.Lto16_retry_loop
 .Lto16_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto16_piece0_store, .Lto16_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto16_piece1_store, .Lto16_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lto16_retry_store, .Lto16_fixup_done)
+	COPYGEN_EXTABLE(.Lto16_piece0_store, .Lto16_fixup_retry)
+	COPYGEN_EXTABLE(.Lto16_piece1_store, .Lto16_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lto16_retry_store, .Lto16_fixup_done)
 SYM_FUNC_END(fixed_size_to_user_16)
 EXPORT_SYMBOL(fixed_size_to_user_16)
 

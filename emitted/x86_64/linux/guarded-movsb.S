@@ -111,6 +111,13 @@
 #else
 #include <asm/export.h>
 #endif
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+/* 6.1's copy routines: the handler puts the trap number in %eax (see the fixups) */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_CPY(insn, fixup)
+#else
+/* 6.4 removed EX_TYPE_COPY: rep_movs_alternative's entries are _ASM_EXTABLE_UA */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_UA(insn, fixup)
+#endif
 #include <asm/alternative.h>
 #include <asm/cpufeatures.h>
 #include <asm/asm.h>
@@ -227,6 +234,12 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	addq	$16, %rdi
 	subq	$16, %rdx
 .Lzen_from_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lzen_from_fixup_done
+#endif
+.Lzen_from_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lzen_from_fixup_done
@@ -236,20 +249,20 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_from_fixup_retry
+	jmp	.Lzen_from_retry_loop
 .Lzen_from_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lzen_from_rep_movsb, .Lzen_from_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load0, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load1, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load2, .Lzen_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_band_loop_load3, .Lzen_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_band_word_load, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_band_byte_load, .Lzen_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_from_retry_load, .Lzen_from_fixup_done)
+	COPYGEN_EXTABLE(.Lzen_from_rep_movsb, .Lzen_from_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lzen_from_band_loop_load0, .Lzen_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_from_band_loop_load1, .Lzen_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_from_band_loop_load2, .Lzen_from_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lzen_from_band_loop_load3, .Lzen_from_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lzen_from_band_word_load, .Lzen_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_from_band_byte_load, .Lzen_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_from_retry_load, .Lzen_from_fixup_done)
 SYM_FUNC_END(guarded_movsb__zen_from_user)
 EXPORT_SYMBOL(guarded_movsb__zen_from_user)
 
@@ -342,6 +355,12 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	addq	$24, %rdi
 	subq	$24, %rdx
 .Lzen_to_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lzen_to_fixup_done
+#endif
+.Lzen_to_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lzen_to_fixup_done
@@ -351,20 +370,20 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_to_fixup_retry
+	jmp	.Lzen_to_retry_loop
 .Lzen_to_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lzen_to_rep_movsb, .Lzen_to_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store0, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store1, .Lzen_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store2, .Lzen_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_band_loop_store3, .Lzen_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_band_word_store, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_band_byte_store, .Lzen_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lzen_to_retry_store, .Lzen_to_fixup_done)
+	COPYGEN_EXTABLE(.Lzen_to_rep_movsb, .Lzen_to_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lzen_to_band_loop_store0, .Lzen_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_to_band_loop_store1, .Lzen_to_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lzen_to_band_loop_store2, .Lzen_to_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lzen_to_band_loop_store3, .Lzen_to_fixup_24_then_retry)
+	COPYGEN_EXTABLE(.Lzen_to_band_word_store, .Lzen_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_to_band_byte_store, .Lzen_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_to_retry_store, .Lzen_to_fixup_done)
 SYM_FUNC_END(guarded_movsb__zen_to_user)
 EXPORT_SYMBOL(guarded_movsb__zen_to_user)
 
@@ -383,6 +402,12 @@ SYM_FUNC_START(guarded_movsb__fsrm_from_user)
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
 .Lfsrm_from_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfsrm_from_fixup_done
+#endif
+.Lfsrm_from_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfsrm_from_fixup_done
@@ -392,14 +417,14 @@ SYM_FUNC_START(guarded_movsb__fsrm_from_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfsrm_from_fixup_retry
+	jmp	.Lfsrm_from_retry_loop
 .Lfsrm_from_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfsrm_from_rep_movsb, .Lfsrm_from_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lfsrm_from_retry_load, .Lfsrm_from_fixup_done)
+	COPYGEN_EXTABLE(.Lfsrm_from_rep_movsb, .Lfsrm_from_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lfsrm_from_retry_load, .Lfsrm_from_fixup_done)
 SYM_FUNC_END(guarded_movsb__fsrm_from_user)
 EXPORT_SYMBOL(guarded_movsb__fsrm_from_user)
 
@@ -418,6 +443,12 @@ SYM_FUNC_START(guarded_movsb__fsrm_to_user)
 	/* rep movsb stopped early: recompute the bytes left */
 	movq	%rcx, %rdx
 .Lfsrm_to_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfsrm_to_fixup_done
+#endif
+.Lfsrm_to_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfsrm_to_fixup_done
@@ -427,14 +458,14 @@ SYM_FUNC_START(guarded_movsb__fsrm_to_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfsrm_to_fixup_retry
+	jmp	.Lfsrm_to_retry_loop
 .Lfsrm_to_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfsrm_to_rep_movsb, .Lfsrm_to_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lfsrm_to_retry_store, .Lfsrm_to_fixup_done)
+	COPYGEN_EXTABLE(.Lfsrm_to_rep_movsb, .Lfsrm_to_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lfsrm_to_retry_store, .Lfsrm_to_fixup_done)
 SYM_FUNC_END(guarded_movsb__fsrm_to_user)
 EXPORT_SYMBOL(guarded_movsb__fsrm_to_user)
 
@@ -626,6 +657,12 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	addq	$32, %rdi
 	subq	$32, %rdx
 .Lloop_from_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lloop_from_fixup_done
+#endif
+.Lloop_from_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lloop_from_fixup_done
@@ -635,43 +672,43 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lloop_from_fixup_retry
+	jmp	.Lloop_from_retry_loop
 .Lloop_from_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lloop_from_small_1_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_2_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_2_load1, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_4_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_4_load1, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_8_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_8_load1, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load1, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load2, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load3, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load1, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load2, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load3, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load4, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load5, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load6, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load7, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_align_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load1, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load2, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load3, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load4, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load5, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load6, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load7, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_word_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_overlap_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_retry_load, .Lloop_from_fixup_done)
+	COPYGEN_EXTABLE(.Lloop_from_small_1_load, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_2_load0, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_2_load1, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_4_load0, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_4_load1, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_8_load0, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_8_load1, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_16_load0, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_16_load1, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_16_load2, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_16_load3, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load0, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load1, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load2, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load3, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load4, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load5, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load6, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_small_32_load7, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_align_load, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load0, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load1, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load2, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load3, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load4, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load5, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load6, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_loop_load7, .Lloop_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_word_load, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_loop_overlap_load, .Lloop_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_from_retry_load, .Lloop_from_fixup_done)
 SYM_FUNC_END(guarded_movsb__loop_from_user)
 EXPORT_SYMBOL(guarded_movsb__loop_from_user)
 
@@ -911,6 +948,12 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	addq	$56, %rdi
 	subq	$56, %rdx
 .Lloop_to_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lloop_to_fixup_done
+#endif
+.Lloop_to_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lloop_to_fixup_done
@@ -920,43 +963,43 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lloop_to_fixup_retry
+	jmp	.Lloop_to_retry_loop
 .Lloop_to_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lloop_to_small_1_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_2_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_2_store1, .Lloop_to_fixup_2_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_4_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_4_store1, .Lloop_to_fixup_4_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_8_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_8_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store2, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store3, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store2, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store3, .Lloop_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store4, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store5, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store6, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store7, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_align_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store2, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store3, .Lloop_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store4, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store5, .Lloop_to_fixup_40_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store6, .Lloop_to_fixup_48_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store7, .Lloop_to_fixup_56_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_word_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_overlap_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_retry_store, .Lloop_to_fixup_done)
+	COPYGEN_EXTABLE(.Lloop_to_small_1_store, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_2_store0, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_2_store1, .Lloop_to_fixup_2_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_4_store0, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_4_store1, .Lloop_to_fixup_4_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_8_store0, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_8_store1, .Lloop_to_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_16_store0, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_16_store1, .Lloop_to_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_16_store2, .Lloop_to_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_16_store3, .Lloop_to_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store0, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store1, .Lloop_to_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store2, .Lloop_to_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store3, .Lloop_to_fixup_24_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store4, .Lloop_to_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store5, .Lloop_to_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store6, .Lloop_to_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_small_32_store7, .Lloop_to_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_align_store, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store0, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store1, .Lloop_to_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store2, .Lloop_to_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store3, .Lloop_to_fixup_24_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store4, .Lloop_to_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store5, .Lloop_to_fixup_40_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store6, .Lloop_to_fixup_48_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_loop_store7, .Lloop_to_fixup_56_then_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_word_store, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_loop_overlap_store, .Lloop_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lloop_to_retry_store, .Lloop_to_fixup_done)
 SYM_FUNC_END(guarded_movsb__loop_to_user)
 EXPORT_SYMBOL(guarded_movsb__loop_to_user)
 

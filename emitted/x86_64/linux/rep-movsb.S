@@ -47,6 +47,13 @@
 #else
 #include <asm/export.h>
 #endif
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+/* 6.1's copy routines: the handler puts the trap number in %eax (see the fixups) */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_CPY(insn, fixup)
+#else
+/* 6.4 removed EX_TYPE_COPY: rep_movs_alternative's entries are _ASM_EXTABLE_UA */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_UA(insn, fixup)
+#endif
 #include <asm/asm.h>
 #include <asm/smap.h>
 
@@ -63,6 +70,11 @@ SYM_FUNC_START(rep_movsb_from_user)
 .Lfrom_fixup_rep1_then_step:
 	/* rep movsb stopped early: recompute the bytes left */
 .Lfrom_fixup_step:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom_fixup_done
+#endif
 	/* one byte more, so a fault in the first block still copies something */
 	testq	%rcx, %rcx
 	je	.Lfrom_fixup_done
@@ -75,8 +87,8 @@ SYM_FUNC_START(rep_movsb_from_user)
 .Lfrom_fixup_done:
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom_rep_movsb, .Lfrom_fixup_rep1_then_step)
-	_ASM_EXTABLE_UA(.Lfrom_step_load, .Lfrom_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom_rep_movsb, .Lfrom_fixup_rep1_then_step)
+	COPYGEN_EXTABLE(.Lfrom_step_load, .Lfrom_fixup_done)
 SYM_FUNC_END(rep_movsb_from_user)
 EXPORT_SYMBOL(rep_movsb_from_user)
 
@@ -91,6 +103,11 @@ SYM_FUNC_START(rep_movsb_to_user)
 .Lto_fixup_rep1_then_step:
 	/* rep movsb stopped early: recompute the bytes left */
 .Lto_fixup_step:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto_fixup_done
+#endif
 	/* one byte more, so a fault in the first block still copies something */
 	testq	%rcx, %rcx
 	je	.Lto_fixup_done
@@ -103,8 +120,8 @@ SYM_FUNC_START(rep_movsb_to_user)
 .Lto_fixup_done:
 	RET
 
-	_ASM_EXTABLE_UA(.Lto_rep_movsb, .Lto_fixup_rep1_then_step)
-	_ASM_EXTABLE_UA(.Lto_step_store, .Lto_fixup_done)
+	COPYGEN_EXTABLE(.Lto_rep_movsb, .Lto_fixup_rep1_then_step)
+	COPYGEN_EXTABLE(.Lto_step_store, .Lto_fixup_done)
 SYM_FUNC_END(rep_movsb_to_user)
 EXPORT_SYMBOL(rep_movsb_to_user)
 

@@ -72,6 +72,13 @@
 #else
 #include <asm/export.h>
 #endif
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+/* 6.1's copy routines: the handler puts the trap number in %eax (see the fixups) */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_CPY(insn, fixup)
+#else
+/* 6.4 removed EX_TYPE_COPY: rep_movs_alternative's entries are _ASM_EXTABLE_UA */
+#define COPYGEN_EXTABLE(insn, fixup)	_ASM_EXTABLE_UA(insn, fixup)
+#endif
 #include <asm/asm.h>
 #include <asm/smap.h>
 
@@ -154,6 +161,12 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	addq	$16, %rdi
 	subq	$16, %rdx
 .Lfrom_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lfrom_fixup_done
+#endif
+.Lfrom_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lfrom_fixup_done
@@ -163,20 +176,20 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom_fixup_retry
+	jmp	.Lfrom_retry_loop
 .Lfrom_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lfrom_rep_movsb, .Lfrom_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom_band_loop_load0, .Lfrom_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom_band_loop_load1, .Lfrom_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom_band_loop_load2, .Lfrom_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom_band_loop_load3, .Lfrom_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lfrom_band_word_load, .Lfrom_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom_band_byte_load, .Lfrom_fixup_retry)
-	_ASM_EXTABLE_UA(.Lfrom_retry_load, .Lfrom_fixup_done)
+	COPYGEN_EXTABLE(.Lfrom_rep_movsb, .Lfrom_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lfrom_band_loop_load0, .Lfrom_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom_band_loop_load1, .Lfrom_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom_band_loop_load2, .Lfrom_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lfrom_band_loop_load3, .Lfrom_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lfrom_band_word_load, .Lfrom_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom_band_byte_load, .Lfrom_fixup_retry)
+	COPYGEN_EXTABLE(.Lfrom_retry_load, .Lfrom_fixup_done)
 SYM_FUNC_END(tuned_zen4_from_user)
 EXPORT_SYMBOL(tuned_zen4_from_user)
 
@@ -269,6 +282,12 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	addq	$24, %rdi
 	subq	$24, %rdx
 .Lto_fixup_retry:
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	cmpl	$18, %eax
+	je	.Lto_fixup_done
+#endif
+.Lto_retry_loop:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
 	je	.Lto_fixup_done
@@ -278,20 +297,20 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto_fixup_retry
+	jmp	.Lto_retry_loop
 .Lto_fixup_done:
 	ASM_CLAC
 	movq	%rdx, %rax
 	RET
 
-	_ASM_EXTABLE_UA(.Lto_rep_movsb, .Lto_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lto_band_loop_store0, .Lto_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto_band_loop_store1, .Lto_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lto_band_loop_store2, .Lto_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lto_band_loop_store3, .Lto_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lto_band_word_store, .Lto_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto_band_byte_store, .Lto_fixup_retry)
-	_ASM_EXTABLE_UA(.Lto_retry_store, .Lto_fixup_done)
+	COPYGEN_EXTABLE(.Lto_rep_movsb, .Lto_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lto_band_loop_store0, .Lto_fixup_retry)
+	COPYGEN_EXTABLE(.Lto_band_loop_store1, .Lto_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lto_band_loop_store2, .Lto_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lto_band_loop_store3, .Lto_fixup_24_then_retry)
+	COPYGEN_EXTABLE(.Lto_band_word_store, .Lto_fixup_retry)
+	COPYGEN_EXTABLE(.Lto_band_byte_store, .Lto_fixup_retry)
+	COPYGEN_EXTABLE(.Lto_retry_store, .Lto_fixup_done)
 SYM_FUNC_END(tuned_zen4_to_user)
 EXPORT_SYMBOL(tuned_zen4_to_user)
 
