@@ -36,6 +36,7 @@ pub mod front {
     pub mod parse;
     mod schema;
     pub mod strategy;
+    pub mod to_toml;
     mod validate;
 }
 

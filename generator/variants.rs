@@ -19,7 +19,7 @@
 use std::fmt;
 
 use crate::backend::Function;
-use crate::front::strategy::{Arch, Direction, Flavor, SizeClass, Strategy};
+use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, SizeClass, Strategy};
 use crate::lower::routine::Routine;
 use crate::lower::{entry_symbol, lower, Target};
 
@@ -80,6 +80,13 @@ const ZEN_VENDORS: &[(&str, [u32; 3])] = &[
     ("HygonGenuine", [0x6f67_7948, 0x6e65_476e, 0x656e_6975]),
 ];
 
+/// Whether the kernel sets `X86_FEATURE_ZEN` on a CPU with this CPUID
+/// vendor string and family (what `copygen tune --merge` reads from a
+/// tune's recorded CPU).
+pub fn is_zen(vendor: &str, family: u32) -> bool {
+    family >= ZEN_FAMILY && ZEN_VENDORS.iter().any(|(v, _)| *v == vendor)
+}
+
 impl CpuFeature {
     fn info(self) -> &'static FeatureInfo {
         FEATURES
@@ -131,15 +138,26 @@ impl CpuCondition {
     }
 }
 
-impl fmt::Display for CpuCondition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl CpuCondition {
+    /// The condition with each feature spelt by `name`: `a && b && !c`.
+    fn spelt(&self, name: fn(CpuFeature) -> &'static str) -> String {
         let words: Vec<String> = self
             .require
             .iter()
-            .map(|x| x.name().to_string())
-            .chain(self.exclude.iter().map(|x| format!("!{}", x.name())))
+            .map(|&x| name(x).to_string())
+            .chain(self.exclude.iter().map(|&x| format!("!{}", name(x))))
             .collect();
-        f.write_str(&words.join(" && "))
+        words.join(" && ")
+    }
+    /// The condition in the kernel's bits: `X86_FEATURE_ZEN && X86_FEATURE_ERMS`.
+    pub fn kernel_text(&self) -> String {
+        self.spelt(CpuFeature::kernel_macro)
+    }
+}
+
+impl fmt::Display for CpuCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelt(CpuFeature::name))
     }
 }
 
@@ -241,14 +259,27 @@ pub fn select(s: &Strategy, found: CpuFeatures) -> Option<&Variant> {
 }
 
 /// A variant as a strategy of its own: same options, its classes, the
-/// symbol `<symbol>__<variant>`.
+/// symbol `<symbol>__<variant>`. The names the strategy gives its linux
+/// routines (`[linux] symbol`, `from_user`, `to_user`) belong to the entry
+/// points; a variant's routines are named after the variant.
 pub fn variant_strategy(s: &Strategy, v: &Variant) -> Strategy {
+    let mut linux = s.linux.clone();
+    linux.both = None;
+    linux.from_user = None;
+    linux.to_user = None;
     Strategy {
         symbol: format!("{}__{}", s.symbol, v.name),
         classes: v.classes.clone(),
         variants: Vec::new(),
+        linux,
         ..s.clone()
     }
+}
+
+/// Whether `s` in `flavor` has one entry point for both directions (a
+/// linux routine serving both; the standalone flavour exports two names).
+fn one_entry(s: &Strategy, flavor: Flavor) -> bool {
+    flavor == Flavor::Linux && s.routine == RoutineShape::Both
 }
 
 /// Every variant's routines, their labels prefixed with the variant name so
@@ -267,13 +298,18 @@ pub fn lower_variants(s: &Strategy, target: Target) -> Vec<Routine> {
         .collect()
 }
 
-/// The entry points that pick a variant, one per direction (none without variants).
+/// The entry points that pick a variant, one per direction, or one for a
+/// linux routine serving both (none without variants).
 pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
     if s.variants.is_empty() {
         return Vec::new();
     }
-    let mut out: Vec<Function> = s
-        .directions
+    let directions = if one_entry(s, flavor) {
+        &s.directions[..1]
+    } else {
+        &s.directions[..]
+    };
+    let mut out: Vec<Function> = directions
         .iter()
         .map(|&dir| match flavor {
             Flavor::Linux => linux_entry(s, dir),
@@ -300,8 +336,9 @@ fn function(symbol: String, body: Vec<String>) -> Function {
     }
 }
 
-fn variant_symbol(s: &Strategy, v: &Variant, dir: Direction) -> String {
-    entry_symbol(&variant_strategy(s, v), Flavor::Standalone, dir, None)
+/// The routine of variant `v` that the entry point of `dir` enters.
+pub fn variant_symbol(s: &Strategy, v: &Variant, flavor: Flavor, dir: Direction) -> String {
+    entry_symbol(&variant_strategy(s, v), flavor, dir, None)
 }
 
 /// The linux entry: per variant, one `ALTERNATIVE` per feature test that
@@ -311,14 +348,19 @@ fn variant_symbol(s: &Strategy, v: &Variant, dir: Direction) -> String {
 fn linux_entry(s: &Strategy, dir: Direction) -> Function {
     let mut body = Vec::new();
     let n = s.variants.len();
+    let tag = if one_entry(s, Flavor::Linux) {
+        "copy"
+    } else {
+        dir.tag()
+    };
     for (i, v) in s.variants.iter().enumerate() {
         body.push(format!(
             "\t/* variant `{}`: {} */",
             v.name,
             v.condition_text()
         ));
+        let next = format!(".L{}_{tag}_not_{}", s.symbol, v.name);
         if let Some(c) = &v.when {
-            let next = format!(".L{}_{}_not_{}", s.symbol, dir.tag(), v.name);
             for f in &c.require {
                 body.push(format!(
                     "\tALTERNATIVE \"jmp {next}\", \"\", {}",
@@ -331,12 +373,13 @@ fn linux_entry(s: &Strategy, dir: Direction) -> Function {
                     f.kernel_macro()
                 ));
             }
-            body.push(format!("\tjmp\t{}", variant_symbol(s, v, dir)));
-            if i + 1 < n {
-                body.push(format!("{next}:"));
-            }
-        } else {
-            body.push(format!("\tjmp\t{}", variant_symbol(s, v, dir)));
+        }
+        body.push(format!(
+            "\tjmp\t{}",
+            variant_symbol(s, v, Flavor::Linux, dir)
+        ));
+        if v.when.is_some() && i + 1 < n {
+            body.push(format!("{next}:"));
         }
     }
     function(entry_symbol(s, Flavor::Linux, dir, None), body)
@@ -502,7 +545,7 @@ fn resolver(s: &Strategy) -> Vec<String> {
         let v = &s.variants[i];
         b.push(format!("{}:", l(&format!("pick{i}"))));
         for &dir in &s.directions {
-            let target = variant_symbol(s, v, dir);
+            let target = variant_symbol(s, v, Flavor::Standalone, dir);
             let ptr = pointer_symbol(s, dir);
             if x64 {
                 ins(&mut b, &format!("leaq\t{target}(%rip), %rax"));

@@ -181,6 +181,110 @@ fn every_arch_and_version_applies_to_its_pristine_tree() {
     }
 }
 
+/// A per-CPU strategy: the patch carries every variant, and the routine the
+/// glue calls selects one with ALTERNATIVEs on the variants' feature bits
+/// (patched at boot), on 6.1 and 6.12, x86_64 and i386.
+#[test]
+fn per_cpu_patch_selects_each_variant_with_alternatives() {
+    for (version, preset, symbol) in [
+        ("6.1", "guarded-movsb", "guarded_movsb"),
+        ("6.12", "guarded-movsb", "guarded_movsb"),
+        ("6.1", "guarded-movsb-32", "guarded_movsb_32"),
+        ("6.12", "guarded-movsb-32", "guarded_movsb_32"),
+    ] {
+        let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
+        let not = |v: &str| format!(".L{symbol}_copy_not_{v}");
+        let entry = [
+            "+SYM_FUNC_START(copygen_copy_user)".to_string(),
+            format!(
+                "+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_ZEN",
+                not("zen")
+            ),
+            format!(
+                "+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_ERMS",
+                not("zen")
+            ),
+            format!("+\tjmp\t{symbol}__zen_copy_user"),
+            format!("+{}:", not("zen")),
+            format!(
+                "+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_FSRM",
+                not("fsrm")
+            ),
+            format!("+\tjmp\t{symbol}__fsrm_copy_user"),
+            format!("+{}:", not("fsrm")),
+            format!("+\tjmp\t{symbol}__loop_copy_user"),
+        ];
+        let lines: Vec<&str> = p
+            .lines()
+            .skip_while(|l| *l != entry[0])
+            .filter(|l| !l.starts_with("+\t/*"))
+            .take(entry.len())
+            .collect();
+        assert_eq!(lines, entry, "{version} {preset}");
+        for v in ["zen", "fsrm", "loop"] {
+            let routine = format!("{symbol}__{v}_copy_user");
+            assert!(
+                p.contains(&format!("+SYM_FUNC_START({routine})")),
+                "{version} {preset}: no {routine}"
+            );
+            // The body names each variant, its feature bits and its routine.
+            assert!(
+                p.lines()
+                    .any(|l| l.starts_with(&format!("  {v} ")) && l.ends_with(&routine)),
+                "{version} {preset}: body lacks {v}"
+            );
+        }
+        assert!(p.contains("X86_FEATURE_ZEN && X86_FEATURE_ERMS: "));
+        assert!(!p.contains("default variant `loop` only"));
+        // 6.12: why the call site is changed rather than rep_movs_alternative replaced.
+        assert_eq!(
+            p.contains("so this routine cannot be rep_movs_alternative"),
+            version == "6.12" && preset == "guarded-movsb",
+            "{version} {preset}"
+        );
+        if let Some(t) = tree(version) {
+            applies(t, &p).unwrap_or_else(|e| panic!("{version} {preset}: {e}"));
+        }
+    }
+}
+
+/// A per-CPU strategy in rep_movs_alternative's convention is not dropped in
+/// as rep_movs_alternative on 6.12 (FSRM CPUs never call that): the call
+/// sites call it on every CPU, and objtool learns every routine it enters
+/// with STAC done.
+#[test]
+fn per_cpu_rep_movs_routine_is_called_on_every_cpu_on_6_12() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pc.toml");
+    std::fs::write(
+        &file,
+        "name = \"pc\"\ndescription = \"d\"\narch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\"\nuaccess = \"caller\"\n\
+         [methods.m]\nkind = \"rep_movs\"\n[methods.b]\nkind = \"bytes\"\n\
+         [[variants]]\nname = \"fast\"\nwhen = [\"fsrm\"]\n[[variants.dispatch]]\nsizes = \"0..\"\nuse = \"m\"\n\
+         [[variants]]\nname = \"slow\"\ndefault = true\n[[variants.dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n",
+    )
+    .unwrap();
+    let p = patch_of(&[file.to_str().unwrap(), "--kernel", "6.12", "--no-verify"]);
+    assert!(p.contains("+SYM_FUNC_START(copygen_copy_user)"), "{p}");
+    assert!(!p.contains("+SYM_FUNC_START(rep_movs_alternative)"));
+    assert!(p.contains("+\treturn copygen_call(dst, (__force void *)src, size);"));
+    for name in [
+        "copygen_copy_user",
+        "pc__fast_copy_user",
+        "pc__slow_copy_user",
+    ] {
+        assert!(
+            p.contains(&format!(
+                "+\t\"{name}\", /* copygen: called with STAC done */"
+            )),
+            "{name}: {p}"
+        );
+    }
+    if let Some(t) = tree("6.12") {
+        applies(t, &p).unwrap();
+    }
+}
+
 #[test]
 fn caller_bracketed_c_routine_gets_stac_in_the_glue_and_objtool_learns_its_name() {
     let dir = tempfile::tempdir().unwrap();

@@ -37,7 +37,7 @@ fn every_candidate_of_the_search_space_is_a_valid_strategy() {
                     panic!("only alias guards")
                 };
                 assert_eq!(lo, 1);
-                assert!([15, 31, 63].contains(&hi), "{text}");
+                assert!([15, 16, 31, 63].contains(&hi), "{text}");
                 assert!(
                     class.lo >= c.guard_from as u64,
                     "class {i} guarded below guard_from"

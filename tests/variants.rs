@@ -243,17 +243,21 @@ fn a_bad_variant_exits_2_naming_the_field() {
     assert!(!dir.path().join("out").exists());
 }
 
+/// The lines of linux function `name` in `text`, comments left out.
+fn entry_lines<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let start = format!("SYM_FUNC_START({name})");
+    text.lines()
+        .skip_while(|l| *l != start)
+        .take_while(|l| !l.starts_with("SYM_FUNC_END"))
+        .filter(|l| !l.trim_start().starts_with("/*"))
+        .collect()
+}
+
 #[test]
 fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
     let text = render(&guarded_movsb(), Flavor::Linux);
-    let entry: Vec<&str> = text
-        .lines()
-        .skip_while(|l| *l != "SYM_FUNC_START(guarded_movsb_from_user)")
-        .take_while(|l| !l.starts_with("SYM_FUNC_END"))
-        .filter(|l| !l.trim_start().starts_with("/*"))
-        .collect();
     assert_eq!(
-        entry,
+        entry_lines(&text, "guarded_movsb_from_user"),
         [
             "SYM_FUNC_START(guarded_movsb_from_user)",
             "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_zen\", \"\", X86_FEATURE_ZEN",
@@ -283,6 +287,59 @@ fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
                 "{v} {dir}"
             );
         }
+    }
+}
+
+/// A per-CPU routine serving both directions under a name of its own (what
+/// `copygen kernel-patch` wires): one linux entry point under that name, its
+/// ALTERNATIVE chain entering each variant's own routine, every name once.
+#[test]
+fn a_per_cpu_routine_for_both_directions_has_one_entry_and_a_routine_per_variant() {
+    let text = PER_CPU.replace(
+        "arch = \"x86_64\"\n",
+        "arch = \"x86_64\"\nroutine = \"both\"\n[linux]\nsymbol = \"my_copy\"\n",
+    );
+    let s = parse(Path::new("both.toml"), &text, None).unwrap();
+    let linux = render(&s, Flavor::Linux);
+    let functions: Vec<&str> = linux
+        .lines()
+        .filter_map(|l| l.strip_prefix("SYM_FUNC_START("))
+        .map(|l| l.trim_end_matches(')'))
+        .collect();
+    assert_eq!(
+        functions,
+        [
+            "my_copy",
+            "per_cpu__erms_copy_user",
+            "per_cpu__other_copy_user"
+        ],
+        "{linux}"
+    );
+    assert_eq!(
+        entry_lines(&linux, "my_copy"),
+        [
+            "SYM_FUNC_START(my_copy)",
+            "\tALTERNATIVE \"jmp .Lper_cpu_copy_not_erms\", \"\", X86_FEATURE_ERMS",
+            "\tALTERNATIVE \"\", \"jmp .Lper_cpu_copy_not_erms\", X86_FEATURE_ZEN",
+            "\tjmp\tper_cpu__erms_copy_user",
+            ".Lper_cpu_copy_not_erms:",
+            "\tjmp\tper_cpu__other_copy_user",
+            "",
+        ]
+    );
+    // Each variant's routine serves both directions: loads and stores have entries.
+    assert!(linux.contains("_ASM_EXTABLE_UA(.Lerms_copy_"), "{linux}");
+    // The standalone flavour keeps the contract's names (§3), both directions each.
+    let standalone = render(&s, Flavor::Standalone);
+    for name in [
+        "per_cpu_from_user:",
+        "per_cpu_to_user:",
+        "per_cpu__erms_from_user:",
+        "per_cpu__erms_to_user",
+        "per_cpu__other_from_user:",
+        "per_cpu__other_to_user",
+    ] {
+        assert!(standalone.contains(name), "{name}: {standalone}");
     }
 }
 

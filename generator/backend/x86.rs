@@ -316,9 +316,14 @@ pub fn select(r: &Routine, abi: &Abi) -> Vec<Line> {
         abi,
         r,
         lines: super::Lines::new(r),
+        count_ready: false,
     };
     s.prologue();
-    for op in &r.ops {
+    for (i, op) in r.ops.iter().enumerate() {
+        if s.count_early(&r.ops[i..]) {
+            s.mov(s.pw(), Reg::Cx, abi.len);
+            s.count_ready = true;
+        }
         s.op(op);
     }
     s.lines.out
@@ -328,6 +333,9 @@ struct Selector<'a> {
     abi: &'a Abi,
     r: &'a Routine,
     lines: super::Lines<'a, Inst>,
+    /// `rcx` already holds `len` for the `rep movsb` ahead (see
+    /// [`Selector::count_early`]).
+    count_ready: bool,
 }
 
 impl Selector<'_> {
@@ -453,6 +461,27 @@ impl Selector<'_> {
         self.abi.len == Reg::Cx
     }
 
+    /// Whether `ops` start a run of guards that falls through to a `rep
+    /// movsb`, so that its `mov len, %rcx` goes in front of the guards.
+    /// Measured on an AMD EPYC Zen 4 (JIT and GNU as layouts): with the
+    /// `mov` between the guard's `jcc` and `rep movsb`, a guarded `rep
+    /// movsb` cost about one cycle more per call than a bare one (1.07x
+    /// below 128 B) at most code alignments; with the `mov` first, none.
+    /// Only where the guards leave `rcx` alone (they use scratch 0), and
+    /// harmless to the guarded methods, which do not read `rcx`.
+    fn count_early(&self, ops: &[Op]) -> bool {
+        if self.count_ready || self.len_is_count() || self.scratch(0) == Reg::Cx {
+            return false;
+        }
+        let is_guard = |op: &Op| matches!(op, Op::JumpIfAlias { .. } | Op::JumpIfPtr { .. });
+        if !ops.first().is_some_and(is_guard) {
+            return false;
+        }
+        ops.iter()
+            .find(|op| !is_guard(op) && !matches!(op, Op::Comment(_)))
+            .is_some_and(|op| matches!(op, Op::RepMovs { unit: 1, .. }))
+    }
+
     fn op(&mut self, op: &Op) {
         let pw = self.pw();
         let abi = self.abi;
@@ -492,16 +521,43 @@ impl Selector<'_> {
                 });
             }
             Op::JumpIfAlias { lo, hi, target } => {
+                // t = dst - src - lo, whose low 12 bits are
+                // ((dst - src) mod 4096 - lo) mod 4096: in the band exactly
+                // when that is at most hi - lo (hi < 4096, so a distance
+                // below lo wraps above it). The guard sits on every call in
+                // front of `rep movsb`, so it is kept short: a band 2^k wide
+                // needs only bits k..11 of t zero (one `test`, `jz`), any
+                // other folds `- lo` into `lea`. Which of `mov; sub; sub`
+                // and `lea; sub` is cheaper was measured on an AMD EPYC Zen 4
+                // (JIT, against a bare `rep movsb` below 128 B: 1.01x and
+                // 1.07x for the 2^k band, the same 1.07x for 1..=15).
                 let t = self.scratch(0);
                 let target = self.label(target);
-                self.mov(4, t, abi.dst);
-                self.alu(Alu::Sub, 4, t, abi.src);
-                self.alu_imm(Alu::And, 4, t, 4095);
-                if *lo > 0 {
-                    self.alu_imm(Alu::Sub, 4, t, *lo as i32);
+                let width = *hi - *lo + 1;
+                if width.is_power_of_two() {
+                    self.mov(4, t, abi.dst);
+                    self.alu(Alu::Sub, 4, t, abi.src);
+                    if *lo > 0 {
+                        self.alu_imm(Alu::Sub, 4, t, *lo as i32);
+                    }
+                    self.alu_imm(Alu::Test, 4, t, (4096 - width) as i32);
+                    self.emit(Inst::Jcc { cc: Cc::E, target });
+                } else {
+                    if *lo == 0 {
+                        self.mov(4, t, abi.dst);
+                    } else {
+                        let mem = MemRef::base(abi.dst, -(*lo as i32));
+                        self.emit(Inst::Lea {
+                            width: pw,
+                            dst: t,
+                            mem,
+                        });
+                    }
+                    self.alu(Alu::Sub, 4, t, abi.src);
+                    self.alu_imm(Alu::And, 4, t, 4095);
+                    self.alu_imm(Alu::Cmp, 4, t, (*hi - *lo) as i32);
+                    self.emit(Inst::Jcc { cc: Cc::Be, target });
                 }
-                self.alu_imm(Alu::Cmp, 4, t, (*hi - *lo) as i32);
-                self.emit(Inst::Jcc { cc: Cc::Be, target });
             }
             Op::JumpIfPtr {
                 test,
@@ -568,7 +624,7 @@ impl Selector<'_> {
             Op::RepMovs { unit, main, rest } => {
                 let unit = *unit;
                 if unit == 1 {
-                    if !self.len_is_count() {
+                    if !self.len_is_count() && !std::mem::take(&mut self.count_ready) {
                         self.mov(pw, Reg::Cx, abi.len);
                     }
                     self.emit_user(Inst::RepMovs { unit: 1 }, main);

@@ -17,8 +17,13 @@ pub struct TuneArgs {
     base: Option<PathBuf>,
     /// Size distribution to tune on (llvm-libc CSV; a file or a built-in
     /// name); repeatable.
-    #[arg(long, value_name = "FILE.csv", required = true)]
+    #[arg(long, value_name = "FILE.csv", required_unless_present = "merge")]
     distribution: Vec<String>,
+    /// Combine tune results from several CPUs (files `copygen tune` wrote)
+    /// into one per-CPU strategy: a variant per CPU, conditioned on the
+    /// feature bits it has; fault-checked before it is written.
+    #[arg(long, value_name = "TUNED.toml", num_args = 2.., conflicts_with_all = ["base", "distribution"])]
+    merge: Vec<PathBuf>,
     /// Seconds for the whole run (search about 70 %, then confirmation,
     /// fault suite and report).
     #[arg(long, default_value_t = 180.0)]
@@ -44,6 +49,9 @@ pub struct TuneArgs {
 }
 
 pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
+    if !a.merge.is_empty() {
+        return cmd_merge(&a);
+    }
     use copygen::tools::bench::distribution::{Distribution, BUILTIN};
     use copygen::tools::tune;
     let load = |names: &[String]| -> Result<Vec<Distribution>, Failure> {
@@ -139,6 +147,43 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
             eprintln!("wrote {}", p.display());
         }
         None => print!("\n{}", outcome.text),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `copygen tune --merge`: validated (the text parses back to the merged
+/// strategy) and fault-checked (every variant) before anything is written.
+fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
+    use copygen::tools::tune::merge::{merge, Input};
+    let inputs = a
+        .merge
+        .iter()
+        .map(|p| {
+            let text = parse::read_text(p).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok(Input {
+                path: p.clone(),
+                text,
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let (_, text) = merge(&inputs, a.name.as_deref()).map_err(Failure::Input)?;
+    let out_name = a
+        .output
+        .as_deref()
+        .unwrap_or(std::path::Path::new("merged.toml"));
+    let s = parse::parse(out_name, &text, None).map_err(|e| Failure::Input(e.to_string()))?;
+    let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(anyhow::Error::from)?;
+    eprint!("{report}");
+    if !ok {
+        eprintln!("error: the merged strategy failed the JIT fault suite; nothing written");
+        return Ok(ExitCode::from(1));
+    }
+    match &a.output {
+        Some(p) => {
+            copygen::output::write::write_file(p, &text)?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -129,7 +129,7 @@ pub(super) fn check_function(
                 format!("its fixup {} never reaches a return", func.describe(fx)),
             );
         }
-        if func.insns[k].width > 1 && !byte && !aligned(&func.insns[k], &st) {
+        if func.insns[k].width > 1 && !byte && !aligned(&func.insns[k], &st, side, abi) {
             no_retry.push((k, fx));
         }
     }
@@ -147,7 +147,7 @@ pub(super) fn check_function(
             Some(s) if func.insns[k].cond_exec && decide(func.insns[k].cc, s) == Some(false) => {
                 true
             }
-            Some(s) => aligned(&func.insns[k], &func.exec_state(k, s)),
+            Some(s) => aligned(&func.insns[k], &func.exec_state(k, s), side, abi),
         };
         if cases.is_empty() || !cases.iter().all(aligned_in) {
             func.finding(
@@ -300,11 +300,13 @@ fn reach(m: &Mem, st: &State, side: UserSide, abi: &AbiSpec) -> Reach {
 }
 
 /// Every user memory operand of `i` is aligned to its size (so it cannot
-/// straddle a page).
-fn aligned(i: &Insn, st: &State) -> bool {
+/// straddle a page); the kernel side (the other operand of a `movs`) never
+/// faults.
+fn aligned(i: &Insn, st: &State, side: UserSide, abi: &AbiSpec) -> bool {
     i.mems
         .iter()
         .filter(|m| m.kind != MemKind::Prefetch && m.size > 1)
+        .filter(|m| !matches!(reach(m, st, side, abi), Reach::Kernel))
         .all(|m| {
             let index_ok = m.index.is_none_or(|x| st.regs[x].konst_value() == Some(0));
             index_ok

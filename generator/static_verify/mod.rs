@@ -390,14 +390,10 @@ pub fn check_strategies(
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(&path, crate::output::render::render(s, flavor))?;
             // The strategy states the facts; the header is not read back.
-            let dispatchers = if s.variants.is_empty() {
-                Vec::new()
-            } else {
-                s.directions
-                    .iter()
-                    .map(|d| format!("{}_{}", s.symbol, d.name()))
-                    .collect()
-            };
+            let dispatchers = crate::variants::dispatchers(s, flavor)
+                .into_iter()
+                .map(|f| f.symbol)
+                .collect();
             let facts = Options {
                 arch: Some(s.arch),
                 flavor: Some(flavor),

@@ -320,6 +320,15 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     if i.rflags_modified() != 0 {
         s.flags = None;
     }
+    // A stack slot written by anything the match below does not model
+    // (`incl -16(%ebp)`) may now derive from what it held and what flowed in.
+    if insn.mems.iter().any(|m| m.kind != MemKind::Load) {
+        if let Some(slot) = stack_slot(st) {
+            let old = st.stack.get(&slot).copied().unwrap_or(Val::ANY);
+            let v = Val::derived(insn.inputs.iter().map(|&g| st.regs[g]).chain([old]));
+            s.stack.insert(slot, v);
+        }
+    }
 
     let m = i.mnemonic();
     match m {
@@ -372,15 +381,26 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             _ => {}
         },
         Mnemonic::Push => {
-            let v = if i.op0_kind() == OpKind::Register {
-                val(i.op0_register())
-            } else {
-                Val::OTHER
+            let v = match i.op0_kind() {
+                OpKind::Register => val(i.op0_register()),
+                // `pushl 12(%ebp)`: what the slot holds, if known.
+                OpKind::Memory => stack_slot(st)
+                    .and_then(|slot| st.stack.get(&slot).copied())
+                    .unwrap_or(Val::ANY),
+                _ => Val::OTHER,
             };
             s.sp = st.sp.map(|sp| sp - abi.ptr);
             if let Some(sp) = s.sp {
                 s.stack.insert(sp, v);
             }
+        }
+        Mnemonic::Leave => {
+            // `mov %ebp, %esp; pop %ebp`
+            let frame = st.regs[5].stack_offset();
+            s.regs[5] = frame
+                .and_then(|f| st.stack.get(&f).copied())
+                .unwrap_or(Val::ANY);
+            s.sp = frame.map(|f| f + abi.ptr);
         }
         Mnemonic::Pop => {
             if let (Some(d), Some(sp)) = (reg0, st.sp) {

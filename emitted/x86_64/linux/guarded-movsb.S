@@ -154,13 +154,12 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_from_band_guarded
-	movq	%rdx, %rcx
 .Lzen_from_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -258,13 +257,12 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_to_band_guarded
-	movq	%rdx, %rcx
 .Lzen_to_rep_movsb:
 	rep movsb
 	ASM_CLAC

@@ -81,13 +81,12 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lfrom_band_guarded
-	movq	%rdx, %rcx
 .Lfrom_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -185,13 +184,12 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lto_band_guarded
-	movq	%rdx, %rcx
 .Lto_rep_movsb:
 	rep movsb
 	ASM_CLAC

@@ -250,13 +250,12 @@ guarded_movsb__to_ptr:
 guarded_movsb__zen_from_user:
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_from_band_guarded
-	movq	%rdx, %rcx
 .Lzen_from_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax
@@ -355,13 +354,12 @@ guarded_movsb__zen_from_user:
 guarded_movsb__zen_to_user:
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_to_band_guarded
-	movq	%rdx, %rcx
 .Lzen_to_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax

@@ -72,13 +72,12 @@
 tuned_zen4_from_user:
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lfrom_band_guarded
-	movq	%rdx, %rcx
 .Lfrom_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax
@@ -177,13 +176,12 @@ tuned_zen4_from_user:
 tuned_zen4_to_user:
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	movl	%edi, %eax
+	movq	%rdx, %rcx
+	leaq	-1(%rdi), %rax
 	subl	%esi, %eax
 	andl	$4095, %eax
-	subl	$1, %eax
 	cmpl	$14, %eax
 	jbe	.Lto_band_guarded
-	movq	%rdx, %rcx
 .Lto_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax

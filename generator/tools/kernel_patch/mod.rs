@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 
 use crate::front::strategy::{
-    Arch, Convention, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
+    Arch, Convention, Direction, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
 };
 use crate::static_verify::{FunctionSpec, UserSide};
 use excerpts::Excerpt;
@@ -74,20 +74,6 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
     };
     let mut t = s.clone();
     let mut notes = Vec::new();
-    // Per-CPU variants: the kernel-side dispatch (an ALTERNATIVE chain) is not
-    // wired by this patch yet; the default variant (the one without a CPU
-    // condition) is what the tree gets.
-    if !s.variants.is_empty() {
-        let Some(v) = s.variants.iter().find(|v| v.when.is_none()) else {
-            return Err(unfit("a per-CPU strategy without a default variant".into()));
-        };
-        notes.push(format!(
-            "Per-CPU variants: this patch carries the default variant `{}` only.",
-            v.name
-        ));
-        t.classes = v.classes.clone();
-        t.variants = Vec::new();
-    }
     t.linux.kernel = Some(kernel);
     let both_dirs = s.directions.len() == 2;
     if !both_dirs {
@@ -111,9 +97,13 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                 ));
             }
             t.routine = RoutineShape::Both;
+            // A per-CPU strategy is never the drop-in rep_movs_alternative:
+            // copy_user_generic() calls that only on CPUs without FSRM,
+            // while a variant may be meant for FSRM CPUs (per_cpu_note).
             let drop_in = s.arch == Arch::X86_64
                 && kernel == KernelVersion::V6_12
-                && s.linux.convention == Convention::RepMovs;
+                && s.linux.convention == Convention::RepMovs
+                && s.variants.is_empty();
             let name = if drop_in {
                 if s.linux.uaccess == Uaccess::Routine {
                     return Err(unfit(
@@ -136,6 +126,9 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                 ));
             }
             t.linux.both = Some(name.to_string());
+            if !t.variants.is_empty() {
+                notes.push(per_cpu_note(&t, kernel));
+            }
             if s.arch == Arch::X86_64 {
                 "arch/x86/lib/copygen_user_64.S"
             } else {
@@ -178,6 +171,56 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
         file,
         notes,
     })
+}
+
+/// What the patch body says about a per-CPU strategy (`t` wired, x86): how
+/// its entry point picks a variant, and why the call site is what it is.
+fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
+    let entry = crate::lower::entry_symbol(t, Flavor::Linux, Direction::FromUser, None);
+    let mut note = format!(
+        "Per CPU: {entry} enters one of {} variants. Its ALTERNATIVEs on\n\
+         X86_FEATURE_* bits are patched once at boot (apply_alternatives) into\n\
+         NOPs and one direct jmp, so no CPUID runs when copying; the first\n\
+         variant whose condition holds is entered:\n",
+        t.variants.len()
+    );
+    for v in &t.variants {
+        let bits = v
+            .when
+            .as_ref()
+            .map_or("default".into(), |c| c.kernel_text());
+        let _ = writeln!(
+            note,
+            "  {:<8} {bits}: {}",
+            v.name,
+            crate::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser)
+        );
+    }
+    let site = match (t.arch, kernel) {
+        (Arch::X86_64, KernelVersion::V6_12) => format!(
+            "Call site: 6.12's copy_user_generic() decides on one bit,\n\
+             ALTERNATIVE(\"rep movsb\", \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM)).\n\
+             These variants decide on their own bits, in their own order, and a\n\
+             variant may be meant for CPUs that have FSRM (AMD Zen 3 and 4 have it),\n\
+             so this routine cannot be rep_movs_alternative (FSRM CPUs would never\n\
+             call it) and the site cannot keep FSRM as its test. raw_copy_{{from,to}}_user\n\
+             call {entry} on every CPU instead: each inlined site stays one call\n\
+             (not a chain of ALTERNATIVEs at every site), and the variant is chosen\n\
+             once, in {entry}'s own ALTERNATIVEs."
+        ),
+        (Arch::X86_64, _) => format!(
+            "Call site: raw_copy_{{from,to}}_user call {entry} in place of 6.1's\n\
+             copy_user_generic(), whose alternative_call_2 picks among the kernel's\n\
+             own routines on REP_GOOD and ERMS; the variant is chosen in {entry}."
+        ),
+        _ => format!(
+            "Call site: raw_copy_{{from,to}}_user call {entry} in place of\n\
+             __copy_user_ll; the variant is chosen in {entry} (the kernel sets\n\
+             X86_FEATURE_ZEN on AMD family 0x17 and later on i386 too)."
+        ),
+    };
+    note.push_str(&site);
+    note
 }
 
 /// An edit of one excerpt: (old text, new text) replacements, each of which
@@ -271,7 +314,8 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                 ),
             ];
             if caller {
-                edits.push(objtool_edit(kernel));
+                let names: Vec<String> = routines(t).into_iter().map(|r| r.name).collect();
+                edits.push(objtool_edit(kernel, &names));
             }
             edits
         }
@@ -335,15 +379,39 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
     }
 }
 
-fn objtool_edit(kernel: KernelVersion) -> Edit {
+/// objtool's list of functions that may run with STAC done: the routines
+/// called that way (a per-CPU entry point jumps to its variants with AC set).
+fn objtool_edit(kernel: KernelVersion, names: &[String]) -> Edit {
     let anchor = "\t\"copy_mc_enhanced_fast_string\",\n";
-    edit(
-        excerpts::objtool(kernel),
-        &[(
-            anchor,
-            format!("{anchor}\t\"{GLUE_SYMBOL}\", /* copygen: called with STAC done */\n"),
-        )],
-    )
+    let mut added = anchor.to_string();
+    for n in names {
+        let _ = writeln!(added, "\t\"{n}\", /* copygen: called with STAC done */");
+    }
+    edit(excerpts::objtool(kernel), &[(anchor, added)])
+}
+
+/// The entry point(s) of `s` in the linux flavour, with the side each
+/// copies from or to.
+fn entry_points(s: &Strategy) -> Vec<FunctionSpec> {
+    let spec = |d: Direction, side: UserSide| FunctionSpec {
+        name: crate::lower::entry_symbol(s, Flavor::Linux, d, None),
+        side: Some(side),
+        convention: None,
+    };
+    match s.routine {
+        RoutineShape::Both => vec![spec(Direction::FromUser, UserSide::Both)],
+        RoutineShape::PerDirection => s.directions.iter().map(|&d| spec(d, d.into())).collect(),
+    }
+}
+
+/// Every routine of the wired `t` the kernel runs: its entry point(s), then
+/// with per-CPU variants each variant's routine(s).
+fn routines(t: &Strategy) -> Vec<FunctionSpec> {
+    let mut out = entry_points(t);
+    for v in &t.variants {
+        out.extend(entry_points(&crate::variants::variant_strategy(t, v)));
+    }
+    out
 }
 
 /// The unified-diff hunks turning `old` into `new`, whose first line is line
@@ -429,27 +497,17 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("copygen_user.S");
     std::fs::write(&path, asm)?;
-    let roles: Vec<FunctionSpec> = match t.routine {
-        RoutineShape::Both => vec![FunctionSpec {
-            name: t.linux.both.clone().unwrap_or_default(),
-            side: Some(UserSide::Both),
-            convention: None,
-        }],
-        RoutineShape::PerDirection => t
-            .directions
-            .iter()
-            .map(|&d| FunctionSpec {
-                name: crate::lower::entry_symbol(t, Flavor::Linux, d, None),
-                side: Some(d.into()),
-                convention: None,
-            })
-            .collect(),
-    };
+    // A per-CPU entry point's ALTERNATIVE chain is not followed (a warning);
+    // each variant it enters is checked as a routine.
     let options = crate::static_verify::Options {
         arch: Some(t.arch),
         flavor: Some(Flavor::Linux),
         convention: Some(t.linux.convention),
-        roles,
+        dispatchers: crate::variants::dispatchers(t, Flavor::Linux)
+            .into_iter()
+            .map(|f| f.symbol)
+            .collect(),
+        roles: routines(t),
         ..Default::default()
     };
     let report = crate::static_verify::check_object(&path, &options)?;
@@ -529,14 +587,7 @@ pub fn patch(
         }
     }
 
-    let names: Vec<String> = match t.routine {
-        RoutineShape::Both => vec![t.linux.both.clone().unwrap_or_default()],
-        RoutineShape::PerDirection => t
-            .directions
-            .iter()
-            .map(|&d| crate::lower::entry_symbol(t, Flavor::Linux, d, None))
-            .collect(),
-    };
+    let names: Vec<String> = entry_points(t).into_iter().map(|e| e.name).collect();
     let subsystem = match t.arch {
         Arch::X86_64 | Arch::I386 => "x86/lib",
         Arch::Armv6 => "ARM: lib",

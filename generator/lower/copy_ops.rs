@@ -1,0 +1,345 @@
+//! The copy operations a method lowers to: byte loop, `rep movs`,
+//! head/tail buckets, the alignment prologue and the unrolled loop. Each
+//! records at every user access how many bytes are done (its fixup).
+
+use super::*;
+
+impl Lowering<'_> {
+    /// Byte loop to the end, then return 0.
+    pub(super) fn bytes(&mut self, name: &str) {
+        let top = self.label(&format!("{name}_bytes"));
+        let done = self.label(&format!("{name}_bytes_done"));
+        self.place(&top);
+        self.jump_len(Cond::Eq, 0, &done);
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
+        self.copy_one(&format!("{name}_byte"), 1, 0, At::Start(0), p);
+        self.op(Op::Advance(1));
+        self.op(Op::Jump(top));
+        self.place(&done);
+        self.ret(true);
+    }
+
+    pub(super) fn rep_movs(&mut self, unit: u32) {
+        let is_user = true;
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
+        let main_fix = self.fixup_for(Recover::Rep { unit }, p.dirty);
+        let main = is_user.then(|| UserSite {
+            name: self.label(&format!("rep_movs{}", unit_suffix(unit))),
+            fixup: main_fix,
+        });
+        let rest = (unit > 1).then(|| {
+            let fixup = self.fixup_for(Recover::Rep { unit: 1 }, false);
+            UserSite {
+                name: self.label("rep_movsb_rest"),
+                fixup,
+            }
+        });
+        self.op(Op::RepMovs { unit, main, rest });
+    }
+
+    /// Overlapping head/tail copies in power-of-two buckets: sizes `N..=2N`
+    /// are one `N`-byte copy from the start and one ending at the end.
+    pub(super) fn head_tail(&mut self, name: &str, width: u32, regs: u32, lo: u64, hi: u64) {
+        // Buckets (first size, last size, N).
+        let mut buckets = Vec::new();
+        if lo == 0 {
+            buckets.push((0, 0, 0));
+        }
+        if lo <= 1 && hi >= 1 {
+            buckets.push((1, 1, 1));
+        }
+        let mut n: u64 = 2;
+        while n <= hi {
+            let last = if 2 * n == hi {
+                2 * n
+            } else {
+                (2 * n - 1).min(hi)
+            };
+            if last >= lo {
+                buckets.push((n.max(lo), last, n));
+            }
+            if last == 2 * n {
+                break;
+            }
+            n *= 2;
+        }
+        self.bucket_tree(name, width, regs, &buckets);
+    }
+
+    /// A balanced tree of length tests over `buckets`.
+    pub(super) fn bucket_tree(
+        &mut self,
+        name: &str,
+        width: u32,
+        regs: u32,
+        buckets: &[(u64, u64, u64)],
+    ) {
+        if let [(first, last, n)] = buckets {
+            self.comment(format!("here: {}", range_fact(*first, Some(*last))));
+            let n = *n as u32;
+            match n {
+                0 => self.ret(true),
+                1 => {
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
+                    self.copy_one(&format!("{name}_1"), 1, 0, At::Start(0), p);
+                    self.ret(true);
+                }
+                _ => {
+                    // The widest access the architecture has that fits N.
+                    let widths = crate::arch::capabilities(self.s.arch).widths;
+                    let w = *widths
+                        .iter()
+                        .filter(|&&w| w <= width.min(n))
+                        .max()
+                        .expect("byte width");
+                    let mut pieces: Vec<(u32, At)> =
+                        (0..n / w).map(|i| (w, At::Start(i * w))).collect();
+                    pieces.extend((0..n / w).map(|i| (w, At::End(n - i * w))));
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
+                    self.copy_group(&format!("{name}_{n}"), &pieces, regs, p);
+                    self.ret(true);
+                }
+            }
+            return;
+        }
+        let mid = buckets.len() / 2;
+        let right = self.label(&format!("{name}_from{}", buckets[mid].0));
+        self.jump_len(Cond::AboveEq, buckets[mid].0, &right);
+        self.bucket_tree(name, width, regs, &buckets[..mid]);
+        self.place(&right);
+        self.bucket_tree(name, width, regs, &buckets[mid..]);
+    }
+
+    /// Copy bytes until the chosen pointer is aligned, when len >= min_size
+    /// (and, for `Both`, the pointers are congruent). Returns the smallest
+    /// len possible afterwards.
+    pub(super) fn align_prologue(&mut self, name: &str, a: &Align, lo: u64) -> u64 {
+        let aligned = self.label(&format!("{name}_aligned"));
+        if lo < a.min_size {
+            self.jump_len(Cond::Below, a.min_size, &aligned);
+        }
+        let test = match a.pointer {
+            AlignPointer::Both => {
+                // Only congruent pointers can both be aligned.
+                self.op(Op::JumpIfPtr {
+                    test: PtrTest::Congruent,
+                    mask: a.to - 1,
+                    aligned: false,
+                    target: aligned.clone(),
+                });
+                PtrTest::Dst
+            }
+            AlignPointer::Dst => PtrTest::Dst,
+            AlignPointer::Src => PtrTest::Src,
+            AlignPointer::Congruent => unreachable!("validated: not a prologue pointer"),
+        };
+        let top = self.label(&format!("{name}_align"));
+        self.place(&top);
+        self.op(Op::JumpIfPtr {
+            test,
+            mask: a.to - 1,
+            aligned: true,
+            target: aligned.clone(),
+        });
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
+        self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
+        self.op(Op::Advance(1));
+        self.op(Op::Jump(top));
+        self.place(&aligned);
+        self.comment(format!(
+            "here: {} is {}-byte aligned if len was >= {} on entry",
+            match a.pointer {
+                AlignPointer::Both => "dst (and src, when congruent)",
+                AlignPointer::Dst => "dst",
+                _ => "src",
+            },
+            a.to,
+            a.min_size
+        ));
+        lo.saturating_sub(a.to as u64 - 1)
+    }
+
+    pub(super) fn unrolled(&mut self, name: &str, u: &Unrolled, lo: u64) {
+        let lo_after_align = match u.align {
+            Some(a) => self.align_prologue(name, &a, lo),
+            None => lo,
+        };
+
+        let top = self.label(&format!("{name}_loop"));
+        let tail = self.label(&format!("{name}_tail"));
+        if lo_after_align < u.block as u64 {
+            self.jump_len(Cond::Below, u.block as u64, &tail);
+        }
+        self.place(&top);
+        self.comment(format!("here: len >= {}", u.block));
+
+        // Prefetch: never beyond the end of the source.
+        if let Some(pf) = &u.prefetch {
+            let size = if pf.kind == PrefetchKind::Touch {
+                u.width
+            } else {
+                1
+            };
+            let mut distances = pf.distances.clone();
+            distances.sort_unstable();
+            let skip = self.label(&format!("{name}_prefetched"));
+            let mut guarded = false;
+            for d in distances {
+                if d + size > u.block {
+                    self.comment(format!(
+                        "prefetch at +{d} only while it stays inside the source (len >= {})",
+                        d + size
+                    ));
+                    self.jump_len(Cond::Below, (d + size) as u64, &skip);
+                    guarded = true;
+                }
+                if pf.kind == PrefetchKind::Touch {
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
+                    let site = self.site(self.user_loads, &format!("{name}_touch{d}"), p);
+                    self.op(Op::Load(Access {
+                        width: u.width,
+                        reg: 0,
+                        mem: Mem {
+                            base: Ptr::Src,
+                            at: At::Start(d),
+                        },
+                        user: site,
+                    }));
+                } else {
+                    self.op(Op::Prefetch {
+                        kind: pf.kind,
+                        at: d,
+                    });
+                }
+            }
+            if guarded {
+                self.place(&skip);
+            } else {
+                self.unlabel(&skip);
+            }
+        }
+
+        let words = u.block / u.width;
+        let p = Progress {
+            done: 0,
+            dirty: false,
+        };
+        match u.grouping {
+            Grouping::LoadsFirst => {
+                let pieces: Vec<_> = (0..words)
+                    .map(|i| (u.width, At::Start(i * u.width)))
+                    .collect();
+                self.copy_group(&format!("{name}_loop"), &pieces, u.registers, p);
+            }
+            Grouping::Interleaved => {
+                let mut p = p;
+                let per = self.regs_per_piece(u.width);
+                for i in 0..words {
+                    p = self.copy_one(
+                        &format!("{name}_loop{i}"),
+                        u.width,
+                        (i % u.registers) as u8 * per,
+                        At::Start(i * u.width),
+                        p,
+                    );
+                }
+            }
+            Grouping::Multiple => {
+                let group = u.registers * 4;
+                for g in 0..(u.block / group) {
+                    let at = g * group;
+                    let before = Progress {
+                        done: at,
+                        dirty: false,
+                    };
+                    let lsite = self.site(self.user_loads, &format!("{name}_ldm{g}"), before);
+                    self.op(Op::LoadMultiple {
+                        count: u.registers as u8,
+                        at,
+                        user: lsite,
+                    });
+                    // An stm that faults may have stored some of its words.
+                    let ssite = self.site(
+                        self.user_stores,
+                        &format!("{name}_stm{g}"),
+                        Progress {
+                            done: at,
+                            dirty: true,
+                        },
+                    );
+                    self.op(Op::StoreMultiple {
+                        count: u.registers as u8,
+                        at,
+                        user: ssite,
+                    });
+                }
+            }
+        }
+        self.op(Op::Advance(u.block));
+        self.jump_len(Cond::AboveEq, u.block as u64, &top);
+        self.place(&tail);
+        self.comment(format!("here: len < {}", u.block));
+
+        match u.tail {
+            Tail::Bytes => self.bytes(name),
+            Tail::RepMovsb => {
+                self.rep_movs(1);
+                self.ret(true);
+            }
+            Tail::RepMovs => {
+                self.rep_movs(u.width);
+                self.ret(true);
+            }
+            Tail::Words | Tail::Overlap => {
+                let wtop = self.label(&format!("{name}_words"));
+                let wdone = self.label(&format!("{name}_words_done"));
+                self.place(&wtop);
+                self.jump_len(Cond::Below, u.width as u64, &wdone);
+                let p = Progress {
+                    done: 0,
+                    dirty: false,
+                };
+                self.copy_one(&format!("{name}_word"), u.width, 0, At::Start(0), p);
+                self.op(Op::Advance(u.width));
+                self.op(Op::Jump(wtop));
+                self.place(&wdone);
+                self.comment(format!("here: len < {}", u.width));
+                if u.tail == Tail::Words {
+                    self.bytes(name);
+                } else {
+                    let ret = self.label(&format!("{name}_overlap_done"));
+                    self.jump_len(Cond::Eq, 0, &ret);
+                    self.comment(format!(
+                        "the last {} bytes, overlapping bytes already copied: at least {} were copied in all",
+                        u.width, u.width
+                    ));
+                    let p = Progress {
+                        done: 0,
+                        dirty: false,
+                    };
+                    self.copy_one(&format!("{name}_overlap"), u.width, 0, At::End(u.width), p);
+                    self.place(&ret);
+                    self.ret(true);
+                }
+            }
+        }
+    }
+}

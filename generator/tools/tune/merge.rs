@@ -1,0 +1,216 @@
+//! `copygen tune --merge a.toml b.toml ...`: tune results from several CPUs
+//! become one per-CPU strategy. Each input's recorded CPU (the `# cpu:`
+//! line a tune writes) gives its variant: named after the CPU, with the
+//! feature bits that CPU has as its condition. Variants are ordered by how
+//! many bits they require, most first, so a CPU gets the result of the
+//! input whose bits it has most of; the last becomes the default. Each
+//! input's methods are renamed `<variant>_<method>`.
+
+use std::path::{Path, PathBuf};
+
+use super::cpu::{CpuInfo, RECORD_PREFIX};
+use crate::front::parse;
+use crate::front::strategy::{Method, SizeClass, Strategy};
+use crate::front::to_toml;
+use crate::variants::{CpuCondition, Variant};
+
+/// One tune result to merge: its file and text.
+pub struct Input {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+struct Tuned<'a> {
+    input: &'a Input,
+    strategy: Strategy,
+    cpu: CpuInfo,
+    /// 1-based line of the `# cpu:` comment.
+    cpu_line: usize,
+}
+
+/// `file:line: error: message`, the located form of a bad input.
+fn located(path: &Path, line: usize, msg: impl std::fmt::Display) -> String {
+    format!("{}:{line}: error: {msg}", path.display())
+}
+
+/// 1-based line of the first line starting with `key` (a TOML key), else 1.
+fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| l.trim_start().starts_with(key))
+        .map_or(1, |i| i + 1)
+}
+
+fn read(input: &Input) -> Result<Tuned<'_>, String> {
+    let strategy = parse::parse(&input.path, &input.text, None).map_err(|e| e.to_string())?;
+    let found = input.text.lines().enumerate().find_map(|(i, l)| {
+        let body = l.strip_prefix('#')?.trim_start();
+        body.starts_with(RECORD_PREFIX).then(|| (i + 1, body))
+    });
+    let Some((cpu_line, record)) = found else {
+        return Err(located(
+            &input.path,
+            1,
+            format!(
+                "no `# {RECORD_PREFIX}...` comment: not the output of `copygen tune` (which records the CPU it measured)"
+            ),
+        ));
+    };
+    let cpu = CpuInfo::from_record(record).ok_or_else(|| {
+        located(
+            &input.path,
+            cpu_line,
+            format!(
+                "the CPU record must read `{RECORD_PREFIX}vendor=NAME family=0xNN model=0xNN erms=yes|no fsrm=yes|no`"
+            ),
+        )
+    })?;
+    if !strategy.variants.is_empty() {
+        return Err(located(
+            &input.path,
+            line_of(&input.text, "[[variants]]"),
+            "this strategy already has per-CPU variants; merge the single-CPU tune results instead",
+        ));
+    }
+    Ok(Tuned {
+        input,
+        strategy,
+        cpu,
+        cpu_line,
+    })
+}
+
+/// What every variant shares and so every input must agree on: (TOML key
+/// to point at, what the value is).
+fn shared(s: &Strategy) -> Vec<(&'static str, String)> {
+    vec![
+        ("arch", s.arch.to_string()),
+        ("directions", format!("{:?}", s.directions)),
+        ("routine", format!("{:?}", s.routine)),
+        ("precision", s.precision.to_string()),
+        ("zero_tail", s.zero_tail.to_string()),
+        ("[linux]", format!("{:?}", s.linux)),
+        ("fixed_sizes", format!("{:?}", s.fixed_sizes)),
+    ]
+}
+
+fn renamed(m: &Method, variant: &str) -> Method {
+    Method {
+        name: format!("{variant}_{}", m.name),
+        kind: m.kind.clone(),
+    }
+}
+
+fn renamed_classes(classes: &[SizeClass], variant: &str) -> Vec<SizeClass> {
+    classes
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.method = renamed(&c.method, variant);
+            for g in &mut c.guards {
+                g.method = renamed(&g.method, variant);
+            }
+            c
+        })
+        .collect()
+}
+
+/// The merged strategy and its file text (header comments, then the
+/// strategy); `name` replaces the first input's name. Errors are located
+/// (`file:line: error: ...`).
+pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String), String> {
+    if inputs.len() < 2 {
+        return Err("error: --merge needs at least two tune results".into());
+    }
+    let mut tuned = inputs.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    let first = &tuned[0];
+    for t in &tuned[1..] {
+        for ((key, a), (_, b)) in shared(&first.strategy).into_iter().zip(shared(&t.strategy)) {
+            if a != b {
+                return Err(located(
+                    &t.input.path,
+                    line_of(&t.input.text, key),
+                    format!(
+                        "`{key}` differs from {}'s; every variant of one strategy shares it",
+                        first.input.path.display()
+                    ),
+                ));
+            }
+        }
+    }
+    for (i, t) in tuned.iter().enumerate() {
+        for u in &tuned[..i] {
+            let same_cpu = (&t.cpu.vendor, t.cpu.family, t.cpu.model)
+                == (&u.cpu.vendor, u.cpu.family, u.cpu.model);
+            let why = if same_cpu {
+                "was tuned on the same CPU"
+            } else if t.cpu.features() == u.cpu.features() {
+                "was tuned on a CPU with the same feature bits (erms, fsrm, zen), so no variant condition tells the two apart"
+            } else {
+                continue;
+            };
+            return Err(located(
+                &t.input.path,
+                t.cpu_line,
+                format!("{} {why}: {}", u.input.path.display(), t.cpu.describe()),
+            ));
+        }
+    }
+    // Most required bits first; the input order breaks ties (stable sort).
+    tuned.sort_by_key(|t| std::cmp::Reverse(t.cpu.features().len()));
+    let last = tuned.len() - 1;
+    let variants: Vec<Variant> = tuned
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let vname = t.cpu.variant_name();
+            Variant {
+                classes: renamed_classes(&t.strategy.classes, &vname),
+                when: (i != last).then(|| CpuCondition {
+                    require: t.cpu.features(),
+                    exclude: Vec::new(),
+                }),
+                name: vname,
+            }
+        })
+        .collect();
+    let base = &tuned[0].strategy;
+    let name = name.unwrap_or(&base.name).to_string();
+    let mut s = base.clone();
+    s.symbol = crate::front::strategy::symbol_of(&name);
+    s.name = name;
+    s.description = format!(
+        "Per-CPU merge of `copygen tune` results (`copygen tune --merge`): {}.",
+        tuned
+            .iter()
+            .zip(&variants)
+            .map(|(t, v)| format!(
+                "`{}` from {} ({})",
+                v.name,
+                t.input.path.display(),
+                v.condition_text()
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    s.classes = variants[last].classes.clone();
+    s.variants = variants;
+    let body = to_toml::render(&s).map_err(|e| format!("error: {e}"))?;
+    let mut text = String::from("# Merged by `copygen tune --merge` from:\n");
+    for (t, v) in tuned.iter().zip(&s.variants) {
+        text.push_str(&format!(
+            "#\n# {} -> variant `{}` ({}):\n",
+            t.input.path.display(),
+            v.name,
+            v.condition_text()
+        ));
+        for l in t.input.text.lines().take_while(|l| l.starts_with('#')) {
+            let body = l.trim_start_matches('#').trim_start();
+            if !body.starts_with(RECORD_PREFIX) {
+                text.push_str(&format!("#   {body}\n"));
+            }
+        }
+    }
+    text.push('\n');
+    text.push_str(&body);
+    Ok((s, text))
+}

@@ -1,0 +1,194 @@
+//! The report of a tune: text, JSON, the per-class tables and the plot.
+
+use std::fmt::Write as _;
+
+use super::{round_ratios, score, Outcome, BAND_BOUND, BAND_FROM, BOUND};
+use crate::tools::bench::{self, Results};
+
+// ---- the report ------------------------------------------------------------------
+
+/// Size classes and alias classes of the per-class tables.
+pub const SIZE_CLASSES: &[(usize, usize)] =
+    &[(0, 15), (16, 63), (64, 255), (256, 1023), (1024, 4096)];
+pub const ALIAS_CLASSES: &[(&str, usize, usize)] = &[
+    ("0", 0, 0),
+    ("1..15", 1, 15),
+    ("16..31", 16, 31),
+    ("32..63", 32, 63),
+    ("far", 64, 4095),
+];
+
+/// Worst ratio to `rep movsb` of `subject` per size class x alias class.
+pub fn class_table(res: &Results, subject: usize) -> Vec<Vec<Option<f64>>> {
+    let ratios = round_ratios(res, subject);
+    SIZE_CLASSES
+        .iter()
+        .map(|&(slo, shi)| {
+            ALIAS_CLASSES
+                .iter()
+                .map(|&(_, alo, ahi)| {
+                    res.sweep
+                        .rows
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| {
+                            r.dist.is_none()
+                                && (slo..=shi).contains(&r.n)
+                                && (alo..=ahi).contains(&(r.x as usize))
+                        })
+                        .map(|(i, _)| ratios[i])
+                        .reduce(f64::max)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The report `copygen tune` prints.
+pub fn report_text(o: &Outcome) -> String {
+    let res = &o.report;
+    let mut out = String::new();
+    let _ = writeln!(out, "CPU: {}", o.cpu.describe());
+    match o.cliff {
+        Some(r) => {
+            let _ = writeln!(
+                out,
+                "rep movsb alias cliff: yes ({r:.1}x at 1 KiB inside (dst - src) mod 4096 in 1..=15)"
+            );
+        }
+        None => {
+            let _ = writeln!(out, "rep movsb alias cliff: no");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} candidates screened{}; tuned strategy `{}` passed the JIT fault suite:",
+        o.evaluated,
+        if o.stopped_early {
+            " (stopped by Ctrl-C: best so far)"
+        } else {
+            ""
+        },
+        o.strategy.name
+    );
+    out.push_str(&o.fault_report);
+    let _ = writeln!(
+        out,
+        "\nCost per call on each distribution against rep_movsb (median of {} rounds of per-round ratios; TSC ticks in brackets):",
+        res.repeats
+    );
+    let name_w = res.subjects.iter().map(|s| s.len()).max().unwrap_or(8);
+    let _ = write!(out, "{:<20}", "distribution");
+    for s in &res.subjects {
+        let _ = write!(out, "  {:>w$}", s, w = name_w.max(14));
+    }
+    out.push('\n');
+    let ratios: Vec<Vec<f64>> = (0..res.subjects.len())
+        .map(|s| round_ratios(res, s))
+        .collect();
+    for (r, row) in res.sweep.rows.iter().enumerate() {
+        let Some(d) = row.dist else { continue };
+        let _ = write!(out, "{:<20}", res.sweep.distributions[d].name);
+        for (s, ratio) in ratios.iter().enumerate() {
+            let cell = format!("{:.2}x ({:.1})", ratio[r], res.cells[r][s].cycles);
+            let _ = write!(out, "  {:>w$}", cell, w = name_w.max(14));
+        }
+        out.push('\n');
+    }
+    let sc = score(res, o.tuned_subject, o.tuned_count, o.cliff.is_some());
+    let met = |ok: bool| if ok { "met" } else { "MISSED" };
+    let all_d: Vec<f64> = round_ratios(res, o.tuned_subject)
+        .into_iter()
+        .zip(&res.sweep.rows)
+        .filter(|(_, r)| r.dist.is_some())
+        .map(|(q, _)| q)
+        .collect();
+    let worst_d = all_d.iter().copied().fold(0.0, f64::max);
+    let _ = writeln!(out, "\nTargets for `{}`:", o.strategy.name);
+    let _ = writeln!(
+        out,
+        "  every distribution <= 1.00x rep_movsb: worst {worst_d:.2}x, {}",
+        met(worst_d <= 1.0)
+    );
+    let _ = writeln!(
+        out,
+        "  every grid cell <= {BOUND:.2}x rep_movsb: worst {:.2}x ({} B, distance {}), {}",
+        sc.worst.0,
+        sc.worst.1,
+        sc.worst.2,
+        met(sc.worst.0 <= BOUND)
+    );
+    if let Some(w) = sc.worst_band {
+        let _ = writeln!(
+            out,
+            "  band 1..=15 from {BAND_FROM} B <= {BAND_BOUND:.2}x: worst {:.2}x ({} B, distance {}), {}",
+            w.0,
+            w.1,
+            w.2,
+            met(w.0 <= BAND_BOUND)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nWorst ratio to rep_movsb per size class and (dst - src) mod 4096 class, fixed sizes (hot):"
+    );
+    for (s, name) in res.subjects.iter().enumerate() {
+        if s == res.baseline {
+            continue;
+        }
+        let _ = write!(out, "{name}\n  {:<12}", "bytes");
+        for (a, _, _) in ALIAS_CLASSES {
+            let _ = write!(out, " {:>8}", a);
+        }
+        out.push('\n');
+        for (i, row) in class_table(res, s).into_iter().enumerate() {
+            let (lo, hi) = SIZE_CLASSES[i];
+            let _ = write!(out, "  {:<12}", format!("{lo}..{hi}"));
+            for v in row {
+                let _ = write!(out, " {:>8}", v.map_or("-".into(), |v| format!("{v:.2}x")));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `--json`: the CPU, the scores and the final run (Google Benchmark shape).
+pub fn report_json(o: &Outcome, tuned: usize) -> serde_json::Value {
+    let res = &o.report;
+    let subjects: Vec<serde_json::Value> = (0..res.subjects.len())
+        .map(|s| {
+            let sc = score(res, s, tuned, o.cliff.is_some());
+            serde_json::json!({
+                "name": res.subjects[s],
+                "score": sc,
+                "classes": class_table(res, s),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "cpu": o.cpu,
+        "alias_cliff": o.cliff,
+        "strategy": o.strategy.name,
+        "evaluated": o.evaluated,
+        "stopped_early": o.stopped_early,
+        "size_classes": SIZE_CLASSES,
+        "alias_classes": ALIAS_CLASSES.iter().map(|a| a.0).collect::<Vec<_>>(),
+        "subjects": subjects,
+        "run": bench::google_benchmark_json(res),
+    })
+}
+
+/// The rows `--plot` shows: the workloads and four sizes of the grid.
+pub fn plot_results(res: &Results) -> Results {
+    let keep: Vec<usize> = (0..res.sweep.rows.len())
+        .filter(|&i| {
+            let r = &res.sweep.rows[i];
+            r.dist.is_some() || [64, 256, 1024, 4096].contains(&r.n)
+        })
+        .collect();
+    let mut out = res.clone();
+    out.sweep.rows = keep.iter().map(|&i| res.sweep.rows[i].clone()).collect();
+    out.cells = keep.iter().map(|&i| res.cells[i].clone()).collect();
+    out
+}

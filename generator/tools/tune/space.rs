@@ -1,0 +1,313 @@
+//! The search space: a [`Candidate`] (the shape every tuned strategy has),
+//! its neighbours, and the strategy file it stands for ([`Header`] holds
+//! what every candidate shares).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::front::strategy::Strategy;
+use crate::tools::bench;
+
+// ---- the search space ------------------------------------------------------------
+
+/// The band loop's parameters (an `unrolled` method of 8-byte registers).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct LoopShape {
+    pub block: u32,
+    pub registers: u32,
+    pub interleaved: bool,
+    /// Alignment prologue: (pointer, bytes).
+    pub align: Option<(&'static str, u32)>,
+    /// `prefetchnta` this many bytes ahead.
+    pub prefetch: Option<u32>,
+    /// Overlapping last word (when every guarded class starts at >= 8).
+    pub overlap_tail: bool,
+}
+
+/// One point of the search space (see the module comment).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Candidate {
+    /// Sizes `0..=short_max` use head/tail copies; 0: none.
+    pub short_max: u32,
+    /// Registers of the head/tail copies (8-byte).
+    pub short_registers: u32,
+    /// Alias guards only from this size up.
+    pub guard_from: u32,
+    /// The band `1..=narrow` guarded from `wide_until` up; 0: no guard.
+    pub narrow: u32,
+    /// The band `1..=wide` guarded below `wide_until`.
+    pub wide: u32,
+    pub wide_until: u32,
+    pub band_loop: LoopShape,
+}
+
+/// Choices for each parameter the search mutates.
+const SHORT_MAX: &[u32] = &[0, 8, 16, 32, 64, 128];
+const SHORT_REGS: &[u32] = &[2, 4];
+const GUARD_FROM: &[u32] = &[0, 16, 32, 64, 128, 256, 512, 1024];
+const NARROW: &[u32] = &[0, 15, 16, 31, 63];
+const WIDE: &[u32] = &[15, 16, 31, 63];
+const WIDE_UNTIL: &[u32] = &[0, 256, 512, 1024, 2048, 4096];
+const BLOCK: &[u32] = &[32, 64, 128];
+const REGS: &[u32] = &[2, 4];
+const ALIGN: &[Option<(&str, u32)>] =
+    &[None, Some(("dst", 8)), Some(("dst", 16)), Some(("src", 8))];
+const PREFETCH: &[Option<u32>] = &[None, Some(256), Some(512)];
+
+impl Candidate {
+    /// `rep movsb` everywhere, the band 1..=15 guarded at every size.
+    pub fn bare_guarded() -> Candidate {
+        Candidate {
+            short_max: 0,
+            short_registers: 4,
+            guard_from: 0,
+            narrow: 15,
+            wide: 15,
+            wide_until: 0,
+            band_loop: LoopShape {
+                block: 64,
+                registers: 4,
+                interleaved: false,
+                align: Some(("dst", 8)),
+                prefetch: None,
+                overlap_tail: true,
+            },
+        }
+    }
+
+    /// Where the search starts: the bare guarded shape, guarded-movsb's
+    /// shape, a wide band for short copies only, a short head/tail class.
+    pub fn seeds() -> Vec<Candidate> {
+        let bare = Candidate::bare_guarded();
+        let guarded_movsb = Candidate {
+            short_max: 64,
+            narrow: 63,
+            wide: 63,
+            guard_from: 65,
+            ..bare.clone()
+        };
+        let wide_short = Candidate {
+            guard_from: 0,
+            wide: 31,
+            wide_until: 1024,
+            ..bare.clone()
+        };
+        let short = Candidate {
+            short_max: 16,
+            ..bare.clone()
+        };
+        vec![short, wide_short, guarded_movsb, bare]
+    }
+
+    /// The alias band guarded at size `n` (0: none).
+    fn band_at(&self, n: u64) -> u32 {
+        if self.narrow == 0 || n < self.guard_from as u64 {
+            0
+        } else if n < self.wide_until as u64 {
+            self.wide.max(self.narrow)
+        } else {
+            self.narrow
+        }
+    }
+
+    /// Size classes above the short class: (lo, hi, band).
+    fn classes(&self) -> Vec<(u64, Option<u64>, u32)> {
+        let start = if self.short_max > 0 {
+            self.short_max as u64 + 1
+        } else {
+            0
+        };
+        let mut cuts: Vec<u64> = [self.guard_from as u64, self.wide_until as u64]
+            .into_iter()
+            .filter(|&c| c > start)
+            .collect();
+        cuts.sort();
+        cuts.dedup();
+        let mut out: Vec<(u64, Option<u64>, u32)> = Vec::new();
+        let mut lo = start;
+        for hi_excl in cuts.into_iter().map(Some).chain([None]) {
+            let band = self.band_at(lo);
+            match out.last_mut() {
+                Some(last) if last.2 == band => last.1 = hi_excl.map(|h| h - 1),
+                _ => out.push((lo, hi_excl.map(|h| h - 1), band)),
+            }
+            if let Some(h) = hi_excl {
+                lo = h;
+            }
+        }
+        out
+    }
+
+    /// The strategy file: `header` (name, description, options) then the
+    /// methods and dispatch of this candidate.
+    pub fn toml(&self, header: &Header) -> String {
+        let mut t = String::new();
+        for line in &header.comments {
+            let _ = writeln!(t, "# {line}");
+        }
+        if !header.comments.is_empty() {
+            t.push('\n');
+        }
+        let _ = writeln!(t, "name = \"{}\"", header.name);
+        let _ = writeln!(
+            t,
+            "description = \"\"\"\n{}\n\"\"\"",
+            header.description.trim_end()
+        );
+        let _ = writeln!(t, "arch = \"x86_64\"");
+        if let Some(d) = &header.directions {
+            let _ = writeln!(t, "directions = {d}");
+        }
+        let _ = writeln!(t, "\n[linux]\n{}", header.linux.trim_end());
+        let _ = writeln!(t, "\n[fault]\nprecision = \"{}\"", header.precision);
+        let classes = self.classes();
+        if self.short_max > 0 {
+            let _ = writeln!(
+                t,
+                "\n[methods.small]\nkind = \"head_tail\"\nwidth = 8\nregisters = {}",
+                self.short_registers
+            );
+        }
+        let _ = writeln!(t, "\n[methods.movsb]\nkind = \"rep_movs\"\nunit = 1");
+        let guarded_lo = classes.iter().filter(|c| c.2 > 0).map(|c| c.0).min();
+        if let Some(glo) = guarded_lo {
+            let l = &self.band_loop;
+            let _ = writeln!(
+                t,
+                "\n[methods.band]\nkind = \"unrolled\"\nblock = {}\nwidth = 8\nregisters = {}\ngrouping = \"{}\"",
+                l.block,
+                l.registers,
+                if l.interleaved { "interleaved" } else { "loads_first" }
+            );
+            if let Some((p, to)) = l.align {
+                let _ = writeln!(
+                    t,
+                    "align = {{ pointer = \"{p}\", to = {to}, min_size = {} }}",
+                    l.block.max(to)
+                );
+            }
+            if let Some(d) = l.prefetch {
+                let _ = writeln!(t, "prefetch = {{ kind = \"nta\", distance = [{d}] }}");
+            }
+            let tail = if l.overlap_tail && glo >= 8 {
+                "overlap"
+            } else {
+                "words"
+            };
+            let _ = writeln!(t, "tail = \"{tail}\"");
+        }
+        if self.short_max > 0 {
+            let _ = writeln!(
+                t,
+                "\n[[dispatch]]\nsizes = \"0..={}\"\nuse = \"small\"",
+                self.short_max
+            );
+        }
+        for (lo, hi, band) in classes {
+            let sizes = match hi {
+                Some(h) => format!("{lo}..={h}"),
+                None => format!("{lo}.."),
+            };
+            let _ = writeln!(t, "\n[[dispatch]]\nsizes = \"{sizes}\"\nuse = \"movsb\"");
+            if band > 0 {
+                let _ = writeln!(t, "[[dispatch.guard]]\nalias = [1, {band}]\nuse = \"band\"");
+            }
+        }
+        t
+    }
+
+    /// A neighbour: one or two parameters changed.
+    pub fn mutate(&self, rng: &mut bench::Rng) -> Candidate {
+        fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
+            v[(rng.next_u64() % v.len() as u64) as usize].clone()
+        }
+        let mut c = self.clone();
+        let changes = 1 + (rng.next_u64() % 2) as usize;
+        for _ in 0..changes {
+            match rng.next_u64() % 12 {
+                0 => c.short_max = pick(rng, SHORT_MAX),
+                1 => c.short_registers = pick(rng, SHORT_REGS),
+                2 => c.guard_from = pick(rng, GUARD_FROM),
+                3 => c.narrow = pick(rng, NARROW),
+                4 => c.wide = pick(rng, WIDE),
+                5 => c.wide_until = pick(rng, WIDE_UNTIL),
+                6 => c.band_loop.block = pick(rng, BLOCK),
+                7 => c.band_loop.registers = pick(rng, REGS),
+                8 => c.band_loop.interleaved = !c.band_loop.interleaved,
+                9 => c.band_loop.align = pick(rng, ALIGN),
+                10 => c.band_loop.prefetch = pick(rng, PREFETCH),
+                _ => c.band_loop.overlap_tail = !c.band_loop.overlap_tail,
+            }
+        }
+        c
+    }
+}
+
+/// What every candidate shares: from the base strategy, or defaults.
+#[derive(Debug, Clone)]
+pub struct Header {
+    pub name: String,
+    pub description: String,
+    /// `directions = [...]` as written in the base, if it had one.
+    pub directions: Option<String>,
+    /// The body of the `[linux]` table.
+    pub linux: String,
+    pub precision: &'static str,
+    /// Comment lines at the top of the file.
+    pub comments: Vec<String>,
+}
+
+impl Header {
+    pub fn new(name: &str) -> Header {
+        Header {
+            name: name.to_string(),
+            description: "Tuned by `copygen tune` for one CPU and a set of size distributions: \
+                          `rep movsb` with alias guards (see the comments above)."
+                .into(),
+            directions: None,
+            linux: "uaccess = \"routine\"".into(),
+            precision: "exact",
+            comments: Vec::new(),
+        }
+    }
+
+    /// The base strategy's name, directions, linux options and precision.
+    pub fn from_base(s: &Strategy) -> Header {
+        use crate::front::strategy::{Convention, Direction, Precision, Uaccess};
+        let dirs: Vec<String> = s
+            .directions
+            .iter()
+            .map(|d| {
+                format!(
+                    "\"{}\"",
+                    match d {
+                        Direction::FromUser => "from_user",
+                        Direction::ToUser => "to_user",
+                    }
+                )
+            })
+            .collect();
+        Header {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            directions: Some(format!("[{}]", dirs.join(", "))),
+            linux: format!(
+                "convention = \"{}\"\nuaccess = \"{}\"",
+                match s.linux.convention {
+                    Convention::C => "c",
+                    Convention::RepMovs => "rep_movs",
+                },
+                match s.linux.uaccess {
+                    Uaccess::Caller => "caller",
+                    Uaccess::Routine => "routine",
+                }
+            ),
+            precision: match s.precision {
+                Precision::Exact => "exact",
+                Precision::Block => "block",
+            },
+            comments: Vec::new(),
+        }
+    }
+}
