@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::checks::faultinject::{self, Report};
+use crate::checks::faultinject::{self, HarnessReport};
 use crate::front::strategy::{Precision, Strategy};
 
 /// The fault-injection results of one strategy.
@@ -19,7 +19,7 @@ pub struct Outcome {
     pub arch: crate::front::strategy::Arch,
     pub precision: Precision,
     /// An error means the harness could not be built or run.
-    pub report: Result<Report>,
+    pub report: Result<HarnessReport>,
 }
 
 impl Outcome {
@@ -44,7 +44,7 @@ pub fn fault_suite(strategies: &[Strategy], jobs: usize, progress: bool) -> Vec<
             .expect("static template"),
     );
     let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Result<Report>)>> = Mutex::new(Vec::new());
+    let done: Mutex<Vec<(usize, Result<HarnessReport>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
@@ -160,7 +160,7 @@ pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Repo
                 path.display()
             );
         }
-        let entries: Vec<faultinject::Entry> = found
+        let entries: Vec<faultinject::EntryPoint> = found
             .functions
             .iter()
             .filter_map(|f| {
@@ -169,7 +169,7 @@ pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Repo
                     UserSide::ToUser => crate::front::strategy::Direction::ToUser,
                     UserSide::Both => return None,
                 };
-                Some(faultinject::Entry {
+                Some(faultinject::EntryPoint {
                     symbol: f.name.clone(),
                     direction,
                     fixed: f.fixed.map(|n| n as u32),
