@@ -147,8 +147,11 @@ pub fn table(outcomes: &[Outcome]) -> String {
 /// `*_from_user` / `*_to_user` function the static check found, in its
 /// direction. Its precision is unknown, so a shortfall is reported, not a
 /// violation.
-pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Report) -> Outcome {
-    use crate::static_verify::UserSide;
+pub fn fault_asm_file(
+    path: &std::path::Path,
+    found: &crate::checks::static_verify::Report,
+) -> Outcome {
+    use crate::checks::static_verify::UserSide;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
