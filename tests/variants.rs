@@ -328,7 +328,7 @@ fn a_per_cpu_routine_for_both_directions_has_one_entry_and_a_routine_per_variant
         ]
     );
     // Each variant's routine serves both directions: loads and stores have entries.
-    assert!(linux.contains("_ASM_EXTABLE_UA(.Lerms_copy_"), "{linux}");
+    assert!(linux.contains("COPYGEN_EXTABLE(.Lerms_copy_"), "{linux}");
     // The standalone flavour keeps the contract's names (§3), both directions each.
     let standalone = render(&s, Flavor::Standalone);
     for name in [

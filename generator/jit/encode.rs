@@ -320,6 +320,10 @@ macro_rules! branch {
     }};
 }
 
+/// The preprocessor lines the encoder understands: the bounds of a block a
+/// file for both kernel versions keeps for 6.1 only (see `Op::MachineCheckExit`).
+const CPP_6_1_BLOCK: [&str; 2] = ["#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)", "#endif"];
+
 /// The encoder of one `.arch`: pointer-width register family `$P`, and per
 /// operand width (bytes, register family, operand size, immediate size).
 macro_rules! encoder {
@@ -334,7 +338,10 @@ macro_rules! encoder {
                     dynasm!(ops; .arch $arch; =>id);
                 }
                 Inst::Comment(_) => {}
-                // (linux flavour only: the JIT compiles the standalone one)
+                // Linux flavour only (the JIT runs the standalone one); the
+                // encoder models the 6.1 tree, as the shim headers do, so the
+                // 6.1-only block of a file for both versions is encoded.
+                Inst::Cpp(line) if CPP_6_1_BLOCK.contains(&line.as_str()) => {}
                 Inst::Cpp(_) => return Err(unsupported()),
                 Inst::Load { width, reg, mem } => {
                     let r = reg.num();

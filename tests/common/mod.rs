@@ -285,6 +285,11 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
             "c"
         };
         let _ = writeln!(out, "convention = \"{convention}\"");
+        if s.rep_movs_convention {
+            // `rep movs{l,q}` keeps its rest in rax, where 6.1's
+            // _ASM_EXTABLE_CPY puts the trap number (validate.rs refuses it).
+            let _ = writeln!(out, "extable = \"relative\"");
+        }
     }
     out.push('\n');
 
