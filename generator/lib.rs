@@ -11,7 +11,7 @@
 //! | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups) |
 //! | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; [`jit`]: the same x86 lines → dynasm |
 //! | output    | [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
-//! | checks    | [`checks`] (objects, fault injection on each CPU mode), [`static_verify`] |
+//! | checks    | [`checks`]: objects, fault injection on each CPU mode, the static verifier ([`checks::static_verify`]) |
 //! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
 //!
 //! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
@@ -21,7 +21,6 @@ pub mod arch;
 pub mod backend;
 pub mod jit;
 pub mod lower;
-pub mod static_verify;
 pub mod toolchain;
 pub mod variants;
 
@@ -50,10 +49,11 @@ pub mod output {
 }
 
 /// Checking routines: assembled objects, fault injection on real CPU modes,
-/// `copygen verify`.
+/// the static verifier, `copygen verify`.
 pub mod checks {
     pub mod faultinject;
     pub mod objfile;
+    pub mod static_verify;
     pub mod verify;
 }
 

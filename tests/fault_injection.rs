@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Once;
 
-use copygen::checks::faultinject::{self, check_tools, run_asm, Entry, Report};
+use copygen::checks::faultinject::{self, check_tools, run_asm, EntryPoint, HarnessReport};
 use copygen::front::catalog::{catalog, repo_root};
 use copygen::front::strategy::{Arch, Direction, Flavor, Precision, RoutineShape};
 
@@ -28,7 +28,7 @@ fn tools(arch: Arch) {
     }
 }
 
-fn summary(name: &str, r: &Report) {
+fn summary(name: &str, r: &HarnessReport) {
     for x in &r.routines {
         println!(
             "{name:<20} {:<34} cases {:>6} violations {:>5} largest shortfall {:>4} text {:>5} extable {:>3}",
@@ -132,13 +132,13 @@ fn fixture(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-fn entry(symbol: &str, exact: bool) -> Entry {
+fn entry(symbol: &str, exact: bool) -> EntryPoint {
     let direction = if symbol.ends_with("_to_user") {
         Direction::ToUser
     } else {
         Direction::FromUser
     };
-    Entry {
+    EntryPoint {
         symbol: symbol.into(),
         direction,
         fixed: None,
@@ -149,7 +149,7 @@ fn entry(symbol: &str, exact: bool) -> Entry {
 
 /// Run one routine of a fixture alone (the harness prints at most
 /// `MAX_DETAILS` violation lines in all).
-fn run_one(arch: Arch, file: &str, e: Entry) -> Report {
+fn run_one(arch: Arch, file: &str, e: EntryPoint) -> HarnessReport {
     tools(arch);
     let r = run_asm(arch, &fixture(file), std::slice::from_ref(&e))
         .unwrap_or_else(|err| panic!("{err:#}"));
@@ -157,7 +157,7 @@ fn run_one(arch: Arch, file: &str, e: Entry) -> Report {
     r
 }
 
-fn assert_caught(arch: Arch, file: &str, e: Entry, kind: &str) {
+fn assert_caught(arch: Arch, file: &str, e: EntryPoint, kind: &str) {
     let symbol = e.symbol.clone();
     let r = run_one(arch, file, e);
     let x = r.routine(&symbol).expect("reported");

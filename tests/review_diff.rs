@@ -18,7 +18,7 @@ use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Flavor, Strategy};
 use copygen::output::render::render;
 use copygen::output::tree::render_tree;
-use copygen::tools::review::{self, format_bloat, table, Options, Report};
+use copygen::tools::review::{self, format_bloat, table, DiffReport, Options};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");
 
@@ -401,7 +401,7 @@ fn relabel(text: &str) -> String {
     out.replacen("\t.text\n", "\t.text\n.Lunused_label:\n", 1)
 }
 
-fn report(old: &str, new: &str, dir: &Path, opts: &Options) -> Report {
+fn report(old: &str, new: &str, dir: &Path, opts: &Options) -> DiffReport {
     let o = Options {
         cwd: Some(dir.to_path_buf()),
         ..opts.clone()

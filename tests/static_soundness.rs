@@ -2,7 +2,9 @@
 //! these hand-written routines has a user access that fault injection
 //! catches and that an earlier verifier passed with 0 user accesses.
 
-use copygen::static_verify::{check_object, FunctionSpec, Options, Report, Severity, UserSide};
+use copygen::checks::static_verify::{
+    check_object, FunctionSpec, Options, Report, Severity, UserSide,
+};
 
 fn check(text: &str, name: &str, options: &Options) -> Report {
     let dir = tempfile::tempdir().unwrap();

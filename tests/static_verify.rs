@@ -7,10 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use copygen::backend;
+use copygen::checks::static_verify::{
+    check_catalog, check_object, Finding, Options, Report, Severity,
+};
 use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
 use copygen::output::render::render;
-use copygen::static_verify::{check_catalog, check_object, Finding, Options, Report, Severity};
 use proptest::strategy::{Strategy as _, ValueTree};
 use proptest::test_runner::TestRunner;
 

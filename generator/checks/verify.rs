@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::checks::faultinject::{self, Report};
+use crate::checks::faultinject::{self, HarnessReport};
 use crate::front::strategy::{Precision, Strategy};
 
 /// The fault-injection results of one strategy.
@@ -19,7 +19,7 @@ pub struct Outcome {
     pub arch: crate::front::strategy::Arch,
     pub precision: Precision,
     /// An error means the harness could not be built or run.
-    pub report: Result<Report>,
+    pub report: Result<HarnessReport>,
 }
 
 impl Outcome {
@@ -44,7 +44,7 @@ pub fn fault_suite(strategies: &[Strategy], jobs: usize, progress: bool) -> Vec<
             .expect("static template"),
     );
     let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Result<Report>)>> = Mutex::new(Vec::new());
+    let done: Mutex<Vec<(usize, Result<HarnessReport>)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
@@ -147,8 +147,11 @@ pub fn table(outcomes: &[Outcome]) -> String {
 /// `*_from_user` / `*_to_user` function the static check found, in its
 /// direction. Its precision is unknown, so a shortfall is reported, not a
 /// violation.
-pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Report) -> Outcome {
-    use crate::static_verify::UserSide;
+pub fn fault_asm_file(
+    path: &std::path::Path,
+    found: &crate::checks::static_verify::Report,
+) -> Outcome {
+    use crate::checks::static_verify::UserSide;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -160,7 +163,7 @@ pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Repo
                 path.display()
             );
         }
-        let entries: Vec<faultinject::Entry> = found
+        let entries: Vec<faultinject::EntryPoint> = found
             .functions
             .iter()
             .filter_map(|f| {
@@ -169,7 +172,7 @@ pub fn fault_asm_file(path: &std::path::Path, found: &crate::static_verify::Repo
                     UserSide::ToUser => crate::front::strategy::Direction::ToUser,
                     UserSide::Both => return None,
                 };
-                Some(faultinject::Entry {
+                Some(faultinject::EntryPoint {
                     symbol: f.name.clone(),
                     direction,
                     fixed: f.fixed.map(|n| n as u32),

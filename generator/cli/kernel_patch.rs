@@ -17,7 +17,7 @@ pub struct KernelPatchArgs {
     /// The tree: 6.1 or 6.12.
     #[arg(long)]
     kernel: String,
-    /// Architecture instead of the strategy's (i386, x86_64, armv6).
+    /// Architecture instead of the strategy's (i386, x86_64, armv6, aarch64).
     #[arg(long)]
     arch: Option<String>,
     /// Output file (default: stdout).
@@ -60,18 +60,18 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
             "error: `{name}` is neither a strategy file nor a catalog strategy (copygen list)"
         )));
     };
-    let w = copygen::kernel_patch::wire(&s, kernel)
+    let w = copygen::tools::kernel_patch::wire(&s, kernel)
         .map_err(|e| Failure::Input(format!("error: {e}")))?;
     let verified = if no_verify {
         None
     } else {
         let asm = copygen::output::render::render(&w.strategy, Flavor::Linux);
         Some(
-            copygen::kernel_patch::verify(&w.strategy, &asm)
+            copygen::tools::kernel_patch::verify(&w.strategy, &asm)
                 .map_err(|e| Failure::Other(e.context(format!("{}: not verified", s.name))))?,
         )
     };
-    let text = copygen::kernel_patch::patch(&s, kernel, verified.as_ref())?;
+    let text = copygen::tools::kernel_patch::patch(&s, kernel, verified.as_ref())?;
     match output {
         Some(p) if p.as_os_str() != "-" => copygen::output::write::write_file(&p, &text)?,
         _ => print!("{text}"),

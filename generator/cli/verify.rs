@@ -57,7 +57,7 @@ pub struct VerifyArgs {
 }
 
 pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    use copygen::static_verify::{check_object, check_strategies, render_reports};
+    use copygen::checks::static_verify::{check_object, check_strategies, render_reports};
     let arch = parse_arch(args.arch.clone())?;
     let options = static_options(&args, arch)?;
     // Hand-written assembly (and, with --static, objects) is checked as it
@@ -109,8 +109,8 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
 fn static_options(
     args: &VerifyArgs,
     arch: Option<Arch>,
-) -> Result<copygen::static_verify::Options, Failure> {
-    use copygen::static_verify::{parse_convention, FunctionSpec};
+) -> Result<copygen::checks::static_verify::Options, Failure> {
+    use copygen::checks::static_verify::{parse_convention, FunctionSpec};
     let convention = match args.convention.as_deref() {
         None => None,
         Some(c) => Some(parse_convention(c).ok_or_else(|| {
@@ -130,7 +130,7 @@ fn static_options(
         None => None,
         f => Some(parse_flavor(f.clone())?[0]),
     };
-    Ok(copygen::static_verify::Options {
+    Ok(copygen::checks::static_verify::Options {
         arch,
         flavor,
         convention,

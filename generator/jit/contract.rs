@@ -66,7 +66,7 @@ impl Promise {
 
 /// What one call did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub struct CallOutcome {
     pub copied: usize,
     /// `f - copied` for a faulting case, else 0.
     pub shortfall: usize,
@@ -155,11 +155,11 @@ impl Harness {
     /// # Safety
     /// `r` must be a routine of a live module compiled for the standalone
     /// ABI; the harness gives it only the buffers the contract allows.
-    pub unsafe fn run(&mut self, r: &JitRoutine, promise: Promise, case: Case) -> Outcome {
+    pub unsafe fn run(&mut self, r: &JitRoutine, promise: Promise, case: Case) -> CallOutcome {
         unsafe { self.call(r.entry(), r.code().as_ptr() as usize, promise, case) }
     }
 
-    unsafe fn call(&mut self, f: CopyFn, code: usize, p: Promise, case: Case) -> Outcome {
+    unsafe fn call(&mut self, f: CopyFn, code: usize, p: Promise, case: Case) -> CallOutcome {
         let Case { n, fault, kernel } = case;
         assert!(
             n <= MAX_SIZE && fault.is_none_or(|f| f < n),
@@ -207,7 +207,7 @@ impl Harness {
                 "{what}: fault at routine+{:#x} (address {addr:#x}), an instruction with no exception-table entry",
                 pc.wrapping_sub(code)
             ));
-            return Outcome {
+            return CallOutcome {
                 copied: 0,
                 shortfall: 0,
                 violations: v,
@@ -215,7 +215,7 @@ impl Harness {
         }
         if ret > n {
             v.push(format!("{what}: returned {ret}, more than n"));
-            return Outcome {
+            return CallOutcome {
                 copied: 0,
                 shortfall: 0,
                 violations: v,
@@ -283,7 +283,7 @@ impl Harness {
                 ));
             }
         }
-        Outcome {
+        CallOutcome {
             copied,
             shortfall,
             violations: v,

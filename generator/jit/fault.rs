@@ -20,7 +20,7 @@ pub const STRAY: usize = usize::MAX;
 
 /// One exception-table entry, as offsets from the module's first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Entry {
+pub struct ExEntry {
     pub insn: u32,
     pub fixup: u32,
 }
@@ -34,7 +34,7 @@ struct Slot {
     claimed: AtomicBool,
     start: AtomicUsize,
     end: AtomicUsize,
-    table: AtomicPtr<Entry>,
+    table: AtomicPtr<ExEntry>,
     len: AtomicUsize,
     /// A `ret` in the module for faults with no entry (0: none).
     landing: AtomicUsize,
@@ -94,7 +94,7 @@ pub fn last_stray() -> (usize, usize) {
 pub struct Registration {
     slot: &'static Slot,
     /// Owned here; the handler reads it through the slot's pointer.
-    _table: Box<[Entry]>,
+    _table: Box<[ExEntry]>,
 }
 
 /// Publish the code range `start..end` with its exception table (sorted
@@ -102,7 +102,7 @@ pub struct Registration {
 pub fn register(
     start: usize,
     end: usize,
-    mut table: Vec<Entry>,
+    mut table: Vec<ExEntry>,
     landing: Option<usize>,
 ) -> Registration {
     install();
@@ -176,7 +176,7 @@ impl Drop for Registration {
 }
 
 /// Seqlock write: only the claiming thread writes a slot.
-fn write(slot: &Slot, start: usize, end: usize, table: *mut Entry, len: usize, landing: usize) {
+fn write(slot: &Slot, start: usize, end: usize, table: *mut ExEntry, len: usize, landing: usize) {
     let s = slot.seq.load(Ordering::Relaxed);
     slot.seq.store(s.wrapping_add(1), Ordering::Relaxed);
     fence(Ordering::Release);
@@ -320,11 +320,11 @@ mod tests {
             0x1000,
             0x1100,
             vec![
-                Entry {
+                ExEntry {
                     insn: 0x20,
                     fixup: 0x80,
                 },
-                Entry {
+                ExEntry {
                     insn: 0x10,
                     fixup: 0x90,
                 },
@@ -348,7 +348,7 @@ mod tests {
                 register(
                     base + i * 0x100,
                     base + i * 0x100 + 0x80,
-                    vec![Entry { insn: 4, fixup: 8 }],
+                    vec![ExEntry { insn: 4, fixup: 8 }],
                     None,
                 )
             })

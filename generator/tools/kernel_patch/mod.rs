@@ -30,10 +30,10 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
+use crate::checks::static_verify::{FunctionSpec, UserSide};
 use crate::front::strategy::{
     Arch, Convention, Direction, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
 };
-use crate::static_verify::{FunctionSpec, UserSide};
 use excerpts::Excerpt;
 
 /// Why a strategy cannot be wired into a tree (bad input: exit 2).
@@ -499,7 +499,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     std::fs::write(&path, asm)?;
     // A per-CPU entry point's ALTERNATIVE chain is not followed (a warning);
     // each variant it enters is checked as a routine.
-    let options = crate::static_verify::Options {
+    let options = crate::checks::static_verify::Options {
         arch: Some(t.arch),
         flavor: Some(Flavor::Linux),
         convention: Some(t.linux.convention),
@@ -510,7 +510,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         roles: routines(t),
         ..Default::default()
     };
-    let report = crate::static_verify::check_object(&path, &options)?;
+    let report = crate::checks::static_verify::check_object(&path, &options)?;
     if !report.passed() || report.functions.is_empty() {
         let mut why = String::new();
         for (f, finding) in report.findings() {

@@ -18,7 +18,7 @@ pub struct BenchPair {
 /// strategies (strategy files as given; emitted files through the strategy
 /// their header restates). The JIT runs the standalone (SysV) ABI, so each
 /// routine is timed once, from the standalone file if both flavours changed.
-pub fn bench_pairs(r: &Report, old: &Side, new: &Side) -> Result<Vec<BenchPair>> {
+pub fn bench_pairs(r: &DiffReport, old: &Side, new: &Side) -> Result<Vec<BenchPair>> {
     let strategy_of = |side: &Side, rel: &str| -> Result<Option<Strategy>> {
         if let Some(s) = &side.strategy {
             return Ok(Some(s.clone()));
@@ -80,7 +80,7 @@ pub const BENCH_SIZES: &[usize] = &[1, 7, 8, 63, 64, 256, 1024, 4096];
 
 /// Time the old and new version of every changed routine: a text table of
 /// median cycles per call (bench's format), or why it cannot.
-pub fn bench_changed(r: &Report, old: &Side, new: &Side) -> Result<String> {
+pub fn bench_changed(r: &DiffReport, old: &Side, new: &Side) -> Result<String> {
     let pairs = bench_pairs(r, old, new)?;
     if pairs.is_empty() {
         return Ok("\n# bench\n(no changed x86_64 routine on both sides to time)\n".into());

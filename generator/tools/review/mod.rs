@@ -119,7 +119,7 @@ pub struct FnChange {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct DiffReport {
     pub old: String,
     pub new: String,
     pub files: Vec<FilePair>,
@@ -179,7 +179,7 @@ fn pair_files(old: &Side, new: &Side) -> Vec<(Option<usize>, Option<usize>)> {
 }
 
 /// Compare two sides.
-pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
+pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
     let tmp = tempfile::tempdir()?;
     let dir = opts
         .save_objects
@@ -384,7 +384,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
             new_file: n.map(|v| v.file.clone()),
         });
     }
-    Ok(Report {
+    Ok(DiffReport {
         old: old.label.clone(),
         new: new.label.clone(),
         files,
@@ -396,7 +396,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<Report> {
 }
 
 /// Load both sides and compare them.
-pub fn run(old: &str, new: &str, opts: &Options) -> Result<Report> {
+pub fn run(old: &str, new: &str, opts: &Options) -> Result<DiffReport> {
     let o = load_side(old, opts).with_context(|| format!("reading {old}"))?;
     let n = load_side(new, opts).with_context(|| format!("reading {new}"))?;
     diff(&o, &n, opts)
@@ -412,7 +412,7 @@ const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
 /// The plain-text report; `color` adds ANSI colours to the diffs.
-pub fn render_text(r: &Report, color: bool) -> String {
+pub fn render_text(r: &DiffReport, color: bool) -> String {
     let mut s = String::new();
     let title = |s: &mut String, t: &str| {
         if color {
@@ -479,7 +479,7 @@ pub fn render_text(r: &Report, color: bool) -> String {
 }
 
 /// The report as JSON (the same figures as the text).
-pub fn render_json(r: &Report) -> String {
+pub fn render_json(r: &DiffReport) -> String {
     let mut s = serde_json::to_string_pretty(r).expect("report serialises");
     s.push('\n');
     s

@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::rc::Rc;
 
 use super::abi::{AbiSpec, NREGS};
-use super::domain::{add_val, Cmp, State, Val, LEN, SRC, STACK};
+use super::domain::{add_val, Cmp, State, Val, CONST, LEN, SRC, STACK};
 use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{self, Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
@@ -560,7 +560,15 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             if writes_sp && !matches!(i.flow_control(), FlowControl::Call | FlowControl::Return) {
                 s.sp = None;
             }
-            if i.flow_control() == FlowControl::Call {
+            if i.flow_control() == FlowControl::Call && i.near_branch_target() == i.next_ip() {
+                // `call 1f; 1: pop %eax` (i386 has no pc-relative data
+                // access): the pushed value is the code address `1f`, a
+                // constant of the routine's own image, not a call.
+                s.sp = st.sp.map(|sp| sp - abi.ptr);
+                if let Some(sp) = s.sp {
+                    s.stack.insert(sp, Val::tagged(CONST, None));
+                }
+            } else if i.flow_control() == FlowControl::Call {
                 // What a call leaves in them is unknown.
                 for &r in &abi.clobber {
                     s.regs[r] = Val::ANY;
