@@ -24,10 +24,6 @@ pub mod lower;
 pub mod toolchain;
 pub mod variants;
 
-/// `copygen kernel-patch` moved under [`tools`]; the old path stays so that
-/// code written against it (branches in flight) still builds.
-pub use tools::kernel_patch;
-
 /// The front end: strategy files in, validated strategies out.
 pub mod front {
     pub mod catalog;
