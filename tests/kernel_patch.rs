@@ -122,6 +122,10 @@ fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
         p.contains("+#include <linux/export.h>"),
         "6.12 exports from <linux/export.h>"
     );
+    // 6.4 removed _ASM_EXTABLE_CPY: every variant's entries are 6.12's own.
+    assert!(!p.contains("_ASM_EXTABLE_CPY"), "{p}");
+    assert!(p.contains("+	_ASM_EXTABLE_UA(.Lzen_copy_"), "{p}");
+    assert!(!p.contains("X86_TRAP_MC"), "{p}");
     if let Some(t) = tree("6.12") {
         applies(t, &p).unwrap();
         // and not to the other tree: the glue is per version

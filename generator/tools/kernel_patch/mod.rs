@@ -32,7 +32,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::checks::static_verify::{FunctionSpec, UserSide};
 use crate::front::strategy::{
-    Arch, Convention, Direction, Flavor, KernelVersion, RoutineShape, Strategy, Uaccess,
+    Arch, Convention, Direction, ExtableFormat, Flavor, KernelVersion, RoutineShape, Strategy,
+    Uaccess,
 };
 use excerpts::Excerpt;
 
@@ -75,6 +76,11 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
     let mut t = s.clone();
     let mut notes = Vec::new();
     t.linux.kernel = Some(kernel);
+    if kernel == KernelVersion::V6_12 && t.linux.extable == ExtableFormat::Copy {
+        // A file for both kernels defaults to 6.1's _ASM_EXTABLE_CPY; 6.4
+        // removed it, and 6.12's copy routines use _ASM_EXTABLE_UA.
+        t.linux.extable = ExtableFormat::Relative;
+    }
     let both_dirs = s.directions.len() == 2;
     if !both_dirs {
         return Err(unfit(format!(
