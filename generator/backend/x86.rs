@@ -167,6 +167,11 @@ impl Alu {
 /// The machine-check vector (`X86_TRAP_MC` in `<asm/trapnr.h>`).
 pub const X86_TRAP_MC: i32 = 18;
 
+/// The bounds of the block a file for both kernel versions keeps for 6.1
+/// only (`Op::MachineCheckExit`): the JIT encoder knows them by these lines.
+pub const IF_BEFORE_6_4: &str = "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)";
+pub const ENDIF: &str = "#endif";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inst {
     Label(String),
@@ -705,9 +710,7 @@ impl Selector<'_> {
             Op::MachineCheckExit { target, before_6_4 } => {
                 let target = self.label(target);
                 if *before_6_4 {
-                    self.emit(Inst::Cpp(
-                        "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)".into(),
-                    ));
+                    self.emit(Inst::Cpp(IF_BEFORE_6_4.into()));
                 }
                 self.emit(Inst::Comment(
                     "_ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC)".into(),
@@ -720,7 +723,7 @@ impl Selector<'_> {
                 });
                 self.emit(Inst::Jcc { cc: Cc::E, target });
                 if *before_6_4 {
-                    self.emit(Inst::Cpp("#endif".into()));
+                    self.emit(Inst::Cpp(ENDIF.into()));
                 }
             }
             Op::BeginFixups => self.lines.begin_fixups(),

@@ -321,8 +321,11 @@ macro_rules! branch {
 }
 
 /// The preprocessor lines the encoder understands: the bounds of a block a
-/// file for both kernel versions keeps for 6.1 only (see `Op::MachineCheckExit`).
-const CPP_6_1_BLOCK: [&str; 2] = ["#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)", "#endif"];
+/// file for both kernel versions keeps for 6.1 only.
+const CPP_6_1_BLOCK: [&str; 2] = [
+    crate::backend::x86::IF_BEFORE_6_4,
+    crate::backend::x86::ENDIF,
+];
 
 /// The encoder of one `.arch`: pointer-width register family `$P`, and per
 /// operand width (bytes, register family, operand size, immediate size).
