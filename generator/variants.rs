@@ -47,6 +47,9 @@ struct FeatureInfo {
     feature: CpuFeature,
     name: &'static str,
     kernel: &'static str,
+    /// The kernel's number for it (`word * 32 + bit`, as in Linux 6.1 and
+    /// 6.12's `cpufeatures.h`), which `.altinstructions` entries carry.
+    kernel_bit: u16,
     detect: Detect,
 }
 
@@ -56,18 +59,21 @@ const FEATURES: &[FeatureInfo] = &[
         feature: CpuFeature::Erms,
         name: "erms",
         kernel: "X86_FEATURE_ERMS",
+        kernel_bit: 9 * 32 + 9,
         detect: Detect::Leaf7 { reg: "ebx", bit: 9 },
     },
     FeatureInfo {
         feature: CpuFeature::Fsrm,
         name: "fsrm",
         kernel: "X86_FEATURE_FSRM",
+        kernel_bit: 18 * 32 + 4,
         detect: Detect::Leaf7 { reg: "edx", bit: 4 },
     },
     FeatureInfo {
         feature: CpuFeature::Zen,
         name: "zen",
         kernel: "X86_FEATURE_ZEN",
+        kernel_bit: 7 * 32 + 28,
         detect: Detect::ZenFamily,
     },
 ];
@@ -109,6 +115,13 @@ impl CpuFeature {
     }
     pub fn parse(s: &str) -> Option<CpuFeature> {
         FEATURES.iter().find(|f| f.name == s).map(|f| f.feature)
+    }
+    /// The feature the kernel numbers `bit`, if copygen knows it.
+    pub fn from_kernel_bit(bit: u16) -> Option<CpuFeature> {
+        FEATURES
+            .iter()
+            .find(|f| f.kernel_bit == bit)
+            .map(|f| f.feature)
     }
     pub fn names() -> Vec<&'static str> {
         FEATURES.iter().map(|f| f.name).collect()

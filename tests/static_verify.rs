@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use copygen::backend;
 use copygen::checks::static_verify::{
-    check_catalog, check_object, Finding, Options, Report, Severity,
+    check_catalog, check_object, Finding, FunctionSpec, Options, Report, Severity,
 };
 use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
@@ -1081,4 +1081,77 @@ fn i386_rep_movsb_prologue_aligns_rep_movsl() {
         line_number(&m, "0:\trep movsl"),
     );
     assert_eq!(errors(&r).len(), 1, "{r}");
+}
+
+/// Shaped like Linux 6.12's rep_movs_alternative: the exception-table
+/// entry at the `ALTERNATIVE` site serves the `rep movsb` an ERMS CPU runs
+/// there, not the `jmp` in the object. The checker applies the
+/// `.altinstructions` entry (14-byte layout, and 6.1's 12-byte one) and
+/// checks both variants: the entry is used, the replacement's fault path
+/// is checked, and what only the patched code gets wrong names the variant.
+#[test]
+fn x86_alternative_site_is_checked_in_every_variant() {
+    let (path, text) = static_fixture("x86-alternative.S");
+    let opts = Options {
+        flavor: Some(Flavor::Linux),
+        functions: vec![FunctionSpec::parse("altcopy:both:rep_movs").unwrap()],
+        ..Options::default()
+    };
+    let site = line_number(&text, "10:\tjmp\t.Lmovsq");
+    let erms = "[with the alternatives for X86_FEATURE_ERMS (9*32+9) applied]";
+    let r = check_object(&path, &opts).unwrap();
+    assert!(r.passed() && errors(&r).is_empty(), "{r}");
+    // movb, movb, rep movsq and the replacement's rep movsb.
+    assert_eq!(r.functions[0].user_accesses, 4, "{r}");
+    assert_eq!(r.functions[0].entries_analysed, 4, "{r}");
+
+    // 6.1's 12-byte entries (a u16 feature word, no flags).
+    let v61 = text.replacen(".4byte\t9 * 32 + 9", ".word\t9 * 32 + 9", 1);
+    assert_ne!(v61, text);
+    let r = check_text(&v61, "x86-alternative.S", &opts);
+    assert!(r.passed() && errors(&r).is_empty(), "{r}");
+    assert_eq!(r.functions[0].user_accesses, 4, "{r}");
+
+    // A replacement that accesses no memory either: the entry is stray in
+    // every variant.
+    let m = text.replacen("13:\trep movsb", "13:\tmovl\t%ecx, %eax", 1);
+    assert_ne!(m, text);
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    let f = assert_caught(&r, "altcopy", "stray exception-table entry", site);
+    assert!(!f.message.contains('['), "{f}");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+
+    // `rep movsq` patched in: its fixup returns without a byte retry, a
+    // finding of the ERMS variant only.
+    let m = text.replacen("13:\trep movsb", "13:\trep movsq", 1);
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    let f = assert_caught(&r, "altcopy", "no byte retry after a fault here", site);
+    assert!(f.message.ends_with(erms), "{f}");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+
+    // No entry on the site: the replacement's access has none.
+    let m = text.replacen("\t.long\t10b - ., 12b - .\n", "", 1);
+    assert_ne!(m, text);
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    let f = assert_caught(&r, "altcopy", "without an exception-table entry", site);
+    assert!(f.message.ends_with(erms), "{f}");
+    assert_eq!(errors(&r).len(), 1, "{r}");
+
+    // A replacement that jumps back into .text: the jump is relocated to
+    // where the replacement runs, so the `ret` only it reaches is reached.
+    let m = text
+        .replacen("13:\trep movsb", "13:\trep movsb\n\tjmp\t.Llarge_done", 1)
+        .replacen(
+            "\t.size\taltcopy",
+            ".Llarge_done:\n\tret\n\t.size\taltcopy",
+            1,
+        );
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    assert!(r.passed() && errors(&r).is_empty(), "{r}");
+    // A jump that stays in .altinstr_replacement cannot be applied: said,
+    // not guessed.
+    let m = text.replacen("14:\n", "\tjmp\t15f\n14:\n\tnop\n15:\tret\n", 1);
+    assert_ne!(m, text);
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    assert_caught(&r, "altcopy", "cannot be applied: `jmp", site);
 }

@@ -72,6 +72,46 @@ pub struct ExEntry {
     pub type_word: Option<u32>,
 }
 
+/// One `ALTERNATIVE` site: an `.altinstructions` entry (`struct alt_instr`
+/// of `arch/x86/include/asm/alternative.h`), resolved. At boot the kernel
+/// copies the replacement over the site when the feature condition holds,
+/// pads the rest of the site with NOPs and relocates the replacement's
+/// relative branches (`apply_alternatives`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AltEntry {
+    /// Offset of the entry in `.altinstructions`.
+    pub at: u64,
+    /// The original instruction(s), patched in place.
+    pub site: Loc,
+    /// The replacement, in `.altinstr_replacement`.
+    pub replacement: Loc,
+    /// The CPU feature bit (`X86_FEATURE_*`: word * 32 + bit).
+    pub feature: u16,
+    /// Patching flags (Linux 6.3+: [`ALT_FLAG_NOT`], [`ALT_FLAG_DIRECT_CALL`]);
+    /// 0 in 12-byte entries, which have none.
+    pub flags: u16,
+    /// Bytes of the site (the original and its NOP padding).
+    pub site_len: u8,
+    pub replacement_len: u8,
+}
+
+/// `ALT_FLAG_NOT`: patch when the feature is absent.
+pub const ALT_FLAG_NOT: u16 = 1;
+/// `ALT_FLAG_DIRECT_CALL`: the kernel turns the original's indirect call
+/// into a direct one (the replacement is only a placeholder).
+pub const ALT_FLAG_DIRECT_CALL: u16 = 2;
+
+/// A relocation in full: what moving the relocated bytes needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reloc {
+    /// The ELF relocation type (compare after branching on the machine).
+    pub r_type: elf::RelocationType,
+    /// The symbol (a defined one: its place).
+    pub target: RelocTarget,
+    /// The addend (REL objects: the one stored in the relocated bytes).
+    pub addend: i64,
+}
+
 /// What `read` finds in an object.
 #[derive(Debug, Clone)]
 pub struct ObjectFile {
@@ -92,6 +132,11 @@ pub struct ObjectFile {
     /// Every named symbol in a code section; with `keep_locals` this
     /// includes the `.L` labels, so entries can be matched to their names.
     pub labels: BTreeMap<String, Loc>,
+    /// x86 `ALTERNATIVE` sites, in table order (the order the kernel
+    /// applies them).
+    pub alternatives: Vec<AltEntry>,
+    /// Relocations in `.altinstr_replacement`, by offset.
+    pub replacement_relocs: BTreeMap<u64, Reloc>,
 }
 
 impl ObjectFile {
@@ -288,6 +333,14 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
     let section_lines = read_lines(&file).unwrap_or_default();
     let lines = section_lines.get(".text").cloned().unwrap_or_default();
     let code_relocs = read_code_relocs(&file)?;
+    let alternatives = match arch {
+        Arch::X86_64 | Arch::I386 => read_alternatives(&file, arch)?,
+        Arch::Armv6 | Arch::Aarch64 => Vec::new(),
+    };
+    let replacement_relocs = match file.section_by_name(".altinstr_replacement") {
+        Some(sec) => read_relocs(&file, &sec)?,
+        None => BTreeMap::new(),
+    };
     Ok(ObjectFile {
         arch,
         code,
@@ -298,6 +351,8 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
         section_lines,
         code_relocs,
         labels,
+        alternatives,
+        replacement_relocs,
     })
 }
 
@@ -308,16 +363,54 @@ struct Word {
     target: Loc,
 }
 
+/// The relocated words of a table of `.long x - .` (or `.long x`) words,
+/// by offset: each one's raw type and the place it refers to.
+fn relocated_words(
+    file: &object::File,
+    sec: &object::Section,
+    name: &str,
+) -> Result<BTreeMap<u64, (elf::RelocationType, Loc)>> {
+    let data = sec.data()?;
+    let mut words = BTreeMap::new();
+    for (offset, r) in sec.relocations() {
+        let RelocationFlags::Elf { r_type } = r.flags() else {
+            bail!("{name}+{offset:#x}: not an ELF relocation");
+        };
+        let addend = if r.has_implicit_addend() {
+            let b = data
+                .get(offset as usize..offset as usize + 4)
+                .ok_or_else(|| anyhow!("{name}+{offset:#x}: relocation past the section end"))?;
+            i32::from_le_bytes(b.try_into().unwrap()) as i64
+        } else {
+            r.addend()
+        };
+        let RelocationTarget::Symbol(si) = r.target() else {
+            bail!("{name}+{offset:#x}: relocation without a symbol");
+        };
+        let sym = file.symbol_by_index(si)?;
+        let Some(sx) = sym.section_index() else {
+            bail!(
+                "{name}+{offset:#x}: refers to undefined symbol `{}`",
+                sym.name()?
+            );
+        };
+        let section = file.section_by_index(sx)?.name()?.to_string();
+        let target = Loc {
+            section,
+            offset: (sym.address() as i64 + addend) as u64,
+        };
+        words.insert(offset, (r_type, target));
+    }
+    Ok(words)
+}
+
 fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> {
     let Some(sec) = file.section_by_name("__ex_table") else {
         return Ok((Vec::new(), 8));
     };
     let data = sec.data()?;
     let mut words: BTreeMap<u64, Word> = BTreeMap::new();
-    for (offset, r) in sec.relocations() {
-        let RelocationFlags::Elf { r_type } = r.flags() else {
-            bail!("__ex_table+{offset:#x}: not an ELF relocation");
-        };
+    for (offset, (r_type, target)) in relocated_words(file, &sec, "__ex_table")? {
         let kind = match (arch, r_type) {
             (Arch::X86_64, elf::R_X86_64_PC32) => EntryKind::Relative,
             (Arch::I386, elf::R_386_PC32) => EntryKind::Relative,
@@ -329,31 +422,6 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> 
                 "__ex_table+{offset:#x}: unexpected {arch} relocation type {}",
                 t.0
             ),
-        };
-        let addend = if r.has_implicit_addend() {
-            let b = data
-                .get(offset as usize..offset as usize + 4)
-                .ok_or_else(|| {
-                    anyhow!("__ex_table+{offset:#x}: relocation past the section end")
-                })?;
-            i32::from_le_bytes(b.try_into().unwrap()) as i64
-        } else {
-            r.addend()
-        };
-        let RelocationTarget::Symbol(si) = r.target() else {
-            bail!("__ex_table+{offset:#x}: relocation without a symbol");
-        };
-        let sym = file.symbol_by_index(si)?;
-        let Some(sx) = sym.section_index() else {
-            bail!(
-                "__ex_table+{offset:#x}: refers to undefined symbol `{}`",
-                sym.name()?
-            );
-        };
-        let section = file.section_by_index(sx)?.name()?.to_string();
-        let target = Loc {
-            section,
-            offset: (sym.address() as i64 + addend) as u64,
         };
         words.insert(
             offset,
@@ -402,6 +470,114 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> 
         bail!("__ex_table+{o:#x}: relocation inside an entry's type word");
     }
     Ok((entries, entry_size))
+}
+
+/// The `.altinstructions` entries. Linux 6.1 writes 12-byte entries
+/// (`s32 instr_offset, s32 repl_offset, u16 cpuid, u8 instrlen, u8
+/// replacementlen`), 6.3+ 14-byte ones (a `u32 ft_flags`: the feature bit
+/// in the low half, patching flags in the high half); the two offsets are
+/// `.long x - .` words, so there are two relocations an entry and the
+/// section size over their count is the entry size.
+fn read_alternatives(file: &object::File, arch: Arch) -> Result<Vec<AltEntry>> {
+    const NAME: &str = ".altinstructions";
+    let Some(sec) = file.section_by_name(NAME) else {
+        return Ok(Vec::new());
+    };
+    let data = sec.data()?;
+    let mut words = relocated_words(file, &sec, NAME)?;
+    let size = data.len() as u64;
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    let count = words.len() as u64 / 2;
+    let entry_size = if count > 0 && size % count == 0 {
+        size / count
+    } else {
+        0
+    };
+    if !matches!(entry_size, 12 | 14) {
+        bail!(
+            "{NAME}: {size} bytes with {} relocations: not 12-byte (Linux 6.1) or 14-byte (6.3+) entries",
+            words.len()
+        );
+    }
+    let pc32 = match arch {
+        Arch::I386 => elf::R_386_PC32,
+        _ => elf::R_X86_64_PC32,
+    };
+    let mut word = |at: u64, what: &str| -> Result<Loc> {
+        match words.remove(&at) {
+            Some((t, l)) if t == pc32 => Ok(l),
+            Some((t, _)) => bail!(
+                "{NAME}+{at:#x}: {what} word has relocation type {}, not a PC-relative one",
+                t.0
+            ),
+            None => bail!("{NAME}+{at:#x}: {what} word has no relocation"),
+        }
+    };
+    let mut entries = Vec::new();
+    for at in (0..size).step_by(entry_size as usize) {
+        let site = word(at, "instr_offset")?;
+        let replacement = word(at + 4, "repl_offset")?;
+        let b = |o: u64| data[(at + o) as usize];
+        let half = |o: u64| u16::from_le_bytes([b(o), b(o + 1)]);
+        let (flags, lens) = if entry_size == 12 {
+            (0, 10)
+        } else {
+            (half(10), 12)
+        };
+        entries.push(AltEntry {
+            at,
+            site,
+            replacement,
+            feature: half(8),
+            flags,
+            site_len: b(lens),
+            replacement_len: b(lens + 1),
+        });
+    }
+    if let Some((&o, _)) = words.iter().next() {
+        bail!("{NAME}+{o:#x}: relocation inside an entry's feature or length fields");
+    }
+    Ok(entries)
+}
+
+/// Every relocation of `sec`, in full, by offset.
+fn read_relocs(file: &object::File, sec: &object::Section) -> Result<BTreeMap<u64, Reloc>> {
+    let data = sec.data()?;
+    let mut out = BTreeMap::new();
+    for (offset, r) in sec.relocations() {
+        let (RelocationFlags::Elf { r_type }, RelocationTarget::Symbol(si)) =
+            (r.flags(), r.target())
+        else {
+            continue;
+        };
+        let addend = match data.get(offset as usize..offset as usize + 4) {
+            Some(b) if r.has_implicit_addend() => i32::from_le_bytes(b.try_into().unwrap()) as i64,
+            _ => r.addend(),
+        };
+        out.insert(
+            offset,
+            Reloc {
+                r_type,
+                target: symbol_target(file, si)?,
+                addend,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Where symbol `si` is: its place, or its name when undefined.
+fn symbol_target(file: &object::File, si: object::SymbolIndex) -> Result<RelocTarget> {
+    let sym = file.symbol_by_index(si)?;
+    Ok(match sym.section_index() {
+        Some(sx) => RelocTarget::Symbol(Loc {
+            section: file.section_by_index(sx)?.name()?.to_string(),
+            offset: sym.address(),
+        }),
+        None => RelocTarget::Undefined(sym.name()?.to_string()),
+    })
 }
 
 /// Code-section address → line from DWARF `.debug_line` (objects built
@@ -490,20 +666,12 @@ fn read_code_relocs(file: &object::File) -> Result<BTreeMap<Loc, RelocTarget>> {
             let RelocationTarget::Symbol(si) = r.target() else {
                 continue;
             };
-            let sym = file.symbol_by_index(si)?;
-            let target = match sym.section_index() {
-                Some(sx) => RelocTarget::Symbol(Loc {
-                    section: file.section_by_index(sx)?.name()?.to_string(),
-                    offset: sym.address(),
-                }),
-                None => RelocTarget::Undefined(sym.name()?.to_string()),
-            };
             out.insert(
                 Loc {
                     section: name.clone(),
                     offset,
                 },
-                target,
+                symbol_target(file, si)?,
             );
         }
     }

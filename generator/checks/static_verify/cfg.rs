@@ -34,19 +34,38 @@ pub(super) struct Func<'a> {
     /// Instructions `0..own` are the function's symbol and fixup piece;
     /// the rest is local code it reaches.
     pub(super) own: usize,
+    /// Findings (also in `findings`) on exception-table entries that serve
+    /// no access in this code (stray, or not on an instruction boundary),
+    /// by the entry's instruction: with `ALTERNATIVE`s an entry may serve
+    /// the code of another variant only.
+    pub(super) idle: Vec<(Loc, Finding)>,
 }
 
 impl Func<'_> {
     pub(super) fn finding(&mut self, severity: Severity, k: usize, message: String) {
+        let f = self.make_finding(severity, k, message);
+        if !self.findings.contains(&f) {
+            self.findings.push(f);
+        }
+    }
+
+    fn make_finding(&self, severity: Severity, k: usize, message: String) -> Finding {
         let i = &self.insns[k];
-        let f = Finding {
+        Finding {
             severity,
             addr: i.loc.offset,
             section: i.loc.section.clone(),
             insn: i.text.clone(),
             line: self.obj.line_at(&i.loc),
             message,
-        };
+        }
+    }
+
+    /// An error on the entry for `entry` (reported at instruction `k`):
+    /// it serves no access here.
+    pub(super) fn idle_entry(&mut self, entry: &Loc, k: usize, message: String) {
+        let f = self.make_finding(Severity::Error, k, message);
+        self.idle.push((entry.clone(), f.clone()));
         if !self.findings.contains(&f) {
             self.findings.push(f);
         }
@@ -242,6 +261,7 @@ impl<'a> Func<'a> {
             entries: Vec::new(),
             entry: 0,
             own,
+            idle: Vec::new(),
         };
         func.entry = func.index.get(&f.start).copied().unwrap_or(0);
         let decoded: BTreeSet<u64> = func.index.keys().copied().collect();
@@ -266,8 +286,8 @@ impl<'a> Func<'a> {
                 let near = addr_of(&e.insn)
                     .and_then(|a| func.index.range(..a).next_back().map(|(_, &k)| k))
                     .unwrap_or(0);
-                func.finding(
-                    Severity::Error,
+                func.idle_entry(
+                    &e.insn,
                     near,
                     format!(
                         "exception-table entry at {} is not an instruction boundary",

@@ -5,12 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::{AbiSpec, NREGS};
+use super::alternatives::{Unapplied, Variant};
 use super::analysis::{analyse, decide, entry_state, first_write, fixup_paths, liveness};
 use super::arm;
 use super::cfg::Func;
 use super::domain::{Low, State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
 use super::isa::{isa_for, Flow, Insn, Mem, MemKind, Touch};
-use super::report::{FunctionReport, Severity, UserSide};
+use super::report::{Finding, FunctionReport, Severity, UserSide};
 use crate::checks::objfile::{FnSym, Loc, ObjectFile};
 
 /// What the caller tells the checker about one function.
@@ -32,14 +33,168 @@ enum Reach {
     Unproven(String),
 }
 
-/// Check one function against its exception-table `entries`.
+/// What one analysis of a function (in one variant of its code) found.
+struct Checked {
+    /// Everything but the instructions never reached.
+    findings: Vec<Finding>,
+    /// The findings on entries that serve nothing here, by entry.
+    idle: Vec<(Loc, Finding)>,
+    /// The function's own instructions (symbol and fixup piece), in order:
+    /// place, text, padding.
+    own: Vec<(Loc, String, bool)>,
+    /// Every instruction decoded, with its text.
+    decoded: BTreeMap<Loc, String>,
+    reached: BTreeSet<Loc>,
+    user_accesses: BTreeSet<Loc>,
+    /// Entries counted (on its own code, or local code it reaches), and
+    /// those whose instruction the analysis reached.
+    entries: BTreeSet<Loc>,
+    entries_analysed: BTreeSet<Loc>,
+    bytes: u64,
+}
+
+/// Check one function against its exception-table entries, in every
+/// variant of its code the kernel may patch in (`alternatives`): an entry
+/// is stray only if it serves no access in any variant, code is
+/// unreached only if no variant reaches it, and every other finding of a
+/// variant stands, naming the variant when the original does not have it.
 pub(super) fn check_function(
-    obj: &ObjectFile,
+    variants: &[Variant],
+    unapplied: &[Unapplied],
     f: &FnSym,
     owners: &BTreeMap<u64, String>,
     abi: &AbiSpec,
     target: &Target,
 ) -> (FunctionReport, BTreeSet<Loc>) {
+    let obj = &variants[0].obj;
+    let original = check_variant(obj, f, owners, abi, target);
+    let here = |s: &Loc| original.decoded.contains_key(s) || f.contains(s);
+    let patched: Vec<(&str, Checked)> = variants[1..]
+        .iter()
+        .filter(|v| v.sites.iter().any(here))
+        .map(|v| {
+            let label = v.label.as_deref().unwrap_or_default();
+            (label, check_variant(&v.obj, f, owners, abi, target))
+        })
+        .collect();
+    let all = || std::iter::once(&original).chain(patched.iter().map(|(_, c)| c));
+    let gap = if target.allow_unanalysed {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+
+    // The original's findings, less entries some variant uses.
+    let idle_everywhere = |l: &Loc| {
+        patched
+            .iter()
+            .all(|(_, c)| c.idle.iter().any(|(m, _)| m == l))
+    };
+    let mut findings: Vec<Finding> = original
+        .findings
+        .iter()
+        .filter(|x| {
+            original
+                .idle
+                .iter()
+                .find(|(_, g)| g == *x)
+                .is_none_or(|(l, _)| idle_everywhere(l))
+        })
+        .cloned()
+        .collect();
+    // What only patched variants find, with the variants.
+    let mut extra: Vec<(Finding, Vec<&str>)> = Vec::new();
+    for (label, c) in &patched {
+        for x in &c.findings {
+            if original.findings.contains(x) || c.idle.iter().any(|(_, g)| g == x) {
+                continue;
+            }
+            match extra.iter_mut().find(|(g, _)| g == x) {
+                Some((_, labels)) => labels.push(label),
+                None => extra.push((x.clone(), vec![label])),
+            }
+        }
+    }
+    for (mut x, labels) in extra {
+        x.message = format!("{} [{}]", x.message, labels.join("; "));
+        findings.push(x);
+    }
+    for u in unapplied.iter().filter(|u| here(&u.site)) {
+        findings.push(Finding {
+            severity: gap,
+            addr: u.site.offset,
+            section: u.site.section.clone(),
+            insn: original.decoded.get(&u.site).cloned().unwrap_or_default(),
+            line: obj.line_at(&u.site),
+            message: u.message.clone(),
+        });
+    }
+
+    // What no variant reaches (padding alone is no gap).
+    let reached: BTreeSet<&Loc> = all().flat_map(|c| &c.reached).collect();
+    let mut own: BTreeMap<&Loc, (&str, bool)> = BTreeMap::new();
+    for c in all() {
+        for (l, text, pad) in &c.own {
+            own.entry(l).or_insert((text, *pad));
+        }
+    }
+    let own: Vec<_> = own.into_iter().collect();
+    let mut k = 0;
+    while k < own.len() {
+        let (l, (text, pad)) = own[k];
+        if reached.contains(l) || pad {
+            k += 1;
+            continue;
+        }
+        let run = own[k..]
+            .iter()
+            .take_while(|(l, _)| !reached.contains(l))
+            .count();
+        findings.push(Finding {
+            severity: gap,
+            addr: l.offset,
+            section: l.section.clone(),
+            insn: text.to_string(),
+            line: obj.line_at(l),
+            message: format!(
+                "never reached from the entry: {run} instruction(s) from here are not analysed"
+            ),
+        });
+        k += run;
+    }
+
+    findings.sort_by_key(|f| (std::cmp::Reverse(f.severity), f.section != ".text", f.addr));
+    let union = |set: fn(&Checked) -> &BTreeSet<Loc>| {
+        all()
+            .flat_map(|c| set(c).iter())
+            .collect::<BTreeSet<_>>()
+            .len()
+    };
+    let covered: BTreeSet<Loc> = all().flat_map(|c| c.decoded.keys().cloned()).collect();
+    let report = FunctionReport {
+        name: f.name.clone(),
+        side: target.side,
+        convention: None,
+        fixed: target.fixed,
+        bytes: original.bytes,
+        instructions: covered.len(),
+        analysed: reached.len(),
+        user_accesses: union(|c| &c.user_accesses),
+        entries: union(|c| &c.entries),
+        entries_analysed: union(|c| &c.entries_analysed),
+        findings,
+    };
+    (report, covered)
+}
+
+/// Check one variant of a function's code.
+fn check_variant(
+    obj: &ObjectFile,
+    f: &FnSym,
+    owners: &BTreeMap<u64, String>,
+    abi: &AbiSpec,
+    target: &Target,
+) -> Checked {
     let mut func = Func::build(obj, f, owners, abi);
     let n = func.insns.len();
 
@@ -50,7 +205,7 @@ pub(super) fn check_function(
     // User accesses, entries and everything else that reads the states.
     let side = target.side;
     let user_tag = user_tag(side);
-    let mut user_accesses = 0;
+    let mut user_accesses = BTreeSet::new();
     let live = liveness(&func, abi);
     for k in 0..n {
         let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
@@ -70,7 +225,7 @@ pub(super) fn check_function(
             _ => None,
         });
         if user || (listed && unproven.is_some()) {
-            user_accesses += 1;
+            user_accesses.insert(i.loc.clone());
             if !listed {
                 func.finding(
                     Severity::Error,
@@ -93,11 +248,8 @@ pub(super) fn check_function(
             } else {
                 "this instruction does not access user memory"
             };
-            func.finding(
-                Severity::Error,
-                k,
-                format!("stray exception-table entry: {why}"),
-            );
+            let entry = i.loc.clone();
+            func.idle_entry(&entry, k, format!("stray exception-table entry: {why}"));
         }
         if !target.vector_ok {
             if let Some(why) = &i.vector {
@@ -177,45 +329,39 @@ pub(super) fn check_function(
             );
         }
     }
-    let mut k = 0;
-    while k < func.own {
-        if states[k].is_some() || func.insns[k].pad {
-            k += 1;
-            continue;
-        }
-        let run = (k..func.own).take_while(|&j| states[j].is_none()).count();
-        func.finding(
-            gap,
-            k,
-            format!(
-                "never reached from the entry: {run} instruction(s) from here are not analysed"
-            ),
-        );
-        k += run;
-    }
-
-    let mut findings = std::mem::take(&mut func.findings);
-    findings.sort_by_key(|f| (std::cmp::Reverse(f.severity), f.section != ".text", f.addr));
-    let covered = func.insns.iter().map(|i| i.loc.clone()).collect();
-    let report = FunctionReport {
-        name: f.name.clone(),
-        side,
-        convention: None,
-        fixed: target.fixed,
-        bytes: f.end - f.start + 4 * func.piece.len() as u64,
-        instructions: n,
-        analysed: states.iter().filter(|s| s.is_some()).count(),
+    let placed = |k: &usize| func.insns[*k].loc.clone();
+    Checked {
+        own: func.insns[..func.own]
+            .iter()
+            .map(|i| (i.loc.clone(), i.text.clone(), i.pad))
+            .collect(),
+        decoded: func
+            .insns
+            .iter()
+            .map(|i| (i.loc.clone(), i.text.clone()))
+            .collect(),
+        reached: (0..n)
+            .filter(|&k| states[k].is_some())
+            .map(|k| placed(&k))
+            .collect(),
         user_accesses,
         // Entries on local code count only where this function reaches.
         entries: func
             .listed
             .iter()
             .filter(|&&k| k < func.own || states[k].is_some())
-            .count(),
-        entries_analysed: func.listed.iter().filter(|&&k| states[k].is_some()).count(),
-        findings,
-    };
-    (report, covered)
+            .map(placed)
+            .collect(),
+        entries_analysed: func
+            .listed
+            .iter()
+            .filter(|&&k| states[k].is_some())
+            .map(placed)
+            .collect(),
+        bytes: f.end - f.start + 4 * func.piece.len() as u64,
+        findings: std::mem::take(&mut func.findings),
+        idle: std::mem::take(&mut func.idle),
+    }
 }
 
 /// The analysis once per alignment of the user pointer(s) at entry (each

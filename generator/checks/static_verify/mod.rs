@@ -34,6 +34,7 @@
 
 mod a64;
 mod abi;
+mod alternatives;
 mod analysis;
 mod arm;
 mod arm_text;
@@ -225,6 +226,7 @@ pub fn check_file(
     } else {
         BTreeMap::new()
     };
+    let (variants, unapplied) = alternatives::variants(obj);
     let mut functions = Vec::new();
     let mut covered: BTreeSet<Loc> = BTreeSet::new();
     let mut file_findings = Vec::new();
@@ -250,8 +252,14 @@ pub fn check_file(
             vector_ok: options.allow_vector || flavor == Flavor::Standalone,
             allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
         };
-        let (mut report, code) =
-            check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
+        let (mut report, code) = check_function(
+            &variants,
+            &unapplied,
+            f,
+            &owners,
+            own_abi.as_ref().unwrap_or(&abi),
+            &target,
+        );
         if let Some(a) = &own_abi {
             report.convention = Some(a.describe.clone());
         }
