@@ -1155,3 +1155,50 @@ fn x86_alternative_site_is_checked_in_every_variant() {
     let r = check_text(&m, "x86-alternative.S", &opts);
     assert_caught(&r, "altcopy", "cannot be applied: `jmp", site);
 }
+
+/// The `.altinstructions` flags and layout: an `ALT_NOT` entry is patched
+/// when the feature is absent (and findings say so), an
+/// `ALT_FLAG_DIRECT_CALL` one is not guessed at, and a table in neither
+/// layout is a located error.
+#[test]
+fn x86_alternative_flags_and_bad_layout() {
+    let (_, text) = static_fixture("x86-alternative.S");
+    let opts = Options {
+        flavor: Some(Flavor::Linux),
+        functions: vec![FunctionSpec::parse("altcopy:both:rep_movs").unwrap()],
+        ..Options::default()
+    };
+    let site = line_number(&text, "10:\tjmp\t.Lmovsq");
+    let flagged = |flags: &str| {
+        text.replacen(
+            ".4byte\t9 * 32 + 9",
+            &format!(".4byte\t({flags} << 16) | (9 * 32 + 9)"),
+            1,
+        )
+    };
+    let m = flagged("1").replacen("13:\trep movsb", "13:\trep movsq", 1);
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    let f = assert_caught(&r, "altcopy", "no byte retry after a fault here", site);
+    assert!(
+        f.message
+            .ends_with("[with the alternatives for no X86_FEATURE_ERMS (9*32+9) applied]"),
+        "{f}"
+    );
+    let r = check_text(&flagged("2"), "x86-alternative.S", &opts);
+    assert_caught(&r, "altcopy", "ALT_FLAG_DIRECT_CALL", site);
+
+    let m = text.replacen(
+        "\t.byte\t14b - 13b\n",
+        "\t.byte\t14b - 13b\n\t.byte\t0\n",
+        1,
+    );
+    assert_ne!(m, text);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x86-alternative.S");
+    std::fs::write(&path, &m).unwrap();
+    let err = format!("{:#}", check_object(&path, &opts).unwrap_err());
+    assert!(
+        err.contains(".altinstructions: 15 bytes with 2 relocations"),
+        "{err}"
+    );
+}
