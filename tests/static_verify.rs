@@ -1154,6 +1154,27 @@ fn x86_alternative_site_is_checked_in_every_variant() {
     assert_ne!(m, text);
     let r = check_text(&m, "x86-alternative.S", &opts);
     assert_caught(&r, "altcopy", "cannot be applied: `jmp", site);
+    // Another site of the same condition is then not analysed patched
+    // either (the kernel would patch both): it says so too.
+    let m = m
+        .replacen("altcopy:
+", "altcopy:
+20:	.skip	3, 0x90
+", 1)
+        .replacen(".section .altinstr_replacement, \"ax\"\n", ".section .altinstr_replacement, \"ax\"\n22:\tstac\n", 1)
+        .replacen(
+            "\t.section __ex_table",
+            "\t.section .altinstructions, \"a\"\n\t.long\t20b - ., 22b - .\n\t.4byte\t9 * 32 + 9\n\t.byte\t3, 3\n\t.section __ex_table",
+            1,
+        );
+    let r = check_text(&m, "x86-alternative.S", &opts);
+    let site = line_number(&m, "10:\tjmp\t.Lmovsq");
+    assert_caught(&r, "altcopy", "cannot be applied: `jmp", site);
+    // (`.skip` bytes have no source line)
+    let other = errors(&r)
+        .into_iter()
+        .find(|(_, f)| f.addr == 0 && f.message.contains("cannot be applied: the one at 0x"));
+    assert!(other.is_some(), "{r}");
 }
 
 /// The `.altinstructions` flags and layout: an `ALT_NOT` entry is patched

@@ -78,36 +78,41 @@ pub(super) fn variants(obj: &ObjectFile) -> (Vec<Variant>, Vec<Unapplied>) {
         }
     }
     for (feature, flags) in conditions {
-        let mut patched = obj.clone();
-        let mut sites = Vec::new();
-        let mut label = String::new();
-        let mut ok = true;
-        for e in obj
+        let entries: Vec<&AltEntry> = obj
             .alternatives
             .iter()
             .filter(|e| (e.feature, e.flags) == (feature, flags))
-        {
-            label = format!("with the alternatives for {} applied", condition(e));
-            match apply(&mut patched, obj, e) {
-                Ok(()) => sites.push(e.site.clone()),
-                Err(why) => {
-                    ok = false;
-                    unapplied.push(Unapplied {
-                        site: e.site.clone(),
-                        message: format!(
-                            "the alternative for {} (.altinstructions+{:#x}) cannot be applied: {why}; the code with it is not analysed",
-                            condition(e),
-                            e.at
-                        ),
-                    });
-                }
-            }
-        }
-        if ok {
+            .collect();
+        let what = condition(entries[0]);
+        let mut patched = obj.clone();
+        let failed: Vec<(&AltEntry, String)> = entries
+            .iter()
+            .filter_map(|e| apply(&mut patched, obj, e).err().map(|why| (*e, why)))
+            .collect();
+        if failed.is_empty() {
             out.push(Variant {
-                label: Some(label),
+                label: Some(format!("with the alternatives for {what} applied")),
                 obj: patched,
-                sites,
+                sites: entries.iter().map(|e| e.site.clone()).collect(),
+            });
+            continue;
+        }
+        // A variant with some of its sites left unpatched is not code the
+        // kernel runs: none of its sites is analysed patched.
+        for e in entries {
+            let why = match failed.iter().find(|(f, _)| f.at == e.at) {
+                Some((_, why)) => why.clone(),
+                None => format!(
+                    "the one at {} (.altinstructions+{:#x}) cannot be",
+                    failed[0].0.site, failed[0].0.at
+                ),
+            };
+            unapplied.push(Unapplied {
+                site: e.site.clone(),
+                message: format!(
+                    "the alternative for {what} (.altinstructions+{:#x}) cannot be applied: {why}; the code with it is not analysed",
+                    e.at
+                ),
             });
         }
     }
