@@ -1223,3 +1223,60 @@ fn x86_alternative_flags_and_bad_layout() {
         "{err}"
     );
 }
+
+/// Code reached only when two sites are patched (copygen's per-CPU entry
+/// points test `zen && erms` as two `ALTERNATIVE`s): the checker combines
+/// the feature bits, so the access there is analysed; sites that no CPU
+/// patches together (ZEN and not ZEN) leave it unreached.
+#[test]
+fn x86_alternatives_are_combined_across_sites() {
+    let text = "\t.text
+\t.globl\tboth_from_user
+\t.type\tboth_from_user, @function
+both_from_user:
+10:\tjmp\t.Lnot
+11:
+20:\tjmp\t.Lnot
+21:
+0:\tmovb\t(%rsi), %al
+\tmovb\t%al, (%rdi)
+\txorl\t%eax, %eax
+\tret
+.Lnot:
+1:\tmovq\t%rdx, %rax
+\tret
+\t.size\tboth_from_user, . - both_from_user
+\t.section .altinstr_replacement, \"ax\"
+12:
+\t.section .altinstructions, \"a\"
+\t.long\t10b - ., 12b - .
+\t.4byte\t7 * 32 + 28
+\t.byte\t11b - 10b, 0
+\t.long\t20b - ., 12b - .
+\t.4byte\t9 * 32 + 9
+\t.byte\t21b - 20b, 0
+\t.section __ex_table, \"a\"
+\t.balign\t4
+\t.long\t0b - ., 1b - .
+\t.section .note.GNU-stack, \"\", @progbits
+";
+    let opts = Options {
+        flavor: Some(Flavor::Linux),
+        ..Options::default()
+    };
+    let r = check_text(text, "both.S", &opts);
+    assert!(r.passed() && errors(&r).is_empty(), "{r}");
+    assert_eq!(r.functions[0].user_accesses, 1, "{r}");
+    let m = text.replacen(
+        "\t.4byte\t9 * 32 + 9",
+        "\t.4byte\t(1 << 16) | (7 * 32 + 28)",
+        1,
+    );
+    let r = check_text(&m, "both.S", &opts);
+    assert_caught(
+        &r,
+        "both_from_user",
+        "never reached from the entry",
+        line_number(&m, "0:\tmovb\t(%rsi), %al"),
+    );
+}

@@ -4,12 +4,15 @@
 //! holds, pads the rest of the site with NOPs and relocates the
 //! replacement's branches that leave it. An exception-table entry may be
 //! there for the replacement only (6.12's `rep_movs_alternative`: `jmp
-//! .Llarge_movsq` in the object, `rep movsb` on an ERMS CPU).
+//! .Llarge_movsq` in the object, `rep movsb` on an ERMS CPU), and code may
+//! be reached only when several sites are patched (copygen's per-CPU entry
+//! points: `zen && erms` is two sites).
 //!
-//! So the checker analyses a function once per variant: the original, and
-//! with all entries of one feature condition applied (entries of other
-//! conditions left as they are; combinations of conditions are not tried).
-//! `checks::check_function` merges the verdicts.
+//! So the checker analyses a function as it stands and once per set of
+//! the feature bits its sites test (each present or absent, entries
+//! applied in table order as the kernel does, so a later entry of a nested
+//! `ALTERNATIVE_2` wins), up to [`MAX_COMBINED`] bits; beyond, one bit at a
+//! time. `checks::check_function` merges the verdicts.
 
 use object::elf;
 
@@ -26,20 +29,29 @@ const KERNEL_ONLY_FEATURES: &[(u16, &str)] = &[
     (9 * 32 + 20, "X86_FEATURE_SMAP"),
 ];
 
+/// Feature bits of one function combined in every way; with more, each
+/// is tried alone (2^6 analyses of a small dispatcher are cheap).
+const MAX_COMBINED: usize = 6;
+
 /// The code of one way the kernel may patch the object.
 pub(super) struct Variant {
-    /// What was applied: None for the original.
-    pub(super) label: Option<String>,
+    /// What was applied, as findings name it.
+    pub(super) label: String,
     pub(super) obj: ObjectFile,
-    /// The sites patched.
-    pub(super) sites: Vec<Loc>,
 }
 
-/// An alternative that cannot be applied faithfully, at its site: that
-/// variant is not analysed.
-pub(super) struct Unapplied {
+/// What a site's finding says about the variants not analysed.
+pub(super) struct SiteNote {
     pub(super) site: Loc,
+    /// Code the kernel may run is not analysed (else it is only a note).
+    pub(super) gap: bool,
     pub(super) message: String,
+}
+
+/// The condition of an entry: its feature bit, and whether it applies when
+/// the bit is absent (`ALT_NOT`).
+fn condition_of(e: &AltEntry) -> (u16, bool) {
+    (e.feature, e.flags & ALT_FLAG_NOT != 0)
 }
 
 /// The feature condition of an entry, as findings name it.
@@ -62,61 +74,111 @@ fn condition(e: &AltEntry) -> String {
     }
 }
 
-/// The original (first) and one variant per feature condition of `obj`'s
-/// `.altinstructions`, with the alternatives that could not be applied.
-pub(super) fn variants(obj: &ObjectFile) -> (Vec<Variant>, Vec<Unapplied>) {
-    let mut out = vec![Variant {
-        label: None,
-        obj: obj.clone(),
-        sites: Vec::new(),
-    }];
-    let mut unapplied = Vec::new();
-    let mut conditions: Vec<(u16, u16)> = Vec::new();
-    for e in &obj.alternatives {
-        if !conditions.contains(&(e.feature, e.flags)) {
-            conditions.push((e.feature, e.flags));
+/// The patched variants of the code whose sites `here` accepts (the
+/// original is not among them), with notes on those that are not analysed.
+pub(super) fn variants(
+    obj: &ObjectFile,
+    here: impl Fn(&Loc) -> bool,
+) -> (Vec<Variant>, Vec<SiteNote>) {
+    let entries: Vec<&AltEntry> = obj.alternatives.iter().filter(|e| here(&e.site)).collect();
+    let mut notes = Vec::new();
+    if entries.is_empty() {
+        return (Vec::new(), notes);
+    }
+    let patches: Vec<Result<Patch, String>> = entries.iter().map(|e| prepare(obj, e)).collect();
+    // A variant with some of its sites left unpatched is not code the
+    // kernel runs: no variant with a condition that cannot be applied is
+    // analysed, and each of that condition's sites says so.
+    let mut bad = Vec::new();
+    for (e, p) in entries.iter().zip(&patches) {
+        if let Err(why) = p {
+            bad.push((condition_of(e), *e, why.clone()));
         }
     }
-    for (feature, flags) in conditions {
-        let entries: Vec<&AltEntry> = obj
-            .alternatives
+    for e in &entries {
+        let Some((_, first, _)) = bad.iter().find(|(c, ..)| *c == condition_of(e)) else {
+            continue;
+        };
+        let why = match bad.iter().find(|(_, b, _)| b.at == e.at) {
+            Some((.., why)) => why.clone(),
+            None => format!(
+                "the one at {} (.altinstructions+{:#x}) cannot be",
+                first.site, first.at
+            ),
+        };
+        notes.push(SiteNote {
+            site: e.site.clone(),
+            gap: true,
+            message: format!(
+                "the alternative for {} (.altinstructions+{:#x}) cannot be applied: {why}; the code with it is not analysed",
+                condition(e),
+                e.at
+            ),
+        });
+    }
+    let mut features: Vec<u16> = entries.iter().map(|e| e.feature).collect();
+    features.sort();
+    features.dedup();
+    let present_sets: Vec<Vec<u16>> = if features.len() <= MAX_COMBINED {
+        (1..1u32 << features.len())
+            .map(|m| {
+                (0..features.len())
+                    .filter(|&b| m & 1 << b != 0)
+                    .map(|b| features[b])
+                    .collect()
+            })
+            .chain([Vec::new()])
+            .collect()
+    } else {
+        notes.push(SiteNote {
+            site: entries[0].site.clone(),
+            gap: false,
+            message: format!(
+                "{} feature bits: their alternatives are checked one bit at a time, not in combination",
+                features.len()
+            ),
+        });
+        features
             .iter()
-            .filter(|e| (e.feature, e.flags) == (feature, flags))
+            .map(|&f| vec![f])
+            .chain([Vec::new()])
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut seen: Vec<Vec<usize>> = Vec::new();
+    for present in present_sets {
+        let applied: Vec<usize> = (0..entries.len())
+            .filter(|&k| {
+                let (bit, not) = condition_of(entries[k]);
+                present.contains(&bit) != not
+            })
             .collect();
-        let what = condition(entries[0]);
-        let mut patched = obj.clone();
-        let failed: Vec<(&AltEntry, String)> = entries
-            .iter()
-            .filter_map(|e| apply(&mut patched, obj, e).err().map(|why| (*e, why)))
-            .collect();
-        if failed.is_empty() {
-            out.push(Variant {
-                label: Some(format!("with the alternatives for {what} applied")),
-                obj: patched,
-                sites: entries.iter().map(|e| e.site.clone()).collect(),
-            });
+        if applied.is_empty()
+            || seen.contains(&applied)
+            || applied
+                .iter()
+                .any(|&k| bad.iter().any(|(c, ..)| *c == condition_of(entries[k])))
+        {
             continue;
         }
-        // A variant with some of its sites left unpatched is not code the
-        // kernel runs: none of its sites is analysed patched.
-        for e in entries {
-            let why = match failed.iter().find(|(f, _)| f.at == e.at) {
-                Some((_, why)) => why.clone(),
-                None => format!(
-                    "the one at {} (.altinstructions+{:#x}) cannot be",
-                    failed[0].0.site, failed[0].0.at
-                ),
-            };
-            unapplied.push(Unapplied {
-                site: e.site.clone(),
-                message: format!(
-                    "the alternative for {what} (.altinstructions+{:#x}) cannot be applied: {why}; the code with it is not analysed",
-                    e.at
-                ),
-            });
+        let mut patched = obj.clone();
+        let mut what: Vec<String> = Vec::new();
+        for &k in &applied {
+            if let Ok(p) = &patches[k] {
+                patch(&mut patched, entries[k], p);
+            }
+            let c = condition(entries[k]);
+            if !what.contains(&c) {
+                what.push(c);
+            }
         }
+        seen.push(applied);
+        out.push(Variant {
+            label: format!("with the alternatives for {} applied", what.join(", ")),
+            obj: patched,
+        });
     }
-    (out, unapplied)
+    (out, notes)
 }
 
 /// Bytes the kernel patches at `e`'s site: nested alternatives (consecutive
@@ -130,9 +192,16 @@ fn site_len(obj: &ObjectFile, e: &AltEntry) -> u64 {
         .unwrap_or(e.site_len as u64)
 }
 
-/// Copy `e`'s replacement over its site in `patched` (the object `obj` as
-/// patched so far), as `apply_alternatives` does.
-fn apply(patched: &mut ObjectFile, obj: &ObjectFile, e: &AltEntry) -> Result<(), String> {
+/// What patching one site writes: the site's bytes and the relocations
+/// the replacement brings (by place).
+struct Patch {
+    bytes: Vec<u8>,
+    relocs: Vec<(Loc, RelocTarget)>,
+}
+
+/// `e`'s replacement as it lands on its site, as `apply_alternatives`
+/// makes it; an error says why it cannot be made faithfully.
+fn prepare(obj: &ObjectFile, e: &AltEntry) -> Result<Patch, String> {
     if e.flags & ALT_FLAG_DIRECT_CALL != 0 {
         return Err(
             "ALT_FLAG_DIRECT_CALL: the kernel builds the call from the original's indirect call"
@@ -145,6 +214,13 @@ fn apply(patched: &mut ObjectFile, obj: &ObjectFile, e: &AltEntry) -> Result<(),
         return Err(format!(
             "its replacement ({rlen} bytes) is longer than the site ({len} bytes)"
         ));
+    }
+    if obj
+        .code
+        .get(&e.site.section)
+        .is_none_or(|c| (c.len() as u64) < e.site.offset + len)
+    {
+        return Err(format!("its site {} is not in a code section", e.site));
     }
     let repl = obj
         .code
@@ -162,10 +238,7 @@ fn apply(patched: &mut ObjectFile, obj: &ObjectFile, e: &AltEntry) -> Result<(),
         section: e.site.section.clone(),
         offset: e.site.offset + k,
     };
-    // The site's own relocations go with the original.
-    patched.code_relocs.retain(|l, _| {
-        !(l.section == e.site.section && (e.site.offset..e.site.offset + len).contains(&l.offset))
-    });
+    let mut relocs = Vec::new();
     // The replacement's relocations, applied where it now sits.
     for (&o, r) in obj.replacement_relocs.range(start..start + rlen) {
         let k = o - start;
@@ -198,9 +271,7 @@ fn apply(patched: &mut ObjectFile, obj: &ObjectFile, e: &AltEntry) -> Result<(),
             }
             // Elsewhere (another section, an undefined symbol), or a value
             // that does not depend on the place: the same relocation, moved.
-            _ if relative || absolute => {
-                patched.code_relocs.insert(at(k), r.target.clone());
-            }
+            _ if relative || absolute => relocs.push((at(k), r.target.clone())),
             _ => {
                 return Err(format!(
                 "relocation type {} at .altinstr_replacement+{o:#x} is not one the checker applies",
@@ -217,8 +288,7 @@ fn apply(patched: &mut ObjectFile, obj: &ObjectFile, e: &AltEntry) -> Result<(),
             continue;
         }
         let target = i.near_branch_target();
-        let end = i.next_ip();
-        let reloc = i.len() >= 5 && obj.replacement_relocs.contains_key(&(end - 4));
+        let reloc = i.len() >= 5 && obj.replacement_relocs.contains_key(&(i.next_ip() - 4));
         if !reloc && !(start..=start + rlen).contains(&target) {
             return Err(format!(
                 "`{}` leaves the replacement but stays in .altinstr_replacement",
@@ -226,11 +296,22 @@ fn apply(patched: &mut ObjectFile, obj: &ObjectFile, e: &AltEntry) -> Result<(),
             ));
         }
     }
-    let code = patched
+    Ok(Patch { bytes, relocs })
+}
+
+/// Write `p` over `e`'s site in `patched`.
+fn patch(patched: &mut ObjectFile, e: &AltEntry, p: &Patch) {
+    let (start, end) = (e.site.offset, e.site.offset + p.bytes.len() as u64);
+    // The site's own relocations go with what it held.
+    patched
+        .code_relocs
+        .retain(|l, _| !(l.section == e.site.section && (start..end).contains(&l.offset)));
+    patched.code_relocs.extend(p.relocs.iter().cloned());
+    if let Some(code) = patched
         .code
         .get_mut(&e.site.section)
-        .and_then(|c| c.get_mut(e.site.offset as usize..(e.site.offset + len) as usize))
-        .ok_or_else(|| format!("its site {} is not in a code section", e.site))?;
-    code.copy_from_slice(&bytes);
-    Ok(())
+        .and_then(|c| c.get_mut(start as usize..end as usize))
+    {
+        code.copy_from_slice(&p.bytes);
+    }
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::{AbiSpec, NREGS};
-use super::alternatives::{Unapplied, Variant};
+use super::alternatives;
 use super::analysis::{analyse, decide, entry_state, first_write, fixup_paths, liveness};
 use super::arm;
 use super::cfg::Func;
@@ -57,24 +57,22 @@ struct Checked {
 /// variant of its code the kernel may patch in (`alternatives`): an entry
 /// is stray only if it serves no access in any variant, code is
 /// unreached only if no variant reaches it, and every other finding of a
-/// variant stands, naming the variant when the original does not have it.
+/// variant stands, naming the variants when the original does not have it.
 pub(super) fn check_function(
-    variants: &[Variant],
-    unapplied: &[Unapplied],
+    obj: &ObjectFile,
     f: &FnSym,
     owners: &BTreeMap<u64, String>,
     abi: &AbiSpec,
     target: &Target,
 ) -> (FunctionReport, BTreeSet<Loc>) {
-    let obj = &variants[0].obj;
     let original = check_variant(obj, f, owners, abi, target);
     let here = |s: &Loc| original.decoded.contains_key(s) || f.contains(s);
-    let patched: Vec<(&str, Checked)> = variants[1..]
+    let (variants, notes) = alternatives::variants(obj, here);
+    let patched: Vec<(&str, Checked)> = variants
         .iter()
-        .filter(|v| v.sites.iter().any(here))
         .map(|v| {
-            let label = v.label.as_deref().unwrap_or_default();
-            (label, check_variant(&v.obj, f, owners, abi, target))
+            let c = check_variant(&v.obj, f, owners, abi, target);
+            (v.label.as_str(), c)
         })
         .collect();
     let all = || std::iter::once(&original).chain(patched.iter().map(|(_, c)| c));
@@ -119,14 +117,14 @@ pub(super) fn check_function(
         x.message = format!("{} [{}]", x.message, labels.join("; "));
         findings.push(x);
     }
-    for u in unapplied.iter().filter(|u| here(&u.site)) {
+    for n in notes {
         findings.push(Finding {
-            severity: gap,
-            addr: u.site.offset,
-            section: u.site.section.clone(),
-            insn: original.decoded.get(&u.site).cloned().unwrap_or_default(),
-            line: obj.line_at(&u.site),
-            message: u.message.clone(),
+            severity: if n.gap { gap } else { Severity::Note },
+            addr: n.site.offset,
+            section: n.site.section.clone(),
+            insn: original.decoded.get(&n.site).cloned().unwrap_or_default(),
+            line: obj.line_at(&n.site),
+            message: n.message,
         });
     }
 

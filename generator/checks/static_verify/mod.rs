@@ -22,6 +22,9 @@
 //!   inside the source (a `pld` cannot fault: it needs no table entry, and
 //!   one past the end is a warning, not an error).
 //!
+//! x86 code with `ALTERNATIVE`s (`.altinstructions`) is checked in every
+//! variant the kernel may patch in (`alternatives`), and the verdicts merged.
+//!
 //! The checker is arch-neutral: `x86.rs` (iced-x86), `arm.rs` (unarm,
 //! A32 for ARMv6) and `a64.rs` (yaxpeax-arm, A64 for AArch64) turn each
 //! instruction into the same facts and give its effect on the abstract
@@ -30,7 +33,7 @@
 //! Layout: `report` (verdicts), `abi` (the conventions), `domain` (the
 //! abstract values), `isa` (instruction facts and the [`isa::Isa`] trait),
 //! `x86`/`arm`/`a64` (the ISAs), `cfg` (one function's graph), `analysis` (fixed
-//! points) and `checks` (what is reported).
+//! points), `alternatives` (x86 patched variants) and `checks` (what is reported).
 
 mod a64;
 mod abi;
@@ -76,8 +79,10 @@ pub struct Options {
     /// Code the analysis cannot reach or follow is a warning, not an error.
     pub allow_unanalysed: bool,
     /// Per-CPU entry points (copygen's own): their dispatch (an
-    /// `ALTERNATIVE` chain, a resolved-once pointer) cannot be followed, so
-    /// it is a warning; each variant they enter is checked as a routine.
+    /// `ALTERNATIVE` chain assembled with the shims, which write no
+    /// `.altinstructions`; a resolved-once pointer) cannot be followed, so
+    /// what it leaves unreached is a warning; each variant they enter is
+    /// checked as a routine.
     pub dispatchers: Vec<String>,
     /// The functions to check (default: every function with exception-table
     /// entries, and every global `*_from_user` / `*_to_user`).
@@ -226,7 +231,6 @@ pub fn check_file(
     } else {
         BTreeMap::new()
     };
-    let (variants, unapplied) = alternatives::variants(obj);
     let mut functions = Vec::new();
     let mut covered: BTreeSet<Loc> = BTreeSet::new();
     let mut file_findings = Vec::new();
@@ -252,14 +256,8 @@ pub fn check_file(
             vector_ok: options.allow_vector || flavor == Flavor::Standalone,
             allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
         };
-        let (mut report, code) = check_function(
-            &variants,
-            &unapplied,
-            f,
-            &owners,
-            own_abi.as_ref().unwrap_or(&abi),
-            &target,
-        );
+        let (mut report, code) =
+            check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
         if let Some(a) = &own_abi {
             report.convention = Some(a.describe.clone());
         }
