@@ -89,11 +89,12 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
-	leaq	-1(%rdi), %rax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lfrom_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lfrom_alias_narrow8
+.Lfrom_alias_outside8:
 .Lfrom_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -150,6 +151,11 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
+.Lfrom_alias_narrow8:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lfrom_band_guarded
+	jmp	.Lfrom_alias_outside8
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -198,11 +204,12 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
-	leaq	-1(%rdi), %rax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lto_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lto_alias_narrow8
+.Lto_alias_outside8:
 .Lto_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -259,6 +266,11 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
+.Lto_alias_narrow8:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lto_band_guarded
+	jmp	.Lto_alias_outside8
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */

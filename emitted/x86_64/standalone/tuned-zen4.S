@@ -73,11 +73,12 @@ tuned_zen4_from_user:
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
-	leaq	-1(%rdi), %rax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lfrom_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lfrom_alias_narrow7
+.Lfrom_alias_outside7:
 .Lfrom_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax
@@ -132,6 +133,11 @@ tuned_zen4_from_user:
 .Lfrom_band_bytes_done:
 	xorl	%eax, %eax
 	ret
+.Lfrom_alias_narrow7:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lfrom_band_guarded
+	jmp	.Lfrom_alias_outside7
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -177,11 +183,12 @@ tuned_zen4_to_user:
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
-	leaq	-1(%rdi), %rax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lto_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lto_alias_narrow7
+.Lto_alias_outside7:
 .Lto_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax
@@ -236,6 +243,11 @@ tuned_zen4_to_user:
 .Lto_band_bytes_done:
 	xorl	%eax, %eax
 	ret
+.Lto_alias_narrow7:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lto_band_guarded
+	jmp	.Lto_alias_outside7
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
