@@ -477,7 +477,11 @@ impl Selector<'_> {
     /// and there to `target` only when `t mod 2^k <= top` (`hi - lo`), back
     /// otherwise.
     fn refine_alias(&mut self, t: Reg, span: u32, top: u32, target: String) {
-        let n = self.lines.out.len();
+        let n = self
+            .out_of_line
+            .iter()
+            .filter(|i| matches!(i, Inst::Label(_)))
+            .count();
         let narrow = self.label(&format!("alias_narrow{n}"));
         let outside = self.label(&format!("alias_outside{n}"));
         self.emit(Inst::Jcc {

@@ -155,8 +155,8 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	subl	%esi, %eax
 	subl	$1, %eax
 	testl	$4080, %eax
-	je	.Lzen_from_alias_narrow11
-.Lzen_from_alias_outside11:
+	je	.Lzen_from_alias_narrow0
+.Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -217,11 +217,11 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lzen_from_alias_narrow11:
+.Lzen_from_alias_narrow0:
 	andl	$15, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_from_band_guarded
-	jmp	.Lzen_from_alias_outside11
+	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_from_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -272,8 +272,8 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	subl	%esi, %eax
 	subl	$1, %eax
 	testl	$4080, %eax
-	je	.Lzen_to_alias_narrow11
-.Lzen_to_alias_outside11:
+	je	.Lzen_to_alias_narrow0
+.Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -334,11 +334,11 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lzen_to_alias_narrow11:
+.Lzen_to_alias_narrow0:
 	andl	$15, %eax
 	cmpl	$14, %eax
 	jbe	.Lzen_to_band_guarded
-	jmp	.Lzen_to_alias_outside11
+	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_to_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */

@@ -93,8 +93,8 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	subl	%esi, %eax
 	subl	$1, %eax
 	testl	$4080, %eax
-	je	.Lfrom_alias_narrow8
-.Lfrom_alias_outside8:
+	je	.Lfrom_alias_narrow0
+.Lfrom_alias_outside0:
 .Lfrom_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -151,11 +151,11 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lfrom_alias_narrow8:
+.Lfrom_alias_narrow0:
 	andl	$15, %eax
 	cmpl	$14, %eax
 	jbe	.Lfrom_band_guarded
-	jmp	.Lfrom_alias_outside8
+	jmp	.Lfrom_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -208,8 +208,8 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	subl	%esi, %eax
 	subl	$1, %eax
 	testl	$4080, %eax
-	je	.Lto_alias_narrow8
-.Lto_alias_outside8:
+	je	.Lto_alias_narrow0
+.Lto_alias_outside0:
 .Lto_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -266,11 +266,11 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lto_alias_narrow8:
+.Lto_alias_narrow0:
 	andl	$15, %eax
 	cmpl	$14, %eax
 	jbe	.Lto_band_guarded
-	jmp	.Lto_alias_outside8
+	jmp	.Lto_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */

@@ -77,8 +77,8 @@ tuned_zen4_from_user:
 	subl	%esi, %eax
 	subl	$1, %eax
 	testl	$4080, %eax
-	je	.Lfrom_alias_narrow7
-.Lfrom_alias_outside7:
+	je	.Lfrom_alias_narrow0
+.Lfrom_alias_outside0:
 .Lfrom_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax
@@ -133,11 +133,11 @@ tuned_zen4_from_user:
 .Lfrom_band_bytes_done:
 	xorl	%eax, %eax
 	ret
-.Lfrom_alias_narrow7:
+.Lfrom_alias_narrow0:
 	andl	$15, %eax
 	cmpl	$14, %eax
 	jbe	.Lfrom_band_guarded
-	jmp	.Lfrom_alias_outside7
+	jmp	.Lfrom_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -187,8 +187,8 @@ tuned_zen4_to_user:
 	subl	%esi, %eax
 	subl	$1, %eax
 	testl	$4080, %eax
-	je	.Lto_alias_narrow7
-.Lto_alias_outside7:
+	je	.Lto_alias_narrow0
+.Lto_alias_outside0:
 .Lto_rep_movsb:
 	rep movsb
 	xorl	%eax, %eax
@@ -243,11 +243,11 @@ tuned_zen4_to_user:
 .Lto_band_bytes_done:
 	xorl	%eax, %eax
 	ret
-.Lto_alias_narrow7:
+.Lto_alias_narrow0:
 	andl	$15, %eax
 	cmpl	$14, %eax
 	jbe	.Lto_band_guarded
-	jmp	.Lto_alias_outside7
+	jmp	.Lto_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
