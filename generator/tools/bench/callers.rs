@@ -141,49 +141,24 @@ mod tests {
     #[test]
     fn every_loop_makes_exactly_the_calls_asked_with_the_same_arguments() {
         let callers = Callers::new().unwrap();
+        // `count` sees the arguments as given; `clobber` moves them as rep
+        // movs does first, so each call must see them restored.
+        let cases: [(CopyFn, usize); 2] = [(count, 0x1023), (clobber, 0x1000 + 7 + 0x20 + 9)];
         for context in 0..CONTEXTS {
             for iters in [1, 2, 37] {
-                CALLS.store(0, Ordering::SeqCst);
-                // SAFETY: `count` reads no memory.
-                unsafe {
-                    callers.call(
-                        context,
-                        count,
-                        0x1000 as *mut u8,
-                        0x20 as *const u8,
-                        3,
-                        iters,
-                    )
-                };
-                assert_eq!(
-                    CALLS.load(Ordering::SeqCst),
-                    iters as usize,
-                    "context {context}"
-                );
-                assert_eq!(LAST.load(Ordering::SeqCst), 0x1023, "context {context}");
-                CALLS.store(0, Ordering::SeqCst);
-                // SAFETY: `clobber` reads no memory either.
-                unsafe {
-                    callers.call(
-                        context,
-                        clobber,
-                        0x1000 as *mut u8,
-                        0x20 as *const u8,
-                        3,
-                        iters,
-                    )
-                };
-                assert_eq!(
-                    CALLS.load(Ordering::SeqCst),
-                    iters as usize,
-                    "context {context}"
-                );
-                // Each call sees the original arguments, moved by itself only.
-                assert_eq!(
-                    LAST.load(Ordering::SeqCst),
-                    0x1000 + 7 + 0x20 + 9,
-                    "context {context}"
-                );
+                for (f, last) in cases {
+                    CALLS.store(0, Ordering::SeqCst);
+                    // SAFETY: both routines read no memory.
+                    unsafe {
+                        callers.call(context, f, 0x1000 as *mut u8, 0x20 as *const u8, 3, iters)
+                    };
+                    assert_eq!(
+                        CALLS.load(Ordering::SeqCst),
+                        iters as usize,
+                        "context {context}"
+                    );
+                    assert_eq!(LAST.load(Ordering::SeqCst), last, "context {context}");
+                }
             }
         }
         // Zero iterations still make one call (the contract says at least one).
