@@ -22,33 +22,35 @@ fn guarded(lo: u32, hi: u32) -> Strategy {
     parse::parse(Path::new("g.toml"), &text, None).unwrap()
 }
 
-/// The routine's guard alone: its lines up to the first conditional jump,
-/// then `return 0` on the fall-through path and `return 1` at the target.
+/// The routine's guard alone: `return 0` in place of `rep movsb` (the
+/// path outside the band) and `return 1` at the guarded method's label;
+/// the out-of-line narrowing of a band that is not 2^k wide is kept.
 fn guard_only(lines: &mut Vec<Line>) {
     let line = |inst| Line {
         inst,
         user: None,
         fixup_start: false,
     };
-    let jcc = lines
-        .iter()
-        .position(|l| matches!(l.inst, Inst::Jcc { .. }))
-        .expect("a guard");
-    let Inst::Jcc { target, .. } = lines[jcc].inst.clone() else {
-        unreachable!()
+    let ret = |v| {
+        [
+            line(Inst::MovImm {
+                width: 4,
+                dst: Reg::Ax,
+                imm: v,
+            }),
+            line(Inst::Ret),
+        ]
     };
-    lines.truncate(jcc + 1);
-    for (label, ret) in [(None, 0), (Some(target), 1)] {
-        if let Some(l) = label {
-            lines.push(line(Inst::Label(l)));
-        }
-        lines.push(line(Inst::MovImm {
-            width: 4,
-            dst: Reg::Ax,
-            imm: ret,
-        }));
-        lines.push(line(Inst::Ret));
-    }
+    let movsb = lines
+        .iter()
+        .position(|l| matches!(l.inst, Inst::RepMovs { .. }))
+        .expect("rep movsb");
+    lines.splice(movsb..=movsb, ret(0));
+    let band = lines
+        .iter()
+        .position(|l| matches!(&l.inst, Inst::Label(n) if n.ends_with("_band_guarded")))
+        .expect("the guarded method's label");
+    lines.splice(band + 1..band + 1, ret(1));
 }
 
 #[test]
@@ -62,6 +64,8 @@ fn the_guard_jumps_on_exactly_its_band() {
         (5, 9),
         (32, 63),
         (4095, 4095),
+        (4090, 4095),
+        (100, 1000),
         (0, 4095),
     ];
     for (lo, hi) in bands {
@@ -116,10 +120,23 @@ fn the_common_path_is_short_and_sets_the_count_first() {
         "{pow2:?}"
     );
     assert_eq!(path_to_rep_movsb(0, 15).len(), 5);
-    // Any other band: mov, lea, sub, and, cmp, jbe.
+    // Any other band: the same test on the band widened to 2^k (1..=15
+    // as 1..=16), narrowed out of line, so the same six instructions.
     let other = path_to_rep_movsb(1, 15);
     assert_eq!(other.first(), Some(&count), "{other:?}");
     assert_eq!(other.len(), 6, "{other:?}");
+    assert!(
+        matches!(
+            other[4],
+            Inst::AluImm {
+                op: Alu::Test,
+                imm: 4080,
+                ..
+            }
+        ),
+        "{other:?}"
+    );
+    assert_eq!(path_to_rep_movsb(5, 9).len(), 6);
     // The count is set once.
     assert_eq!(other.iter().filter(|i| **i == count).count(), 1);
 }

@@ -7,18 +7,16 @@
 //! `tests/jit_encoder.rs`): dynasm gives every memory operand with a
 //! dynamic base register a SIB byte and at least a disp8, a REX prefix to
 //! every x86_64 instruction with a dynamic register, and it cannot relax
-//! branches itself. [`plan`]
-//! therefore relaxes: it starts with every branch in its rel32 form and
-//! shortens, round by round, each branch whose rel8 displacement is
-//! provably in range on the current layout (shortening only ever brings two
-//! points closer, so every earlier proof stays valid), until nothing
-//! changes.
+//! branches itself. So every instruction but a branch is re-encoded in GNU
+//! as's form ([`super::gas_form`]), and [`plan`] relaxes the branches as GNU
+//! as does: the JIT's bytes are the assembler's.
 
 use std::collections::HashMap;
 
 use dynasmrt::relocations::SimpleRelocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmError, DynasmLabelApi, VecAssembler};
 
+use super::gas_form;
 use crate::backend::x86::{Alu, Cc, Inst, Line, MemRef};
 use crate::front::strategy::PrefetchKind;
 
@@ -96,14 +94,16 @@ pub enum EncodeError {
     NoTarget(String),
     #[error("the label `{0}` is defined twice")]
     Duplicate(String),
+    #[error(transparent)]
+    GasForm(#[from] super::gas_form::GasFormError),
     #[error("cannot encode {0:?} for {1:?}")]
     Unsupported(Inst, Mode),
 }
 
 /// Number the labels of `lines` and relax its branches: one dynasm pass
 /// with every branch rel32 gives each line's size (only branches depend on
-/// the layout); then, on those sizes, every branch whose rel8 provably
-/// reaches is shortened, repeatedly, until nothing changes.
+/// the layout); then, on those sizes, every branch starts rel8 and each
+/// that does not reach is lengthened, repeatedly, until nothing changes.
 pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
     let mut ids: HashMap<&str, u32> = HashMap::with_capacity(lines.len() / 4);
     let mut names = Vec::new();
@@ -148,6 +148,16 @@ pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
     let first = emit(&mut ops, &plan, mode)?;
     let mut sizes: Vec<usize> = first.line_offsets.windows(2).map(|w| w[1] - w[0]).collect();
     sizes.push(first.len - first.line_offsets.last().copied().unwrap_or(0));
+    // Start every branch short, as GNU as does, and lengthen each that
+    // does not reach until none changes: lengthening only moves points
+    // apart, so a branch once long stays long, and the result is GNU as's.
+    let long = sizes.clone();
+    for (i, line) in lines.iter().enumerate() {
+        if matches!(line.inst, Inst::Jcc { .. } | Inst::Jmp { .. }) {
+            plan.short[i] = true;
+            sizes[i] = 2;
+        }
+    }
     let mut offsets = vec![0; lines.len()];
     loop {
         let mut at = 0;
@@ -157,14 +167,14 @@ pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
         }
         let mut changed = false;
         for i in 0..lines.len() {
-            if plan.short[i] || !matches!(lines[i].inst, Inst::Jcc { .. } | Inst::Jmp { .. }) {
+            if !plan.short[i] {
                 continue;
             }
             let to = offsets[defined[plan.label[i] as usize]] as i64;
             // rel8 counts from the end of the 2-byte short form.
-            if (-128..=127).contains(&(to - (offsets[i] as i64 + 2))) {
-                plan.short[i] = true;
-                sizes[i] = 2;
+            if !(-128..=127).contains(&(to - (offsets[i] as i64 + 2))) {
+                plan.short[i] = false;
+                sizes[i] = long[i];
                 changed = true;
             }
         }
@@ -202,13 +212,40 @@ pub fn emit<A: Asm>(ops: &mut A, plan: &Plan, mode: Mode) -> Result<Layout, Enco
         if let Inst::Label(_) = line.inst {
             layout.label_offsets[plan.label[i] as usize] = here;
         }
-        match mode {
-            Mode::X64 => x64(ops, &line.inst, plan.short[i], label)?,
-            Mode::X86 => x86(ops, &line.inst, plan.short[i], label)?,
+        match &line.inst {
+            // Labels and branches are dynasm's: it resolves them.
+            Inst::Label(_)
+            | Inst::Comment(_)
+            | Inst::Cpp(_)
+            | Inst::Jcc { .. }
+            | Inst::Jmp { .. } => encode_one(ops, &line.inst, plan.short[i], label, mode)?,
+            inst => {
+                let mut one = VecAssembler::<SimpleRelocation>::new(0);
+                encode_one(&mut one, inst, false, None, mode)?;
+                let bitness = match mode {
+                    Mode::X64 => 64,
+                    Mode::X86 => 32,
+                };
+                ops.extend(gas_form::reencode(&one.finalize()?, bitness)?);
+            }
         }
     }
     layout.len = ops.offset().0 - base;
     Ok(layout)
+}
+
+/// One instruction in dynasm's encoding.
+fn encode_one<A: Asm>(
+    ops: &mut A,
+    inst: &Inst,
+    short: bool,
+    label: Option<DynamicLabel>,
+    mode: Mode,
+) -> Result<(), EncodeError> {
+    match mode {
+        Mode::X64 => x64(ops, inst, short, label),
+        Mode::X86 => x86(ops, inst, short, label),
+    }
 }
 
 /// The assemblers the encoder writes into: the executable one (x86_64)

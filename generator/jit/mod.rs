@@ -10,6 +10,7 @@ pub mod a64;
 pub mod contract;
 pub mod encode;
 pub mod fault;
+pub mod gas_form;
 
 use dynasmrt::{DynasmApi, ExecutableBuffer};
 

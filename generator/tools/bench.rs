@@ -5,12 +5,17 @@
 //! core cycles (these VMs have no performance counters). Each figure is the
 //! median over `repeats` rounds; in every round all (row, subject) pairs
 //! are measured in a freshly shuffled order, so drift (frequency, noisy
-//! neighbours) spreads over all subjects instead of favouring one.
+//! neighbours) spreads over all subjects instead of favouring one. A
+//! fixed-size figure is timed from a JIT-compiled calling loop, a different
+//! one each round ([`callers`]: the code around a short `rep movsb` moves
+//! its cost by several percent either way), so its median is one over
+//! calling contexts too.
 //!
 //! This file: the subjects and the measuring loop; `sweep.rs` what is
 //! measured, `distribution.rs` the size distributions, `report.rs` and
 //! `plot.rs` the results.
 
+mod callers;
 pub mod distribution;
 pub mod plot;
 mod report;
@@ -21,6 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use callers::Callers;
 use distribution::Call;
 pub use plot::plot_svg;
 pub use report::{google_benchmark_json, text_table};
@@ -264,15 +270,19 @@ fn flush(p: *const u8, n: usize) {
     unsafe { core::arch::x86_64::_mm_mfence() };
 }
 
-/// TSC ticks for `iters` calls, divided by `iters`.
-fn time_calls(f: CopyFn, dst: *mut u8, src: *const u8, n: usize, iters: u32) -> f64 {
+/// TSC ticks for `iters` calls from caller loop `context` (see
+/// [`callers`]), divided by `iters`.
+fn time_calls(
+    callers: &Callers,
+    context: usize,
+    (f, dst, src): (CopyFn, *mut u8, *const u8),
+    n: usize,
+    iters: u32,
+) -> f64 {
     let t0 = tsc_start();
-    for _ in 0..iters {
-        // SAFETY: the buffers hold n bytes at these offsets (Buffers::new).
-        let r = unsafe { f(std::hint::black_box(dst), std::hint::black_box(src), n) };
-        std::hint::black_box(r);
-    }
-    (tsc_end() - t0) as f64 / iters as f64
+    // SAFETY: the buffers hold n bytes at these offsets (Buffers::new).
+    unsafe { callers.call(context, f, dst, src, n, iters) };
+    (tsc_end() - t0) as f64 / iters.max(1) as f64
 }
 
 /// TSC ticks per call over a sequence of calls (the loop's own cost, the
@@ -435,6 +445,7 @@ pub fn run_with(
 ) -> Results {
     let repeats = opts.repeats.max(1);
     let bufs = Buffers::new(sweep);
+    let callers = Callers::new().expect("executable memory for the caller loops");
     let pairs: Vec<(usize, usize)> = (0..sweep.rows.len())
         .flat_map(|r| (0..subjects.len()).map(move |s| (r, s)))
         .collect();
@@ -453,8 +464,8 @@ pub fn run_with(
                         return 1;
                     }
                     let (d, src) = (bufs.dst(r.dst_off), bufs.src(r.src_off));
-                    time_calls(s.f, d, src, r.n, 20);
-                    let per = time_calls(s.f, d, src, r.n, 20).max(1.0);
+                    time_calls(&callers, 0, (s.f, d, src), r.n, 20);
+                    let per = time_calls(&callers, 0, (s.f, d, src), r.n, 20).max(1.0);
                     ((opts.target_ticks / per) as u32).clamp(3, 5_000)
                 })
                 .collect()
@@ -464,7 +475,7 @@ pub fn run_with(
     let mut rng = Rng::new(opts.seed);
     let total = (repeats * pairs.len()) as u64;
     let mut done = 0;
-    for _ in 0..repeats {
+    for round in 0..repeats {
         let seqs = round_sequences(sweep, &mut rng);
         let mut order = pairs.clone();
         rng.shuffle(&mut order);
@@ -479,10 +490,11 @@ pub fn run_with(
                 if sweep.cold {
                     flush(src, row.n);
                     flush(d, row.n);
-                    time_calls(f, d, src, row.n, 1)
+                    time_calls(&callers, round, (f, d, src), row.n, 1)
                 } else {
-                    time_calls(f, d, src, row.n, 1); // warm the line buffers
-                    time_calls(f, d, src, row.n, iters[r][s])
+                    // Warm the line buffers, then time.
+                    time_calls(&callers, round, (f, d, src), row.n, 1);
+                    time_calls(&callers, round, (f, d, src), row.n, iters[r][s])
                 }
             };
             samples[r][s].push(t);

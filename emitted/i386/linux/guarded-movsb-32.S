@@ -151,11 +151,12 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	leal	-1(%edi), %eax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lzen_from_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_from_alias_narrow0
+.Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -216,6 +217,11 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	popl	%esi
 	popl	%edi
 	RET
+.Lzen_from_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_from_band_guarded
+	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_from_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -262,11 +268,12 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	ASM_STAC
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
-	leal	-1(%edi), %eax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lzen_to_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_to_alias_narrow0
+.Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -327,6 +334,11 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	popl	%esi
 	popl	%edi
 	RET
+.Lzen_to_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_to_band_guarded
+	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_to_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */

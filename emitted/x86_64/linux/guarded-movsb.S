@@ -162,11 +162,12 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
-	leaq	-1(%rdi), %rax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lzen_from_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_from_alias_narrow0
+.Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -223,6 +224,11 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
+.Lzen_from_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_from_band_guarded
+	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_from_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
@@ -271,11 +277,12 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	/* class 0: 0.. bytes → method `movsb` */
 	/* here: len >= 0 */
 	movq	%rdx, %rcx
-	leaq	-1(%rdi), %rax
+	movl	%edi, %eax
 	subl	%esi, %eax
-	andl	$4095, %eax
-	cmpl	$14, %eax
-	jbe	.Lzen_to_band_guarded
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_to_alias_narrow0
+.Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
 	rep movsb
 	ASM_CLAC
@@ -332,6 +339,11 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
+.Lzen_to_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_to_band_guarded
+	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_to_fixup_rep1_then_retry:
 	/* rep movsb stopped early: recompute the bytes left */
