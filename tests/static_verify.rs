@@ -1083,6 +1083,20 @@ fn i386_rep_movsb_prologue_aligns_rep_movsl() {
     assert_eq!(errors(&r).len(), 1, "{r}");
 }
 
+/// `x86-alternative.S`, the options that check it (linux flavour,
+/// `rep_movs` convention, both sides user) and the source line of its
+/// `ALTERNATIVE` site.
+fn alternative_fixture() -> (PathBuf, String, Options, u32) {
+    let (path, text) = static_fixture("x86-alternative.S");
+    let opts = Options {
+        flavor: Some(Flavor::Linux),
+        functions: vec![FunctionSpec::parse("altcopy:both:rep_movs").unwrap()],
+        ..Options::default()
+    };
+    let site = line_number(&text, "10:\tjmp\t.Lmovsq");
+    (path, text, opts, site)
+}
+
 /// Shaped like Linux 6.12's rep_movs_alternative: the exception-table
 /// entry at the `ALTERNATIVE` site serves the `rep movsb` an ERMS CPU runs
 /// there, not the `jmp` in the object. The checker applies the
@@ -1091,13 +1105,7 @@ fn i386_rep_movsb_prologue_aligns_rep_movsl() {
 /// is checked, and what only the patched code gets wrong names the variant.
 #[test]
 fn x86_alternative_site_is_checked_in_every_variant() {
-    let (path, text) = static_fixture("x86-alternative.S");
-    let opts = Options {
-        flavor: Some(Flavor::Linux),
-        functions: vec![FunctionSpec::parse("altcopy:both:rep_movs").unwrap()],
-        ..Options::default()
-    };
-    let site = line_number(&text, "10:\tjmp\t.Lmovsq");
+    let (path, text, opts, site) = alternative_fixture();
     let erms = "[with the alternatives for X86_FEATURE_ERMS (9*32+9) applied]";
     let r = check_object(&path, &opts).unwrap();
     assert!(r.passed() && errors(&r).is_empty(), "{r}");
@@ -1183,13 +1191,7 @@ fn x86_alternative_site_is_checked_in_every_variant() {
 /// layout is a located error.
 #[test]
 fn x86_alternative_flags_and_bad_layout() {
-    let (_, text) = static_fixture("x86-alternative.S");
-    let opts = Options {
-        flavor: Some(Flavor::Linux),
-        functions: vec![FunctionSpec::parse("altcopy:both:rep_movs").unwrap()],
-        ..Options::default()
-    };
-    let site = line_number(&text, "10:\tjmp\t.Lmovsq");
+    let (_, text, opts, site) = alternative_fixture();
     let flagged = |flags: &str| {
         text.replacen(
             ".4byte\t9 * 32 + 9",
