@@ -604,8 +604,8 @@ impl Selector<'_> {
                 // ((dst - src) mod 4096 - lo) mod 4096: in the band exactly
                 // when that is at most hi - lo (hi < 4096, so a distance
                 // below lo wraps above it). The guard sits on every call in
-                // front of `rep movsb`, and a microcoded `rep movsb` starts
-                // only once the branch before it resolves, so the common
+                // front of `rep movsb`, and a microcoded `rep movsb` appears to
+                // wait for the branch before it to resolve, so the common
                 // path is kept to the shortest dependency chain: the band
                 // widened to a power of two, 2^k, needs only bits k..11 of
                 // t zero (one `test`, `jz`). A band that is not 2^k wide is
@@ -626,12 +626,13 @@ impl Selector<'_> {
                 if span >= 4096 {
                     // Every distance: the guard always jumps.
                     self.emit(Inst::Jmp { target });
-                } else if span == width {
-                    self.alu_imm(Alu::Test, 4, t, (4096 - span) as i32);
-                    self.emit(Inst::Jcc { cc: Cc::E, target });
                 } else {
                     self.alu_imm(Alu::Test, 4, t, (4096 - span) as i32);
-                    self.refine_alias(t, span, *hi - *lo, target);
+                    if span == width {
+                        self.emit(Inst::Jcc { cc: Cc::E, target });
+                    } else {
+                        self.refine_alias(t, span, *hi - *lo, target);
+                    }
                 }
             }
             Op::JumpIfPtr {

@@ -29,6 +29,15 @@ pub enum Mode {
     X86,
 }
 
+impl Mode {
+    fn bitness(self) -> u32 {
+        match self {
+            Mode::X64 => 64,
+            Mode::X86 => 32,
+        }
+    }
+}
+
 /// A routine ready to encode: labels numbered once, each branch's form
 /// chosen. Built by [`plan`].
 #[derive(Debug, Clone)]
@@ -43,6 +52,9 @@ pub struct Plan<'a> {
     fixup: Vec<u32>,
     /// Per line: a branch in its rel8 form.
     pub short: Vec<bool>,
+    /// Per line: the bytes of an instruction that is neither a label nor a
+    /// branch, in GNU as's form, encoded once here for every pass.
+    bytes: Vec<Option<Vec<u8>>>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -135,12 +147,28 @@ pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
                 .ok_or_else(|| EncodeError::NoLabel(f.clone()))?;
         }
     }
+    let bytes = lines
+        .iter()
+        .map(|line| match &line.inst {
+            Inst::Label(_)
+            | Inst::Comment(_)
+            | Inst::Cpp(_)
+            | Inst::Jcc { .. }
+            | Inst::Jmp { .. } => Ok(None),
+            inst => {
+                let mut one = VecAssembler::<SimpleRelocation>::new(0);
+                encode_one(&mut one, inst, false, None, mode)?;
+                Ok(Some(gas_form::reencode(&one.finalize()?, mode.bitness())?))
+            }
+        })
+        .collect::<Result<Vec<_>, EncodeError>>()?;
     let mut plan = Plan {
         lines,
         names,
         label,
         fixup,
         short: vec![false; lines.len()],
+        bytes,
     };
 
     let mut ops = VecAssembler::<SimpleRelocation>::new(0);
@@ -212,22 +240,10 @@ pub fn emit<A: Asm>(ops: &mut A, plan: &Plan, mode: Mode) -> Result<Layout, Enco
         if let Inst::Label(_) = line.inst {
             layout.label_offsets[plan.label[i] as usize] = here;
         }
-        match &line.inst {
+        match &plan.bytes[i] {
+            Some(bytes) => ops.extend(bytes),
             // Labels and branches are dynasm's: it resolves them.
-            Inst::Label(_)
-            | Inst::Comment(_)
-            | Inst::Cpp(_)
-            | Inst::Jcc { .. }
-            | Inst::Jmp { .. } => encode_one(ops, &line.inst, plan.short[i], label, mode)?,
-            inst => {
-                let mut one = VecAssembler::<SimpleRelocation>::new(0);
-                encode_one(&mut one, inst, false, None, mode)?;
-                let bitness = match mode {
-                    Mode::X64 => 64,
-                    Mode::X86 => 32,
-                };
-                ops.extend(gas_form::reencode(&one.finalize()?, bitness)?);
-            }
+            None => encode_one(ops, &line.inst, plan.short[i], label, mode)?,
         }
     }
     layout.len = ops.offset().0 - base;
