@@ -474,7 +474,8 @@ impl<'a> Lowering<'a> {
     }
 
     /// A constant-size entry point: ascending pieces of the widest widths,
-    /// each stored right after it is loaded (seed 003's shape).
+    /// each stored right after it is loaded (the shape of Chris
+    /// Wilson, "x86: Static optimisations for copy_user" (2017)).
     fn fixed(mut self, n: u32) -> Routine {
         if self.uaccess_in_routine {
             self.op(Op::UaccessBegin);

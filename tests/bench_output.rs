@@ -1,5 +1,5 @@
-//! The bench's sweeps and outputs: the seeds' tables have the rows the
-//! seeds had, the JSON has Google Benchmark's shape, and the plot renders.
+//! The bench's sweeps and outputs: the kernel threads' tables have the rows
+//! the threads had, the JSON has Google Benchmark's shape, and the plot renders.
 
 use copygen::tools::bench::{
     self, baseline, google_benchmark_json, parse_list, plot_svg, run, table, text_table,

@@ -16,7 +16,7 @@ pub struct BenchArgs {
     /// Strategy files, catalog names, or baselines: rep_movsb, rep_movsq, memcpy.
     #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
-    /// Re-run a seed's table: abeni, wilson, morton, anand, alias.
+    /// Re-run a kernel thread's table: abeni, wilson, morton, anand; or alias.
     #[arg(long, conflicts_with_all = ["sizes", "alias_offsets", "distribution"])]
     table: Option<String>,
     /// Sizes drawn from a measured distribution (llvm-libc's CSV format; a

@@ -70,3 +70,112 @@ pub fn catalog_in(root: Option<&Path>) -> Result<Vec<Strategy>> {
         })
         .collect()
 }
+
+/// A Linux kernel thread (a patch and its discussion) that a preset or a
+/// benchmark table re-creates. Cited by author and subject wherever code,
+/// strategy files or docs rely on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thread {
+    /// Short key: `copygen bench --table KEY` re-runs its measurement.
+    pub key: &'static str,
+    pub author: &'static str,
+    pub subject: &'static str,
+    /// As precise as the thread itself dates it.
+    pub date: &'static str,
+    /// Where it was posted or merged.
+    pub venue: &'static str,
+}
+
+impl Thread {
+    /// `Author, "subject" (year)`.
+    pub fn cite(&self) -> String {
+        let year = self.date.rsplit(' ').next().unwrap_or(self.date);
+        format!("{}, \"{}\" ({year})", self.author, self.subject)
+    }
+}
+
+/// The five kernel threads copygen's catalog and benchmark tables grew from.
+pub const THREADS: [Thread; 5] = [
+    Thread {
+        key: "anand",
+        author: "Mala Anand",
+        subject: "efficient copy_to_user and copy_from_user routines in Linux Kernel",
+        date: "24 June 2002",
+        venue: "LKML, a patch against Linux 2.5.19",
+    },
+    Thread {
+        key: "morton",
+        author: "Andrew Morton",
+        subject: "faster copy_*_user for bad alignments on intel ia32",
+        date: "2002",
+        venue:
+            "commit a792a27c in Linux 2.5.41, with an alignment enhancement by Hirokazu Takahashi",
+    },
+    Thread {
+        key: "whitchurch",
+        author: "Vincent Whitchurch",
+        subject: "ARM: Optimise copy_{from/to}_user for !CPU_USE_DOMAINS",
+        date: "11 October 2018",
+        venue: "patch to the ARM kernel, reviewed by Nicolas Pitre",
+    },
+    Thread {
+        key: "wilson",
+        author: "Chris Wilson",
+        subject: "x86: Static optimisations for copy_user",
+        date: "1 June 2017",
+        venue: "LKML",
+    },
+    Thread {
+        key: "abeni",
+        author: "Paolo Abeni",
+        subject: "x86/uaccess: use unrolled string copy for short strings",
+        date: "21 June 2017",
+        venue: "LKML and x86@kernel.org",
+    },
+];
+
+/// The thread with this key. Panics on a key not in [`THREADS`]: every
+/// caller names one of the five, and a test checks each is found.
+pub fn thread(key: &str) -> &'static Thread {
+    THREADS
+        .iter()
+        .find(|t| t.key == key)
+        .unwrap_or_else(|| panic!("no kernel thread `{key}` in THREADS"))
+}
+
+/// Where a catalog strategy comes from: a kernel thread, or code that is
+/// not from a thread (a kernel routine of today, or copygen's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    /// The kernel thread it re-creates, by [`Thread::key`].
+    pub thread: Option<&'static str>,
+    /// What of it (markdown; links relative to `docs/`).
+    pub note: &'static str,
+}
+
+/// The origin of every built-in strategy, by name; `copygen list
+/// --markdown` prints it, and a test checks the table and the catalog
+/// name the same strategies.
+pub const ORIGINS: &[(&str, Origin)] = &[
+    ("a64-overlap", Origin { thread: None, note: "copygen's own, measured against `arm64-template`" }),
+    ("arm64-template", Origin { thread: None, note: "arm64's `copy_template.S` (`arch/arm64/lib`, Linux 6.1 and 6.12)" }),
+    ("fixed-size", Origin { thread: Some("wilson"), note: "its constant-size copies" }),
+    ("guarded-movsb", Origin { thread: None, note: "copygen's own per-CPU choice; the `zen` variant's dispatch is `copygen tune`'s (`tuned-zen4`)" }),
+    ("guarded-movsb-32", Origin { thread: None, note: "copygen's own: `guarded-movsb` for i386 kernels" }),
+    ("intel-aligned", Origin { thread: Some("morton"), note: "use the unrolled loop only when the pointers are not congruent" }),
+    ("intel-unrolled", Origin { thread: Some("anand"), note: "the 64-byte integer loop with touch prefetch" }),
+    ("intel-unrolled-zeroing", Origin { thread: Some("anand"), note: "its zeroing `copy_from_user` (`__copy_user_zeroing`)" }),
+    ("ldm-stm", Origin { thread: Some("whitchurch"), note: "`ldm`/`stm` blocks with fixups" }),
+    ("movs-alternative", Origin { thread: None, note: "Linux 6.12's `rep_movs_alternative` (`arch/x86/lib/copy_user_64.S`)" }),
+    ("movsl", Origin { thread: Some("anand"), note: "the Linux 2.5.19 baseline it measured against" }),
+    ("rep-movsb", Origin { thread: None, note: "the x86_64 kernel's FSRM path (`copy_user_generic()`)" }),
+    ("short-unrolled", Origin { thread: Some("abeni"), note: "unrolled moves up to 64 bytes" }),
+    ("tuned-zen4", Origin { thread: None, note: "`copygen tune` on an AMD EPYC Zen 4 ([figures](results/amd-epyc-zen4.md))" }),
+    ("unrolled64", Origin { thread: None, note: "Linux 6.1's `copy_user_generic_unrolled` (`arch/x86/lib/copy_user_64.S`)" }),
+    ("word-loop", Origin { thread: Some("whitchurch"), note: "the ARM code before that patch" }),
+];
+
+/// The origin recorded for a catalog strategy.
+pub fn origin(name: &str) -> Option<&'static Origin> {
+    ORIGINS.iter().find(|(n, _)| *n == name).map(|(_, o)| o)
+}

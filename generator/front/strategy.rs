@@ -253,7 +253,9 @@ pub enum Tail {
     Overlap,
     /// x86 `rep movsb`.
     RepMovsb,
-    /// x86 `rep movs` of the loop's width, then `rep movsb` (seed 000).
+    /// x86 `rep movs` of the loop's width, then `rep movsb` (the tail of
+    /// Mala Anand, "efficient copy_to_user and copy_from_user routines in
+    /// Linux Kernel" (2002)).
     RepMovs,
 }
 

@@ -1,5 +1,5 @@
 //! Benchmarks: time copy routines (JIT-compiled strategies and built-in
-//! baselines) in the same run, over the sweeps the seeds' tables used.
+//! baselines) in the same run, over the sweeps the kernel threads' tables used.
 //!
 //! The clock is the TSC (`rdtsc`): a constant-rate reference clock, not
 //! core cycles (these VMs have no performance counters). Each figure is the
@@ -130,7 +130,8 @@ pub fn baseline(name: &str) -> Option<Subject> {
     })
 }
 
-/// The running kernel's copy_to_user, as seed 001 measured it: `pread()`
+/// The running kernel's copy_to_user, as Andrew Morton, "faster
+/// copy_*_user for bad alignments on intel ia32" (2002) measured it: `pread()`
 /// of a fully cached in-memory file (memfd) into the buffer at `to`. The
 /// source is the page cache's page-aligned page, so `from` is unused.
 static KERNEL_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);

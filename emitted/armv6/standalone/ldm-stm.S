@@ -3,7 +3,8 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * ldm-stm: armv6, standalone flavour, AAPCS: r0=to r1=from r2=n -> r0.
- * Seed 002 (Whitchurch, 2018): ARMv6 uses privileged ldr/str for user
+ * Vincent Whitchurch, "ARM: Optimise copy_{from/to}_user for
+ * !CPU_USE_DOMAINS" (2018): ARMv6 uses privileged ldr/str for user
  * accesses, so user copies can use ldm/stm as memcpy does, with a fault entry
  * on every user-side ldm (from_user) or stm (to_user). Bytes below 4;
  * otherwise align dst to 4. When dst and src are congruent modulo 4 (so both
@@ -22,7 +23,8 @@
  *
  *   name = "ldm-stm"
  *   description = """
- *   Seed 002 (Whitchurch, 2018): ARMv6 uses privileged ldr/str for user
+ *   Vincent Whitchurch, "ARM: Optimise copy_{from/to}_user for
+ *   !CPU_USE_DOMAINS" (2018): ARMv6 uses privileged ldr/str for user
  *   accesses, so user copies can use ldm/stm as memcpy does, with a fault entry
  *   on every user-side ldm (from_user) or stm (to_user). Bytes below 4;
  *   otherwise align dst to 4. When dst and src are congruent modulo 4 (so both

@@ -3,7 +3,8 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * word-loop: armv6, standalone flavour, AAPCS: r0=to r1=from r2=n -> r0.
- * ARMv6 user copies before seed 002 (Whitchurch, 2018): one ldr or str per
+ * ARMv6 user copies before Vincent Whitchurch, "ARM: Optimise
+ * copy_{from/to}_user for !CPU_USE_DOMAINS" (2018): one ldr or str per
  * word. Bytes below 4; otherwise align dst to 4 with a byte prologue, a
  * 32-byte loop of eight single-word loads then eight single-word stores, a
  * word loop and a byte tail. The source may stay misaligned: ARMv6 ldr/str
@@ -18,7 +19,8 @@
  *
  *   name = "word-loop"
  *   description = """
- *   ARMv6 user copies before seed 002 (Whitchurch, 2018): one ldr or str per
+ *   ARMv6 user copies before Vincent Whitchurch, "ARM: Optimise
+ *   copy_{from/to}_user for !CPU_USE_DOMAINS" (2018): one ldr or str per
  *   word. Bytes below 4; otherwise align dst to 4 with a byte prologue, a
  *   32-byte loop of eight single-word loads then eight single-word stores, a
  *   word loop and a byte tail. The source may stay misaligned: ARMv6 ldr/str

@@ -4,9 +4,11 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * intel-aligned: i386, linux flavour, -mregparm=3: eax=to edx=from ecx=n -> eax.
- * Seed 001 (Morton/Takahashi, 2.5.41): when dst and src are congruent modulo
- * 8, copy a few bytes to align both and use `rep movsl`; when they are not
- * and n >= 64, the unrolled integer loop of seed 000.
+ * Andrew Morton, "faster copy_*_user for bad alignments on intel ia32"
+ * (Linux 2.5.41, 2002, with Hirokazu Takahashi's alignment enhancement):
+ * when dst and src are congruent modulo 8, copy a few bytes to align both
+ * and use `rep movsl`; when they are not and n >= 64, the unrolled integer
+ * loop of Mala Anand's 2002 patch (intel-unrolled).
  *
  * Entry points (user accesses = exception-table entries):
  *   intel_aligned_from_user: 27
@@ -16,9 +18,11 @@
  *
  *   name = "intel-aligned"
  *   description = """
- *   Seed 001 (Morton/Takahashi, 2.5.41): when dst and src are congruent modulo
- *   8, copy a few bytes to align both and use `rep movsl`; when they are not
- *   and n >= 64, the unrolled integer loop of seed 000.
+ *   Andrew Morton, "faster copy_*_user for bad alignments on intel ia32"
+ *   (Linux 2.5.41, 2002, with Hirokazu Takahashi's alignment enhancement):
+ *   when dst and src are congruent modulo 8, copy a few bytes to align both
+ *   and use `rep movsl`; when they are not and n >= 64, the unrolled integer
+ *   loop of Mala Anand's 2002 patch (intel-unrolled).
  *   """
  *   arch = "i386"
  *

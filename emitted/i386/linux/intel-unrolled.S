@@ -4,11 +4,12 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * intel-unrolled: i386, linux flavour, -mregparm=3: eax=to edx=from ecx=n -> eax.
- * Seed 000 (Anand, 2002): for n >= 64 unless both pointers are 8-byte
+ * Mala Anand, "efficient copy_to_user and copy_from_user routines in Linux
+ * Kernel" (2002): for n >= 64 unless both pointers are 8-byte
  * aligned, a 64-byte integer loop of eax/edx pairs with touch-prefetch loads
  * 32 and 64 bytes ahead (the one at 64 only while it stays inside the
  * source), then `rep movsl`/`rep movsb`; `rep movsl` otherwise. Counts are
- * right at every fault: where the seed returned -EFAULT through the count,
+ * right at every fault: where that patch returned -EFAULT through the count,
  * copygen reports from the start of the faulting pair.
  *
  * Entry points (user accesses = exception-table entries):
@@ -19,11 +20,12 @@
  *
  *   name = "intel-unrolled"
  *   description = """
- *   Seed 000 (Anand, 2002): for n >= 64 unless both pointers are 8-byte
+ *   Mala Anand, "efficient copy_to_user and copy_from_user routines in Linux
+ *   Kernel" (2002): for n >= 64 unless both pointers are 8-byte
  *   aligned, a 64-byte integer loop of eax/edx pairs with touch-prefetch loads
  *   32 and 64 bytes ahead (the one at 64 only while it stays inside the
  *   source), then `rep movsl`/`rep movsb`; `rep movsl` otherwise. Counts are
- *   right at every fault: where the seed returned -EFAULT through the count,
+ *   right at every fault: where that patch returned -EFAULT through the count,
  *   copygen reports from the start of the faulting pair.
  *   """
  *   arch = "i386"

@@ -3,12 +3,13 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * intel-unrolled-zeroing: i386, standalone flavour, cdecl: to, from, n on the stack -> eax.
- * The zeroing from_user of seed 000 (__copy_user_zeroing): on a fault the
+ * The zeroing from_user (__copy_user_zeroing) of Mala Anand, "efficient
+ * copy_to_user and copy_from_user routines in Linux Kernel" (2002): on a fault the
  * rest of the kernel buffer is zeroed. For n >= 64 unless both pointers are
  * 8-byte aligned, a 64-byte integer loop of eax/edx pairs with touch-prefetch loads
  * 32 and 64 bytes ahead (the one at 64 only while it stays inside the
  * source), then `rep movsl`/`rep movsb`; `rep movsl` otherwise. Counts are
- * right at every fault: where the seed returned -EFAULT through the count,
+ * right at every fault: where that patch returned -EFAULT through the count,
  * copygen reports from the start of the faulting pair.
  *
  * Entry points (user accesses = exception-table entries):
@@ -18,12 +19,13 @@
  *
  *   name = "intel-unrolled-zeroing"
  *   description = """
- *   The zeroing from_user of seed 000 (__copy_user_zeroing): on a fault the
+ *   The zeroing from_user (__copy_user_zeroing) of Mala Anand, "efficient
+ *   copy_to_user and copy_from_user routines in Linux Kernel" (2002): on a fault the
  *   rest of the kernel buffer is zeroed. For n >= 64 unless both pointers are
  *   8-byte aligned, a 64-byte integer loop of eax/edx pairs with touch-prefetch loads
  *   32 and 64 bytes ahead (the one at 64 only while it stays inside the
  *   source), then `rep movsl`/`rep movsb`; `rep movsl` otherwise. Counts are
- *   right at every fault: where the seed returned -EFAULT through the count,
+ *   right at every fault: where that patch returned -EFAULT through the count,
  *   copygen reports from the start of the faulting pair.
  *   """
  *   arch = "i386"

@@ -4,7 +4,8 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * fixed-size: x86_64, linux flavour, C convention: rdi=to rsi=from rdx=n -> rax.
- * Seed 003 (Wilson, 2017): constant-size copies as a few moves with their own
+ * Chris Wilson, "x86: Static optimisations for copy_user" (2017):
+ * constant-size copies as a few moves with their own
  * table entries, cheaper than a call into the general routine. Entry points
  * `fixed_size_<dir>_<n>(to, from)` for n = 1, 2, 4, 6, 8, 10, 12, 16; the
  * general `fixed_size_<dir>(to, from, n)` is `rep movsb`.
@@ -33,7 +34,8 @@
  *
  *   name = "fixed-size"
  *   description = """
- *   Seed 003 (Wilson, 2017): constant-size copies as a few moves with their own
+ *   Chris Wilson, "x86: Static optimisations for copy_user" (2017):
+ *   constant-size copies as a few moves with their own
  *   table entries, cheaper than a call into the general routine. Entry points
  *   `fixed_size_<dir>_<n>(to, from)` for n = 1, 2, 4, 6, 8, 10, 12, 16; the
  *   general `fixed_size_<dir>(to, from, n)` is `rep movsb`.

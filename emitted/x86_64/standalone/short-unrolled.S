@@ -3,8 +3,9 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * short-unrolled: x86_64, standalone flavour, SysV: rdi=to rsi=from rdx=n -> rax.
- * Seed 004 (Abeni, 2017): `rep movs` has a setup cost, so copies of up to 64
- * bytes use the unrolled general-register copy and longer ones `rep movsb`.
+ * Paolo Abeni, "x86/uaccess: use unrolled string copy for short strings"
+ * (2017): `rep movs` has a setup cost, so copies of up to 64 bytes use the
+ * unrolled general-register copy and longer ones `rep movsb`.
  *
  * Entry points (user accesses = exception-table entries):
  *   short_unrolled_from_user: 14
@@ -14,8 +15,9 @@
  *
  *   name = "short-unrolled"
  *   description = """
- *   Seed 004 (Abeni, 2017): `rep movs` has a setup cost, so copies of up to 64
- *   bytes use the unrolled general-register copy and longer ones `rep movsb`.
+ *   Paolo Abeni, "x86/uaccess: use unrolled string copy for short strings"
+ *   (2017): `rep movs` has a setup cost, so copies of up to 64 bytes use the
+ *   unrolled general-register copy and longer ones `rep movsb`.
  *   """
  *   arch = "x86_64"
  *

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::*;
 
-/// An aligned text table like the seeds': rows, and per subject its
+/// An aligned text table like the kernel threads': rows, and per subject its
 /// median, the interquartile range of the rounds (the noise), and its
 /// ratio to the baseline subject (named in the header).
 pub fn text_table(res: &Results) -> String {

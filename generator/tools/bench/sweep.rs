@@ -1,5 +1,5 @@
 //! Sweeps: the rows a benchmark measures (sizes, offsets, aliasing
-//! distances, distributions), the seeds' tables, and the list syntax of
+//! distances, distributions), the kernel threads' tables, and the list syntax of
 //! `--sizes`.
 
 use anyhow::{bail, Context, Result};
@@ -98,16 +98,18 @@ pub fn distribution_sweep(dists: Vec<Distribution>, calls: usize, alias_share: f
     }
 }
 
-/// The seeds' tables, re-run here.
+/// The tables of the kernel threads copygen grew from
+/// ([`crate::front::catalog::THREADS`]), re-run here.
 pub fn table(name: &str) -> Result<Sweep> {
-    let (title, x_label, rows): (&str, &str, Vec<Row>) = match name {
+    let cite = |key: &str| crate::front::catalog::thread(key).cite();
+    let (title, x_label, rows): (String, &str, Vec<Row>) = match name {
         "abeni" => (
-            "seed 004 (Abeni 2017): short copies, 0..64 bytes, hot",
+            format!("{}: short copies, 0..64 bytes, hot", cite("abeni")),
             "bytes",
             (0..=64).map(|n| row(format!("{n}"), "", n as f64, n, 0, 0)).collect(),
         ),
         "wilson" => (
-            "seed 003 (Wilson 2017): benchmark_copy_user(hot), 1..128 bytes",
+            format!("{}: benchmark_copy_user(hot), 1..128 bytes", cite("wilson")),
             "bytes",
             [1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
                 .into_iter()
@@ -115,14 +117,14 @@ pub fn table(name: &str) -> Result<Sweep> {
                 .collect(),
         ),
         "morton" => (
-            "seed 001 (Morton 2002): 8192-byte copies to a user buffer at offset 0x00..0x20 from a page-aligned buffer",
+            format!("{}: 8192-byte copies to a user buffer at offset 0x00..0x20 from a page-aligned buffer", cite("morton")),
             "user-buffer offset",
             (0..=0x20)
                 .map(|k| row(format!("+0x{k:02x}"), "", k as f64, 8192, 0, k))
                 .collect(),
         ),
         "anand" => (
-            "seed 000 (Anand 2002): 1448-byte copies, aligned and misaligned",
+            format!("{}: 1448-byte copies, aligned and misaligned", cite("anand")),
             "case",
             [(0, 0, "aligned"), (0, 1, "dst+1"), (1, 0, "src+1"), (3, 5, "src+3 dst+5"), (4, 0, "src+4"), (0, 4, "dst+4")]
                 .into_iter()
@@ -131,7 +133,7 @@ pub fn table(name: &str) -> Result<Sweep> {
                 .collect(),
         ),
         "alias" => (
-            "(dst - src) mod 4096 sweep: where rep movsb collapses",
+            "(dst - src) mod 4096 sweep: where rep movsb collapses".into(),
             "(dst - src) mod 4096",
             alias_rows(&[64, 256, 1024, 4096], &alias_offsets()),
         ),
@@ -139,7 +141,7 @@ pub fn table(name: &str) -> Result<Sweep> {
     };
     Ok(Sweep {
         name: name.into(),
-        title: title.into(),
+        title,
         x_label: x_label.into(),
         rows,
         ..Sweep::default()
