@@ -38,6 +38,7 @@ pub mod front {
 /// Generated files: templates around the printed functions, the
 /// `emitted/` tree, and writing files.
 pub mod output {
+    pub mod catalog_doc;
     pub mod header;
     pub mod render;
     pub mod tree;

@@ -8,7 +8,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod cli;
 
-use cli::{bench, diff, emit, kernel_patch, tune, verify, write_stdout, Failure};
+use cli::{bench, diff, emit, kernel_patch, list, tune, verify, write_stdout, Failure};
 
 /// `--version`: the package version and the git revision built.
 const VERSION: &str = concat!(
@@ -33,8 +33,9 @@ struct Cli {
 enum Command {
     /// Regenerate emitted/ from the catalog, or emit the given strategy files.
     Emit(emit::EmitArgs),
-    /// List the built-in strategies, one line each.
-    List,
+    /// List the built-in strategies, one line each (--markdown: the table
+    /// of docs/catalog.md).
+    List(list::ListArgs),
     /// Time strategies (JIT) and baselines (rep_movsb, rep_movsq, memcpy) in one run.
     Bench(bench::BenchArgs),
     /// Check strategies on real CPU modes (fault injection); exit 1 on any violation.
@@ -69,7 +70,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Emit(args) => emit::cmd_emit(args),
-        Command::List => emit::cmd_list(),
+        Command::List(args) => list::cmd_list(args),
         Command::Verify(args) => verify::cmd_verify(args),
         Command::Bench(args) => bench::cmd_bench(args),
         Command::Tune(args) => tune::cmd_tune(args),

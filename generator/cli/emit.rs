@@ -1,11 +1,9 @@
-//! `copygen emit` and `copygen list`: the catalog or given strategy files
-//! to GNU as.
+//! `copygen emit`: the catalog or given strategy files to GNU as.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use copygen::front::catalog::catalog;
 use copygen::output::render::{emitted_path, render};
 use copygen::output::tree::{check_tree, render_tree_with_stats, write_tree};
 
@@ -148,13 +146,5 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
         report.removed.len(),
         elapsed.as_secs_f64() * 1e3
     );
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn cmd_list() -> Result<ExitCode, Failure> {
-    for s in catalog()? {
-        let first = s.description.lines().next().unwrap_or("");
-        println!("{:<24} {:<7} {}", s.name, s.arch.name(), first);
-    }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod diff;
 pub mod emit;
 pub mod kernel_patch;
+pub mod list;
 pub mod tune;
 pub mod verify;
 
