@@ -1,7 +1,8 @@
 /*
  * How much does computing anything in front of `rep movsb` cost?
  *
- * The control experiment behind README's "What the guard costs": a bare
+ * The control experiment behind "What the guard costs" in
+ * docs/results/amd-epyc-zen4.md: a bare
  * `rep movsb` against (1) copygen's alias guard (band 1..=15 widened to
  * 1..=16, the common path falling through to `rep movsb`), (2) the same ALU
  * instructions without the branch, (3) a branch on a constant, (4) four nops.
