@@ -159,26 +159,34 @@ fn every_catalog_strategy_has_an_origin_and_every_thread_is_cited() {
     }
 }
 
-/// Every markdown file of the repository (not target/ or .git).
-fn markdown_files() -> Vec<PathBuf> {
+/// Every file of the repository, skipping build output, git's data and
+/// the kernel cache (and, for `skip_generated`, emitted/ and hidden folders).
+fn repo_files(skip_generated: bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![repo()];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_dir() {
-                if !matches!(name.as_str(), "target" | ".git" | "emitted") && !name.starts_with('.')
-                {
-                    stack.push(p);
-                }
-            } else if name.ends_with(".md") {
+            let skip = matches!(name.as_str(), "target" | ".git" | ".cache")
+                || (skip_generated && (name == "emitted" || name.starts_with('.')));
+            if p.is_dir() && !skip {
+                stack.push(p);
+            } else if p.is_file() {
                 out.push(p);
             }
         }
     }
     out.sort();
     out
+}
+
+/// Every markdown file of the repository outside generated trees.
+fn markdown_files() -> Vec<PathBuf> {
+    repo_files(true)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect()
 }
 
 /// GitHub's anchor for a heading: lower case, punctuation dropped except
@@ -321,37 +329,26 @@ fn process_words() -> Vec<String> {
 fn no_text_speaks_of_how_the_repository_was_made() {
     let words = process_words();
     let mut hits = Vec::new();
-    let mut stack = vec![repo()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_dir() {
-                if !matches!(name.as_str(), "target" | ".git" | ".cache") {
-                    stack.push(p);
-                }
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&p) else {
-                continue;
-            };
-            let lower = text.to_lowercase();
-            for (i, line) in lower.lines().enumerate() {
-                for w in &words {
-                    // Only where a word starts (not inside a longer word).
-                    let mut from = 0;
-                    while let Some(at) = line[from..].find(w.as_str()) {
-                        let at = from + at;
-                        let before = line[..at].chars().next_back();
-                        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                            hits.push(format!(
-                                "{}:{}: {w}",
-                                p.strip_prefix(repo()).unwrap().display(),
-                                i + 1
-                            ));
-                        }
-                        from = at + w.len();
+    for p in repo_files(false) {
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        let lower = text.to_lowercase();
+        for (i, line) in lower.lines().enumerate() {
+            for w in &words {
+                // Only where a word starts (not inside a longer word).
+                let mut from = 0;
+                while let Some(at) = line[from..].find(w.as_str()) {
+                    let at = from + at;
+                    let before = line[..at].chars().next_back();
+                    if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                        hits.push(format!(
+                            "{}:{}: {w}",
+                            p.strip_prefix(repo()).unwrap().display(),
+                            i + 1
+                        ));
                     }
+                    from = at + w.len();
                 }
             }
         }
