@@ -7,7 +7,8 @@
  * ERMS + FSRM), whose `rep movsb` is 20-30x slower when (dst - src) mod 4096
  * is in 1..15: a bare `rep movsb`, except in that band, where a 32-byte
  * loop of 8-byte registers copies instead. Tuned on Google's measured memcpy
- * size distributions A, D and Q (see the comments above for the figures).
+ * size distributions A, D and Q (the figures are in the comments at the top of
+ * the strategy file).
  *
  * Entry points (user accesses = exception-table entries):
  *   tuned_zen4_from_user: 8
@@ -36,7 +37,8 @@
  *   ERMS + FSRM), whose `rep movsb` is 20-30x slower when (dst - src) mod 4096
  *   is in 1..15: a bare `rep movsb`, except in that band, where a 32-byte
  *   loop of 8-byte registers copies instead. Tuned on Google's measured memcpy
- *   size distributions A, D and Q (see the comments above for the figures).
+ *   size distributions A, D and Q (the figures are in the comments at the top of
+ *   the strategy file).
  *   """
  *   arch = "x86_64"
  *
