@@ -27,9 +27,9 @@ for tree in "$@"; do
 		ln -s "$(cd "$tree" && pwd)" "$work/$v"
 	else
 		mkdir -p "$work/$v"
+		# (`*` crosses `/`: the first pattern takes every include folder.)
 		tar -xJf "$tree" -C "$work/$v" --strip-components=1 --wildcards \
-			"*/include/*" "*/arch/x86/include/*" "*/arch/arm/include/*" \
-			"*/arch/arm64/include/*" "*/arch/arm64/tools/*"
+			"*/include/*" "*/arch/arm64/tools/*"
 	fi
 done
 
