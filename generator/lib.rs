@@ -31,6 +31,7 @@ pub mod front {
     pub mod parse;
     mod schema;
     pub mod strategy;
+    pub mod symbols;
     pub mod to_toml;
     mod validate;
 }

@@ -54,6 +54,17 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
     }
     // Validate everything before writing anything.
     let strategies = load_all(&files, arch)?;
+    // Files of one run that would overwrite each other or export one symbol.
+    let run: Vec<_> = files
+        .iter()
+        .map(PathBuf::as_path)
+        .zip(&strategies)
+        .collect();
+    let clashes = copygen::front::symbols::check_run(&run);
+    if !clashes.is_empty() {
+        let text: Vec<String> = clashes.iter().map(ToString::to_string).collect();
+        return Err(Failure::Input(text.join("\n\n")));
+    }
     let mut outputs = Vec::new();
     for s in &strategies {
         for &fl in &flavors {

@@ -5,6 +5,7 @@
 //! `dispatch.rs`, per-CPU variants in `variants.rs`.
 
 mod dispatch;
+mod shadow;
 mod variants;
 
 use std::cell::RefCell;
@@ -278,7 +279,7 @@ impl Validator<'_> {
         if !self.errors.borrow().is_empty() || !name_ok {
             return None;
         }
-        Some(Strategy {
+        let strategy = Strategy {
             symbol: symbol_of(&raw.name),
             name: raw.name,
             description: description?,
@@ -293,7 +294,14 @@ impl Validator<'_> {
             fixed_sizes: fixed,
             source: recorded_path(file),
             text: text.to_string(),
-        })
+        };
+        // What the names become in the generated files.
+        let named = crate::front::symbols::check_strategy(&strategy, self.loc.file);
+        if !named.is_empty() {
+            self.errors.borrow_mut().extend(named);
+            return None;
+        }
+        Some(strategy)
     }
 
     /// The description is restated in a comment of every generated file:

@@ -99,11 +99,25 @@ impl Validator<'_> {
                 self.keep(self.method_fits(m, lo, hi, None, &cpath.key("use")));
             }
             let mut guards = Vec::new();
+            // Conditions tested so far in this class, by guard index.
+            let mut tested: Vec<(usize, Condition)> = Vec::new();
             for (g, rg) in c.guard.iter().enumerate() {
                 let gpath = cpath.key("guard").index(g);
                 let condition = self.keep(self.condition(&gpath, rg));
                 let gm = self.keep(lookup(&gpath.key("use"), &rg.method)).flatten();
                 if let (Some(condition), Some(gm)) = (condition, gm) {
+                    if let Some(&(h, _)) = tested
+                        .iter()
+                        .find(|(_, e)| super::shadow::implies(&condition, e))
+                    {
+                        let at = self.err(&cpath.key("guard").index(h), "").line;
+                        self.keep::<()>(Err(self.err(
+                            &gpath,
+                            format!("this guard can never be taken: whenever its condition holds, guard {h} (line {at}) holds too and is tested first"),
+                        )));
+                        continue;
+                    }
+                    tested.push((g, condition.clone()));
                     if self
                         .keep(self.method_fits(&gm, lo, hi, Some(&condition), &gpath.key("use")))
                         .is_some()

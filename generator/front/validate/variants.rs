@@ -129,6 +129,7 @@ impl Validator<'_> {
                 classes,
             });
         }
+        self.unreachable_variants(&vpath, &out);
         Ok(Some(out))
     }
 

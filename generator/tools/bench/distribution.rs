@@ -58,6 +58,9 @@ impl Distribution {
     /// `origin`, the line and the column.
     pub fn parse(name: &str, origin: &str, text: &str) -> Result<Distribution> {
         let mut weights = Vec::new();
+        // The running sum: a sum that overflows is refused where it does,
+        // not turned into probabilities of 0 (and a mean of 0 B).
+        let mut total = 0.0f64;
         let mut lines = 0;
         for (ln, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -87,11 +90,19 @@ impl Distribution {
                         weights.len()
                     );
                 }
+                total += w;
+                if !total.is_finite() {
+                    bail!(
+                        "{origin}:{}:{col}: error: weight of size {} brings the sum of the weights past the largest number ({:e}): scale the weights down (only their ratios matter)",
+                        ln + 1,
+                        weights.len(),
+                        f64::MAX
+                    );
+                }
                 weights.push(w);
                 col += field.len() + 1;
             }
         }
-        let total: f64 = weights.iter().sum();
         if total <= 0.0 {
             bail!("{origin}: error: no size has a positive weight");
         }
