@@ -199,7 +199,7 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
             note,
             "  {:<8} {bits}: {}",
             v.name,
-            crate::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser)
+            crate::lower::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser)
         );
     }
     let site = match (t.arch, kernel) {
@@ -415,7 +415,9 @@ fn entry_points(s: &Strategy) -> Vec<FunctionSpec> {
 fn routines(t: &Strategy) -> Vec<FunctionSpec> {
     let mut out = entry_points(t);
     for v in &t.variants {
-        out.extend(entry_points(&crate::variants::variant_strategy(t, v)));
+        out.extend(entry_points(&crate::lower::variants::variant_strategy(
+            t, v,
+        )));
     }
     out
 }
@@ -509,7 +511,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         arch: Some(t.arch),
         flavor: Some(Flavor::Linux),
         convention: Some(t.linux.convention),
-        dispatchers: crate::variants::dispatchers(t, Flavor::Linux)
+        dispatchers: crate::backend::dispatchers(t, Flavor::Linux)
             .into_iter()
             .map(|f| f.symbol)
             .collect(),
