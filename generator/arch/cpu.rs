@@ -136,6 +136,10 @@ impl CpuFeatures {
     pub fn has(self, f: CpuFeature) -> bool {
         self.0 & f.bit() != 0
     }
+    /// The features of a resolver's mask (bits beyond the table dropped).
+    pub fn from_mask(mask: u32) -> Self {
+        CpuFeatures(mask & ((1 << FEATURES.len()) - 1))
+    }
     /// The resolver's mask.
     pub fn mask(self) -> u32 {
         self.0
