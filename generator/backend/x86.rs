@@ -549,12 +549,13 @@ impl Selector<'_> {
                     self.emit(Inst::RepStosb);
                 }
             }
-            Op::MachineCheckExit { target, before_6_4 } => {
+            Op::MachineCheckExit {
+                target,
+                only_before,
+            } => {
                 let target = self.label(target);
-                if *before_6_4 {
-                    self.emit(Inst::Cond(Cpp::IfKernelBefore(
-                        crate::arch::kernel::EX_TYPE_COPY_REMOVED,
-                    )));
+                if let Some(r) = only_before {
+                    self.emit(Inst::Cond(Cpp::IfKernelBefore(*r)));
                 }
                 self.emit(Inst::Comment(
                     "_ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC)".into(),
@@ -567,7 +568,7 @@ impl Selector<'_> {
                     hex: false,
                 });
                 self.emit(Inst::Jcc { cc: Cc::E, target });
-                if *before_6_4 {
+                if only_before.is_some() {
                     self.emit(Inst::Cond(Cpp::Endif));
                 }
             }
