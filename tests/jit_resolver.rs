@@ -31,3 +31,42 @@ fn the_resolver_is_printed_from_typed_instructions() {
     assert!(text.contains(&"\ttestl\t$0x200, %ebx".to_string()));
     assert_eq!(text.last().unwrap(), ".Lt_select:");
 }
+
+#[test]
+fn preprocessor_conditionals_are_typed_printed_and_matched_by_type() {
+    use copygen::arch::kernel::{Release, EX_TYPE_COPY_REMOVED};
+    use copygen::backend::x86::{Cpp, Line};
+    use copygen::jit::encode::{encode, EncodeError, Mode};
+    let cond = |c: Cpp| Inst::Cond(c);
+    assert_eq!(
+        print_inst(
+            &cond(Cpp::IfKernelBefore(EX_TYPE_COPY_REMOVED)),
+            8,
+            Flavor::Linux
+        ),
+        "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)"
+    );
+    assert_eq!(print_inst(&cond(Cpp::Endif), 8, Flavor::Linux), "#endif");
+    let lines = |before: Release| -> Vec<Line> {
+        [
+            cond(Cpp::IfKernelBefore(before)),
+            Inst::Ret,
+            cond(Cpp::Endif),
+        ]
+        .into_iter()
+        .map(|inst| Line {
+            inst,
+            user: None,
+            fixup_start: false,
+        })
+        .collect()
+    };
+    // The JIT models 6.1: a block for kernels before 6.4 is kept...
+    let (bytes, _, _) = encode(&lines(EX_TYPE_COPY_REMOVED), Mode::X64).unwrap();
+    assert_eq!(bytes, [0xc3]);
+    // ...one for kernels before 6.1 is not, and it says so.
+    assert!(matches!(
+        encode(&lines(Release::new(6, 1)), Mode::X64),
+        Err(EncodeError::Unsupported(Inst::Cond(_), _))
+    ));
+}
