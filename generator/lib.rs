@@ -2,27 +2,26 @@
 //! per-architecture instruction list whose user accesses carry their fault
 //! labels, and print it as GNU as for a kernel tree or user space.
 //!
-//! The module tree follows the pipeline:
+//! The module tree follows the pipeline, and data flows one way: a module
+//! names (`crate::…`) only its own stage and earlier ones
+//! (`tests/stage_order.rs` checks it).
 //!
-//! | stage     | modules                                                        |
-//! |-----------|----------------------------------------------------------------|
-//! | front end | [`front`]: TOML → validated [`front::strategy::Strategy`]      |
-//! | targets   | [`arch`]: what each architecture offers                        |
-//! | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups) |
-//! | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; [`jit`]: the same x86 lines → dynasm |
-//! | output    | [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
-//! | checks    | [`checks`]: objects, fault injection on each CPU mode, the static verifier ([`checks::static_verify`]) |
-//! | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
-//!
-//! [`toolchain`] names the outside programs (compilers, objdump, qemu) and
-//! their Debian packages.
+//! | # | stage     | modules                                                        |
+//! |---|-----------|----------------------------------------------------------------|
+//! | 0 | types     | [`front::strategy`], [`front::variant`]: the validated strategy every stage reads |
+//! | 1 | targets   | [`arch`]: what each architecture offers (ABI tables, [`arch::cpu`] the x86 CPU-feature table, [`arch::kernel`] the kernel-version table); [`toolchain`]: the outside programs (compilers, objdump, qemu) and their Debian packages |
+//! | 2 | front end | [`front`]: TOML → validated [`front::strategy::Strategy`], and back ([`front::to_toml`]) |
+//! | 3 | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups); per-CPU variants ([`lower::variants`]); symbol names ([`lower::symbols`]) |
+//! | 4 | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; the x86 per-CPU entry points and resolver ([`backend::x86::entry`]) |
+//! | 5 | JIT, output | [`jit`]: the same x86 lines → dynasm; [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
+//! | 6 | checks    | [`checks`]: objects, fault injection on each CPU mode, the static verifier ([`checks::static_verify`]) |
+//! | 7 | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
 
 pub mod arch;
 pub mod backend;
 pub mod jit;
 pub mod lower;
 pub mod toolchain;
-pub mod variants;
 
 /// The front end: strategy files in, validated strategies out.
 pub mod front {
@@ -34,6 +33,7 @@ pub mod front {
     pub mod symbols;
     pub mod to_toml;
     mod validate;
+    pub mod variant;
 }
 
 /// Generated files: templates around the printed functions, the

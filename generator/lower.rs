@@ -8,6 +8,8 @@
 mod copy_ops;
 mod fixup_code;
 pub mod routine;
+pub mod symbols;
+pub mod variants;
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -22,10 +24,10 @@ pub struct Target {
 }
 
 /// Lower every entry point of `s` for `target`.
-/// With per-CPU variants: every variant's routines ([`crate::variants`]).
+/// With per-CPU variants: every variant's routines ([`variants`]).
 pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
     if !s.variants.is_empty() {
-        return crate::variants::lower_variants(s, target);
+        return variants::lower_variants(s, target);
     }
     let mut out = Vec::new();
     if s.routine == RoutineShape::Both {
@@ -45,29 +47,9 @@ pub fn lower(s: &Strategy, target: Target) -> Vec<Routine> {
     out
 }
 
-/// Symbol of an entry point: `<symbol>_<dir>` or `<symbol>_<dir>_<n>`; in
-/// the linux flavour, the names the strategy gives (`[linux] from_user`,
-/// `to_user`, or `symbol` for a routine serving both directions, by default
-/// `<symbol>_copy_user`).
+/// Symbol of an entry point (see [`symbols::entry`]).
 pub fn entry_symbol(s: &Strategy, flavor: Flavor, dir: Direction, fixed: Option<u32>) -> String {
-    match (fixed, flavor, s.routine) {
-        (Some(n), _, _) => format!("{}_{}_{n}", s.symbol, dir.name()),
-        (None, Flavor::Linux, RoutineShape::Both) => s
-            .linux
-            .both
-            .clone()
-            .unwrap_or_else(|| format!("{}_copy_user", s.symbol)),
-        (None, Flavor::Linux, RoutineShape::PerDirection) => {
-            let given = match dir {
-                Direction::FromUser => &s.linux.from_user,
-                Direction::ToUser => &s.linux.to_user,
-            };
-            given
-                .clone()
-                .unwrap_or_else(|| format!("{}_{}", s.symbol, dir.name()))
-        }
-        (None, Flavor::Standalone, _) => format!("{}_{}", s.symbol, dir.name()),
-    }
+    symbols::entry(s, flavor, dir, fixed)
 }
 
 struct Lowering<'a> {

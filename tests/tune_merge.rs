@@ -11,10 +11,10 @@ use copygen::front::catalog::catalog;
 use copygen::front::parse;
 use copygen::front::strategy::Strategy;
 use copygen::front::to_toml::render;
+use copygen::front::variant::CpuFeature;
 use copygen::tools::bench::Rng;
 use copygen::tools::tune::merge::{merge, Input};
 use copygen::tools::tune::{Candidate, CpuInfo, Header};
-use copygen::variants::CpuFeature;
 use proptest::prelude::*;
 
 fn copygen() -> Command {

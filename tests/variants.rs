@@ -6,11 +6,13 @@
 use std::path::Path;
 use std::process::Command;
 
+use copygen::arch::cpu::{self, CpuFeatures};
 use copygen::front::catalog::{catalog, repo_root};
 use copygen::front::parse::parse;
 use copygen::front::strategy::{Direction, Flavor, Strategy};
+use copygen::front::variant::CpuFeature;
+use copygen::lower::{symbols, variants};
 use copygen::output::render::render;
-use copygen::variants::{self, CpuFeature, CpuFeatures};
 
 /// Two variants over shared methods: rep movsb where ERMS and not Zen, a
 /// byte/word split elsewhere. Small, so the fault suites run fast.
@@ -359,7 +361,7 @@ fn resolved_by_cpuid(s: &Strategy, m32: bool) -> Vec<String> {
             "extern unsigned long {0}_{1}(void *, const void *, unsigned long);\nextern void *{2};\n",
             s.symbol,
             d.name(),
-            variants::pointer_symbol(s, d)
+            symbols::pointer(s, d)
         );
     }
     c += "int main(void) {\n\tchar a[64] = \"copied\", b[64];\n";
@@ -372,7 +374,7 @@ fn resolved_by_cpuid(s: &Strategy, m32: bool) -> Vec<String> {
         for v in &s.variants {
             c += &format!(
                 "\tif ({} == (void *){}__{}_{}) puts(\"{}\");\n",
-                variants::pointer_symbol(s, d),
+                symbols::pointer(s, d),
                 s.symbol,
                 v.name,
                 d.name(),
@@ -403,7 +405,7 @@ fn resolved_by_cpuid(s: &Strategy, m32: bool) -> Vec<String> {
 
 #[test]
 fn the_standalone_resolver_picks_what_cpuid_says_on_this_host() {
-    let host = variants::host_features();
+    let host = cpu::host_features();
     for (s, m32) in [
         (guarded_movsb(), false),
         (per_cpu("x86_64"), false),
@@ -478,7 +480,7 @@ fn bench(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn bench_runs_this_cpus_variant_and_names_it_or_the_one_forced() {
     let s = guarded_movsb();
-    let host = variants::select(&s, variants::host_features())
+    let host = variants::select(&s, cpu::host_features())
         .unwrap()
         .name
         .clone();

@@ -223,8 +223,14 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
         .collect()
 }
 
+/// The entry points of `s` in `flavor` that pick a per-CPU variant, printed
+/// (none without variants; [`x86::entry`]).
+pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    x86::entry::dispatchers(s, flavor)
+}
+
 /// Every function of the file of `s` in `flavor`: with per-CPU variants, the
-/// entry points that pick one ([`crate::variants`]) first, then the lowered
+/// entry points that pick one ([`dispatchers`]) first, then the lowered
 /// routines.
 pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
     print_file(s, flavor, &compile(s, flavor))
@@ -232,7 +238,7 @@ pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
 
 /// [`file_functions`] from routines already compiled for `s` in `flavor`.
 pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
-    let mut out = crate::variants::dispatchers(s, flavor);
+    let mut out = dispatchers(s, flavor);
     out.extend(compiled.iter().map(Compiled::print));
     out
 }

@@ -1,251 +1,22 @@
-//! The x86 instruction list shared by the i386 and x86_64 backends:
-//! instruction selection from [`Op`]s and the GNU as (AT&T) printer. The
-//! dynasm encoder (`jit`) consumes the same [`Line`]s. What differs between
-//! the two architectures — registers, argument passing, saved registers —
-//! is an ABI table in `arch/i386.rs` / `arch/x86_64.rs`.
+//! The x86 backend shared by i386 and x86_64: instruction selection from
+//! [`Op`]s into [`Inst`]s (`inst.rs`), the GNU as (AT&T) printer
+//! (`print.rs`), and the per-CPU entry points and resolver (`entry.rs`).
+//! The dynasm encoder (`jit`) consumes the same [`Line`]s. What differs
+//! between the two architectures — registers, argument passing, saved
+//! registers — is an ABI table in `arch/i386.rs` / `arch/x86_64.rs`.
+
+pub mod entry;
+mod inst;
+mod print;
+
+pub use inst::*;
+pub use print::{print, print_inst};
 
 use crate::arch;
-use crate::front::strategy::{Flavor, PrefetchKind};
 use crate::lower::routine::{self, At, Cond, Op, PtrTest, Routine};
-
-/// General-purpose registers by hardware number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reg {
-    Ax = 0,
-    Cx = 1,
-    Dx = 2,
-    Bx = 3,
-    Sp = 4,
-    Bp = 5,
-    Si = 6,
-    Di = 7,
-    R8 = 8,
-    R9 = 9,
-    R10 = 10,
-    R11 = 11,
-}
-
-impl Reg {
-    pub fn num(self) -> u8 {
-        self as u8
-    }
-
-    /// The register with hardware number `n` (as the ABI tables give them).
-    pub fn from_num(n: u8) -> Reg {
-        const ALL: [Reg; 12] = [
-            Reg::Ax,
-            Reg::Cx,
-            Reg::Dx,
-            Reg::Bx,
-            Reg::Sp,
-            Reg::Bp,
-            Reg::Si,
-            Reg::Di,
-            Reg::R8,
-            Reg::R9,
-            Reg::R10,
-            Reg::R11,
-        ];
-        ALL[n as usize]
-    }
-
-    /// AT&T name of the register at `width` bytes.
-    pub fn name(self, width: u32) -> String {
-        const LEGACY: [&str; 8] = ["ax", "cx", "dx", "bx", "sp", "bp", "si", "di"];
-        let n = self.num() as usize;
-        if n >= 8 {
-            let suffix = match width {
-                1 => "b",
-                2 => "w",
-                4 => "d",
-                _ => "",
-            };
-            return format!("%r{n}{suffix}");
-        }
-        let base = LEGACY[n];
-        match width {
-            1 => {
-                assert!(n < 4, "no byte form of %{base} on i386");
-                format!("%{}l", &base[..1])
-            }
-            2 => format!("%{base}"),
-            4 => format!("%e{base}"),
-            _ => format!("%r{base}"),
-        }
-    }
-}
-
-/// A memory operand: `disp(base, index, scale)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemRef {
-    pub base: Reg,
-    pub index: Option<(Reg, u8)>,
-    pub disp: i32,
-}
-
-impl MemRef {
-    pub fn base(base: Reg, disp: i32) -> Self {
-        MemRef {
-            base,
-            index: None,
-            disp,
-        }
-    }
-
-    fn text(&self, ptr_width: u32) -> String {
-        let disp = if self.disp == 0 {
-            String::new()
-        } else {
-            self.disp.to_string()
-        };
-        match self.index {
-            None => format!("{disp}({})", self.base.name(ptr_width)),
-            Some((i, 1)) => format!(
-                "{disp}({},{})",
-                self.base.name(ptr_width),
-                i.name(ptr_width)
-            ),
-            Some((i, s)) => format!(
-                "{disp}({},{},{s})",
-                self.base.name(ptr_width),
-                i.name(ptr_width)
-            ),
-        }
-    }
-}
-
-/// Condition codes after `cmp`/`test`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cc {
-    E,
-    Ne,
-    B,
-    Be,
-    A,
-    Ae,
-}
-
-impl Cc {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cc::E => "e",
-            Cc::Ne => "ne",
-            Cc::B => "b",
-            Cc::Be => "be",
-            Cc::A => "a",
-            Cc::Ae => "ae",
-        }
-    }
-}
-
-/// Arithmetic with an immediate or a register.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alu {
-    Add,
-    Sub,
-    And,
-    Or,
-    Xor,
-    Cmp,
-    Test,
-}
-
-impl Alu {
-    fn name(self) -> &'static str {
-        match self {
-            Alu::Add => "add",
-            Alu::Sub => "sub",
-            Alu::And => "and",
-            Alu::Or => "or",
-            Alu::Xor => "xor",
-            Alu::Cmp => "cmp",
-            Alu::Test => "test",
-        }
-    }
-}
 
 /// The machine-check vector (`X86_TRAP_MC` in `<asm/trapnr.h>`).
 pub const X86_TRAP_MC: i32 = 18;
-
-/// The bounds of the block a file for both kernel versions keeps for 6.1
-/// only (`Op::MachineCheckExit`): the JIT encoder knows them by these lines.
-pub const IF_BEFORE_6_4: &str = "#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)";
-pub const ENDIF: &str = "#endif";
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Inst {
-    Label(String),
-    Comment(String),
-    /// A preprocessor line (`#if ...`), linux flavour only.
-    Cpp(String),
-    /// `mov mem, reg`
-    Load {
-        width: u32,
-        reg: Reg,
-        mem: MemRef,
-    },
-    /// `mov reg, mem`
-    Store {
-        width: u32,
-        reg: Reg,
-        mem: MemRef,
-    },
-    /// `mov src, dst`
-    Mov {
-        width: u32,
-        dst: Reg,
-        src: Reg,
-    },
-    /// `mov $imm, dst`
-    MovImm {
-        width: u32,
-        dst: Reg,
-        imm: u32,
-    },
-    Lea {
-        width: u32,
-        dst: Reg,
-        mem: MemRef,
-    },
-    AluImm {
-        op: Alu,
-        width: u32,
-        reg: Reg,
-        imm: i32,
-    },
-    AluReg {
-        op: Alu,
-        width: u32,
-        dst: Reg,
-        src: Reg,
-    },
-    Shr {
-        width: u32,
-        reg: Reg,
-        imm: u8,
-    },
-    Jcc {
-        cc: Cc,
-        target: String,
-    },
-    Jmp {
-        target: String,
-    },
-    /// `rep movs{b,l,q}`
-    RepMovs {
-        unit: u32,
-    },
-    RepStosb,
-    Prefetch {
-        kind: PrefetchKind,
-        mem: MemRef,
-    },
-    Push(Reg),
-    Pop(Reg),
-    Stac,
-    Clac,
-    Ret,
-}
 
 /// A selected instruction (see [`super::Line`]).
 pub type Line = super::Line<Inst>;
@@ -377,6 +148,7 @@ impl Selector<'_> {
             width,
             reg,
             imm,
+            hex: false,
         });
     }
 
@@ -496,12 +268,14 @@ impl Selector<'_> {
                 width: 4,
                 reg: t,
                 imm: (span - 1) as i32,
+                hex: false,
             },
             Inst::AluImm {
                 op: Alu::Cmp,
                 width: 4,
                 reg: t,
                 imm: top as i32,
+                hex: false,
             },
             Inst::Jcc { cc: Cc::Be, target },
             Inst::Jmp { target: outside },
@@ -592,6 +366,7 @@ impl Selector<'_> {
                         width: pw,
                         reg: abi.len,
                         imm,
+                        hex: false,
                     });
                 }
                 self.emit(Inst::Jcc {
@@ -662,6 +437,7 @@ impl Selector<'_> {
                     width: 4,
                     reg,
                     imm: *mask as i32,
+                    hex: false,
                 });
                 self.emit(Inst::Jcc {
                     cc: if *aligned { Cc::E } else { Cc::Ne },
@@ -773,10 +549,13 @@ impl Selector<'_> {
                     self.emit(Inst::RepStosb);
                 }
             }
-            Op::MachineCheckExit { target, before_6_4 } => {
+            Op::MachineCheckExit {
+                target,
+                only_before,
+            } => {
                 let target = self.label(target);
-                if *before_6_4 {
-                    self.emit(Inst::Cpp(IF_BEFORE_6_4.into()));
+                if let Some(r) = only_before {
+                    self.emit(Inst::Cond(Cpp::IfKernelBefore(*r)));
                 }
                 self.emit(Inst::Comment(
                     "_ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC)".into(),
@@ -786,10 +565,11 @@ impl Selector<'_> {
                     width: 4,
                     reg: Reg::Ax,
                     imm: X86_TRAP_MC,
+                    hex: false,
                 });
                 self.emit(Inst::Jcc { cc: Cc::E, target });
-                if *before_6_4 {
-                    self.emit(Inst::Cpp(ENDIF.into()));
+                if only_before.is_some() {
+                    self.emit(Inst::Cond(Cpp::Endif));
                 }
             }
             Op::BeginFixups => {
@@ -811,116 +591,4 @@ impl Selector<'_> {
             }
         }
     }
-}
-
-fn suffix(width: u32) -> &'static str {
-    match width {
-        1 => "b",
-        2 => "w",
-        4 => "l",
-        _ => "q",
-    }
-}
-
-/// The AT&T text of one instruction (`RET`/`ASM_STAC` in the linux flavour).
-pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
-    let pw = ptr_width;
-    match inst {
-        Inst::Label(l) => format!("{l}:"),
-        Inst::Comment(c) => format!("\t/* {c} */"),
-        Inst::Cpp(line) => line.clone(),
-        Inst::Load { width, reg, mem } => {
-            format!(
-                "\tmov{}\t{}, {}",
-                suffix(*width),
-                mem.text(pw),
-                reg.name(*width)
-            )
-        }
-        Inst::Store { width, reg, mem } => {
-            format!(
-                "\tmov{}\t{}, {}",
-                suffix(*width),
-                reg.name(*width),
-                mem.text(pw)
-            )
-        }
-        Inst::Mov { width, dst, src } => {
-            format!(
-                "\tmov{}\t{}, {}",
-                suffix(*width),
-                src.name(*width),
-                dst.name(*width)
-            )
-        }
-        Inst::MovImm { width, dst, imm } => {
-            format!("\tmov{}\t${imm}, {}", suffix(*width), dst.name(*width))
-        }
-        Inst::Lea { width, dst, mem } => {
-            format!(
-                "\tlea{}\t{}, {}",
-                suffix(*width),
-                mem.text(pw),
-                dst.name(*width)
-            )
-        }
-        Inst::AluImm {
-            op,
-            width,
-            reg,
-            imm,
-        } => {
-            format!(
-                "\t{}{}\t${imm}, {}",
-                op.name(),
-                suffix(*width),
-                reg.name(*width)
-            )
-        }
-        Inst::AluReg {
-            op,
-            width,
-            dst,
-            src,
-        } => {
-            format!(
-                "\t{}{}\t{}, {}",
-                op.name(),
-                suffix(*width),
-                src.name(*width),
-                dst.name(*width)
-            )
-        }
-        Inst::Shr { width, reg, imm } => {
-            format!("\tshr{}\t${imm}, {}", suffix(*width), reg.name(*width))
-        }
-        Inst::Jcc { cc, target } => format!("\tj{}\t{target}", cc.name()),
-        Inst::Jmp { target } => format!("\tjmp\t{target}"),
-        Inst::RepMovs { unit } => format!("\trep movs{}", suffix(*unit)),
-        Inst::RepStosb => "\trep stosb".to_string(),
-        Inst::Prefetch { kind, mem } => {
-            let name = match kind {
-                PrefetchKind::Nta => "prefetchnta",
-                PrefetchKind::T0 => "prefetcht0",
-                PrefetchKind::Pld
-                | PrefetchKind::Pldl1keep
-                | PrefetchKind::Pldl1strm
-                | PrefetchKind::Touch => unreachable!("not an x86 prefetch"),
-            };
-            format!("\t{name}\t{}", mem.text(pw))
-        }
-        Inst::Push(r) => format!("\tpush{}\t{}", suffix(pw), r.name(pw)),
-        Inst::Pop(r) => format!("\tpop{}\t{}", suffix(pw), r.name(pw)),
-        Inst::Stac => "\tASM_STAC".to_string(),
-        Inst::Clac => "\tASM_CLAC".to_string(),
-        Inst::Ret => match flavor {
-            Flavor::Linux => "\tRET".to_string(),
-            Flavor::Standalone => "\tret".to_string(),
-        },
-    }
-}
-
-/// Print one routine for GNU as.
-pub fn print(lines: &[Line], ptr_width: u32, flavor: Flavor) -> super::Function {
-    super::print_lines(lines, |i| print_inst(i, ptr_width, flavor))
 }

@@ -123,7 +123,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
-    let found = copygen::variants::host_features();
+    let found = copygen::arch::cpu::host_features();
     let mut any_variants = false;
     for name in &a.subjects {
         let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
@@ -185,7 +185,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
 fn bench_subject(
     name: &str,
     variant: Option<&str>,
-    found: copygen::variants::CpuFeatures,
+    found: copygen::arch::cpu::CpuFeatures,
 ) -> Result<(copygen::tools::bench::Subject, bool), Failure> {
     if let Some(b) = copygen::tools::bench::baseline(name) {
         return Ok((b, false));
@@ -223,7 +223,7 @@ fn bench_subject(
             )));
         }
     }
-    let chosen = copygen::variants::bench_variant(&s, variant, found)
+    let chosen = copygen::tools::bench::bench_variant(&s, variant, found)
         .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
     if let Some(v) = chosen {
         let why = match variant {
@@ -238,7 +238,7 @@ fn bench_subject(
         );
     }
     Ok((
-        copygen::variants::bench_subject(&s, variant, found)?,
+        copygen::tools::bench::variant_subject(&s, variant, found)?,
         !s.variants.is_empty(),
     ))
 }

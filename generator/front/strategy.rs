@@ -334,7 +334,7 @@ pub struct Strategy {
     pub classes: Vec<SizeClass>,
     /// Per-CPU variants, first match wins, the last one the default; empty
     /// for a strategy that runs the same code everywhere.
-    pub variants: Vec<crate::variants::Variant>,
+    pub variants: Vec<crate::front::variant::Variant>,
     /// Constant-size entry points (`<symbol>_<dir>_<n>`).
     pub fixed_sizes: Vec<u32>,
     /// Path of the strategy file as given (for the generated header).

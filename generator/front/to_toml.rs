@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::strategy::*;
-use crate::variants::Variant;
+use crate::front::variant::Variant;
 
 /// A TOML basic string: quoted and escaped.
 fn quoted(s: &str) -> String {
@@ -198,7 +198,7 @@ fn variant(t: &mut String, v: &Variant) {
             let words: Vec<String> = c
                 .require
                 .iter()
-                .map(|f| quoted(f.name()))
+                .map(|f| quoted(&f.name()))
                 .chain(c.exclude.iter().map(|f| quoted(&format!("!{}", f.name()))))
                 .collect();
             let _ = writeln!(t, "when = [{}]", words.join(", "));

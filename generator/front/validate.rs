@@ -17,7 +17,7 @@ use crate::front::diagnostics::{FieldPath, Locator, StrategyError, Warning};
 use crate::front::parse::{fmt_range, is_c_identifier, is_deceptive, parse_range, recorded_path};
 use crate::front::schema::*;
 use crate::front::strategy::*;
-use crate::variants::{CpuCondition, CpuFeature, Variant};
+use crate::front::variant::{CpuCondition, CpuFeature, Variant};
 
 pub(super) struct Validator<'a> {
     pub(super) loc: &'a Locator<'a>,
@@ -389,7 +389,7 @@ impl Validator<'_> {
                     "_ASM_EXTABLE_CPY exists on x86_64 only",
                 ));
             }
-            if raw.kernel == Some(KernelVersion::V6_12) {
+            if !crate::arch::kernel::may_use_extable_copy(raw.kernel) {
                 return Err(self.err(
                     &path.key("extable"),
                     "_ASM_EXTABLE_CPY is 6.1's (6.4 removed it): 6.12's copy routines use _ASM_EXTABLE_UA (`extable = \"relative\"`)",
@@ -445,7 +445,7 @@ impl Validator<'_> {
             // _ASM_EXTABLE_CPY (a file for both kernels picks it by version),
             // 6.12's _ASM_EXTABLE_UA.
             extable: raw.extable.unwrap_or(
-                if arch == Arch::X86_64 && raw.kernel != Some(KernelVersion::V6_12) {
+                if arch == Arch::X86_64 && crate::arch::kernel::may_use_extable_copy(raw.kernel) {
                     ExtableFormat::Copy
                 } else {
                     ExtableFormat::Relative

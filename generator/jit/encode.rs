@@ -17,7 +17,8 @@ use dynasmrt::relocations::SimpleRelocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmError, DynasmLabelApi, VecAssembler};
 
 use super::gas_form;
-use crate::backend::x86::{Alu, Cc, Inst, Line, MemRef};
+use crate::arch::kernel;
+use crate::backend::x86::{Alu, Cc, Cpp, Inst, Line, MemRef};
 use crate::front::strategy::PrefetchKind;
 
 /// Which dynasm `.arch` to encode for.
@@ -134,7 +135,7 @@ pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
     for (i, line) in lines.iter().enumerate() {
         match &line.inst {
             Inst::Label(l) => label[i] = ids[l.as_str()],
-            Inst::Jcc { target, .. } | Inst::Jmp { target } => {
+            Inst::Jcc { target, .. } | Inst::Jmp { target } | Inst::Call { target } => {
                 label[i] = *ids
                     .get(target.as_str())
                     .ok_or_else(|| EncodeError::NoTarget(target.clone()))?
@@ -152,9 +153,11 @@ pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
         .map(|line| match &line.inst {
             Inst::Label(_)
             | Inst::Comment(_)
-            | Inst::Cpp(_)
+            | Inst::Blank
+            | Inst::Cond(_)
             | Inst::Jcc { .. }
-            | Inst::Jmp { .. } => Ok(None),
+            | Inst::Jmp { .. }
+            | Inst::Call { .. } => Ok(None),
             inst => {
                 let mut one = VecAssembler::<SimpleRelocation>::new(0);
                 encode_one(&mut one, inst, false, None, mode)?;
@@ -357,8 +360,8 @@ macro_rules! branch {
         match ($cc, $short) {
             (None, true) => dynasm!($ops; .arch $arch; jmp BYTE =>id),
             (None, false) => dynasm!($ops; .arch $arch; jmp =>id),
-            (Some(Cc::E), true) => dynasm!($ops; .arch $arch; je BYTE =>id),
-            (Some(Cc::E), false) => dynasm!($ops; .arch $arch; je =>id),
+            (Some(Cc::E | Cc::Z), true) => dynasm!($ops; .arch $arch; je BYTE =>id),
+            (Some(Cc::E | Cc::Z), false) => dynasm!($ops; .arch $arch; je =>id),
             (Some(Cc::Ne), true) => dynasm!($ops; .arch $arch; jne BYTE =>id),
             (Some(Cc::Ne), false) => dynasm!($ops; .arch $arch; jne =>id),
             (Some(Cc::B), true) => dynasm!($ops; .arch $arch; jb BYTE =>id),
@@ -373,12 +376,11 @@ macro_rules! branch {
     }};
 }
 
-/// The preprocessor lines the encoder understands: the bounds of a block a
-/// file for both kernel versions keeps for 6.1 only.
-const CPP_6_1_BLOCK: [&str; 2] = [
-    crate::backend::x86::IF_BEFORE_6_4,
-    crate::backend::x86::ENDIF,
-];
+/// Whether the encoder keeps a block for kernels before `r`: it models the
+/// oldest tree ([`kernel::MODELLED`]), as the shim headers do.
+fn keeps_block_before(r: kernel::Release) -> bool {
+    kernel::MODELLED.release() < r
+}
 
 /// The encoder of one `.arch`: pointer-width register family `$P`, and per
 /// operand width (bytes, register family, operand size, immediate size).
@@ -393,12 +395,13 @@ macro_rules! encoder {
                     let id = label.expect("planned");
                     dynasm!(ops; .arch $arch; =>id);
                 }
-                Inst::Comment(_) => {}
+                Inst::Comment(_) | Inst::Blank => {}
                 // Linux flavour only (the JIT runs the standalone one); the
-                // encoder models the 6.1 tree, as the shim headers do, so the
-                // 6.1-only block of a file for both versions is encoded.
-                Inst::Cpp(line) if CPP_6_1_BLOCK.contains(&line.as_str()) => {}
-                Inst::Cpp(_) => return Err(unsupported()),
+                // encoder models the oldest tree, so a block for kernels
+                // before a later release is encoded.
+                Inst::Cond(Cpp::IfKernelBefore(r)) if keeps_block_before(*r) => {}
+                Inst::Cond(Cpp::Endif) => {}
+                Inst::Cond(_) => return Err(unsupported()),
                 Inst::Load { width, reg, mem } => {
                     let r = reg.num();
                     match *width {
@@ -428,7 +431,7 @@ macro_rules! encoder {
                     let d = dst.num();
                     with_mem!(ops, $arch, $P, mem, [lea $P(d),], [])
                 }
-                Inst::AluImm { op, width, reg, imm } => match *width {
+                Inst::AluImm { op, width, reg, imm, .. } => match *width {
                     $($w => alu_imm!(ops, $arch, *op, $R, reg.num(), $ISZ, *imm),)+
                     _ => return Err(unsupported()),
                 },
@@ -455,13 +458,18 @@ macro_rules! encoder {
                 Inst::Prefetch { kind: PrefetchKind::T0, mem } => {
                     with_mem!(ops, $arch, $P, mem, [prefetcht0 BYTE], [])
                 }
-                Inst::Push(r) => {
+                Inst::Push(r) | Inst::PushBare(r) => {
                     let r = r.num();
                     dynasm!(ops; .arch $arch; push $P(r))
                 }
-                Inst::Pop(r) => {
+                Inst::Pop(r) | Inst::PopBare(r) => {
                     let r = r.num();
                     dynasm!(ops; .arch $arch; pop $P(r))
+                }
+                Inst::Cpuid => dynasm!(ops; .arch $arch; cpuid),
+                Inst::Call { .. } => {
+                    let id = label.expect("planned");
+                    dynasm!(ops; .arch $arch; call =>id)
                 }
                 Inst::Stac => dynasm!(ops; .arch $arch; stac),
                 Inst::Clac => dynasm!(ops; .arch $arch; clac),

@@ -278,3 +278,49 @@ pub fn compile_edited(
         buf,
     })
 }
+
+/// The standalone resolver's feature detection ([`x86::entry::detection`]),
+/// the instructions the emitted resolvers print, JIT-compiled and run on
+/// this CPU: the feature mask the resolver of an emitted file computes here.
+pub fn resolver_features() -> Result<crate::arch::cpu::CpuFeatures, JitError> {
+    use x86::{Inst, Reg};
+    let arch = Arch::X86_64;
+    let saved = x86::entry::saved_registers(arch);
+    let label = |name: &str| format!(".Lprobe_{name}");
+    let insts: Vec<Inst> = saved
+        .iter()
+        .map(|&r| Inst::PushBare(r))
+        .chain(x86::entry::detection(arch, &label))
+        .chain([Inst::Mov {
+            width: 4,
+            dst: Reg::Ax,
+            src: x86::entry::mask_register(arch),
+        }])
+        .chain(saved.iter().rev().map(|&r| Inst::PopBare(r)))
+        .chain([Inst::Ret])
+        .collect();
+    let lines: Vec<x86::Line> = insts
+        .into_iter()
+        .map(|inst| x86::Line {
+            inst,
+            user: None,
+            fixup_start: false,
+        })
+        .collect();
+    let err = |source| JitError::Encode {
+        symbol: "resolver".into(),
+        source,
+    };
+    let plan = encode::plan(&lines, Mode::X64).map_err(err)?;
+    let mut ops = dynasmrt::x64::Assembler::new()?;
+    encode::emit(&mut ops, &plan, Mode::X64).map_err(err)?;
+    let buf = ops
+        .finalize()
+        .expect("no executor exists, so finalize returns the buffer");
+    // SAFETY: the code saves what it clobbers beyond the SysV caller-saved
+    // registers (rbx; r8-r10 and rdx are caller-saved) and returns the mask
+    // in eax.
+    let probe: extern "sysv64" fn() -> u32 =
+        unsafe { std::mem::transmute(buf.ptr(dynasmrt::AssemblyOffset(0))) };
+    Ok(crate::arch::cpu::CpuFeatures::from_mask(probe()))
+}

@@ -13,7 +13,7 @@ impl Lowering<'_> {
         if copy {
             self.op(Op::MachineCheckExit {
                 target: done.clone(),
-                before_6_4: self.s.linux.kernel.is_none(),
+                only_before: crate::arch::kernel::extable_copy_only_before(self.s.linux.kernel),
             });
         }
         copy

@@ -149,11 +149,12 @@ pub enum Op {
     /// x86_64 linux with 6.1's `_ASM_EXTABLE_CPY`: its handler put the trap
     /// number in eax; after a machine check (`X86_TRAP_MC`) jump to `target`
     /// without retrying bytes (the poisoned line would be read again).
-    /// `before_6_4`: the file is for both kernels, and only 6.1's half has
-    /// the trap number.
+    /// `only_before`: the file is for every kernel tree, and only the half
+    /// for trees before that release has the trap number
+    /// (`arch::kernel::extable_copy_only_before`).
     MachineCheckExit {
         target: Label,
-        before_6_4: bool,
+        only_before: Option<crate::arch::kernel::Release>,
     },
     /// Return 0 (`zero`) or `len`: the bytes not copied.
     Return {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use tera::{Context, Tera};
 
 use super::header::Header;
+use crate::arch::kernel;
 use crate::backend::{self, Function};
 use crate::front::strategy::{Arch, Flavor, Strategy};
 
@@ -63,8 +64,16 @@ struct FileContext<'a> {
     extable: &'static str,
     /// The entry points pick a per-CPU variant with `ALTERNATIVE` (linux).
     alternatives: bool,
-    /// The kernel the linux flavour is for: "6.1", "6.12", or "" for both.
-    kernel: &'static str,
+    /// The header of `EXPORT_SYMBOL` in the tree the linux flavour is for,
+    /// or "" for a file for every tree (which picks it by version).
+    export_header: &'static str,
+    /// `KERNEL_VERSION` arguments of the releases a file for every tree
+    /// tests (`arch/kernel.rs`): `EXPORT_SYMBOL`'s header moved, and
+    /// `EX_TYPE_COPY` removed (also in prose, `6.4`).
+    export_moved: String,
+    export_moved_name: String,
+    copy_removed: String,
+    copy_removed_name: String,
 }
 
 /// Render the whole `.S` file of `s` in `flavor`.
@@ -82,13 +91,19 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
             crate::front::strategy::ExtableFormat::Relative => "relative",
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
             // A file for both kernels picks _ASM_EXTABLE_CPY by version.
-            crate::front::strategy::ExtableFormat::Copy if s.linux.kernel.is_none() => {
-                "copy_before_6_4"
+            crate::front::strategy::ExtableFormat::Copy
+                if kernel::extable_copy_only_before(s.linux.kernel).is_some() =>
+            {
+                "copy_by_version"
             }
             crate::front::strategy::ExtableFormat::Copy => "copy",
         },
         alternatives: !s.variants.is_empty(),
-        kernel: s.linux.kernel.map_or("", |k| k.name()),
+        export_header: s.linux.kernel.map_or("", |k| k.export_header()),
+        export_moved: kernel::EXPORT_H_MOVED.c_args(),
+        export_moved_name: kernel::EXPORT_H_MOVED.to_string(),
+        copy_removed: kernel::EX_TYPE_COPY_REMOVED.c_args(),
+        copy_removed_name: kernel::EX_TYPE_COPY_REMOVED.to_string(),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),

@@ -20,6 +20,9 @@ pub mod distribution;
 pub mod plot;
 mod report;
 mod sweep;
+mod variant;
+
+pub use variant::{bench_variant, variant_subject};
 
 use std::time::{Duration, Instant};
 

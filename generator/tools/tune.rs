@@ -306,8 +306,8 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     for s in crate::front::catalog::catalog()? {
         if s.arch == Arch::X86_64 && s.name != "rep-movsb" && s.name != strategy.name {
             // Per-CPU strategies as this CPU would run them.
-            let found = crate::variants::host_features();
-            subjects.push(crate::variants::bench_subject(&s, None, found)?);
+            let found = crate::arch::cpu::host_features();
+            subjects.push(crate::tools::bench::variant_subject(&s, None, found)?);
         }
     }
     let opts = bench::Options {

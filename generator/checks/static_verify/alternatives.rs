@@ -20,10 +20,10 @@ use crate::checks::objfile::{
     self, AltEntry, Loc, ObjectFile, RelocTarget, ALT_FLAG_DIRECT_CALL, ALT_FLAG_NOT,
 };
 use crate::front::strategy::Arch;
-use crate::variants::CpuFeature;
+use crate::front::variant::CpuFeature;
 
 /// Feature bits of the kernel's copy routines that copygen's own variants
-/// do not name (those are in `variants::FEATURES`).
+/// do not name (those are in `arch::cpu::FEATURES`).
 const KERNEL_ONLY_FEATURES: &[(u16, &str)] = &[
     (3 * 32 + 21, "X86_FEATURE_ALWAYS"),
     (9 * 32 + 20, "X86_FEATURE_SMAP"),

@@ -346,18 +346,7 @@ fn other_direction_alias(
 /// Direction and constant size from a symbol name (CONTRACT §3):
 /// `x_from_user`, `x_to_user`, `x_from_user_16`.
 pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
-    for d in [Direction::FromUser, Direction::ToUser] {
-        let suffix = format!("_{}", d.name());
-        if name.ends_with(&suffix) {
-            return Some((d, None));
-        }
-        if let Some((_, n)) = name.rsplit_once(&format!("{suffix}_")) {
-            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
-                return Some((d, n.parse().ok()));
-            }
-        }
-    }
-    None
+    crate::lower::symbols::parse_entry(name)
 }
 
 /// Check every strategy of the built-in catalog (all architectures) in both
@@ -396,7 +385,7 @@ pub fn check_strategies(
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(&path, crate::output::render::render(s, flavor))?;
             // The strategy states the facts; the header is not read back.
-            let dispatchers = crate::variants::dispatchers(s, flavor)
+            let dispatchers = crate::backend::dispatchers(s, flavor)
                 .into_iter()
                 .map(|f| f.symbol)
                 .collect();

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// Per-CPU variants (`crate::variants`): names, conditions, one default
+/// Per-CPU variants (`front/variant.rs`): names, conditions, one default
 /// (the last), each variant's methods (the strategy's, overridden by name)
 /// and dispatch (its own, or the strategy's).
 impl Validator<'_> {

@@ -76,7 +76,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
     let mut t = s.clone();
     let mut notes = Vec::new();
     t.linux.kernel = Some(kernel);
-    if kernel == KernelVersion::V6_12 && t.linux.extable == ExtableFormat::Copy {
+    if !kernel.has_extable_copy() && t.linux.extable == ExtableFormat::Copy {
         // A file for both kernels defaults to 6.1's _ASM_EXTABLE_CPY; 6.4
         // removed it, and 6.12's copy routines use _ASM_EXTABLE_UA.
         t.linux.extable = ExtableFormat::Relative;
@@ -107,7 +107,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
             // copy_user_generic() calls that only on CPUs without FSRM,
             // while a variant may be meant for FSRM CPUs (per_cpu_note).
             let drop_in = s.arch == Arch::X86_64
-                && kernel == KernelVersion::V6_12
+                && kernel.x86_64_calls_rep_movs_alternative()
                 && s.linux.convention == Convention::RepMovs
                 && s.variants.is_empty();
             let name = if drop_in {
@@ -199,11 +199,11 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
             note,
             "  {:<8} {bits}: {}",
             v.name,
-            crate::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser)
+            crate::lower::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser)
         );
     }
     let site = match (t.arch, kernel) {
-        (Arch::X86_64, KernelVersion::V6_12) => format!(
+        (Arch::X86_64, k) if k.x86_64_calls_rep_movs_alternative() => format!(
             "Call site: 6.12's copy_user_generic() decides on one bit,\n\
              ALTERNATIVE(\"rep movsb\", \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM)).\n\
              These variants decide on their own bits, in their own order, and a\n\
@@ -415,7 +415,9 @@ fn entry_points(s: &Strategy) -> Vec<FunctionSpec> {
 fn routines(t: &Strategy) -> Vec<FunctionSpec> {
     let mut out = entry_points(t);
     for v in &t.variants {
-        out.extend(entry_points(&crate::variants::variant_strategy(t, v)));
+        out.extend(entry_points(&crate::lower::variants::variant_strategy(
+            t, v,
+        )));
     }
     out
 }
@@ -509,7 +511,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         arch: Some(t.arch),
         flavor: Some(Flavor::Linux),
         convention: Some(t.linux.convention),
-        dispatchers: crate::variants::dispatchers(t, Flavor::Linux)
+        dispatchers: crate::backend::dispatchers(t, Flavor::Linux)
             .into_iter()
             .map(|f| f.symbol)
             .collect(),

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::arch::cpu::{is_zen, Cpuid};
+use crate::front::variant::CpuFeature;
 use crate::tools::bench;
 
 // ---- the CPU -------------------------------------------------------------------
@@ -19,46 +21,27 @@ pub struct CpuInfo {
     pub name: String,
 }
 
+/// The running CPU, decoded by the one CPUID table (`arch/cpu.rs`).
 pub fn cpu_info() -> CpuInfo {
-    use core::arch::x86_64::__cpuid_count;
-    // Leaf 7 is read only when leaf 0 reports it.
-    {
-        let l0 = __cpuid_count(0, 0);
-        let mut vendor = Vec::new();
-        for r in [l0.ebx, l0.edx, l0.ecx] {
-            vendor.extend_from_slice(&r.to_le_bytes());
-        }
-        let l1 = __cpuid_count(1, 0);
-        let base_family = (l1.eax >> 8) & 0xf;
-        let family = if base_family == 0xf {
-            base_family + ((l1.eax >> 20) & 0xff)
-        } else {
-            base_family
-        };
-        let model = if base_family == 0x6 || base_family == 0xf {
-            ((l1.eax >> 4) & 0xf) | (((l1.eax >> 16) & 0xf) << 4)
-        } else {
-            (l1.eax >> 4) & 0xf
-        };
-        let (erms, fsrm) = if l0.eax >= 7 {
-            let l7 = __cpuid_count(7, 0);
-            (l7.ebx & (1 << 9) != 0, l7.edx & (1 << 4) != 0)
-        } else {
-            (false, false)
-        };
-        CpuInfo {
-            vendor: String::from_utf8_lossy(&vendor).into_owned(),
-            family,
-            model,
-            stepping: l1.eax & 0xf,
-            erms,
-            fsrm,
-            name: bench::cpu_name(),
-        }
-    }
+    let id = Cpuid::host().unwrap_or(Cpuid::from_words(0, [0; 3], 0, None));
+    CpuInfo::from_cpuid(&id, bench::cpu_name())
 }
 
 impl CpuInfo {
+    /// What `id` says, with the CPU's marketing `name`.
+    pub fn from_cpuid(id: &Cpuid, name: String) -> CpuInfo {
+        let f = id.features();
+        CpuInfo {
+            vendor: id.vendor_string(),
+            family: id.family(),
+            model: id.model(),
+            stepping: id.stepping(),
+            erms: f.has(CpuFeature::Erms),
+            fsrm: f.has(CpuFeature::Fsrm),
+            name,
+        }
+    }
+
     /// `AuthenticAMD family 0x19 model 0x11 (AMD EPYC), ERMS, FSRM`.
     pub fn describe(&self) -> String {
         let mut feats = Vec::new();
@@ -139,8 +122,7 @@ impl CpuInfo {
     }
 
     /// The feature bits a per-CPU variant may test that this CPU has.
-    pub fn features(&self) -> Vec<crate::variants::CpuFeature> {
-        use crate::variants::{is_zen, CpuFeature};
+    pub fn features(&self) -> Vec<CpuFeature> {
         let mut f = Vec::new();
         if is_zen(&self.vendor, self.family) {
             f.push(CpuFeature::Zen);

@@ -12,7 +12,7 @@ use super::cpu::{CpuInfo, RECORD_PREFIX};
 use crate::front::parse;
 use crate::front::strategy::{Method, SizeClass, Strategy};
 use crate::front::to_toml;
-use crate::variants::{CpuCondition, Variant};
+use crate::front::variant::{CpuCondition, Variant};
 
 /// One tune result to merge: its file and text.
 pub struct Input {

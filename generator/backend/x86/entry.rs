@@ -1,0 +1,413 @@
+//! The entry points of a strategy with per-CPU variants
+//! (`front/variant.rs`), as x86 [`Inst`]s — the same instruction type the
+//! routines are selected into, printed by the one printer and encoded by
+//! the JIT:
+//!
+//! - linux flavour: a chain of `ALTERNATIVE`s on `X86_FEATURE_*` bits,
+//!   patched once at boot into NOPs and direct jumps (no CPUID at run time);
+//! - standalone flavour: a pointer per entry point, resolved by CPUID on the
+//!   first call (an ifunc without the dynamic linker), then one indirect jump.
+//!
+//! What each condition means (kernel bit, CPUID test) is the feature table
+//! in `arch/cpu.rs`.
+
+use super::inst::{Alu, Cc, Directive, Inst, Reg, SymBase, SymRef};
+use crate::arch::cpu::{Detect, Leaf7Reg, FEATURES, ZEN_FAMILY, ZEN_VENDORS};
+use crate::backend::Function;
+use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, Strategy};
+use crate::front::variant::CpuFeature;
+use crate::lower::symbols;
+use crate::lower::variants::variant_symbol;
+
+/// One entry point that picks a variant: its symbol and its instructions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub symbol: String,
+    pub insts: Vec<Inst>,
+}
+
+/// Whether `s` in `flavor` has one entry point for both directions (a
+/// linux routine serving both; the standalone flavour exports two names).
+fn one_entry(s: &Strategy, flavor: Flavor) -> bool {
+    flavor == Flavor::Linux && s.routine == RoutineShape::Both
+}
+
+fn ptr_width(s: &Strategy) -> u32 {
+    if s.arch == Arch::X86_64 {
+        8
+    } else {
+        4
+    }
+}
+
+/// The entry points that pick a variant, one per direction, or one for a
+/// linux routine serving both (none without variants). In the standalone
+/// flavour the resolver and the pointers follow the last entry point.
+pub fn entries(s: &Strategy, flavor: Flavor) -> Vec<Entry> {
+    if s.variants.is_empty() {
+        return Vec::new();
+    }
+    let directions = if one_entry(s, flavor) {
+        &s.directions[..1]
+    } else {
+        &s.directions[..]
+    };
+    let mut out: Vec<Entry> = directions
+        .iter()
+        .map(|&dir| match flavor {
+            Flavor::Linux => linux_entry(s, dir),
+            Flavor::Standalone => standalone_entry(s, dir),
+        })
+        .collect();
+    if flavor == Flavor::Standalone {
+        out.last_mut()
+            .expect("a direction")
+            .insts
+            .extend(resolver(s));
+    }
+    out
+}
+
+/// [`entries`], printed.
+pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    let pw = ptr_width(s);
+    entries(s, flavor)
+        .into_iter()
+        .map(|e| {
+            let lines: Vec<super::Line> = e
+                .insts
+                .into_iter()
+                .map(|inst| super::Line {
+                    inst,
+                    user: None,
+                    fixup_start: false,
+                })
+                .collect();
+            let mut f = super::print(&lines, pw, flavor);
+            f.symbol = e.symbol;
+            f
+        })
+        .collect()
+}
+
+/// The linux entry: per variant, one `ALTERNATIVE` per feature test that
+/// jumps to the next variant's tests while the test fails (patched to NOPs
+/// when it holds), then a tail jump to the variant. After boot the path is
+/// straight NOPs and direct jumps.
+fn linux_entry(s: &Strategy, dir: Direction) -> Entry {
+    let mut b = Vec::new();
+    let n = s.variants.len();
+    let tag = if one_entry(s, Flavor::Linux) {
+        "copy"
+    } else {
+        dir.tag()
+    };
+    for (i, v) in s.variants.iter().enumerate() {
+        b.push(Inst::Comment(format!(
+            "variant `{}`: {}",
+            v.name,
+            v.condition_text()
+        )));
+        let next = symbols::local(s, &format!("{tag}_not_{}", v.name));
+        if let Some(c) = &v.when {
+            for (features, if_set) in [(&c.require, false), (&c.exclude, true)] {
+                for &feature in features {
+                    b.push(Inst::AltJmp {
+                        target: next.clone(),
+                        feature,
+                        if_set,
+                    });
+                }
+            }
+        }
+        b.push(Inst::Jmp {
+            target: variant_symbol(s, v, Flavor::Linux, dir),
+        });
+        if v.when.is_some() && i + 1 < n {
+            b.push(Inst::Label(next));
+        }
+    }
+    Entry {
+        symbol: symbols::entry(s, Flavor::Linux, dir, None),
+        insts: b,
+    }
+}
+
+/// Register choices of the standalone resolver.
+struct Regs {
+    /// Feature mask, highest CPUID leaf, "Zen vendor" flag: kept across `cpuid`.
+    found: Reg,
+    max_leaf: Reg,
+    zen_vendor: Reg,
+    /// Saved and restored: callee-saved ones `cpuid` or the above clobber,
+    /// and the argument registers `cpuid` clobbers.
+    saved: &'static [Reg],
+}
+
+fn regs(arch: Arch) -> Regs {
+    match arch {
+        // SysV: rdx (n) is an argument cpuid clobbers, rbx is callee-saved.
+        Arch::X86_64 => Regs {
+            found: Reg::R8,
+            max_leaf: Reg::R9,
+            zen_vendor: Reg::R10,
+            saved: &[Reg::Bx, Reg::Dx],
+        },
+        // cdecl: arguments are on the stack; ebx, esi, edi, ebp are callee-saved.
+        _ => Regs {
+            found: Reg::Si,
+            max_leaf: Reg::Di,
+            zen_vendor: Reg::Bp,
+            saved: &[Reg::Bx, Reg::Si, Reg::Di, Reg::Bp],
+        },
+    }
+}
+
+fn resolve_label(s: &Strategy, dir: Direction) -> String {
+    symbols::local(s, &format!("{}_resolve", dir.tag()))
+}
+
+/// The standalone entry: one indirect jump through a pointer that first
+/// holds this entry's resolver stub.
+fn standalone_entry(s: &Strategy, dir: Direction) -> Entry {
+    let sym = symbols::entry(s, Flavor::Standalone, dir, None);
+    let ptr = symbols::pointer(s, dir);
+    let mut b = match s.arch {
+        Arch::X86_64 => vec![Inst::JmpThrough(SymRef {
+            sym: ptr,
+            base: SymBase::Rip,
+        })],
+        _ => {
+            let pc = symbols::local(s, &format!("{}_pc", dir.tag()));
+            vec![
+                Inst::Call { target: pc.clone() },
+                Inst::Label(pc.clone()),
+                Inst::Pop(Reg::Ax),
+                Inst::JmpThrough(SymRef {
+                    sym: ptr,
+                    base: SymBase::Anchor {
+                        reg: Reg::Ax,
+                        anchor: pc,
+                    },
+                }),
+            ]
+        }
+    };
+    b.extend([
+        Inst::Comment("first call: pick the variant for this CPU, then enter it".into()),
+        Inst::Label(resolve_label(s, dir)),
+        Inst::Call {
+            target: symbols::local(s, "resolve"),
+        },
+        Inst::Jmp {
+            target: sym.clone(),
+        },
+    ]);
+    Entry {
+        symbol: sym,
+        insts: b,
+    }
+}
+
+fn alu_imm(op: Alu, reg: Reg, imm: u32, hex: bool) -> Inst {
+    Inst::AluImm {
+        op,
+        width: 4,
+        reg,
+        imm: imm as i32,
+        hex,
+    }
+}
+
+fn alu(op: Alu, dst: Reg, src: Reg) -> Inst {
+    Inst::AluReg {
+        op,
+        width: 4,
+        dst,
+        src,
+    }
+}
+
+fn mov(dst: Reg, src: Reg) -> Inst {
+    Inst::Mov { width: 4, dst, src }
+}
+
+fn mov_imm(dst: Reg, imm: u32) -> Inst {
+    Inst::MovImm { width: 4, dst, imm }
+}
+
+fn jcc(cc: Cc, target: String) -> Inst {
+    Inst::Jcc { cc, target }
+}
+
+/// The resolver's feature detection: CPUID into the feature mask in
+/// `regs(arch).found`, labels named by `l`. Ends at the label `select`.
+pub fn detection(arch: Arch, l: &dyn Fn(&str) -> String) -> Vec<Inst> {
+    let r = regs(arch);
+    let mut b = vec![
+        alu(Alu::Xor, r.found, r.found),
+        alu(Alu::Xor, r.zen_vendor, r.zen_vendor),
+        alu(Alu::Xor, Reg::Ax, Reg::Ax),
+        Inst::Cpuid,
+        mov(r.max_leaf, Reg::Ax),
+    ];
+    for (i, (vendor, [ebx, edx, ecx])) in ZEN_VENDORS.iter().enumerate() {
+        let skip = l(&format!("vendor{i}"));
+        b.push(Inst::Comment(vendor.to_string()));
+        for (reg, v) in [(Reg::Bx, ebx), (Reg::Dx, edx), (Reg::Cx, ecx)] {
+            b.push(alu_imm(Alu::Cmp, reg, *v, true));
+            b.push(jcc(Cc::Ne, skip.clone()));
+        }
+        b.push(mov_imm(r.zen_vendor, 1));
+        b.push(Inst::Label(skip));
+    }
+    b.extend([
+        Inst::Comment("family: base, plus extended when base is 0xf".into()),
+        mov_imm(Reg::Ax, 1),
+        Inst::Cpuid,
+        mov(Reg::Cx, Reg::Ax),
+        Inst::Shr {
+            width: 4,
+            reg: Reg::Cx,
+            imm: 8,
+        },
+        alu_imm(Alu::And, Reg::Cx, 0xf, true),
+        alu_imm(Alu::Cmp, Reg::Cx, 0xf, true),
+        jcc(Cc::Ne, l("family")),
+        Inst::Shr {
+            width: 4,
+            reg: Reg::Ax,
+            imm: 20,
+        },
+        alu_imm(Alu::And, Reg::Ax, 0xff, true),
+        alu(Alu::Add, Reg::Cx, Reg::Ax),
+        Inst::Label(l("family")),
+        alu(Alu::Test, r.zen_vendor, r.zen_vendor),
+        jcc(Cc::Z, l("not_zen")),
+        alu_imm(Alu::Cmp, Reg::Cx, ZEN_FAMILY, true),
+        jcc(Cc::B, l("not_zen")),
+        alu_imm(Alu::Or, r.found, CpuFeature::Zen.bit(), false),
+        Inst::Label(l("not_zen")),
+        Inst::Comment("leaf 7, when the CPU has it".into()),
+        alu_imm(Alu::Cmp, r.max_leaf, 7, false),
+        jcc(Cc::B, l("select")),
+        mov_imm(Reg::Ax, 7),
+        alu(Alu::Xor, Reg::Cx, Reg::Cx),
+        Inst::Cpuid,
+    ]);
+    for info in FEATURES {
+        if let Detect::Leaf7 { reg, bit } = info.detect {
+            let skip = l(&format!("no_{}", info.feature.name()));
+            let reg = match reg {
+                Leaf7Reg::Ebx => Reg::Bx,
+                Leaf7Reg::Edx => Reg::Dx,
+            };
+            b.push(alu_imm(Alu::Test, reg, 1 << bit, true));
+            b.push(jcc(Cc::Z, skip.clone()));
+            b.push(alu_imm(Alu::Or, r.found, info.feature.bit(), false));
+            b.push(Inst::Label(skip));
+        }
+    }
+    b.push(Inst::Label(l("select")));
+    b
+}
+
+/// The register [`detection`] leaves the feature mask in.
+pub fn mask_register(arch: Arch) -> Reg {
+    regs(arch).found
+}
+
+/// The registers [`detection`] clobbers that a caller may need saved.
+pub fn saved_registers(arch: Arch) -> &'static [Reg] {
+    regs(arch).saved
+}
+
+/// The resolver: CPUID into a feature mask, the first variant whose
+/// condition holds, every entry's pointer set to it. Races are harmless:
+/// every caller computes the same pointers and stores them whole.
+fn resolver(s: &Strategy) -> Vec<Inst> {
+    let r = regs(s.arch);
+    let x64 = s.arch == Arch::X86_64;
+    let pw = ptr_width(s);
+    let l = |name: &str| symbols::local(s, name);
+    let mut b = vec![
+        Inst::Blank,
+        Inst::Comment(format!(
+            "resolver: feature mask in {} (bit i = {})",
+            r.found.name(4),
+            CpuFeature::names().join(", ")
+        )),
+        Inst::Label(l("resolve")),
+    ];
+    b.extend(r.saved.iter().map(|&reg| Inst::PushBare(reg)));
+    b.extend(detection(s.arch, &l));
+    if !x64 {
+        // i386 has no rip-relative addressing: a base for the stores below.
+        b.push(Inst::Call { target: l("base") });
+        b.push(Inst::Label(l("base")));
+        b.push(Inst::Pop(Reg::Dx));
+    }
+    for (i, v) in s.variants.iter().enumerate() {
+        if let Some(c) = &v.when {
+            b.push(Inst::Comment(format!("variant `{}`: {c}", v.name)));
+            b.push(mov(Reg::Ax, r.found));
+            b.push(alu_imm(Alu::And, Reg::Ax, c.mask(), false));
+            b.push(alu_imm(Alu::Cmp, Reg::Ax, c.want(), false));
+            b.push(jcc(Cc::E, l(&format!("pick{i}"))));
+        }
+    }
+    let at = |sym: String| SymRef {
+        sym,
+        base: if x64 {
+            SymBase::Rip
+        } else {
+            SymBase::Anchor {
+                reg: Reg::Dx,
+                anchor: l("base"),
+            }
+        },
+    };
+    // No test held: fall through into the default's pick, the last variant.
+    let n = s.variants.len();
+    for i in std::iter::once(n - 1).chain(0..n - 1) {
+        let v = &s.variants[i];
+        b.push(Inst::Label(l(&format!("pick{i}"))));
+        for &dir in &s.directions {
+            b.push(Inst::LeaSym {
+                width: pw,
+                dst: Reg::Ax,
+                mem: at(variant_symbol(s, v, Flavor::Standalone, dir)),
+            });
+            b.push(Inst::StoreSym {
+                width: pw,
+                reg: Reg::Ax,
+                mem: at(symbols::pointer(s, dir)),
+            });
+        }
+        b.push(Inst::Jmp {
+            target: l("resolved"),
+        });
+    }
+    b.push(Inst::Label(l("resolved")));
+    b.extend(r.saved.iter().rev().map(|&reg| Inst::PopBare(reg)));
+    b.push(Inst::Ret);
+    b.push(Inst::Blank);
+    b.push(Inst::Directive(Directive::PushData));
+    b.push(Inst::Directive(Directive::Balign(pw)));
+    for &dir in &s.directions {
+        let p = symbols::pointer(s, dir);
+        b.extend([
+            Inst::Directive(Directive::Globl(p.clone())),
+            Inst::Directive(Directive::Hidden(p.clone())),
+            Inst::Directive(Directive::TypeObject(p.clone())),
+            Inst::Directive(Directive::Size(p.clone(), pw)),
+            Inst::Label(p),
+            Inst::Directive(Directive::Pointer {
+                width: pw,
+                label: resolve_label(s, dir),
+            }),
+        ]);
+    }
+    b.push(Inst::Directive(Directive::PopSection));
+    b
+}

@@ -1,0 +1,110 @@
+//! Per-CPU variants as a strategy states them: one strategy, the right code
+//! on each CPU.
+//!
+//! A strategy may hold variants, each a complete dispatch (its own size
+//! classes, methods overridden by name) under a CPU condition; the first
+//! variant whose condition holds wins and exactly one, the last, is the
+//! default. This module is the vocabulary (the names a strategy file may
+//! write); what each feature means on a CPU — the kernel's bit, the CPUID
+//! test — is the feature table in `arch/cpu.rs`, the variant lowering is
+//! `lower/variants.rs`, and the entry points that pick a variant are
+//! `backend/x86/entry.rs`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::strategy::{toml_name, SizeClass};
+
+/// A CPU property a variant's condition may name. Its spelling in a
+/// strategy file is the serde name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuFeature {
+    /// Enhanced `rep movsb`.
+    Erms,
+    /// Fast short `rep movsb`.
+    Fsrm,
+    /// AMD Zen or later (the kernel's synthetic `X86_FEATURE_ZEN`).
+    Zen,
+}
+
+impl CpuFeature {
+    /// Every feature, in the order of its bit in the resolver's feature mask.
+    pub const ALL: [CpuFeature; 3] = [CpuFeature::Erms, CpuFeature::Fsrm, CpuFeature::Zen];
+
+    /// The strategy file's spelling.
+    pub fn name(self) -> String {
+        toml_name(&self)
+    }
+    pub fn parse(s: &str) -> Option<CpuFeature> {
+        Self::ALL.into_iter().find(|f| f.name() == s)
+    }
+    pub fn names() -> Vec<String> {
+        Self::ALL.iter().map(|f| f.name()).collect()
+    }
+}
+
+impl fmt::Display for CpuFeature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Features present (`require`) and absent (`exclude`), all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuCondition {
+    pub require: Vec<CpuFeature>,
+    pub exclude: Vec<CpuFeature>,
+}
+
+impl CpuCondition {
+    /// The condition with each feature spelt by `name`: `a && b && !c`.
+    pub fn spelt<S: fmt::Display>(&self, name: impl Fn(CpuFeature) -> S) -> String {
+        let words: Vec<String> = self
+            .require
+            .iter()
+            .map(|&x| name(x).to_string())
+            .chain(self.exclude.iter().map(|&x| format!("!{}", name(x))))
+            .collect();
+        words.join(" && ")
+    }
+}
+
+impl fmt::Display for CpuCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelt(CpuFeature::name))
+    }
+}
+
+/// One variant: its condition (`None`: the default) and its dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// Letters, digits and `_`: it becomes part of symbols and labels.
+    pub name: String,
+    pub when: Option<CpuCondition>,
+    pub classes: Vec<SizeClass>,
+}
+
+impl Variant {
+    pub fn condition_text(&self) -> String {
+        match &self.when {
+            Some(c) => c.to_string(),
+            None => "default".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_come_from_serde_and_parse_back() {
+        assert_eq!(CpuFeature::names(), ["erms", "fsrm", "zen"]);
+        for f in CpuFeature::ALL {
+            assert_eq!(CpuFeature::parse(&f.name()), Some(f));
+        }
+        assert_eq!(CpuFeature::parse("Zen"), None);
+    }
+}
