@@ -10,6 +10,7 @@ pub mod armv6;
 pub mod cpu;
 pub mod i386;
 pub mod kernel;
+pub mod symbols;
 pub mod x86_64;
 
 use crate::front::strategy::{Arch, Convention, Flavor, Grouping, PrefetchKind, Tail};

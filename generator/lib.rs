@@ -9,9 +9,9 @@
 //! | # | stage     | modules                                                        |
 //! |---|-----------|----------------------------------------------------------------|
 //! | 0 | types     | [`front::strategy`], [`front::variant`]: the validated strategy every stage reads |
-//! | 1 | targets   | [`arch`]: what each architecture offers (ABI tables, [`arch::cpu`] the x86 CPU-feature table, [`arch::kernel`] the kernel-version table); [`toolchain`]: the outside programs (compilers, objdump, qemu) and their Debian packages |
+//! | 1 | targets   | [`arch`]: what each architecture offers (ABI tables, [`arch::cpu`] the x86 CPU-feature table, [`arch::kernel`] the kernel-version table, [`arch::symbols`] the one place symbol names and label prefixes are made and read back); [`toolchain`]: the outside programs (compilers, objdump, qemu) and their Debian packages |
 //! | 2 | front end | [`front`]: TOML → validated [`front::strategy::Strategy`], and back ([`front::to_toml`]) |
-//! | 3 | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups); per-CPU variants ([`lower::variants`]); symbol names ([`lower::symbols`]) |
+//! | 3 | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups); per-CPU variants ([`lower::variants`]) |
 //! | 4 | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; the x86 per-CPU entry points and resolver ([`backend::x86::entry`]) |
 //! | 5 | JIT, output | [`jit`]: the same x86 lines → dynasm; [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
 //! | 6 | checks    | [`checks`]: objects, fault injection on each CPU mode, the static verifier ([`checks::static_verify`]) |

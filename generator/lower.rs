@@ -8,11 +8,11 @@
 mod copy_ops;
 mod fixup_code;
 pub mod routine;
-pub mod symbols;
 pub mod variants;
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::arch::symbols;
 use crate::front::strategy::*;
 use crate::lower::routine::*;
 
@@ -113,11 +113,7 @@ impl<'a> Lowering<'a> {
         drop_jumps_to_next(&mut self.ops);
 
         let both = self.s.routine == RoutineShape::Both;
-        let tag = match self.fixed {
-            None if both => "copy".to_string(),
-            None => self.dir.tag().to_string(),
-            Some(n) => format!("{}{n}", self.dir.tag()),
-        };
+        let tag = symbols::routine_tag(self.s, self.dir, self.fixed);
         // The standalone flavour exports a routine serving both directions
         // under both names (CONTRACT §3).
         let aliases = if both && self.flavor == Flavor::Standalone {

@@ -183,13 +183,15 @@ use = "{guard2}"
 
 #[test]
 fn variant_labels_that_meet_are_refused() {
-    // `.Lzen_from_` + `from_m_guarded` and `.Lzen_from_from_` + `m_guarded`.
+    // `.Lzen_from_` + `from_m_guarded` and `.Lzen_from_from_` + `m_guarded`:
+    // every label of `zen_from`'s routines begins with `zen`'s prefix.
     let text = variants("zen", "[\"zen\"]", "from_m", "zen_from", "m");
     let e = rejected(&text);
     assert_eq!(e.field, "variants[1].name", "{e}");
     assert_eq!(e.line, line_of(&text, "name = \"zen_from\""), "{e}");
     assert!(
-        e.message.contains(".Lzen_from_from_m_guarded")
+        e.message.contains("`.Lzen_from_from_...`")
+            && e.message.contains("`.Lzen_from_`")
             && e.message.contains(&format!(
                 "case.toml:{} (`variants[0].name`)",
                 line_of(&text, "name = \"zen\"")

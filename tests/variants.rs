@@ -7,11 +7,12 @@ use std::path::Path;
 use std::process::Command;
 
 use copygen::arch::cpu::{self, CpuFeatures};
+use copygen::arch::symbols;
 use copygen::front::catalog::{catalog, repo_root};
 use copygen::front::parse::parse;
 use copygen::front::strategy::{Direction, Flavor, Strategy};
 use copygen::front::variant::CpuFeature;
-use copygen::lower::{symbols, variants};
+use copygen::lower::variants;
 use copygen::output::render::render;
 
 /// Two variants over shared methods: rep movsb where ERMS and not Zen, a
@@ -514,4 +515,23 @@ fn bench_runs_this_cpus_variant_and_names_it_or_the_one_forced() {
         err.contains("no strategy benchmarked has per-CPU variants"),
         "{err}"
     );
+}
+
+#[test]
+fn parse_entry_reads_back_what_entry_makes() {
+    use copygen::front::strategy::{Direction, Flavor};
+    let s = &copygen::front::catalog::catalog().unwrap()[0];
+    for dir in [Direction::FromUser, Direction::ToUser] {
+        for fixed in [None, Some(16)] {
+            let name = symbols::entry(s, Flavor::Standalone, dir, fixed);
+            assert_eq!(
+                symbols::parse_entry(&name),
+                Some((dir, fixed.map(u64::from))),
+                "{name}"
+            );
+        }
+    }
+    assert_eq!(symbols::parse_entry("x_from_user_"), None);
+    assert_eq!(symbols::parse_entry("x_from_user_1a"), None);
+    assert_eq!(symbols::parse_entry("memcpy"), None);
 }

@@ -5,14 +5,14 @@
 //! the `.L` labels of a file with per-CPU variants, and the symbols the
 //! strategies of one run export together.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::arch::symbols::{entry as entry_symbol, pointer as pointer_symbol, routine_tag};
+use crate::arch::symbols::{variant_entry as variant_symbol, variant_tag};
 use crate::front::diagnostics::{FieldPath, Locator, StrategyError};
 use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, Strategy};
-use crate::lower::entry_symbol;
-use crate::variants::{pointer_symbol, variant_symbol};
 
 /// A global symbol of a generated file and the field it is made from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,43 +189,47 @@ pub fn check_strategy(s: &Strategy, file: &Path) -> Vec<StrategyError> {
     errors
 }
 
-/// Two functions of one file (variant routines, the entry points) that
-/// define the same `.L` label: the labels are `.L<variant>_<dir>_<name>`
-/// and `.L<symbol>_...`, and names holding `_` can meet.
+/// Two functions of one file (variant routines, the entry points) whose
+/// `.L` labels could meet. Every label of a routine begins with its prefix
+/// (`.L<variant>_<tag>_`, `.L<tag>_`, the entry code's `.L<symbol>_`), so
+/// two labels can be spelt alike only if one prefix begins another: that
+/// is refused, from the names alone, before anything is lowered.
 fn label_collisions(s: &Strategy, file: &Path) -> Vec<StrategyError> {
-    let mut errors = Vec::new();
-    for flavor in Flavor::ALL {
-        let origin: HashMap<String, FieldPath> = generated_symbols(s, flavor)
-            .into_iter()
-            .map(|sym| {
-                let f = if sym.field.to_string().starts_with("variants") {
-                    sym.field
-                } else {
-                    field("name")
-                };
-                (sym.name, f)
-            })
-            .collect();
-        let mut defined: BTreeMap<String, FieldPath> = BTreeMap::new();
-        for f in crate::backend::file_functions(s, flavor) {
-            let from = origin
-                .get(&f.symbol)
-                .cloned()
-                .unwrap_or_else(|| field("name"));
-            for line in f.body.iter().chain(&f.fixups) {
-                let Some(label) = line.strip_suffix(':').filter(|l| l.starts_with(".L")) else {
-                    continue;
-                };
-                if let Some(first) = defined.get(label) {
-                    let msg = format!(
-                        "the {flavor} file would define label `{label}` twice: {} makes it too (variant labels are `.L<variant>_<direction>_<method>_...`; rename a variant or method)",
-                        place(s, file, first)
-                    );
-                    errors.push(at(s, file, &from, msg));
-                    return errors;
-                }
-                defined.insert(label.to_string(), from.clone());
+    let mut fixed: Vec<Option<u32>> = vec![None];
+    fixed.extend(s.fixed_sizes.iter().map(|&n| Some(n)));
+    let mut prefixes: Vec<(String, FieldPath)> = vec![(format!(".L{}_", s.symbol), field("name"))];
+    for &dir in &s.directions {
+        for &n in &fixed {
+            let tag = routine_tag(s, dir, n);
+            prefixes.push((format!(".L{tag}_"), field("name")));
+            for (i, v) in s.variants.iter().enumerate() {
+                prefixes.push((format!(".L{}_", variant_tag(v, &tag)), variant_field(i)));
             }
+        }
+    }
+    prefixes.sort_by(|a, b| a.0.cmp(&b.0));
+    prefixes.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    let mut errors = Vec::new();
+    for (i, (short, first)) in prefixes.iter().enumerate() {
+        // Sorted: any prefix that `short` begins follows it directly.
+        for (long, from) in &prefixes[i + 1..] {
+            if !long.starts_with(short.as_str()) {
+                break;
+            }
+            if first == from {
+                continue;
+            }
+            let (here, there) = if from.to_string().starts_with("variants") {
+                (from, first)
+            } else {
+                (first, from)
+            };
+            let msg = format!(
+                "labels of this file could meet: every `{long}...` label also begins `{short}`, the prefix of the routines of {} (variant labels are `.L<variant>_<direction>_...`; rename a variant)",
+                place(s, file, there)
+            );
+            errors.push(at(s, file, here, msg));
+            return errors;
         }
     }
     errors

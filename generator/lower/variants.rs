@@ -3,8 +3,9 @@
 //! tested on any host; the entry points that pick one are the backend's
 //! (`backend/x86/entry.rs`).
 
-use super::{lower, symbols, Target};
+use super::{lower, Target};
 use crate::arch::cpu::CpuFeatures;
+use crate::arch::symbols;
 use crate::front::strategy::{Direction, Flavor, Strategy};
 use crate::front::variant::Variant;
 use crate::lower::routine::Routine;
@@ -36,7 +37,7 @@ pub fn variant_strategy(s: &Strategy, v: &Variant) -> Strategy {
 
 /// The routine of variant `v` that the entry point of `dir` enters.
 pub fn variant_symbol(s: &Strategy, v: &Variant, flavor: Flavor, dir: Direction) -> String {
-    symbols::entry(&variant_strategy(s, v), flavor, dir, None)
+    symbols::variant_entry(s, v, flavor, dir)
 }
 
 /// Every variant's routines, their labels prefixed with the variant name so

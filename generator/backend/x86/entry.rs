@@ -13,10 +13,10 @@
 
 use super::inst::{Alu, Cc, Directive, Inst, Reg, SymBase, SymRef};
 use crate::arch::cpu::{Detect, Leaf7Reg, FEATURES, ZEN_FAMILY, ZEN_VENDORS};
+use crate::arch::symbols;
 use crate::backend::Function;
 use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, Strategy};
 use crate::front::variant::CpuFeature;
-use crate::lower::symbols;
 use crate::lower::variants::variant_symbol;
 
 /// One entry point that picks a variant: its symbol and its instructions.

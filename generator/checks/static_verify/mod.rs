@@ -346,7 +346,7 @@ fn other_direction_alias(
 /// Direction and constant size from a symbol name (CONTRACT §3):
 /// `x_from_user`, `x_to_user`, `x_from_user_16`.
 pub fn classify(name: &str) -> Option<(Direction, Option<u64>)> {
-    crate::lower::symbols::parse_entry(name)
+    crate::arch::symbols::parse_entry(name)
 }
 
 /// Check every strategy of the built-in catalog (all architectures) in both

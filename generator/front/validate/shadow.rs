@@ -3,15 +3,12 @@
 //! earlier guard's in the same class.
 
 use super::*;
+use crate::arch::cpu::CpuFeatures;
 use crate::front::strategy::Condition;
-use crate::variants::CpuFeatures;
 
 /// Every set of features the conditions can tell apart.
 fn feature_sets() -> Vec<CpuFeatures> {
-    let all: Vec<CpuFeature> = CpuFeature::names()
-        .into_iter()
-        .filter_map(CpuFeature::parse)
-        .collect();
+    let all = CpuFeature::ALL;
     (0..1u32 << all.len())
         .map(|m| {
             let have: Vec<CpuFeature> = (0..all.len())

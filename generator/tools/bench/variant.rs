@@ -5,9 +5,9 @@ use anyhow::Result;
 
 use super::{jit_subject, strategy_subject, Subject};
 use crate::arch::cpu::CpuFeatures;
+use crate::arch::symbols;
 use crate::front::strategy::{Direction, Flavor, Strategy};
 use crate::front::variant::Variant;
-use crate::lower::symbols;
 use crate::lower::variants::{select, variant_strategy};
 
 /// The variant a benchmark of `s` runs: `forced` by name, else the one

@@ -3,7 +3,8 @@
 //! a strategy gives its linux routines), constant-size ones
 //! `<symbol>_<dir>_<n>`; a per-CPU variant's routines are those of the
 //! strategy `<symbol>__<variant>`; the standalone resolver's pointers are
-//! `<symbol>__<dir tag>_ptr`. The static verifier reads a name's role with
+//! `<symbol>__<dir tag>_ptr`; a routine's `.L` labels begin `.L<tag>_`
+//! ([`routine_tag`]). The static verifier reads a name's role with
 //! [`parse_entry`].
 
 use crate::front::strategy::{Direction, Flavor, RoutineShape, Strategy};
@@ -14,23 +15,51 @@ use crate::front::variant::Variant;
 /// `to_user`, or `symbol` for a routine serving both directions, by default
 /// `<symbol>_copy_user`).
 pub fn entry(s: &Strategy, flavor: Flavor, dir: Direction, fixed: Option<u32>) -> String {
-    match (fixed, flavor, s.routine) {
-        (Some(n), _, _) => format!("{}_{}_{n}", s.symbol, dir.name()),
-        (None, Flavor::Linux, RoutineShape::Both) => s
-            .linux
-            .both
-            .clone()
-            .unwrap_or_else(|| format!("{}_copy_user", s.symbol)),
-        (None, Flavor::Linux, RoutineShape::PerDirection) => {
-            let given = match dir {
-                Direction::FromUser => &s.linux.from_user,
-                Direction::ToUser => &s.linux.to_user,
-            };
-            given
-                .clone()
-                .unwrap_or_else(|| format!("{}_{}", s.symbol, dir.name()))
+    let given = match (flavor, s.routine, dir) {
+        (Flavor::Standalone, ..) => None,
+        (Flavor::Linux, RoutineShape::Both, _) => s.linux.both.as_deref(),
+        (Flavor::Linux, RoutineShape::PerDirection, Direction::FromUser) => {
+            s.linux.from_user.as_deref()
         }
-        (None, Flavor::Standalone, _) => format!("{}_{}", s.symbol, dir.name()),
+        (Flavor::Linux, RoutineShape::PerDirection, Direction::ToUser) => {
+            s.linux.to_user.as_deref()
+        }
+    };
+    entry_of(&s.symbol, given, s.routine, flavor, dir, fixed)
+}
+
+/// The entry point of variant `v`'s routine for `dir`: the variant is a
+/// strategy of its own, `<symbol>__<variant>`, whose linux routines take
+/// the default names (the names given in `[linux]` are the entry points').
+pub fn variant_entry(s: &Strategy, v: &Variant, flavor: Flavor, dir: Direction) -> String {
+    entry_of(&variant_base(s, v), None, s.routine, flavor, dir, None)
+}
+
+fn entry_of(
+    symbol: &str,
+    given: Option<&str>,
+    routine: RoutineShape,
+    flavor: Flavor,
+    dir: Direction,
+    fixed: Option<u32>,
+) -> String {
+    match (fixed, flavor, routine, given) {
+        (Some(n), ..) => format!("{symbol}_{}_{n}", dir.name()),
+        (None, Flavor::Linux, _, Some(given)) => given.to_string(),
+        (None, Flavor::Linux, RoutineShape::Both, None) => format!("{symbol}_copy_user"),
+        (None, ..) => format!("{symbol}_{}", dir.name()),
+    }
+}
+
+/// The tag a routine's `.L` labels begin with (`.L<tag>_<name>`): `copy`
+/// for one routine serving both directions, else the direction's tag, with
+/// the size of a constant-size routine (`from8`). A variant's routines
+/// prefix it with the variant's name ([`variant_tag`]).
+pub fn routine_tag(s: &Strategy, dir: Direction, fixed: Option<u32>) -> String {
+    match fixed {
+        None if s.routine == RoutineShape::Both => "copy".to_string(),
+        None => dir.tag().to_string(),
+        Some(n) => format!("{}{n}", dir.tag()),
     }
 }
 
@@ -71,27 +100,4 @@ pub fn parse_entry(name: &str) -> Option<(Direction, Option<u64>)> {
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parse_entry_reads_back_what_entry_makes() {
-        let s = &crate::front::catalog::catalog().unwrap()[0];
-        for dir in [Direction::FromUser, Direction::ToUser] {
-            for fixed in [None, Some(16)] {
-                let name = entry(s, Flavor::Standalone, dir, fixed);
-                assert_eq!(
-                    parse_entry(&name),
-                    Some((dir, fixed.map(u64::from))),
-                    "{name}"
-                );
-            }
-        }
-        assert_eq!(parse_entry("x_from_user_"), None);
-        assert_eq!(parse_entry("x_from_user_1a"), None);
-        assert_eq!(parse_entry("memcpy"), None);
-    }
 }
