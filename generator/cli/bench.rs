@@ -166,16 +166,16 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         results.baseline = b;
     }
     results.command = command_line();
-    print!("{}", bench::text_table(&results));
+    out!("{}", bench::text_table(&results));
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
         copygen::output::write::write_file(p, &(text + "\n"))?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
         bench::plot_svg(&results, p)?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -230,7 +230,7 @@ fn bench_subject(
             Some(_) => "forced by --variant".to_string(),
             None => format!("this CPU has: {found}"),
         };
-        eprintln!(
+        errln!(
             "{}: variant `{}` ({}; {why})",
             s.name,
             v.name,

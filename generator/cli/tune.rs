@@ -128,25 +128,25 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     bar.finish_and_clear();
     let mut outcome = outcome;
     outcome.report.command = command_line();
-    print!("{}", tune::report_text(&outcome));
+    out!("{}", tune::report_text(&outcome));
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
         copygen::output::write::write_file(
             p,
             &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
         )?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
         copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     match &a.output {
         Some(p) => {
             copygen::output::write::write_file(p, &outcome.text)?;
-            eprintln!("wrote {}", p.display());
+            errln!("wrote {}", p.display());
         }
-        None => print!("\n{}", outcome.text),
+        None => out!("\n{}", outcome.text),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -173,17 +173,17 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
         .unwrap_or(std::path::Path::new("merged.toml"));
     let s = parse::parse(out_name, &text, None).map_err(|e| Failure::Input(e.to_string()))?;
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(anyhow::Error::from)?;
-    eprint!("{report}");
+    err!("{report}");
     if !ok {
-        eprintln!("error: the merged strategy failed the JIT fault suite; nothing written");
+        errln!("error: the merged strategy failed the JIT fault suite; nothing written");
         return Ok(ExitCode::from(1));
     }
     match &a.output {
         Some(p) => {
             copygen::output::write::write_file(p, &text)?;
-            eprintln!("wrote {}", p.display());
+            errln!("wrote {}", p.display());
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }

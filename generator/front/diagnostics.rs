@@ -1,6 +1,7 @@
 //! Errors about a strategy file: every one names the file, the line and
 //! column, and the field (as a TOML path such as `dispatch[1].sizes`).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,40 @@ impl fmt::Display for FieldPath {
         }
         Ok(())
     }
+}
+
+/// Whether a terminal (or a reader) would act on `c` rather than show it:
+/// C0 and C1 control characters (ESC, BEL, CR, ...), DEL, and the
+/// invisible characters that reorder or hide text around them
+/// (bidirectional embeddings, overrides and isolates, direction marks,
+/// line and paragraph separators, zero-width characters, BOM).
+pub fn is_unsafe_to_show(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200B}'..='\u{200F}'
+            | '\u{061C}' | '\u{2028}' | '\u{2029}' | '\u{FEFF}')
+}
+
+/// `s` made safe to print: every character [`is_unsafe_to_show`] written
+/// as a Rust-style escape (`\u{1b}`), except newlines and tabs when
+/// `keep_lines` (a message of several lines). Everything copygen prints
+/// that comes from an input (file names, keys, values, CSV fields, source
+/// lines, listings) goes through this, so an input cannot move the cursor,
+/// retitle the terminal or reorder what a message says.
+pub fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
+    let unsafe_here = |c: char| is_unsafe_to_show(c) && !(keep_lines && matches!(c, '\n' | '\t'));
+    if !s.chars().any(unsafe_here) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_here(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// A problem in a strategy file, located in it.
@@ -100,22 +135,25 @@ impl StrategyError {
     }
 
     fn show(&self, f: &mut fmt::Formatter<'_>, severity: &str) -> fmt::Result {
+        let file = self.file.to_string_lossy();
+        let file = escape(&file, false);
+        let message = escape(&self.message, true);
         if self.line == 0 {
-            return write!(f, "{}: {severity}: {}", self.file.display(), self.message);
+            return write!(f, "{file}: {severity}: {message}");
         }
         writeln!(
             f,
-            "{}:{}:{}: {severity} in `{}`: {}",
-            self.file.display(),
+            "{file}:{}:{}: {severity} in `{}`: {message}",
             self.line,
             self.column,
-            self.field,
-            self.message
+            escape(&self.field, false),
         )?;
         let gutter = self.line.to_string().len();
-        let col = self.column;
+        // The caret under the same character of the escaped line.
+        let before: String = self.source_line.chars().take(self.column - 1).collect();
+        let col = escape(&before, false).chars().count() + 1;
         writeln!(f, "{:gutter$} |", "")?;
-        writeln!(f, "{} | {}", self.line, self.source_line)?;
+        writeln!(f, "{} | {}", self.line, escape(&self.source_line, false))?;
         write!(f, "{:gutter$} | {:>col$}", "", "^")
     }
 }
@@ -130,7 +168,8 @@ impl fmt::Display for StrategyError {
             e.show(f, "error")?;
         }
         if all.len() > 1 {
-            write!(f, "\n\n{} errors in {}", all.len(), self.file.display())?;
+            let file = self.file.to_string_lossy();
+            write!(f, "\n\n{} errors in {}", all.len(), escape(&file, false))?;
         }
         Ok(())
     }
