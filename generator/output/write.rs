@@ -124,9 +124,11 @@ pub fn write_file(path: &Path, contents: &str) -> Result<()> {
     write_all(&[(path.to_path_buf(), contents.to_string())])
 }
 
-/// A regular file written to its temporary, not yet renamed.
+/// A regular file written to its temporary, not yet renamed. Only the
+/// temporary's path is kept (removed when dropped), not an open file: a
+/// run may write any number of files without running out of descriptors.
 struct Staged {
-    tmp: tempfile::NamedTempFile,
+    tmp: tempfile::TempPath,
     path: PathBuf,
 }
 
@@ -213,7 +215,8 @@ fn stage(
             .and_then(|()| tmp.as_file().sync_all())
             .with_context(|| format!("writing {}", given.display()))?;
         staged.push(Staged {
-            tmp,
+            // Closes the file; the path is still removed on failure.
+            tmp: tmp.into_temp_path(),
             path: path.clone(),
         });
     }
@@ -254,7 +257,7 @@ fn commit(staged: Vec<Staged>) -> Result<()> {
             }
         };
         match tmp.persist(&path) {
-            Ok(_) => done.push((path, backup)),
+            Ok(()) => done.push((path, backup)),
             Err(e) => {
                 failure = Some(anyhow!("replacing {}: {}", path.display(), e.error));
                 break;
