@@ -94,8 +94,12 @@ pub struct StrategyError {
     pub column: usize,
     pub field: String,
     pub message: String,
-    /// The source line the error points at, for display.
+    /// The source line the error points at, for display: on a long line,
+    /// only the part around the column (elided ends marked `…`).
     pub source_line: Box<str>,
+    /// Where the caret goes in `source_line` (1-based characters): the
+    /// column, less what was elided before it.
+    pub caret: usize,
     /// Further errors found in the same file, in the order found: a file
     /// reports every problem at once, not one per run.
     pub also: Box<[StrategyError]>,
@@ -111,6 +115,7 @@ impl StrategyError {
             field: String::new(),
             message: message.into(),
             source_line: Box::default(),
+            caret: 0,
             also: Box::default(),
         }
     }
@@ -150,7 +155,11 @@ impl StrategyError {
         )?;
         let gutter = self.line.to_string().len();
         // The caret under the same character of the escaped line.
-        let before: String = self.source_line.chars().take(self.column - 1).collect();
+        let before: String = self
+            .source_line
+            .chars()
+            .take(self.caret.saturating_sub(1))
+            .collect();
         let col = escape(&before, false).chars().count() + 1;
         writeln!(f, "{:gutter$} |", "")?;
         writeln!(f, "{} | {}", self.line, escape(&self.source_line, false))?;
@@ -188,17 +197,53 @@ impl fmt::Display for Warning {
     }
 }
 
+/// Characters of a long source line shown on each side of the column.
+const SNIPPET: usize = 80;
+
+/// How many UTF-8 characters begin in `bytes` (its bytes that are not
+/// continuation bytes).
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}
+
 /// Turns a byte span or a field path into a located [`StrategyError`].
+/// Locating takes time logarithmic in the file and copies a bounded
+/// snippet, so a file with thousands of errors on one long line costs no
+/// more than its errors.
 pub struct Locator<'a> {
     pub file: &'a Path,
     pub text: &'a str,
     pub doc: Option<toml::Spanned<DeTable<'a>>>,
+    /// Byte offset of each line's start.
+    line_starts: Vec<usize>,
+    /// Characters beginning before each 4 KiB boundary of the text.
+    chars_before_block: Vec<usize>,
 }
 
 impl<'a> Locator<'a> {
     pub fn new(file: &'a Path, text: &'a str) -> Self {
         let doc = DeTable::parse(text).ok();
-        Locator { file, text, doc }
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let mut chars_before_block = vec![0];
+        for block in text.as_bytes().chunks(4096) {
+            let last = *chars_before_block.last().expect("not empty");
+            chars_before_block.push(last + char_starts(block));
+        }
+        Locator {
+            file,
+            text,
+            doc,
+            line_starts,
+            chars_before_block,
+        }
+    }
+
+    /// Characters that begin before byte `at`.
+    fn chars_before(&self, at: usize) -> usize {
+        let block = at / 4096;
+        self.chars_before_block[block] + char_starts(&self.text.as_bytes()[block * 4096..at])
     }
 
     /// An error at a byte span of the file.
@@ -207,17 +252,42 @@ impl<'a> Locator<'a> {
         while !self.text.is_char_boundary(start) {
             start -= 1;
         }
-        let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line = self.text[..start].matches('\n').count() + 1;
-        let column = self.text[line_start..start].chars().count() + 1;
-        let source_line = self.text[line_start..].lines().next().unwrap_or("").into();
+        let line = self.line_starts.partition_point(|&s| s <= start);
+        let line_start = self.line_starts[line - 1];
+        let line_end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&next| next - 1);
+        let column = self.chars_before(start) - self.chars_before(line_start) + 1;
+        // The snippet: up to SNIPPET characters either side of the column.
+        let before = &self.text[line_start..start];
+        let cut = before
+            .char_indices()
+            .rev()
+            .nth(SNIPPET)
+            .filter(|&(i, _)| i > 0)
+            .map(|(i, _)| line_start + i);
+        let after = self.text[start..line_end].trim_end_matches('\r');
+        let end = after.char_indices().nth(SNIPPET).map(|(i, _)| start + i);
+        let mut source_line = String::new();
+        let mut caret = column;
+        if let Some(cut) = cut {
+            source_line.push('…');
+            caret = self.chars_before(start) - self.chars_before(cut) + 2;
+        }
+        source_line
+            .push_str(&self.text[cut.unwrap_or(line_start)..end.unwrap_or(start + after.len())]);
+        if end.is_some() {
+            source_line.push('…');
+        }
         StrategyError {
             file: self.file.to_path_buf(),
             line,
             column,
             field: field.to_string(),
             message,
-            source_line,
+            source_line: source_line.into(),
+            caret,
             also: Box::default(),
         }
     }
