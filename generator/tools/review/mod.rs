@@ -453,7 +453,7 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
     }
     for c in diffs {
         for line in c.diff.lines() {
-            let line = escape(line, false);
+            let line = escape(line, true);
             let paint = if !color {
                 None
             } else if line.starts_with("---") || line.starts_with("+++") {
