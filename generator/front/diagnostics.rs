@@ -95,11 +95,9 @@ pub struct StrategyError {
     pub field: String,
     pub message: String,
     /// The source line the error points at, for display: on a long line,
-    /// only the part around the column (elided ends marked `…`).
+    /// only the part around the column (elided ends marked `…`, see
+    /// [`StrategyError::caret`]).
     pub source_line: Box<str>,
-    /// Where the caret goes in `source_line` (1-based characters): the
-    /// column, less what was elided before it.
-    pub caret: usize,
     /// Further errors found in the same file, in the order found: a file
     /// reports every problem at once, not one per run.
     pub also: Box<[StrategyError]>,
@@ -115,7 +113,6 @@ impl StrategyError {
             field: String::new(),
             message: message.into(),
             source_line: Box::default(),
-            caret: 0,
             also: Box::default(),
         }
     }
@@ -128,6 +125,17 @@ impl StrategyError {
         let mut first = errors.remove(0);
         first.also = errors.into_boxed_slice();
         Some(first)
+    }
+
+    /// Where the caret goes in `source_line` (1-based characters): the
+    /// column, less what [`Locator::at_span`] elided before it (all but
+    /// [`SNIPPET`] + 1 characters, replaced by `…`).
+    pub fn caret(&self) -> usize {
+        if self.column > SNIPPET + 2 {
+            SNIPPET + 3
+        } else {
+            self.column
+        }
     }
 
     /// This error and every one it carries, flattened.
@@ -158,7 +166,7 @@ impl StrategyError {
         let before: String = self
             .source_line
             .chars()
-            .take(self.caret.saturating_sub(1))
+            .take(self.caret().saturating_sub(1))
             .collect();
         let col = escape(&before, false).chars().count() + 1;
         writeln!(f, "{:gutter$} |", "")?;
@@ -270,10 +278,8 @@ impl<'a> Locator<'a> {
         let after = self.text[start..line_end].trim_end_matches('\r');
         let end = after.char_indices().nth(SNIPPET).map(|(i, _)| start + i);
         let mut source_line = String::new();
-        let mut caret = column;
-        if let Some(cut) = cut {
+        if cut.is_some() {
             source_line.push('…');
-            caret = self.chars_before(start) - self.chars_before(cut) + 2;
         }
         source_line
             .push_str(&self.text[cut.unwrap_or(line_start)..end.unwrap_or(start + after.len())]);
@@ -287,7 +293,6 @@ impl<'a> Locator<'a> {
             field: field.to_string(),
             message,
             source_line: source_line.into(),
-            caret,
             also: Box::default(),
         }
     }
