@@ -19,6 +19,7 @@
 
 pub mod arch;
 pub mod backend;
+pub mod input;
 pub mod jit;
 pub mod lower;
 pub mod toolchain;

@@ -5,7 +5,9 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use copygen::front::diagnostics::escape;
 
+#[macro_use]
 mod cli;
 
 use cli::{bench, diff, emit, kernel_patch, list, tune, verify, write_stdout, Failure};
@@ -90,14 +92,35 @@ fn main() -> ExitCode {
             write_stdout(&out)
         }
     };
+    // What is still buffered must reach standard output too, or its
+    // failure would go unreported.
+    let result = result.and_then(|code| {
+        use std::io::Write;
+        std::io::stdout()
+            .flush()
+            .map_err(|e| Failure::Write(copygen::output::write::StdoutFailed(e)))?;
+        Ok(code)
+    });
+    // Every message is escaped here, whatever produced it: text from an
+    // input (a file name, a key, a CSV field) cannot drive the terminal.
     match result {
         Ok(code) => code,
         Err(Failure::Input(msg)) => {
-            eprintln!("{msg}");
+            errln!("{}", escape(&msg, true));
             ExitCode::from(2)
         }
         Err(Failure::Other(e)) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {}", escape(&format!("{e:#}"), true));
+            ExitCode::from(1)
+        }
+        // A reader that went away (`| head`) wants no more output and no
+        // message: the exit status is the one a shell reports for a
+        // program killed by SIGPIPE.
+        Err(Failure::Write(w)) if w.0.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::from(141)
+        }
+        Err(Failure::Write(w)) => {
+            errln!("copygen: {w}");
             ExitCode::from(1)
         }
     }

@@ -273,7 +273,8 @@ pub fn assemble_text(text: &str, name: &str, how: &Assemble) -> Result<ObjectFil
 }
 
 pub fn read_path(path: &Path) -> Result<ObjectFile> {
-    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let data =
+        crate::input::read_bytes(path).with_context(|| format!("reading {}", path.display()))?;
     read(&data).with_context(|| format!("reading {}", path.display()))
 }
 

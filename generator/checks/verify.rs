@@ -187,7 +187,8 @@ pub fn fault_asm_file(
                 path.display()
             );
         }
-        let asm = std::fs::read_to_string(path)?;
+        let asm = crate::input::read_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         faultinject::run_asm(found.arch, &asm, &entries)
     })();
     Outcome {

@@ -24,12 +24,13 @@ pub struct BenchArgs {
     /// dst at independent random page offsets, a fresh sequence every round.
     #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["sizes", "alias_offsets"])]
     distribution: Vec<String>,
-    /// With --distribution: calls per sequence.
-    #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS)]
+    /// With --distribution: calls per sequence, 1 to 1048576.
+    #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CALLS as u64))]
     calls: usize,
     /// With --distribution: share of calls (0..1) sent into the aliasing
     /// band, (dst - src) mod 4096 in 1..=63 (default: its natural rate).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = share)]
     alias_share: f64,
     /// The subject the ratio columns divide by (default: rep_movsb when
     /// measured, else the first subject); added when not listed.
@@ -38,18 +39,20 @@ pub struct BenchArgs {
     /// Seed of the measuring order and the random sequences.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`.
-    #[arg(long)]
-    sizes: Option<String>,
-    /// Source offsets from a page boundary (list or range).
-    #[arg(long, default_value = "0")]
-    src_offsets: String,
-    /// Destination offsets from a page boundary (list or range).
-    #[arg(long, default_value = "0")]
-    dst_offsets: String,
-    /// Sweep `(dst - src) mod 4096` over these values (at --sizes, default 1024).
-    #[arg(long)]
-    alias_offsets: Option<String>,
+    /// Sizes: `1,2,8`, `0..=64` or `64..=4096:64`; each at most 268435456
+    /// (256 MiB), at most 65536 of them.
+    #[arg(long, value_parser = sizes)]
+    sizes: Option<List>,
+    /// Source offsets from a page boundary (list or range), each 0 to 4095.
+    #[arg(long, default_value = "0", value_parser = offsets)]
+    src_offsets: List,
+    /// Destination offsets from a page boundary (list or range), each 0 to 4095.
+    #[arg(long, default_value = "0", value_parser = offsets)]
+    dst_offsets: List,
+    /// Sweep `(dst - src) mod 4096` over these values, each 0 to 4095 (at
+    /// --sizes, default 1024).
+    #[arg(long, value_parser = offsets)]
+    alias_offsets: Option<List>,
     /// Flush the buffers from the caches before every call.
     #[arg(long)]
     cold: bool,
@@ -57,8 +60,9 @@ pub struct BenchArgs {
     /// (its copy_to_user), as the first column.
     #[arg(long)]
     kernel: bool,
-    /// Rounds; each figure is the median over them.
-    #[arg(long, default_value_t = 15)]
+    /// Rounds, 1 to 10000; each figure is the median over them.
+    #[arg(long, default_value_t = 15,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_REPEATS as u64))]
     repeats: usize,
     /// Write Google Benchmark JSON here.
     #[arg(long)]
@@ -71,20 +75,59 @@ pub struct BenchArgs {
     variant: Option<String>,
 }
 
+/// The largest `--sizes` value: the bench allocates twice the largest size
+/// (source and destination buffers) and fills it.
+pub const MAX_SIZE: usize = 256 << 20;
+/// Offsets are from a page boundary (and `--alias-offsets` mod 4096).
+pub const MAX_OFFSET: usize = 4095;
+/// The most `--calls` per sequence (8 bytes each, kept for every round).
+pub const MAX_CALLS: usize = 1 << 20;
+/// The most `--repeats`.
+pub const MAX_REPEATS: usize = 10_000;
+/// The most rows one sweep measures (sizes times offsets).
+pub const MAX_ROWS: usize = 65_536;
+
+/// A list option's values (`1,2,8`, `0..=64`, `64..=4096:64`), range-checked
+/// as clap parses them, so a bad one is a usage error naming the option.
+#[derive(Clone, Debug)]
+pub struct List(Vec<usize>);
+
+fn sizes(s: &str) -> Result<List, String> {
+    copygen::tools::bench::parse_list_bounded(s, MAX_SIZE)
+        .map(List)
+        .map_err(|e| format!("{e:#} (256 MiB)"))
+}
+
+fn offsets(s: &str) -> Result<List, String> {
+    copygen::tools::bench::parse_list_bounded(s, MAX_OFFSET)
+        .map(List)
+        .map_err(|e| format!("{e:#} (offsets are within a 4096-byte page)"))
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err("a share of calls is a number from 0 to 1".into()),
+    }
+}
+
+/// Refuse a sweep of more than [`MAX_ROWS`] rows before building it.
+fn check_rows(what: &str, lens: &[usize]) -> Result<(), Failure> {
+    let rows = lens.iter().fold(1usize, |a, &n| a.saturating_mul(n));
+    if rows > MAX_ROWS {
+        return Err(Failure::Input(format!(
+            "error: {what} make {rows} rows; a bench measures at most {MAX_ROWS}"
+        )));
+    }
+    Ok(())
+}
+
 pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     use copygen::tools::bench;
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
     } else if !a.distribution.is_empty() {
-        if a.calls == 0 {
-            return Err(Failure::Input("error: --calls must be at least 1".into()));
-        }
-        if !(0.0..=1.0).contains(&a.alias_share) {
-            return Err(Failure::Input(
-                "error: --alias-share is a share of calls, between 0 and 1".into(),
-            ));
-        }
         let dists = a
             .distribution
             .iter()
@@ -92,32 +135,26 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             .collect::<Result<Vec<_>>>()
             .map_err(|e| Failure::Input(format!("{e:#}")))?;
         bench::distribution_sweep(dists, a.calls, a.alias_share)
-    } else if let Some(al) = &a.alias_offsets {
-        let sizes = a
-            .sizes
-            .as_deref()
-            .map(bench::parse_list)
-            .transpose()
-            .map_err(input)?
-            .unwrap_or(vec![1024]);
-        let alias = bench::parse_list(al).map_err(input)?;
+    } else if let Some(List(alias)) = &a.alias_offsets {
+        let sizes = a.sizes.as_ref().map_or(vec![1024], |l| l.0.clone());
+        check_rows("--sizes and --alias-offsets", &[sizes.len(), alias.len()])?;
         bench::Sweep {
             name: "alias".into(),
             title: "(dst - src) mod 4096 sweep".into(),
             x_label: "(dst - src) mod 4096".into(),
-            rows: bench::alias_rows(&sizes, &alias),
+            rows: bench::alias_rows(&sizes, alias),
             ..bench::Sweep::default()
         }
     } else {
-        let sizes = bench::parse_list(a.sizes.as_deref().unwrap_or("0..=64")).map_err(input)?;
-        let src = bench::parse_list(&a.src_offsets).map_err(input)?;
-        let dst = bench::parse_list(&a.dst_offsets).map_err(input)?;
-        bench::custom(&sizes, &src, &dst)
+        let sizes = a.sizes.as_ref().map_or((0..=64).collect(), |l| l.0.clone());
+        let (src, dst) = (&a.src_offsets.0, &a.dst_offsets.0);
+        check_rows(
+            "--sizes, --src-offsets and --dst-offsets",
+            &[sizes.len(), src.len(), dst.len()],
+        )?;
+        bench::custom(&sizes, src, dst)
     };
     sweep.cold = a.cold;
-    if a.repeats == 0 {
-        return Err(Failure::Input("error: --repeats must be at least 1".into()));
-    }
     let mut subjects = Vec::new();
     if a.kernel {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
@@ -166,16 +203,16 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         results.baseline = b;
     }
     results.command = command_line();
-    print!("{}", bench::text_table(&results));
+    out!("{}", bench::text_table(&results));
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
         copygen::output::write::write_file(p, &(text + "\n"))?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
         bench::plot_svg(&results, p)?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -230,7 +267,7 @@ fn bench_subject(
             Some(_) => "forced by --variant".to_string(),
             None => format!("this CPU has: {found}"),
         };
-        eprintln!(
+        errln!(
             "{}: variant `{}` ({}; {why})",
             s.name,
             v.name,

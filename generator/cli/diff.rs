@@ -60,15 +60,15 @@ pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
         None
     };
     if a.json {
-        print!("{}", review::render_json(&report));
+        out!("{}", review::render_json(&report));
     } else {
         let color = !a.no_color
             && std::io::stdout().is_terminal()
             && std::env::var_os("NO_COLOR").is_none();
-        print!("{}", review::render_text(&report, color));
+        out!("{}", review::render_text(&report, color));
     }
     if let Some(b) = bench {
-        print!("{b}");
+        out!("{b}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -96,7 +96,7 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
                 .collect();
             copygen::output::write::write_all(&files)?;
             for (path, _) in &files {
-                eprintln!("wrote {}", path.display());
+                errln!("wrote {}", path.display());
             }
         }
     }
@@ -129,26 +129,34 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
     if check {
         let diff = check_tree(&dir, &files)?;
         if diff.is_empty() {
-            println!("emitted/ is up to date ({} files)", files.len());
+            outln!("emitted/ is up to date ({} files)", files.len());
             return Ok(ExitCode::SUCCESS);
         }
-        print!("{diff}");
-        eprintln!("emitted/ is stale: run `copygen emit`");
+        out!("{diff}");
+        errln!("emitted/ is stale: run `copygen emit`");
         return Ok(ExitCode::from(1));
     }
     let report = write_tree(&dir, &files)?;
     let elapsed = start.elapsed();
-    println!(
+    outln!(
         "{:<24} {:<7} {:<11} {:>8} {:>8}",
-        "strategy", "arch", "flavour", "routines", "entries"
+        "strategy",
+        "arch",
+        "flavour",
+        "routines",
+        "entries"
     );
     for st in &stats {
-        println!(
+        outln!(
             "{:<24} {:<7} {:<11} {:>8} {:>8}",
-            st.strategy, st.arch, st.flavor, st.routines, st.entries
+            st.strategy,
+            st.arch,
+            st.flavor,
+            st.routines,
+            st.entries
         );
     }
-    println!(
+    outln!(
         "{} files in {}: {} written, {} unchanged, {} removed ({:.1} ms)",
         files.len(),
         dir.display(),

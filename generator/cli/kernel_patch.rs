@@ -74,7 +74,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
     let text = copygen::tools::kernel_patch::patch(&s, kernel, verified.as_ref())?;
     match output {
         Some(p) if p.as_os_str() != "-" => copygen::output::write::write_file(&p, &text)?,
-        _ => print!("{text}"),
+        _ => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -44,28 +44,28 @@ pub fn cmd_list(a: ListArgs) -> Result<ExitCode, Failure> {
         )));
     };
     let path = root.join(CATALOG_DOC);
-    let doc = std::fs::read_to_string(&path)
+    let doc = copygen::input::read_string(&path)
         .map_err(|e| Failure::Input(format!("error: {}: cannot read: {e}", path.display())))?;
     let fresh = splice(&doc, &table)
         .map_err(|e| Failure::Input(format!("error: {}: {e}", path.display())))?;
     if a.check {
         if fresh == doc {
-            println!("{CATALOG_DOC} is up to date");
+            outln!("{CATALOG_DOC} is up to date");
             return Ok(ExitCode::SUCCESS);
         }
         let diff = similar::TextDiff::from_lines(&doc, &fresh)
             .unified_diff()
             .header(CATALOG_DOC, "copygen list --markdown")
             .to_string();
-        print!("{diff}");
-        eprintln!("{CATALOG_DOC} is stale: run `copygen list --markdown --update`");
+        out!("{diff}");
+        errln!("{CATALOG_DOC} is stale: run `copygen list --markdown --update`");
         return Ok(ExitCode::from(1));
     }
     if fresh != doc {
         copygen::output::write::write_file(&path, &fresh)?;
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display());
     } else {
-        eprintln!("{CATALOG_DOC} is up to date");
+        errln!("{CATALOG_DOC} is up to date");
     }
     Ok(ExitCode::SUCCESS)
 }

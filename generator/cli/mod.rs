@@ -2,6 +2,29 @@
 //! `--arch`/`--flavor` values, and strategy arguments (a file or a catalog
 //! name).
 
+/// `print!` that returns a write error (a closed pipe, a full disk) as a
+/// [`Failure::Write`] from the enclosing command instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {
+        copygen::output::write::to_stdout(format_args!($($t)*)).map_err($crate::cli::Failure::Write)?
+    };
+}
+
+/// [`out!`] with a newline.
+macro_rules! outln {
+    ($($t:tt)*) => { out!("{}\n", format_args!($($t)*)) };
+}
+
+/// `eprint!` that never panics.
+macro_rules! err {
+    ($($t:tt)*) => { copygen::output::write::to_stderr(format_args!($($t)*)) };
+}
+
+/// [`err!`] with a newline.
+macro_rules! errln {
+    ($($t:tt)*) => { err!("{}\n", format_args!($($t)*)) };
+}
+
 pub mod bench;
 pub mod diff;
 pub mod emit;
@@ -17,17 +40,24 @@ use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::output::write::StdoutFailed;
 
-/// Exit 2 for a bad strategy or argument, 1 for anything else that failed.
+/// Exit 2 for a bad strategy or argument, 1 for anything else that failed;
+/// standard output that cannot be written is [`Failure::Write`].
 pub enum Failure {
     Input(String),
     Other(anyhow::Error),
+    Write(StdoutFailed),
 }
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
-        match e.downcast::<StrategyError>() {
-            Ok(se) => Failure::Input(se.to_string()),
+        let e = match e.downcast::<StrategyError>() {
+            Ok(se) => return Failure::Input(se.to_string()),
+            Err(e) => e,
+        };
+        match e.downcast::<StdoutFailed>() {
+            Ok(w) => Failure::Write(w),
             Err(e) => Failure::Other(e),
         }
     }
@@ -96,7 +126,7 @@ pub fn command_line() -> String {
 /// A strategy argument: a file (`.toml`, or any path that exists) or the
 /// name of a catalog strategy, as `bench` takes them.
 pub fn strategy_arg(arg: &std::path::Path, arch: Option<Arch>) -> Result<Strategy, Failure> {
-    if arg.extension().is_some_and(|e| e == "toml") || arg.exists() {
+    if arg.extension().is_some_and(|e| e == "toml") || arg.exists() || arg.as_os_str() == "-" {
         return Ok(parse::load(arg, arch)?);
     }
     let name = arg.to_string_lossy();

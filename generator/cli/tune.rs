@@ -25,8 +25,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "TUNED.toml", num_args = 2.., conflicts_with_all = ["base", "distribution"])]
     merge: Vec<PathBuf>,
     /// Seconds for the whole run (search about 70 %, then confirmation,
-    /// fault suite and report).
-    #[arg(long, default_value_t = 180.0)]
+    /// fault suite and report); more than 0, at most 604800 (a week).
+    #[arg(long, default_value_t = 180.0, value_parser = budget, allow_negative_numbers = true)]
     budget: f64,
     /// Write the tuned strategy here (default: stdout, after the report).
     #[arg(short, long, value_name = "OUT.toml")]
@@ -46,6 +46,18 @@ pub struct TuneArgs {
     /// Seed of the search and the sequences.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+/// The longest `--budget`, in seconds (a week).
+pub const MAX_BUDGET: f64 = 7.0 * 24.0 * 3600.0;
+
+fn budget(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= MAX_BUDGET => Ok(v),
+        _ => Err(format!(
+            "a budget is a number of seconds, more than 0 and at most {MAX_BUDGET} (a week)"
+        )),
+    }
 }
 
 pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
@@ -72,11 +84,6 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         load(&a.also)?
     };
     extra.retain(|e| !dists.iter().any(|d| d.name == e.name));
-    if !(a.budget.is_finite() && a.budget > 0.0) {
-        return Err(Failure::Input(
-            "error: --budget is a positive number of seconds".into(),
-        ));
-    }
     let base = a
         .base
         .as_deref()
@@ -128,25 +135,25 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     bar.finish_and_clear();
     let mut outcome = outcome;
     outcome.report.command = command_line();
-    print!("{}", tune::report_text(&outcome));
+    out!("{}", tune::report_text(&outcome));
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
         copygen::output::write::write_file(
             p,
             &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
         )?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
         copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
-        eprintln!("wrote {}", p.display());
+        errln!("wrote {}", p.display());
     }
     match &a.output {
         Some(p) => {
             copygen::output::write::write_file(p, &outcome.text)?;
-            eprintln!("wrote {}", p.display());
+            errln!("wrote {}", p.display());
         }
-        None => print!("\n{}", outcome.text),
+        None => out!("\n{}", outcome.text),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -173,17 +180,17 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
         .unwrap_or(std::path::Path::new("merged.toml"));
     let s = parse::parse(out_name, &text, None).map_err(|e| Failure::Input(e.to_string()))?;
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(anyhow::Error::from)?;
-    eprint!("{report}");
+    err!("{report}");
     if !ok {
-        eprintln!("error: the merged strategy failed the JIT fault suite; nothing written");
+        errln!("error: the merged strategy failed the JIT fault suite; nothing written");
         return Ok(ExitCode::from(1));
     }
     match &a.output {
         Some(p) => {
             copygen::output::write::write_file(p, &text)?;
-            eprintln!("wrote {}", p.display());
+            errln!("wrote {}", p.display());
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -85,7 +85,7 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     let mut reports = check_strategies(&strategies, &options)?;
     reports.extend(asm_reports.iter().cloned());
     let (text, static_ok) = render_reports(&reports);
-    print!("{text}");
+    out!("{text}");
     if args.static_only {
         return Ok(if static_ok {
             ExitCode::SUCCESS
@@ -97,7 +97,7 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     for (f, r) in asm.iter().zip(&asm_reports) {
         outcomes.push(copygen::checks::verify::fault_asm_file(f, r));
     }
-    print!("{}", copygen::checks::verify::table(&outcomes));
+    out!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
     Ok(if static_ok && faults_ok {
         ExitCode::SUCCESS
@@ -164,7 +164,7 @@ pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
             copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
             e => Failure::Other(e.into()),
         })?;
-        print!("{report}");
+        out!("{report}");
         all_ok &= ok;
     }
     Ok(if all_ok {

@@ -64,8 +64,9 @@ pub fn catalog_in(root: Option<&Path>) -> Result<Vec<Strategy>> {
     rels.sort();
     rels.iter()
         .map(|rel| {
-            let text = std::fs::read_to_string(root.join(rel))
-                .with_context(|| format!("{rel}: cannot read strategy file"))?;
+            let text =
+                crate::input::read_string_limited(&root.join(rel), crate::input::MAX_STRATEGY)
+                    .with_context(|| format!("{rel}: cannot read strategy file"))?;
             Ok(parse::parse(Path::new(rel), &text, None)?)
         })
         .collect()

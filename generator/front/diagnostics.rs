@@ -1,6 +1,7 @@
 //! Errors about a strategy file: every one names the file, the line and
 //! column, and the field (as a TOML path such as `dispatch[1].sizes`).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,40 @@ impl fmt::Display for FieldPath {
     }
 }
 
+/// Whether a terminal (or a reader) would act on `c` rather than show it:
+/// C0 and C1 control characters (ESC, BEL, CR, ...), DEL, and the
+/// invisible characters that reorder or hide text around them
+/// (bidirectional embeddings, overrides and isolates, direction marks,
+/// line and paragraph separators, zero-width characters, BOM).
+pub fn is_unsafe_to_show(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200B}'..='\u{200F}'
+            | '\u{061C}' | '\u{2028}' | '\u{2029}' | '\u{FEFF}')
+}
+
+/// `s` made safe to print: every character [`is_unsafe_to_show`] written
+/// as a Rust-style escape (`\u{1b}`), except newlines and tabs when
+/// `keep_lines` (a message of several lines). Everything copygen prints
+/// that comes from an input (file names, keys, values, CSV fields, source
+/// lines, listings) goes through this, so an input cannot move the cursor,
+/// retitle the terminal or reorder what a message says.
+pub fn escape(s: &str, keep_lines: bool) -> Cow<'_, str> {
+    let unsafe_here = |c: char| is_unsafe_to_show(c) && !(keep_lines && matches!(c, '\n' | '\t'));
+    if !s.chars().any(unsafe_here) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_here(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// A problem in a strategy file, located in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StrategyError {
@@ -59,7 +94,9 @@ pub struct StrategyError {
     pub column: usize,
     pub field: String,
     pub message: String,
-    /// The source line the error points at, for display.
+    /// The source line the error points at, for display: on a long line,
+    /// only the part around the column (elided ends marked `…`, see
+    /// [`StrategyError::caret`]).
     pub source_line: Box<str>,
     /// Further errors found in the same file, in the order found: a file
     /// reports every problem at once, not one per run.
@@ -90,6 +127,17 @@ impl StrategyError {
         Some(first)
     }
 
+    /// Where the caret goes in `source_line` (1-based characters): the
+    /// column, less what [`Locator::at_span`] elided before it (all but
+    /// [`SNIPPET`] + 1 characters, replaced by `…`).
+    pub fn caret(&self) -> usize {
+        if self.column > SNIPPET + 2 {
+            SNIPPET + 3
+        } else {
+            self.column
+        }
+    }
+
     /// This error and every one it carries, flattened.
     pub fn all(&self) -> Vec<&StrategyError> {
         let mut out = vec![self];
@@ -100,22 +148,29 @@ impl StrategyError {
     }
 
     fn show(&self, f: &mut fmt::Formatter<'_>, severity: &str) -> fmt::Result {
+        let file = self.file.to_string_lossy();
+        let file = escape(&file, false);
+        let message = escape(&self.message, true);
         if self.line == 0 {
-            return write!(f, "{}: {severity}: {}", self.file.display(), self.message);
+            return write!(f, "{file}: {severity}: {message}");
         }
         writeln!(
             f,
-            "{}:{}:{}: {severity} in `{}`: {}",
-            self.file.display(),
+            "{file}:{}:{}: {severity} in `{}`: {message}",
             self.line,
             self.column,
-            self.field,
-            self.message
+            escape(&self.field, false),
         )?;
         let gutter = self.line.to_string().len();
-        let col = self.column;
+        // The caret under the same character of the escaped line.
+        let before: String = self
+            .source_line
+            .chars()
+            .take(self.caret().saturating_sub(1))
+            .collect();
+        let col = escape(&before, false).chars().count() + 1;
         writeln!(f, "{:gutter$} |", "")?;
-        writeln!(f, "{} | {}", self.line, self.source_line)?;
+        writeln!(f, "{} | {}", self.line, escape(&self.source_line, false))?;
         write!(f, "{:gutter$} | {:>col$}", "", "^")
     }
 }
@@ -130,7 +185,8 @@ impl fmt::Display for StrategyError {
             e.show(f, "error")?;
         }
         if all.len() > 1 {
-            write!(f, "\n\n{} errors in {}", all.len(), self.file.display())?;
+            let file = self.file.to_string_lossy();
+            write!(f, "\n\n{} errors in {}", all.len(), escape(&file, false))?;
         }
         Ok(())
     }
@@ -149,17 +205,53 @@ impl fmt::Display for Warning {
     }
 }
 
+/// Characters of a long source line shown on each side of the column.
+const SNIPPET: usize = 80;
+
+/// How many UTF-8 characters begin in `bytes` (its bytes that are not
+/// continuation bytes).
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}
+
 /// Turns a byte span or a field path into a located [`StrategyError`].
+/// Locating takes time logarithmic in the file and copies a bounded
+/// snippet, so a file with thousands of errors on one long line costs no
+/// more than its errors.
 pub struct Locator<'a> {
     pub file: &'a Path,
     pub text: &'a str,
     pub doc: Option<toml::Spanned<DeTable<'a>>>,
+    /// Byte offset of each line's start.
+    line_starts: Vec<usize>,
+    /// Characters beginning before each 4 KiB boundary of the text.
+    chars_before_block: Vec<usize>,
 }
 
 impl<'a> Locator<'a> {
     pub fn new(file: &'a Path, text: &'a str) -> Self {
         let doc = DeTable::parse(text).ok();
-        Locator { file, text, doc }
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let mut chars_before_block = vec![0];
+        for block in text.as_bytes().chunks(4096) {
+            let last = *chars_before_block.last().expect("not empty");
+            chars_before_block.push(last + char_starts(block));
+        }
+        Locator {
+            file,
+            text,
+            doc,
+            line_starts,
+            chars_before_block,
+        }
+    }
+
+    /// Characters that begin before byte `at`.
+    fn chars_before(&self, at: usize) -> usize {
+        let block = at / 4096;
+        self.chars_before_block[block] + char_starts(&self.text.as_bytes()[block * 4096..at])
     }
 
     /// An error at a byte span of the file.
@@ -168,17 +260,39 @@ impl<'a> Locator<'a> {
         while !self.text.is_char_boundary(start) {
             start -= 1;
         }
-        let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line = self.text[..start].matches('\n').count() + 1;
-        let column = self.text[line_start..start].chars().count() + 1;
-        let source_line = self.text[line_start..].lines().next().unwrap_or("").into();
+        let line = self.line_starts.partition_point(|&s| s <= start);
+        let line_start = self.line_starts[line - 1];
+        let line_end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&next| next - 1);
+        let column = self.chars_before(start) - self.chars_before(line_start) + 1;
+        // The snippet: up to SNIPPET characters either side of the column.
+        let before = &self.text[line_start..start];
+        let cut = before
+            .char_indices()
+            .rev()
+            .nth(SNIPPET)
+            .filter(|&(i, _)| i > 0)
+            .map(|(i, _)| line_start + i);
+        let after = self.text[start..line_end].trim_end_matches('\r');
+        let end = after.char_indices().nth(SNIPPET).map(|(i, _)| start + i);
+        let mut source_line = String::new();
+        if cut.is_some() {
+            source_line.push('…');
+        }
+        source_line
+            .push_str(&self.text[cut.unwrap_or(line_start)..end.unwrap_or(start + after.len())]);
+        if end.is_some() {
+            source_line.push('…');
+        }
         StrategyError {
             file: self.file.to_path_buf(),
             line,
             column,
             field: field.to_string(),
             message,
-            source_line,
+            source_line: source_line.into(),
             also: Box::default(),
         }
     }

@@ -70,39 +70,49 @@ pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
     let text = read_text(file)?;
     let (s, warnings) = parse_with_warnings(file, &text, arch)?;
     for w in warnings {
-        eprintln!("{w}");
+        crate::output::write::to_stderr(format_args!("{w}\n"));
     }
     Ok(s)
 }
 
-/// A strategy file's text; a missing file, a folder or bytes that are not
-/// UTF-8 are located errors.
+/// A strategy file's text (`-`: standard input), read by
+/// [`crate::input::read_string`]: a missing file, a folder, a FIFO or
+/// device, more than [`crate::input::MAX_STRATEGY`] bytes, or bytes that are
+/// not UTF-8 are located errors.
 pub fn read_text(file: &Path) -> Result<String, StrategyError> {
+    use crate::input::InputError;
     if file.as_os_str().is_empty() {
         return Err(StrategyError::whole_file(file, "an empty file name"));
     }
-    if file.is_dir() {
-        return Err(StrategyError::whole_file(
+    match crate::input::read_string_limited(file, crate::input::MAX_STRATEGY) {
+        Ok(text) => Ok(text),
+        Err(InputError::NotRegular("a folder")) => Err(StrategyError::whole_file(
             file,
             "is a folder, not a strategy file",
-        ));
+        )),
+        Err(InputError::NotUtf8 { at, bytes }) => {
+            let lossy = String::from_utf8_lossy(&bytes).into_owned();
+            // The offset in the lossy text: each bad byte before `at` is
+            // none (`at` is the first), so the prefix is unchanged.
+            let loc = Locator::new(file, &lossy);
+            let field = key_on_line(&lossy, at);
+            Err(loc.at_span(
+                at..at,
+                &field,
+                format!(
+                    "not UTF-8 text: byte 0x{:02x} here does not begin a UTF-8 character",
+                    bytes[at]
+                ),
+            ))
+        }
+        Err(e @ (InputError::NotRegular(_) | InputError::TooLarge(_))) => Err(
+            StrategyError::whole_file(file, format!("cannot read strategy file: it {e}")),
+        ),
+        Err(e) => Err(StrategyError::whole_file(
+            file,
+            format!("cannot read strategy file: {e}"),
+        )),
     }
-    let bytes = std::fs::read(file)
-        .map_err(|e| StrategyError::whole_file(file, format!("cannot read strategy file: {e}")))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
-        let loc = Locator::new(file, &lossy);
-        let field = key_on_line(&lossy, at);
-        loc.at_span(
-            at..at,
-            &field,
-            format!(
-                "not UTF-8 text: byte 0x{:02x} here does not begin a UTF-8 character",
-                e.as_bytes()[at]
-            ),
-        )
-    })
 }
 
 /// Where a strategy file is recorded in generated headers, so that no

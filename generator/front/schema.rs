@@ -146,11 +146,14 @@ pub(super) struct RawAlignedCond {
 /// reported missing because of an earlier error. Only when every error was
 /// an unknown key (blanking which changes nothing the validator sees) is the
 /// schema returned for validation as well; placeholders never reach it.
+/// Reading on reparses the file, so it stops after 50 errors or once 8 MiB
+/// have been parsed in all (a large file with many errors reports fewer).
 pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyError>) {
     let mut text = Edited::new(loc.text);
     let mut errors: Vec<StrategyError> = Vec::new();
     let mut only_unknown_keys = true;
     let mut first = toml::from_str::<RawStrategy>(&text.text);
+    let mut parsed = 0;
     loop {
         let e = match first {
             Ok(raw) => return (only_unknown_keys.then_some(raw), errors),
@@ -172,7 +175,8 @@ pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyEr
         }
         only_unknown_keys &= raw_message.starts_with("unknown field");
         errors.push(loc.at_span(text.original_span(&span), &field, humanize(&raw_message)));
-        if doc.is_none() || errors.len() >= 50 {
+        parsed += 2 * text.text.len();
+        if doc.is_none() || errors.len() >= 50 || parsed >= 8 << 20 {
             return (None, errors);
         }
         let next = if raw_message.starts_with("unknown field") {

@@ -70,7 +70,7 @@ fn existing_files(dir: &Path) -> Result<BTreeMap<String, String>> {
                         .into_owned();
                     out.insert(
                         rel,
-                        fs::read_to_string(&p)
+                        crate::input::read_string(&p)
                             .with_context(|| format!("reading {}", p.display()))?,
                     );
                 }

@@ -29,6 +29,36 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+/// Writing standard output failed (a closed pipe, a full disk): the
+/// command line turns this into its exit status instead of an error about
+/// a file.
+#[derive(Debug)]
+pub struct StdoutFailed(pub std::io::Error);
+
+impl std::fmt::Display for StdoutFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "write error: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutFailed {}
+
+/// Text for standard output, all of it, flushed; a failure is a
+/// [`StdoutFailed`] (Rust's `print!` would panic instead).
+pub fn to_stdout(args: std::fmt::Arguments) -> std::result::Result<(), StdoutFailed> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.flush())
+        .map_err(StdoutFailed)
+}
+
+/// A message to standard error. When standard error itself cannot be
+/// written there is nowhere left to say so: the message is dropped rather
+/// than the program panicking (`eprint!` would).
+pub fn to_stderr(args: std::fmt::Arguments) {
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
 /// Where one output goes, once symbolic links are followed.
 enum Target {
     /// Standard output (`-`).
@@ -94,9 +124,11 @@ pub fn write_file(path: &Path, contents: &str) -> Result<()> {
     write_all(&[(path.to_path_buf(), contents.to_string())])
 }
 
-/// A regular file written to its temporary, not yet renamed.
+/// A regular file written to its temporary, not yet renamed. Only the
+/// temporary's path is kept (removed when dropped), not an open file: a
+/// run may write any number of files without running out of descriptors.
 struct Staged {
-    tmp: tempfile::NamedTempFile,
+    tmp: tempfile::TempPath,
     path: PathBuf,
 }
 
@@ -143,6 +175,9 @@ pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
         if let Err(e) = written {
             drop(staged);
             remove_made_dirs(&made_dirs);
+            if matches!(t, Target::Stdout) {
+                return Err(StdoutFailed(e).into());
+            }
             bail!("writing {}: {e}", given.display());
         }
     }
@@ -180,7 +215,8 @@ fn stage(
             .and_then(|()| tmp.as_file().sync_all())
             .with_context(|| format!("writing {}", given.display()))?;
         staged.push(Staged {
-            tmp,
+            // Closes the file; the path is still removed on failure.
+            tmp: tmp.into_temp_path(),
             path: path.clone(),
         });
     }
@@ -221,7 +257,7 @@ fn commit(staged: Vec<Staged>) -> Result<()> {
             }
         };
         match tmp.persist(&path) {
-            Ok(_) => done.push((path, backup)),
+            Ok(()) => done.push((path, backup)),
             Err(e) => {
                 failure = Some(anyhow!("replacing {}: {}", path.display(), e.error));
                 break;

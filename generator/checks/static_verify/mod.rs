@@ -152,7 +152,7 @@ impl FunctionSpec {
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         // A file copygen generated in another run states its facts.
         let header = crate::output::header::read(&text);

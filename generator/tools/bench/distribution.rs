@@ -136,7 +136,7 @@ impl Distribution {
             return Distribution::parse(name, &format!("{name}.csv"), text);
         }
         let path = std::path::Path::new(arg);
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::input::read_string(path).map_err(|e| {
             anyhow::anyhow!(
                 "{arg}: error: {e} (built-in distributions: {})",
                 BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")

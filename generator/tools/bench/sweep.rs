@@ -222,8 +222,20 @@ fn list_text(v: &[usize]) -> String {
     }
 }
 
-/// Parse `1,2,8` or `0..=64` or `0..64` or `64..=4096:64` (step).
+/// The most values one list (`--sizes`, `--src-offsets`, ...) expands to.
+pub const MAX_LIST: usize = 65_536;
+
+/// Parse `1,2,8` or `0..=64` or `0..64` or `64..=4096:64` (step); at most
+/// [`MAX_LIST`] values.
 pub fn parse_list(s: &str) -> Result<Vec<usize>> {
+    parse_list_bounded(s, usize::MAX)
+}
+
+/// [`parse_list`], every value at most `max`; checked before a range is
+/// expanded, so `0..=18446744073709551615` is an error, not an allocation.
+pub fn parse_list_bounded(s: &str, max: usize) -> Result<Vec<usize>> {
+    let too_big = |x: u64| anyhow::anyhow!("{x} is above {max}, the largest value here");
+    let too_many = || anyhow::anyhow!("more than {MAX_LIST} values");
     let s = s.trim();
     if let Some((range, step)) = s
         .split_once(':')
@@ -233,20 +245,34 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
         let step: usize = step.parse().context("range step")?;
         let (lo, hi) = crate::front::parse::parse_range(range)
             .with_context(|| format!("`{range}` is not a range"))?;
-        let hi = hi.with_context(|| format!("`{range}` needs an upper bound"))? as usize;
+        let hi = hi.with_context(|| format!("`{range}` needs an upper bound"))?;
         if step == 0 {
             bail!("range step must be positive");
         }
-        return Ok((lo as usize..=hi).step_by(step).collect());
+        if hi > max as u64 {
+            return Err(too_big(hi));
+        }
+        if (hi - lo) / step as u64 >= MAX_LIST as u64 {
+            return Err(too_many());
+        }
+        return Ok((lo as usize..=hi as usize).step_by(step).collect());
+    }
+    if s.split(',').count() > MAX_LIST {
+        return Err(too_many());
     }
     s.split(',')
         .map(|x| {
             let x = x.trim();
-            if let Some(h) = x.strip_prefix("0x") {
-                usize::from_str_radix(h, 16).with_context(|| format!("`{x}`"))
+            let v = if let Some(h) = x.strip_prefix("0x") {
+                usize::from_str_radix(h, 16).with_context(|| format!("`{x}`"))?
             } else {
-                x.parse().with_context(|| format!("`{x}` is not a number"))
+                x.parse()
+                    .with_context(|| format!("`{x}` is not a number"))?
+            };
+            if v > max {
+                return Err(too_big(v as u64));
             }
+            Ok(v)
         })
         .collect()
 }

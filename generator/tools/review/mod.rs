@@ -411,8 +411,12 @@ const CYAN: &str = "\x1b[36m";
 const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
-/// The plain-text report; `color` adds ANSI colours to the diffs.
+/// The plain-text report; `color` adds ANSI colours to the diffs. Text
+/// from the inputs (arguments, file and symbol names, instructions) is
+/// escaped ([`crate::front::diagnostics::escape`]): only copygen's own
+/// colours reach the terminal.
 pub fn render_text(r: &DiffReport, color: bool) -> String {
+    use crate::front::diagnostics::escape;
     let mut s = String::new();
     let title = |s: &mut String, t: &str| {
         if color {
@@ -429,18 +433,18 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
     let _ = writeln!(
         s,
         "copygen diff {} {}: {} file pair{}, {} changed",
-        r.old,
-        r.new,
+        escape(&r.old, false),
+        escape(&r.new, false),
         r.files.len(),
         if r.files.len() == 1 { "" } else { "s" },
         changed_files
     );
     s.push('\n');
     title(&mut s, ".text bytes per function");
-    s.push_str(&format_bloat(&r.text, "Function"));
+    s.push_str(&escape(&format_bloat(&r.text, "Function"), true));
     s.push('\n');
     title(&mut s, "__ex_table entries per function");
-    s.push_str(&format_bloat(&r.entries, "Function"));
+    s.push_str(&escape(&format_bloat(&r.entries, "Function"), true));
     s.push('\n');
     title(&mut s, "instructions of changed functions");
     let diffs: Vec<&FnChange> = r.changed.iter().filter(|c| !c.diff.is_empty()).collect();
@@ -449,6 +453,7 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
     }
     for c in diffs {
         for line in c.diff.lines() {
+            let line = escape(line, true);
             let paint = if !color {
                 None
             } else if line.starts_with("---") || line.starts_with("+++") {
@@ -473,7 +478,7 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
         }
     }
     for n in &r.notes {
-        let _ = writeln!(s, "note: {n}");
+        let _ = writeln!(s, "note: {}", escape(n, true));
     }
     s
 }

@@ -175,7 +175,10 @@ pub(super) fn filter_flavor(mut files: Vec<Source>, opts: &Options) -> Vec<Sourc
     files
 }
 
-/// Every `.S` under `dir` (an emitted tree), relative to it.
+/// Every `.S` under `dir` (an emitted tree), relative to it. Folders are
+/// walked without following symbolic links to folders (a link to a parent
+/// would never end); every `.S` is read by [`crate::input::read_string`],
+/// so a FIFO, socket or device named `*.S` is a located error, not a hang.
 pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Side> {
     let root = if dir.join("emitted").is_dir() {
         dir.join("emitted")
@@ -188,8 +191,9 @@ pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Sid
         let entries =
             std::fs::read_dir(&d).map_err(|e| input(format!("error: {}: {e}", d.display())))?;
         for e in entries {
-            let p = e?.path();
-            if p.is_dir() {
+            let e = e.map_err(|e| input(format!("error: {}: {e}", d.display())))?;
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "S") {
                 let rel = p
@@ -197,7 +201,7 @@ pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Sid
                     .expect("under root")
                     .to_string_lossy()
                     .replace('\\', "/");
-                let text = std::fs::read_to_string(&p)
+                let text = crate::input::read_string(&p)
                     .map_err(|e| input(format!("error: {}: {e}", p.display())))?;
                 files.push(source(rel, text, &p.display().to_string(), opts)?);
             }
@@ -270,14 +274,16 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
     if path.is_dir() {
         return folder_side(arg, &path, opts);
     }
-    if path.is_file() {
+    // Anything else that exists is read as a file (a FIFO or device is
+    // then refused by the reader), not taken for a git revision.
+    if path.symlink_metadata().is_ok() {
         if path.extension().is_some_and(|x| x == "toml") {
             return strategy_side(&path, opts).map(|mut s| {
                 s.label = arg.to_string();
                 s
             });
         }
-        let text = std::fs::read_to_string(&path)
+        let text = crate::input::read_string(&path)
             .map_err(|e| input(format!("error: {arg}: cannot read: {e}")))?;
         // An emitted file keeps its place under emitted/ so it pairs by path.
         let shown = path.to_string_lossy().replace('\\', "/");

@@ -1,0 +1,137 @@
+//! Reading what copygen is given: strategy files, distribution CSVs, `.S`
+//! files. Every reader goes through [`read_bytes`] (or [`read_string`]),
+//! which takes only a regular file (or standard input, named `-`) and at
+//! most [`MAX_INPUT`] bytes ([`MAX_STRATEGY`] for a strategy file), so that no input can hang a run (a FIFO, a
+//! terminal) or exhaust memory (`/dev/zero`, a file of 32 MB of blank
+//! lines).
+//!
+//! The file is opened without blocking (`O_NONBLOCK`, so opening a FIFO
+//! with no writer returns at once) and without becoming a controlling
+//! terminal (`O_NOCTTY`); what was opened is then checked with `fstat`, not
+//! the path beforehand, so a file swapped for a FIFO between a check and
+//! the open is still refused.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The largest input copygen reads, in bytes (16 MiB): about a thousand
+/// times the largest strategy file or emitted `.S` file, and far above a
+/// measured size distribution (4,096 lines).
+pub const MAX_INPUT: u64 = 16 << 20;
+
+/// The largest strategy file copygen reads (1 MiB, some 500 times the
+/// largest shipped one): parsing TOML takes some fifty times the file's
+/// size in memory, so a strategy file is held to less than other inputs.
+pub const MAX_STRATEGY: u64 = 1 << 20;
+
+/// Why an input could not be read. Its text names no file: the caller's
+/// message does.
+#[derive(Debug)]
+pub enum InputError {
+    /// A folder, FIFO, socket or device: what it is.
+    NotRegular(&'static str),
+    /// More than the limit (bytes).
+    TooLarge(u64),
+    /// Not UTF-8 text: the offset of the first byte that is not.
+    NotUtf8 {
+        at: usize,
+        bytes: Vec<u8>,
+    },
+    Io(std::io::Error),
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::NotRegular("a folder") => f.write_str("is a folder, not a regular file"),
+            InputError::NotRegular(what) => write!(f, "is {what}, not a regular file"),
+            InputError::TooLarge(limit) => write!(
+                f,
+                "is larger than {} MiB, the most copygen reads from this kind of input",
+                limit >> 20
+            ),
+            InputError::NotUtf8 { at, bytes } => write!(
+                f,
+                "not UTF-8 text: byte 0x{:02x} at offset {at} does not begin a UTF-8 character",
+                bytes[*at]
+            ),
+            InputError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl From<std::io::Error> for InputError {
+    fn from(e: std::io::Error) -> Self {
+        InputError::Io(e)
+    }
+}
+
+/// What a file that is not regular is, in words.
+fn kind(t: std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// At most `limit` bytes from `r`; more is [`InputError::TooLarge`].
+fn read_bounded(r: impl Read, size_hint: u64, limit: u64) -> Result<Vec<u8>, InputError> {
+    let mut buf = Vec::with_capacity(size_hint.min(limit) as usize);
+    r.take(limit + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(InputError::TooLarge(limit));
+    }
+    Ok(buf)
+}
+
+/// The bytes of the regular file at `path`, or of standard input for `-`,
+/// at most [`MAX_INPUT`] of them.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
+    read_bytes_limited(path, MAX_INPUT)
+}
+
+/// [`read_bytes`] with another limit.
+pub fn read_bytes_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+    if path.as_os_str() == "-" {
+        return read_bounded(std::io::stdin().lock(), 0, limit);
+    }
+    let file: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(InputError::NotRegular(kind(meta.file_type())));
+    }
+    if meta.len() > limit {
+        return Err(InputError::TooLarge(limit));
+    }
+    read_bounded(file, meta.len(), limit)
+}
+
+/// [`read_bytes`] as UTF-8 text.
+pub fn read_string(path: &Path) -> Result<String, InputError> {
+    read_string_limited(path, MAX_INPUT)
+}
+
+/// [`read_string`] with another limit.
+pub fn read_string_limited(path: &Path, limit: u64) -> Result<String, InputError> {
+    String::from_utf8(read_bytes_limited(path, limit)?).map_err(|e| InputError::NotUtf8 {
+        at: e.utf8_error().valid_up_to(),
+        bytes: e.into_bytes(),
+    })
+}
