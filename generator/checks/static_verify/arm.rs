@@ -27,7 +27,7 @@ use std::rc::Rc;
 use super::abi::AbiSpec;
 use super::arm_text::text;
 use super::domain::{add_val, Cmp, State, Val, STACK};
-use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{call_escape, Cc, Escape, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const SP: usize = 13;
@@ -352,6 +352,33 @@ fn decode(
             _ if defs.contains(&PC) => Flow::Indirect,
             _ => Flow::Next,
         };
+        let escape = match &ins {
+            Ins::Svc { .. } => Some(Escape::Trap(format!(
+                "`{}` is a system call: a copy routine makes none",
+                text(&ins, &options)
+            ))),
+            Ins::Bkpt { .. } => Some(Escape::Trap(format!(
+                "`{}` is a software trap: a copy routine never reaches one",
+                text(&ins, &options)
+            ))),
+            Ins::Bl { target, .. } => {
+                let delta = target.addr.wrapping_sub(o as u32) as i32 as i64;
+                let to = match obj.code_relocs.get(&loc) {
+                    Some(RelocTarget::Symbol(l)) => Some(Loc {
+                        section: l.section.clone(),
+                        offset: (l.offset as i64 + delta) as u64,
+                    }),
+                    Some(RelocTarget::Undefined(_)) => None,
+                    None => Some(Loc {
+                        section: section.to_string(),
+                        offset: (o as i64 + delta) as u64,
+                    }),
+                };
+                call_escape(&text(&ins, &options), to.as_ref().and_then(addr_of))
+            }
+            Ins::Blx { .. } => call_escape(&text(&ins, &options), None),
+            _ => None,
+        };
         let cond_exec = cond != unarm::Cond::Al && !matches!(ins, Ins::B { .. });
         let mems = mems(&ins);
         let text = text(&ins, &options);
@@ -423,6 +450,7 @@ fn decode(
             width,
             prefetch: matches!(ins, Ins::Pld { .. }),
             pad: matches!(ins, Ins::Nop { .. }) || text == "mov r0, r0",
+            escape,
             mems,
             semantics: Rc::new(ins),
         });

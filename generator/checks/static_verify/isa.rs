@@ -150,4 +150,29 @@ pub(super) struct Insn {
     pub(super) prefetch: bool,
     /// Padding (`nop`, `int3`): never reaching it is no gap in the analysis.
     pub(super) pad: bool,
+    /// How it leaves the routine's contract, if it can: a system call or
+    /// trap, or a call to code outside the function. Such code is never
+    /// run by `copygen verify`.
+    pub(super) escape: Option<Escape>,
+}
+
+/// How an instruction leaves the routine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Escape {
+    /// A system call, hypervisor or monitor call, or a software trap.
+    Trap(String),
+    /// A call the analysis does not follow (indirect, or to code outside
+    /// the function).
+    Call(String),
+}
+
+/// A call instruction's escape: `target` is its destination in the
+/// function's address space (None: indirect or outside the function).
+pub(super) fn call_escape(text: &str, target: Option<u64>) -> Option<Escape> {
+    match target {
+        Some(_) => None,
+        None => Some(Escape::Call(format!(
+            "`{text}` calls code outside the routine: the analysis cannot follow it"
+        ))),
+    }
 }

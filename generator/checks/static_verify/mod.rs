@@ -255,6 +255,7 @@ pub fn check_file(
             fixed,
             vector_ok: options.allow_vector || flavor == Flavor::Standalone,
             allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
+            dispatcher: options.dispatchers.contains(&f.name),
         };
         let (mut report, code) =
             check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
