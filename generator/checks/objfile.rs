@@ -229,6 +229,19 @@ pub fn shim_dir_for(arch: Arch) -> PathBuf {
     }
 }
 
+/// An input that cannot be read as what it claims (it does not assemble,
+/// its object is malformed): the user's to fix, so `copygen` exits 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
 /// Assemble `src` into `out` with gcc; the error carries gcc's messages.
 pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     let tc = crate::toolchain::toolchain(how.arch);
@@ -249,17 +262,84 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     }
     cmd.args(&how.flags);
     cmd.arg(src).arg("-o").arg(out);
+    bound_assembler(&mut cmd);
     let output = tc.cc.output(&mut cmd)?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
+        if exceeded(&output.status, &err) {
+            return Err(BadInput(format!(
+                "{}: the assembler exceeded its limits ({} MiB of memory, {} MiB of output, {} s of CPU time): a `.rept` or `.fill` that large is no copy routine",
+                src.display(),
+                AS_MEMORY >> 20,
+                AS_OUTPUT >> 20,
+                AS_CPU_SECS
+            ))
+            .into());
+        }
         let hint = if how.arch == Arch::I386 && err.contains("bits/") {
             format!(" (is `{}` installed?)", tc.cc.package_list())
         } else {
             String::new()
         };
-        bail!("{cc} could not assemble {}{hint}:\n{err}", src.display());
+        return Err(BadInput(format!(
+            "{cc} could not assemble {}{hint}:\n{err}",
+            src.display()
+        ))
+        .into());
     }
     Ok(())
+}
+
+/// What the compiler driver and the assembler under it may use: a 190-byte
+/// `.rept` nest otherwise asks for gigabytes.
+pub const AS_MEMORY: u64 = 512 << 20;
+pub const AS_OUTPUT: u64 = 64 << 20;
+pub const AS_CPU_SECS: u64 = 20;
+
+/// Limit the memory, output file size and CPU time of `cmd` (and of the
+/// assembler it runs: limits are inherited).
+fn bound_assembler(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for (what, n) in [
+                (libc::RLIMIT_AS, AS_MEMORY),
+                (libc::RLIMIT_FSIZE, AS_OUTPUT),
+                (libc::RLIMIT_CPU, AS_CPU_SECS),
+                (libc::RLIMIT_CORE, 0),
+            ] {
+                let l = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(what, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Whether a failed assembly ran into [`bound_assembler`]'s limits.
+fn exceeded(status: &std::process::ExitStatus, stderr: &str) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    let e = stderr.to_lowercase();
+    matches!(
+        status.signal(),
+        Some(libc::SIGXFSZ | libc::SIGXCPU | libc::SIGKILL)
+    ) || [
+        "memory exhausted",
+        "cannot allocate memory",
+        "out of memory",
+        "file too large",
+        "signal 25",
+        "signal 24",
+        "killed signal",
+    ]
+    .iter()
+    .any(|m| e.contains(m))
 }
 
 /// Assemble the text of a `.S` file in a temporary folder and read the object.
@@ -295,42 +375,100 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
             code.insert(s.name()?.to_string(), s.data()?.to_vec());
         }
     }
-    let mut functions = Vec::new();
+    let section_lines = read_lines(&file).unwrap_or_default();
     let mut labels = BTreeMap::new();
+    // (name, section, start, size: None without `.size`, global, a function symbol)
+    let mut syms: Vec<(String, String, u64, Option<u64>, bool, bool)> = Vec::new();
     for sym in file.symbols() {
-        if let (Some(idx), Ok(name)) = (sym.section_index(), sym.name()) {
-            let section = file.section_by_index(idx)?;
-            if section.kind() == object::SectionKind::Text
-                && !name.is_empty()
-                && sym.kind() != object::SymbolKind::Section
-            {
-                labels.insert(
-                    name.to_string(),
-                    Loc {
-                        section: section.name()?.to_string(),
-                        offset: sym.address(),
-                    },
-                );
-            }
-        }
-        if sym.kind() != object::SymbolKind::Text || sym.size() == 0 {
-            continue;
-        }
-        let Some(idx) = sym.section_index() else {
+        let (Some(idx), Ok(name)) = (sym.section_index(), sym.name()) else {
             continue;
         };
-        let section = file.section_by_index(idx)?.name()?.to_string();
+        let section = file.section_by_index(idx)?;
+        if section.kind() != object::SectionKind::Text
+            || name.is_empty()
+            || sym.kind() == object::SymbolKind::Section
+        {
+            continue;
+        }
+        let section = section.name()?.to_string();
+        labels.insert(
+            name.to_string(),
+            Loc {
+                section: section.clone(),
+                offset: sym.address(),
+            },
+        );
+        let function = sym.kind() == object::SymbolKind::Text;
+        // A function symbol, or a plain global label (hand-written
+        // assembly without `.type`/`.size`).
+        if function || sym.is_global() {
+            let size = (sym.size() > 0).then(|| sym.size());
+            syms.push((
+                name.to_string(),
+                section,
+                sym.address(),
+                size,
+                sym.is_global(),
+                function,
+            ));
+        }
+    }
+    let mut functions = Vec::new();
+    for (name, section, start, size, global, _) in &syms {
+        let len = code.get(section).map_or(0, |c: &Vec<u8>| c.len() as u64);
+        let at = |o: u64| {
+            let line = section_lines.get(section).and_then(|lines| {
+                let i = lines.partition_point(|&(a, _)| a <= o);
+                (i > 0).then(|| lines[i - 1].1)
+            });
+            line.map(|l| format!(" (line {l})")).unwrap_or_default()
+        };
+        let end = match size {
+            Some(n) => start.checked_add(*n).filter(|&e| e <= len).ok_or_else(|| {
+                anyhow!(
+                    "function `{name}`{}: its extent {start:#x}+{n:#x} leaves {section} ({len:#x} bytes): its `.size` is wrong",
+                    at(*start)
+                )
+            })?,
+            // Without `.size`: to the next global or function symbol of its
+            // section, else the section end (what objdump shows).
+            None => syms
+                .iter()
+                .filter(|o| &o.1 == section && o.2 > *start && (o.4 || o.5))
+                .map(|o| o.2)
+                .min()
+                .unwrap_or(len),
+        };
+        if *start > len {
+            bail!(
+                "function `{name}` starts at {start:#x}, past the end of {section} ({len:#x} bytes)"
+            );
+        }
+        if end <= *start {
+            continue;
+        }
         functions.push(FnSym {
-            name: sym.name()?.to_string(),
-            section,
-            start: sym.address(),
-            end: sym.address() + sym.size(),
-            global: sym.is_global(),
+            name: name.clone(),
+            section: section.clone(),
+            start: *start,
+            end,
+            global: *global,
         });
     }
     functions.sort_by(|a, b| (&a.section, a.start).cmp(&(&b.section, b.start)));
     let (extable, entry_size) = read_extable(&file, arch)?;
-    let section_lines = read_lines(&file).unwrap_or_default();
+    // Every entry's instruction and fixup lie in a code section.
+    for e in &extable {
+        for (what, l) in [("instruction", &e.insn), ("fixup", &e.fixup)] {
+            let len = code.get(&l.section).map(|c| c.len() as u64);
+            if len.is_none_or(|n| l.offset >= n) {
+                bail!(
+                    "__ex_table+{:#x}: its {what} {l} lies outside any code section",
+                    e.at
+                );
+            }
+        }
+    }
     let lines = section_lines.get(".text").cloned().unwrap_or_default();
     let code_relocs = read_code_relocs(&file)?;
     let alternatives = match arch {

@@ -317,12 +317,12 @@ fn check_variant(
 
     // Code that leaves the routine's contract: a system call or trap on
     // any path (or anywhere but padding), a call the analysis cannot follow.
-    for k in 0..n {
+    for (k, state) in states.iter().enumerate().take(n) {
         let i = &func.insns[k];
         let Some(escape) = i.escape.clone() else {
             continue;
         };
-        if states[k].is_none() && (i.pad || k >= func.own) {
+        if state.is_none() && (i.pad || k >= func.own) {
             continue;
         }
         match escape {
