@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
+pub use crate::checks::sandbox::BadInput;
+use crate::checks::sandbox::{bound_assembler, exceeded, AS_CPU_SECS, AS_MEMORY, AS_OUTPUT};
 use crate::front::strategy::{Arch, Flavor};
 
 /// A place in a code section.
@@ -229,19 +231,6 @@ pub fn shim_dir_for(arch: Arch) -> PathBuf {
     }
 }
 
-/// An input that cannot be read as what it claims (it does not assemble,
-/// its object is malformed): the user's to fix, so `copygen` exits 2.
-#[derive(Debug)]
-pub struct BadInput(pub String);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
 /// Assemble `src` into `out` with gcc; the error carries gcc's messages.
 pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     let tc = crate::toolchain::toolchain(how.arch);
@@ -288,58 +277,6 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
         .into());
     }
     Ok(())
-}
-
-/// What the compiler driver and the assembler under it may use: a 190-byte
-/// `.rept` nest otherwise asks for gigabytes.
-pub const AS_MEMORY: u64 = 512 << 20;
-pub const AS_OUTPUT: u64 = 64 << 20;
-pub const AS_CPU_SECS: u64 = 20;
-
-/// Limit the memory, output file size and CPU time of `cmd` (and of the
-/// assembler it runs: limits are inherited).
-fn bound_assembler(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit only, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            for (what, n) in [
-                (libc::RLIMIT_AS, AS_MEMORY),
-                (libc::RLIMIT_FSIZE, AS_OUTPUT),
-                (libc::RLIMIT_CPU, AS_CPU_SECS),
-                (libc::RLIMIT_CORE, 0),
-            ] {
-                let l = libc::rlimit {
-                    rlim_cur: n,
-                    rlim_max: n,
-                };
-                if libc::setrlimit(what, &l) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Whether a failed assembly ran into [`bound_assembler`]'s limits.
-fn exceeded(status: &std::process::ExitStatus, stderr: &str) -> bool {
-    use std::os::unix::process::ExitStatusExt;
-    let e = stderr.to_lowercase();
-    matches!(
-        status.signal(),
-        Some(libc::SIGXFSZ | libc::SIGXCPU | libc::SIGKILL)
-    ) || [
-        "memory exhausted",
-        "cannot allocate memory",
-        "out of memory",
-        "file too large",
-        "signal 25",
-        "signal 24",
-        "killed signal",
-    ]
-    .iter()
-    .any(|m| e.contains(m))
 }
 
 /// Assemble the text of a `.S` file in a temporary folder and read the object.

@@ -340,6 +340,73 @@ pub fn verdict(run: &Run, limits: &Limits) -> Option<String> {
     })
 }
 
+// ---- the assembler's bounds, and the error for a bad input ----
+
+/// An input that cannot be read as what it claims (it does not assemble,
+/// its object is malformed): the user's to fix, so `copygen` exits 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// What the compiler driver and the assembler under it may use: a 190-byte
+/// `.rept` nest otherwise asks for gigabytes.
+pub const AS_MEMORY: u64 = 512 << 20;
+pub const AS_OUTPUT: u64 = 64 << 20;
+pub const AS_CPU_SECS: u64 = 20;
+
+/// Limit the memory, output file size and CPU time of `cmd` (and of the
+/// assembler it runs: limits are inherited).
+pub(crate) fn bound_assembler(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for (what, n) in [
+                (libc::RLIMIT_AS, AS_MEMORY),
+                (libc::RLIMIT_FSIZE, AS_OUTPUT),
+                (libc::RLIMIT_CPU, AS_CPU_SECS),
+                (libc::RLIMIT_CORE, 0),
+            ] {
+                let l = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(what, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Whether a failed assembly ran into [`bound_assembler`]'s limits.
+pub(crate) fn exceeded(status: &std::process::ExitStatus, stderr: &str) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    let e = stderr.to_lowercase();
+    matches!(
+        status.signal(),
+        Some(libc::SIGXFSZ | libc::SIGXCPU | libc::SIGKILL)
+    ) || [
+        "memory exhausted",
+        "cannot allocate memory",
+        "out of memory",
+        "file too large",
+        "signal 25",
+        "signal 24",
+        "killed signal",
+    ]
+    .iter()
+    .any(|m| e.contains(m))
+}
+
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod filter {
     //! The seccomp filter (classic BPF over `struct seccomp_data`), for

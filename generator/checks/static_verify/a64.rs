@@ -30,7 +30,7 @@ use std::rc::Rc;
 
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
-use super::isa::{call_escape, Cc, Escape, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{call_escape, trap_escape, Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const LR: usize = 14;
@@ -350,12 +350,8 @@ fn decode(
             | Opcode::DRPS
             | Opcode::DCPS1
             | Opcode::DCPS2
-            | Opcode::DCPS3 => Some(Escape::Trap(format!(
-                "`{text}` is a system call: a copy routine makes none"
-            ))),
-            Opcode::BRK | Opcode::HLT => Some(Escape::Trap(format!(
-                "`{text}` is a software trap: a copy routine never reaches one"
-            ))),
+            | Opcode::DCPS3 => trap_escape(&text, true),
+            Opcode::BRK | Opcode::HLT => trap_escape(&text, false),
             Opcode::BL => {
                 let t = target(pc_offset.unwrap_or(0));
                 call_escape(&text, (t != u64::MAX).then_some(t))
