@@ -52,6 +52,7 @@ pub mod output {
 pub mod checks {
     pub mod faultinject;
     pub mod objfile;
+    pub mod sandbox;
     pub mod static_verify;
     pub mod verify;
 }

@@ -14,7 +14,13 @@
  * Output, one line per routine, then at most `max_details` violations:
  *   routine <name> cases <c> violations <v> max_shortfall <s>
  *   violation <name> n=<n> f=<f|none> ...: <what>
- * Exit status 1 on any violation, 2 if the harness itself cannot run.
+ * Exit status 1 on any violation, 2 if the harness itself cannot run, 3
+ * if the code under test made a system call the harness's seccomp filter
+ * refuses (its number on stderr: "harness: seccomp: system call N").
+ *
+ * Arguments: max_details, then "seccomp" (native: install the filter, or
+ * fail) or "qemu" (qemu-user refuses guest filters; copygen's sandbox
+ * around qemu is what holds there).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -133,6 +139,170 @@ static void install_handlers(void)
 	sa.sa_flags = SA_NODEFER | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
+}
+
+/* ---- seccomp: once set up, the harness only writes and exits ---- */
+
+/* The kernel's uapi headers are not there for every target (gcc -m32 has
+ * none), so the few constants are spelled out: linux/seccomp.h,
+ * linux/filter.h, linux/audit.h, linux/prctl.h. */
+#define SECCOMP_SET_MODE_FILTER 1
+#define SECCOMP_RET_KILL_PROCESS 0x80000000u
+#define SECCOMP_RET_TRAP 0x00030000u
+#define SECCOMP_RET_ALLOW 0x7fff0000u
+#define PR_SET_NO_NEW_PRIVS 38
+#define BPF_LD 0x00
+#define BPF_W 0x00
+#define BPF_ABS 0x20
+#define BPF_JMP 0x05
+#define BPF_JEQ 0x10
+#define BPF_JGE 0x30
+#define BPF_K 0x00
+#define BPF_RET 0x06
+#define BPF_STMT(code, k) { (unsigned short)(code), 0, 0, (k) }
+#define BPF_JUMP(code, k, jt, jf) { (unsigned short)(code), (jt), (jf), (k) }
+#define SECCOMP_DATA_NR 0
+#define SECCOMP_DATA_ARCH 4
+
+struct sock_filter {
+	uint16_t code;
+	uint8_t jt, jf;
+	uint32_t k;
+};
+struct sock_fprog {
+	unsigned short len;
+	struct sock_filter *filter;
+};
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH 0xc000003eu
+#elif defined(__i386__)
+#define NATIVE_ARCH 0x40000003u
+#elif defined(__arm__)
+#define NATIVE_ARCH 0x40000028u
+#elif defined(__aarch64__)
+#define NATIVE_ARCH 0xc00000b7u
+#endif
+
+#if defined(__i386__)
+/* arch/x86/entry/syscalls/syscall_32.tbl */
+#define __NR_exit 1
+#define __NR_write 4
+#define __NR_alarm 27
+#define __NR_brk 45
+#define __NR_munmap 91
+#define __NR_setitimer 104
+#define __NR_fstat 108
+#define __NR_sigreturn 119
+#define __NR_prctl 172
+#define __NR_rt_sigreturn 173
+#define __NR_mmap2 192
+#define __NR_fstat64 197
+#define __NR_exit_group 252
+#define __NR_fstatat64 300
+#define __NR_seccomp 354
+#define __NR_getrandom 355
+#define __NR_statx 383
+#else
+#include <sys/syscall.h>
+#endif
+
+#define ALLOW_NR(nr) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+static void put_str(const char *s)
+{
+	ssize_t r = write(2, s, strlen(s));
+	(void)r;
+}
+
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+	char num[24];
+	int i = sizeof num - 1;
+	long nr = si->si_syscall;
+
+	(void)sig;
+	(void)ctx;
+	num[i] = 0;
+	do {
+		num[--i] = (char)('0' + nr % 10);
+		nr /= 10;
+	} while (nr > 0 && i > 0);
+	put_str("harness: seccomp: system call ");
+	put_str(num + i);
+	put_str("\n");
+	_exit(3);
+}
+
+/* Allowed: output, exit, signal return, alarm, and what stdio's first
+ * write may need (fstat, memory for its buffer, malloc's getrandom); anything else, or a
+ * call through another ABI (int $0x80 from 64-bit code), traps. */
+static void install_seccomp(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_ARCH),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SECCOMP_DATA_NR),
+#if defined(__x86_64__)
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+#endif
+		ALLOW_NR(__NR_write),
+		ALLOW_NR(__NR_exit),
+		ALLOW_NR(__NR_exit_group),
+		ALLOW_NR(__NR_rt_sigreturn),
+#ifdef __NR_sigreturn
+		ALLOW_NR(__NR_sigreturn),
+#endif
+#ifdef __NR_alarm
+		ALLOW_NR(__NR_alarm),
+#endif
+		ALLOW_NR(__NR_setitimer),
+		ALLOW_NR(__NR_brk),
+#ifdef __NR_mmap
+		ALLOW_NR(__NR_mmap),
+#endif
+#ifdef __NR_mmap2
+		ALLOW_NR(__NR_mmap2),
+#endif
+		ALLOW_NR(__NR_munmap),
+		ALLOW_NR(__NR_getrandom),
+#ifdef __NR_fstat
+		ALLOW_NR(__NR_fstat),
+#endif
+#ifdef __NR_fstat64
+		ALLOW_NR(__NR_fstat64),
+#endif
+#ifdef __NR_newfstatat
+		ALLOW_NR(__NR_newfstatat),
+#endif
+#ifdef __NR_fstatat64
+		ALLOW_NR(__NR_fstatat64),
+#endif
+#ifdef __NR_statx
+		ALLOW_NR(__NR_statx),
+#endif
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+	};
+	struct sock_fprog prog = { sizeof filter / sizeof filter[0], filter };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) != 0) {
+		perror("sigaction");
+		exit(2);
+	}
+	if (syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+		perror("harness: installing the seccomp filter");
+		exit(2);
+	}
 }
 
 /* ---- buffers ---- */
@@ -469,6 +639,8 @@ int main(int argc, char **argv)
 	kend = kbase + KPAGES * PAGE;
 	install_handlers();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && strcmp(argv[2], "seccomp") == 0)
+		install_seccomp();
 
 	for (unsigned i = 0; i < n_routines; i++)
 		run_routine(&routines[i]);

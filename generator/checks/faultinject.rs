@@ -8,13 +8,14 @@
 //! The sizes in the report (`.text` bytes, exception-table entries per
 //! function) come from the assembled object, read with `object`.
 
+use std::ffi::OsStr;
 use std::fmt::Write as _;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use crate::backend::{compile, Compiled};
+use crate::checks::sandbox::{self, Limits};
 use crate::front::strategy::{Arch, Direction, Flavor, Precision, Strategy};
 use crate::output::render::render_functions;
 use crate::toolchain::{toolchain, Toolchain};
@@ -156,18 +157,35 @@ impl HarnessReport {
     }
 }
 
-/// Fault-inject every standalone entry point of `s`.
+/// Fault-inject every standalone entry point of `s`, in the sandbox with
+/// its default limits.
 pub fn run_strategy(s: &Strategy) -> Result<HarnessReport> {
+    run_strategy_with(s, &Limits::default())
+}
+
+/// [`run_strategy`] with these sandbox limits.
+pub fn run_strategy_with(s: &Strategy, limits: &Limits) -> Result<HarnessReport> {
     // One compile: the printed file and the manifest come from the same routines.
     let compiled = compile(s, Flavor::Standalone);
     let functions = crate::backend::print_file(s, Flavor::Standalone, &compiled);
     let asm = render_functions(s, Flavor::Standalone, functions);
-    run_asm(s.arch, &asm, &entries_of(s, &compiled))
+    run_asm_with(s.arch, &asm, &entries_of(s, &compiled), limits)
         .with_context(|| format!("fault injection of {} ({})", s.name, s.arch))
 }
 
-/// Fault-inject the entry points `entries` of the standalone assembly `asm`.
+/// Fault-inject the entry points `entries` of the standalone assembly
+/// `asm`, in the sandbox with its default limits.
 pub fn run_asm(arch: Arch, asm: &str, entries: &[EntryPoint]) -> Result<HarnessReport> {
+    run_asm_with(arch, asm, entries, &Limits::default())
+}
+
+/// [`run_asm`] with these sandbox limits ([`crate::checks::sandbox`]).
+pub fn run_asm_with(
+    arch: Arch,
+    asm: &str,
+    entries: &[EntryPoint],
+    limits: &Limits,
+) -> Result<HarnessReport> {
     let dir = tempfile::Builder::new()
         .prefix("copygen-faults")
         .tempdir()?;
@@ -204,34 +222,53 @@ pub fn run_asm(arch: Arch, asm: &str, entries: &[EntryPoint]) -> Result<HarnessR
         "linking the harness",
     )?;
     let exe = d.join("harness");
-    let mut cmd = match tc.runner {
-        None => Command::new(&exe),
+    let details = MAX_DETAILS.to_string();
+    // The native harness filters its own system calls once set up; under
+    // qemu-user the guest cannot install a filter (qemu refuses it), so
+    // the sandbox's outer filter and limits are what holds.
+    let (program, args, limits): (PathBuf, Vec<&OsStr>, Limits) = match tc.runner {
+        None => (
+            exe.clone(),
+            vec![OsStr::new(&details), OsStr::new("seccomp")],
+            *limits,
+        ),
         Some((runner, args)) => {
-            let mut c = runner.command();
-            c.args(args).arg(&exe);
-            c
+            let mut a: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+            a.extend([exe.as_os_str(), OsStr::new(&details), OsStr::new("qemu")]);
+            let limits = Limits {
+                memory: limits.memory.saturating_add(sandbox::QEMU_RESERVE),
+                ..*limits
+            };
+            (find_program(&runner)?, a, limits)
         }
     };
-    cmd.arg(MAX_DETAILS.to_string()).current_dir(d);
-    let runner = tc.runner.map_or(
-        crate::toolchain::Tool {
-            program: "harness",
-            packages: &[],
-        },
-        |(runner, _)| runner,
-    );
-    let out = runner.output(&mut cmd)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    // 0: clean, 1: violations; anything else is the harness failing.
-    if !matches!(out.status.code(), Some(0 | 1)) {
+    let run = sandbox::run(&program, &args, d, &limits, entries.len(), "routine ")?;
+    let stdout = &run.stdout;
+    if let Some(why) = sandbox::verdict(&run, &limits) {
+        // The first routine without its result line is the one that was
+        // running.
+        let done: Vec<&str> = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("routine "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let at = entries
+            .iter()
+            .find(|e| !done.contains(&e.symbol.as_str()))
+            .map(|e| format!(" in {}", e.symbol))
+            .unwrap_or_default();
+        let stderr: String = run.stderr.chars().take(2000).collect();
         bail!(
-            "the harness failed ({}):\n{}{}",
-            out.status,
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
+            "the harness {why}{at}{}{}",
+            if stderr.trim().is_empty() { "" } else { ":\n" },
+            stderr.trim_end()
         );
     }
-    let mut report = parse_output(&stdout)?;
+    let status_code = match run.ended {
+        sandbox::Ended::Exited(c) => Some(c),
+        _ => None,
+    };
+    let mut report = parse_output(stdout)?;
     for r in &mut report.routines {
         if let Some(&(bytes, entries)) = sizes.iter().find(|(s, _)| *s == r.symbol).map(|(_, v)| v)
         {
@@ -249,13 +286,27 @@ pub fn run_asm(arch: Arch, asm: &str, entries: &[EntryPoint]) -> Result<HarnessR
             missing.iter().map(|e| &e.symbol).collect::<Vec<_>>()
         );
     }
-    if (report.violations() > 0) != (out.status.code() == Some(1)) {
-        bail!(
-            "harness exit status {} disagrees with its report:\n{stdout}",
-            out.status
-        );
+    if (report.violations() > 0) != (status_code == Some(1)) {
+        bail!("harness exit status {status_code:?} disagrees with its report:\n{stdout}");
     }
     Ok(report)
+}
+
+/// `tool`'s program, found on `PATH` (the sandbox executes a file, not a
+/// name); missing, the error names the packages to install.
+fn find_program(tool: &crate::toolchain::Tool) -> Result<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(tool.program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "`{}` not found: install the Debian package(s) {} (verify/install-deps does)",
+                tool.program,
+                tool.package_list()
+            )
+        })
 }
 
 fn build(tc: &Toolchain, dir: &Path, args: &[&str], what: &str) -> Result<()> {

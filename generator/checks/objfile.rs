@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
+pub use crate::checks::sandbox::BadInput;
+use crate::checks::sandbox::{bound_assembler, exceeded, AS_CPU_SECS, AS_MEMORY, AS_OUTPUT};
 use crate::front::strategy::{Arch, Flavor};
 
 /// A place in a code section.
@@ -249,15 +251,30 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     }
     cmd.args(&how.flags);
     cmd.arg(src).arg("-o").arg(out);
+    bound_assembler(&mut cmd);
     let output = tc.cc.output(&mut cmd)?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
+        if exceeded(&output.status, &err) {
+            return Err(BadInput(format!(
+                "{}: the assembler exceeded its limits ({} MiB of memory, {} MiB of output, {} s of CPU time): a `.rept` or `.fill` that large is no copy routine",
+                src.display(),
+                AS_MEMORY >> 20,
+                AS_OUTPUT >> 20,
+                AS_CPU_SECS
+            ))
+            .into());
+        }
         let hint = if how.arch == Arch::I386 && err.contains("bits/") {
             format!(" (is `{}` installed?)", tc.cc.package_list())
         } else {
             String::new()
         };
-        bail!("{cc} could not assemble {}{hint}:\n{err}", src.display());
+        return Err(BadInput(format!(
+            "{cc} could not assemble {}{hint}:\n{err}",
+            src.display()
+        ))
+        .into());
     }
     Ok(())
 }
@@ -296,42 +313,100 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
             code.insert(s.name()?.to_string(), s.data()?.to_vec());
         }
     }
-    let mut functions = Vec::new();
+    let section_lines = read_lines(&file).unwrap_or_default();
     let mut labels = BTreeMap::new();
+    // (name, section, start, size: None without `.size`, global, a function symbol)
+    let mut syms: Vec<(String, String, u64, Option<u64>, bool, bool)> = Vec::new();
     for sym in file.symbols() {
-        if let (Some(idx), Ok(name)) = (sym.section_index(), sym.name()) {
-            let section = file.section_by_index(idx)?;
-            if section.kind() == object::SectionKind::Text
-                && !name.is_empty()
-                && sym.kind() != object::SymbolKind::Section
-            {
-                labels.insert(
-                    name.to_string(),
-                    Loc {
-                        section: section.name()?.to_string(),
-                        offset: sym.address(),
-                    },
-                );
-            }
-        }
-        if sym.kind() != object::SymbolKind::Text || sym.size() == 0 {
-            continue;
-        }
-        let Some(idx) = sym.section_index() else {
+        let (Some(idx), Ok(name)) = (sym.section_index(), sym.name()) else {
             continue;
         };
-        let section = file.section_by_index(idx)?.name()?.to_string();
+        let section = file.section_by_index(idx)?;
+        if section.kind() != object::SectionKind::Text
+            || name.is_empty()
+            || sym.kind() == object::SymbolKind::Section
+        {
+            continue;
+        }
+        let section = section.name()?.to_string();
+        labels.insert(
+            name.to_string(),
+            Loc {
+                section: section.clone(),
+                offset: sym.address(),
+            },
+        );
+        let function = sym.kind() == object::SymbolKind::Text;
+        // A function symbol, or a plain global label (hand-written
+        // assembly without `.type`/`.size`).
+        if function || sym.is_global() {
+            let size = (sym.size() > 0).then(|| sym.size());
+            syms.push((
+                name.to_string(),
+                section,
+                sym.address(),
+                size,
+                sym.is_global(),
+                function,
+            ));
+        }
+    }
+    let mut functions = Vec::new();
+    for (name, section, start, size, global, _) in &syms {
+        let len = code.get(section).map_or(0, |c: &Vec<u8>| c.len() as u64);
+        let at = |o: u64| {
+            let line = section_lines.get(section).and_then(|lines| {
+                let i = lines.partition_point(|&(a, _)| a <= o);
+                (i > 0).then(|| lines[i - 1].1)
+            });
+            line.map(|l| format!(" (line {l})")).unwrap_or_default()
+        };
+        let end = match size {
+            Some(n) => start.checked_add(*n).filter(|&e| e <= len).ok_or_else(|| {
+                anyhow!(
+                    "function `{name}`{}: its extent {start:#x}+{n:#x} leaves {section} ({len:#x} bytes): its `.size` is wrong",
+                    at(*start)
+                )
+            })?,
+            // Without `.size`: to the next global or function symbol of its
+            // section, else the section end (what objdump shows).
+            None => syms
+                .iter()
+                .filter(|o| &o.1 == section && o.2 > *start && (o.4 || o.5))
+                .map(|o| o.2)
+                .min()
+                .unwrap_or(len),
+        };
+        if *start > len {
+            bail!(
+                "function `{name}` starts at {start:#x}, past the end of {section} ({len:#x} bytes)"
+            );
+        }
+        if end <= *start {
+            continue;
+        }
         functions.push(FnSym {
-            name: sym.name()?.to_string(),
-            section,
-            start: sym.address(),
-            end: sym.address() + sym.size(),
-            global: sym.is_global(),
+            name: name.clone(),
+            section: section.clone(),
+            start: *start,
+            end,
+            global: *global,
         });
     }
     functions.sort_by(|a, b| (&a.section, a.start).cmp(&(&b.section, b.start)));
     let (extable, entry_size) = read_extable(&file, arch)?;
-    let section_lines = read_lines(&file).unwrap_or_default();
+    // Every entry's instruction and fixup lie in a code section.
+    for e in &extable {
+        for (what, l) in [("instruction", &e.insn), ("fixup", &e.fixup)] {
+            let len = code.get(&l.section).map(|c| c.len() as u64);
+            if len.is_none_or(|n| l.offset >= n) {
+                bail!(
+                    "__ex_table+{:#x}: its {what} {l} lies outside any code section",
+                    e.at
+                );
+            }
+        }
+    }
     let lines = section_lines.get(".text").cloned().unwrap_or_default();
     let code_relocs = read_code_relocs(&file)?;
     let alternatives = match arch {

@@ -33,7 +33,16 @@ impl Outcome {
 
 /// Fault-inject every strategy, `jobs` at a time, with a progress bar on
 /// stderr when `progress` (it hides itself when stderr is not a terminal).
-pub fn fault_suite(strategies: &[Strategy], jobs: usize, progress: bool) -> Vec<Outcome> {
+/// Only strategies whose `runnable` is true are run (the others failed
+/// the static check: their outcome says so); each in the sandbox with
+/// `limits`.
+pub fn fault_suite(
+    strategies: &[Strategy],
+    runnable: &[bool],
+    jobs: usize,
+    progress: bool,
+    limits: &crate::checks::sandbox::Limits,
+) -> Vec<Outcome> {
     let bar = if progress {
         ProgressBar::with_draw_target(Some(strategies.len() as u64), ProgressDrawTarget::stderr())
     } else {
@@ -51,7 +60,13 @@ pub fn fault_suite(strategies: &[Strategy], jobs: usize, progress: bool) -> Vec<
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(s) = strategies.get(i) else { break };
                 bar.set_message(format!("{} ({})", s.name, s.arch));
-                let r = faultinject::run_strategy(s);
+                let r = if runnable.get(i).copied().unwrap_or(false) {
+                    faultinject::run_strategy_with(s, limits)
+                } else {
+                    Err(anyhow::anyhow!(
+                        "not run: the static check failed (see above)"
+                    ))
+                };
                 done.lock().expect("no panics while held").push((i, r));
                 bar.inc(1);
             });
@@ -150,6 +165,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
 pub fn fault_asm_file(
     path: &std::path::Path,
     found: &crate::checks::static_verify::Report,
+    limits: &crate::checks::sandbox::Limits,
 ) -> Outcome {
     use crate::checks::static_verify::UserSide;
     let name = path
@@ -157,6 +173,13 @@ pub fn fault_asm_file(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let report = (|| {
+        // Code the static check failed is never run.
+        if !found.passed() {
+            anyhow::bail!(
+                "{}: not run: the static check failed (see above)",
+                path.display()
+            );
+        }
         if found.flavor != crate::front::strategy::Flavor::Standalone {
             anyhow::bail!(
                 "{}: fault injection runs the standalone flavour; this file includes kernel headers",
@@ -189,7 +212,7 @@ pub fn fault_asm_file(
         }
         let asm = crate::input::read_string(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        faultinject::run_asm(found.arch, &asm, &entries)
+        faultinject::run_asm_with(found.arch, &asm, &entries, limits)
     })();
     Outcome {
         strategy: name,

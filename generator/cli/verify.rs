@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use copygen::front::catalog::catalog;
-use copygen::front::strategy::{Arch, Strategy};
+use copygen::front::strategy::{Arch, Flavor, Strategy};
 
 use super::{load_all, parse_arch, parse_flavor, Failure};
 
@@ -21,6 +21,16 @@ pub struct VerifyArgs {
     /// Strategies run at once.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    /// Fault injection: seconds each routine may run in the sandbox
+    /// before it is killed (1 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = copygen::checks::sandbox::DEFAULT_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=86400))]
+    timeout: u64,
+    /// Fault injection: address space the sandboxed harness may use, in MiB
+    /// (16 to 1048576; qemu-user gets its guest's reserved space on top).
+    #[arg(long, value_name = "MIB", default_value_t = copygen::checks::sandbox::DEFAULT_MEMORY_MIB,
+          value_parser = clap::value_parser!(u64).range(16..=1 << 20))]
+    memory_limit: u64,
     /// Static verification only, of `.S`/`.o` files (ours or hand-written) or
     /// strategy files: exception-table coverage, preserved registers, no
     /// vector state in the linux flavour, no unguarded read-ahead.
@@ -79,8 +89,11 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     };
     let asm_reports = asm
         .iter()
-        .map(|f| check_object(f, &options))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|f| check_object(f, &options).map_err(input_error))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    for (f, r) in asm.iter().zip(&asm_reports) {
+        missing_functions(f, r, &options)?;
+    }
     // Static first (seconds), then fault injection (the long part).
     let mut reports = check_strategies(&strategies, &options)?;
     reports.extend(asm_reports.iter().cloned());
@@ -93,9 +106,26 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
             ExitCode::from(1)
         });
     }
-    let mut outcomes = copygen::checks::verify::fault_suite(&strategies, args.jobs, true);
+    let limits = copygen::checks::sandbox::Limits {
+        timeout: std::time::Duration::from_secs(args.timeout),
+        memory: args.memory_limit << 20,
+    };
+    // Code the static check failed is never run: its standalone report
+    // (what the harness would run) must pass.
+    let standalone_ok: Vec<bool> = strategies
+        .iter()
+        .enumerate()
+        .map(|(k, _)| {
+            reports[k * Flavor::ALL.len()..(k + 1) * Flavor::ALL.len()]
+                .iter()
+                .filter(|r| r.flavor == Flavor::Standalone)
+                .all(|r| r.passed())
+        })
+        .collect();
+    let mut outcomes =
+        copygen::checks::verify::fault_suite(&strategies, &standalone_ok, args.jobs, true, &limits);
     for (f, r) in asm.iter().zip(&asm_reports) {
-        outcomes.push(copygen::checks::verify::fault_asm_file(f, r));
+        outcomes.push(copygen::checks::verify::fault_asm_file(f, r, &limits));
     }
     out!("{}", copygen::checks::verify::table(&outcomes));
     let faults_ok = !outcomes.iter().any(|o| o.failed());
@@ -104,6 +134,43 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// An error about an input file (it does not assemble, its object is
+/// malformed, it is not there): exit 2; anything else (a missing tool)
+/// stays an internal failure.
+fn input_error(e: anyhow::Error) -> Failure {
+    if e.downcast_ref::<copygen::checks::objfile::BadInput>()
+        .is_some()
+    {
+        Failure::Input(format!("error: {e:#}"))
+    } else {
+        Failure::from(e)
+    }
+}
+
+/// `--function NAME` naming no function of `file`: a located input error.
+fn missing_functions(
+    file: &std::path::Path,
+    report: &copygen::checks::static_verify::Report,
+    options: &copygen::checks::static_verify::Options,
+) -> Result<(), Failure> {
+    for spec in &options.functions {
+        if !report.functions.iter().any(|f| f.name == spec.name) {
+            let known: Vec<&str> = report.all_functions.iter().map(String::as_str).collect();
+            return Err(Failure::Input(format!(
+                "error: {}: --function {}: no such function (functions: {})",
+                file.display(),
+                spec.name,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn static_options(

@@ -30,7 +30,7 @@ use std::rc::Rc;
 
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
-use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{call_escape, trap_escape, Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const LR: usize = 14;
@@ -229,7 +229,14 @@ fn decode(
                 (Flow::CondJump(target(pc_offset.unwrap_or(0))), Cc::Other)
             }
             Opcode::RET if gpr(&ops[0]) == Some(Some(LR)) => (Flow::Return, Cc::Other),
-            Opcode::RET | Opcode::BR => (Flow::Indirect, Cc::Other),
+            Opcode::RET
+            | Opcode::BR
+            | Opcode::BRAA
+            | Opcode::BRAAZ
+            | Opcode::BRAB
+            | Opcode::BRABZ
+            | Opcode::RETAA
+            | Opcode::RETAB => (Flow::Indirect, Cc::Other),
             Opcode::BL | Opcode::BLR => (Flow::Next, Cc::Other),
             Opcode::UDF | Opcode::BRK | Opcode::HLT => (Flow::Stop, Cc::Other),
             _ => (Flow::Next, Cc::Other),
@@ -333,6 +340,27 @@ fn decode(
             .map(|m| m.size)
             .unwrap_or(1);
         let pad = text == "nop";
+        let escape = match ins.opcode {
+            Opcode::SVC
+            | Opcode::HVC
+            | Opcode::SMC
+            | Opcode::ERET
+            | Opcode::ERETAA
+            | Opcode::ERETAB
+            | Opcode::DRPS
+            | Opcode::DCPS1
+            | Opcode::DCPS2
+            | Opcode::DCPS3 => trap_escape(&text, true),
+            Opcode::BRK | Opcode::HLT => trap_escape(&text, false),
+            Opcode::BL => {
+                let t = target(pc_offset.unwrap_or(0));
+                call_escape(&text, (t != u64::MAX).then_some(t))
+            }
+            Opcode::BLR | Opcode::BLRAA | Opcode::BLRAAZ | Opcode::BLRAB | Opcode::BLRABZ => {
+                call_escape(&text, None)
+            }
+            _ => None,
+        };
         out.push(Insn {
             addr,
             loc,
@@ -351,6 +379,7 @@ fn decode(
             width,
             prefetch,
             pad,
+            escape,
             mems,
             semantics: Rc::new(ins),
         });
@@ -382,6 +411,7 @@ fn undecodable(addr: u64, loc: Loc, word: &[u8]) -> Insn {
         width: 1,
         prefetch: false,
         pad: false,
+        escape: None,
     }
 }
 

@@ -27,8 +27,10 @@ use std::rc::Rc;
 use super::abi::AbiSpec;
 use super::arm_text::text;
 use super::domain::{add_val, Cmp, State, Val, STACK};
-use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
-use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
+use super::isa::{
+    branch_to, call_escape, trap_escape, Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch,
+};
+use crate::checks::objfile::{Loc, ObjectFile};
 
 pub(super) const SP: usize = 13;
 pub(super) const LR: usize = 14;
@@ -316,17 +318,7 @@ fn decode(
                 // Relative to this instruction; a relocation names the
                 // place the encoded offset counts from.
                 let delta = target.addr.wrapping_sub(o as u32) as i32 as i64;
-                let to = match obj.code_relocs.get(&loc) {
-                    Some(RelocTarget::Symbol(l)) => Some(Loc {
-                        section: l.section.clone(),
-                        offset: (l.offset as i64 + delta) as u64,
-                    }),
-                    Some(RelocTarget::Undefined(_)) => None,
-                    None => Some(Loc {
-                        section: section.to_string(),
-                        offset: (o as i64 + delta) as u64,
-                    }),
-                };
+                let to = branch_to(obj, &loc, delta);
                 let t = to.as_ref().and_then(addr_of).unwrap_or(u64::MAX);
                 if cond == unarm::Cond::Al {
                     Flow::Jump(t)
@@ -355,6 +347,17 @@ fn decode(
         let cond_exec = cond != unarm::Cond::Al && !matches!(ins, Ins::B { .. });
         let mems = mems(&ins);
         let text = text(&ins, &options);
+        let escape = match &ins {
+            Ins::Svc { .. } | Ins::Bkpt { .. } => {
+                trap_escape(&text, matches!(ins, Ins::Svc { .. }))
+            }
+            Ins::Bl { target, .. } => {
+                let to = branch_to(obj, &loc, target.addr.wrapping_sub(o as u32) as i32 as i64);
+                call_escape(&text, to.as_ref().and_then(addr_of))
+            }
+            Ins::Blx { .. } => call_escape(&text, None),
+            _ => None,
+        };
         let touch = match &ins {
             Ins::Ldr { rd, addr, .. } | Ins::Ldrb { rd, addr, .. }
                 if matches!(
@@ -423,6 +426,7 @@ fn decode(
             width,
             prefetch: matches!(ins, Ins::Pld { .. }),
             pad: matches!(ins, Ins::Nop { .. }) || text == "mov r0, r0",
+            escape,
             mems,
             semantics: Rc::new(ins),
         });

@@ -50,7 +50,18 @@ impl Func<'_> {
     }
 
     fn make_finding(&self, severity: Severity, k: usize, message: String) -> Finding {
-        let i = &self.insns[k];
+        // A function that decodes to nothing (a crafted object) still gets
+        // its finding, at its entry.
+        let Some(i) = self.insns.get(k) else {
+            return Finding {
+                severity,
+                addr: 0,
+                section: String::new(),
+                insn: String::new(),
+                line: None,
+                message,
+            };
+        };
         Finding {
             severity,
             addr: i.loc.offset,

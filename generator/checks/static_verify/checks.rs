@@ -10,7 +10,7 @@ use super::analysis::{analyse, decide, entry_state, first_write, fixup_paths, li
 use super::arm;
 use super::cfg::Func;
 use super::domain::{Low, State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
-use super::isa::{isa_for, Flow, Insn, Mem, MemKind, Touch};
+use super::isa::{isa_for, Escape, Flow, Insn, Mem, MemKind, Touch};
 use super::report::{Finding, FunctionReport, Severity, UserSide};
 use crate::checks::objfile::{FnSym, Loc, ObjectFile};
 
@@ -23,6 +23,9 @@ pub(super) struct Target {
     pub(super) vector_ok: bool,
     /// Code the analysis cannot reach or follow is a warning, not an error.
     pub(super) allow_unanalysed: bool,
+    /// copygen's own per-CPU entry point: its call into the resolver is
+    /// expected (a warning); a system call still is an error.
+    pub(super) dispatcher: bool,
 }
 
 /// Where a memory access may go.
@@ -309,6 +312,23 @@ fn check_variant(
                     func.insns[k].width
                 ),
             );
+        }
+    }
+
+    // Code that leaves the routine's contract: a system call or trap on
+    // any path (or anywhere but padding), a call the analysis cannot follow.
+    for (k, state) in states.iter().enumerate().take(n) {
+        let i = &func.insns[k];
+        let Some(escape) = i.escape.clone() else {
+            continue;
+        };
+        if state.is_none() && (i.pad || k >= func.own) {
+            continue;
+        }
+        match escape {
+            Escape::Trap(why) => func.finding(Severity::Error, k, why),
+            Escape::Call(why) if target.dispatcher => func.finding(Severity::Warning, k, why),
+            Escape::Call(why) => func.finding(Severity::Error, k, why),
         }
     }
 

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use super::abi::AbiSpec;
 use super::domain::State;
 use super::{a64, arm, x86};
-use crate::checks::objfile::{Loc, ObjectFile};
+use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
 
 /// An instruction set, as the checker needs it.
@@ -150,4 +150,53 @@ pub(super) struct Insn {
     pub(super) prefetch: bool,
     /// Padding (`nop`, `int3`): never reaching it is no gap in the analysis.
     pub(super) pad: bool,
+    /// How it leaves the routine's contract, if it can: a system call or
+    /// trap, or a call to code outside the function. Such code is never
+    /// run by `copygen verify`.
+    pub(super) escape: Option<Escape>,
+}
+
+/// How an instruction leaves the routine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Escape {
+    /// A system call, hypervisor or monitor call, or a software trap.
+    Trap(String),
+    /// A call the analysis does not follow (indirect, or to code outside
+    /// the function).
+    Call(String),
+}
+
+/// A system call (`syscall`: true) or a software trap's escape.
+pub(super) fn trap_escape(text: &str, syscall: bool) -> Option<Escape> {
+    Some(Escape::Trap(if syscall {
+        format!("`{text}` is a system call: a copy routine makes none")
+    } else {
+        format!("`{text}` is a software trap: a copy routine never reaches one")
+    }))
+}
+
+/// A call instruction's escape: `target` is its destination in the
+/// function's address space (None: indirect or outside the function).
+pub(super) fn call_escape(text: &str, target: Option<u64>) -> Option<Escape> {
+    match target {
+        Some(_) => None,
+        None => Some(Escape::Call(format!(
+            "`{text}` calls code outside the routine: the analysis cannot follow it"
+        ))),
+    }
+}
+
+/// Where a branch at `loc` with offset `delta` goes (None: undefined).
+pub(super) fn branch_to(obj: &ObjectFile, loc: &Loc, delta: i64) -> Option<Loc> {
+    match obj.code_relocs.get(loc) {
+        Some(RelocTarget::Symbol(l)) => Some(Loc {
+            section: l.section.clone(),
+            offset: (l.offset as i64 + delta) as u64,
+        }),
+        Some(RelocTarget::Undefined(_)) => None,
+        None => Some(Loc {
+            section: loc.section.clone(),
+            offset: (loc.offset as i64 + delta) as u64,
+        }),
+    }
 }

@@ -153,7 +153,7 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
         let text = crate::input::read_string(path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            .map_err(|e| objfile::BadInput(format!("{}: {e}", path.display())))?;
         // A file copygen generated in another run states its facts.
         let header = crate::output::header::read(&text);
         let (h_arch, h_flavor, h_conv) = (
@@ -192,10 +192,15 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
         let dir = tempfile::tempdir()?;
         let out = dir.path().join("static.o");
         objfile::assemble(path, &out, &how)?;
-        (objfile::read_path(&out)?, flavor, h_conv)
+        // Errors name the source, not the temporary object.
+        let data = std::fs::read(&out)?;
+        let obj = objfile::read(&data).map_err(|e| {
+            objfile::BadInput(format!("{}: the assembled object: {e:#}", path.display()))
+        })?;
+        (obj, flavor, h_conv)
     } else {
         (
-            objfile::read_path(path)?,
+            objfile::read_path(path).map_err(|e| objfile::BadInput(format!("{e:#}")))?,
             options.flavor.unwrap_or(Flavor::Standalone),
             None,
         )
@@ -255,6 +260,7 @@ pub fn check_file(
             fixed,
             vector_ok: options.allow_vector || flavor == Flavor::Standalone,
             allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
+            dispatcher: options.dispatchers.contains(&f.name),
         };
         let (mut report, code) =
             check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
@@ -280,6 +286,7 @@ pub fn check_file(
         convention: abi.describe.clone(),
         functions,
         file_findings,
+        all_functions: obj.functions.iter().map(|f| f.name.clone()).collect(),
     })
 }
 

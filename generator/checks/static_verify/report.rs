@@ -127,6 +127,8 @@ pub struct Report {
     pub functions: Vec<FunctionReport>,
     /// Problems outside any checked function (stray table entries).
     pub file_findings: Vec<String>,
+    /// Every function symbol of the object, checked or not.
+    pub all_functions: Vec<String>,
 }
 
 impl Report {

@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use super::abi::{AbiSpec, NREGS};
 use super::domain::{add_val, Cmp, State, Val, CONST, LEN, SRC, STACK};
-use super::isa::{Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{call_escape, Cc, Escape, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
 use crate::checks::objfile::{self, Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
 
@@ -42,8 +42,10 @@ impl Isa for X86 {
         objfile::decode_x86(self.arch, bytes, range.start)
             .into_iter()
             .map(|i| {
+                let escape = escape(obj, &i, section, addr_of);
                 let mut insn = facts(i, section, abi, &mut factory);
                 insn.flow = relocated_flow(obj, &insn, addr_of);
+                insn.escape = escape;
                 insn
             })
             .collect()
@@ -51,6 +53,60 @@ impl Isa for X86 {
 
     fn reg_name(&self, r: usize) -> &'static str {
         reg_name(self.arch, r)
+    }
+}
+
+/// How `i` leaves the routine: a system call or software interrupt (the
+/// linux flavour's `int3` after a `ret` is padding no path reaches, and
+/// only a reached one is reported), or a call to code outside the function.
+/// `call 1f; 1: pop` (i386 position-independent data) is no call.
+fn escape(
+    obj: &ObjectFile,
+    i: &Instruction,
+    section: &str,
+    addr_of: &dyn Fn(&Loc) -> Option<u64>,
+) -> Option<Escape> {
+    let text = || objfile::format_x86(i);
+    match i.mnemonic() {
+        Mnemonic::Syscall | Mnemonic::Sysenter | Mnemonic::Int | Mnemonic::Into => {
+            return Some(Escape::Trap(format!(
+                "`{}` is a system call: a copy routine makes none",
+                text()
+            )));
+        }
+        Mnemonic::Int1 | Mnemonic::Int3 => {
+            return Some(Escape::Trap(format!(
+                "`{}` is a software trap: a copy routine never reaches one",
+                text()
+            )));
+        }
+        _ => {}
+    }
+    match i.flow_control() {
+        FlowControl::IndirectCall => call_escape(&text(), None),
+        FlowControl::Call => {
+            if !matches!(
+                i.op0_kind(),
+                OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+            ) {
+                return call_escape(&text(), None);
+            }
+            let field = Loc {
+                section: section.to_string(),
+                offset: i.next_ip().saturating_sub(4),
+            };
+            let target = match obj.code_relocs.get(&field) {
+                Some(RelocTarget::Undefined(_)) => None,
+                Some(RelocTarget::Symbol(l)) => addr_of(l),
+                None if i.near_branch_target() == i.next_ip() => return None,
+                None => addr_of(&Loc {
+                    section: section.to_string(),
+                    offset: i.near_branch_target(),
+                }),
+            };
+            call_escape(&text(), target)
+        }
+        _ => None,
     }
 }
 
@@ -266,6 +322,7 @@ fn facts(
         width: i.memory_size().size().max(1),
         prefetch: false,
         pad: matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3),
+        escape: None,
         semantics: Rc::new(i),
     }
 }
