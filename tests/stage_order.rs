@@ -21,6 +21,7 @@ fn stage(module: &str) -> Option<usize> {
         ("front::variant", 0),
         ("arch", 1),
         ("toolchain", 1),
+        ("input", 1),
         ("front", 2),
         ("lower", 3),
         ("backend", 4),

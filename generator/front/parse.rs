@@ -69,8 +69,11 @@ fn override_note(file: &Path, text: &str, arch: Option<Arch>) -> Option<String> 
 pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
     let text = read_text(file)?;
     let (s, warnings) = parse_with_warnings(file, &text, arch)?;
+    // A standard error that cannot be written drops the warning; it never
+    // panics (`eprintln!` would).
+    let mut err = std::io::stderr().lock();
     for w in warnings {
-        crate::output::write::to_stderr(format_args!("{w}\n"));
+        let _ = std::io::Write::write_fmt(&mut err, format_args!("{w}\n"));
     }
     Ok(s)
 }
