@@ -1,7 +1,13 @@
 //! The outside programs copygen runs, per architecture, with the Debian
 //! packages that provide them: one table, so an error message, the
 //! assembler call and `verify/install-deps` cannot disagree (a test checks
-//! the script installs every package named here).
+//! the script installs every package named here). `verify/kernel/lib.sh`
+//! is checked against it too (`tests/toolchain_scripts.rs`): its
+//! `kernel_init_cc` is [`Toolchain::cc`] with [`Toolchain::arch_flags`],
+//! then `-static` on every arch (the boot test's init runs with no
+//! libraries, where copygen's own programs link statically only under
+//! qemu-user), and its `kernel_cross` the prefix of [`Toolchain::objdump`].
+//! The kernel build takes its compiler flags from kbuild, not this table.
 
 use std::io::ErrorKind;
 use std::process::{Command, Output};

@@ -52,11 +52,12 @@ fn cpu(vendor: &str, family: u32, model: u32, erms: bool, fsrm: bool) -> CpuInfo
     }
 }
 
-/// A tune result as `copygen tune` writes one: a candidate with the CPU
-/// record among its comments.
+/// A tune result as `copygen tune` writes one: a candidate with comments
+/// and the CPU in its `[tuned_on]` table.
 fn tuned(c: &Candidate, cpu: &CpuInfo, file: &str) -> Input {
     let mut h = Header::new("tuned");
-    h.comments = vec!["Tuned for the test.".into(), cpu.record()];
+    h.comments = vec!["Tuned for the test.".into()];
+    h.tuned_on = Some(cpu.tuned_on());
     Input {
         path: PathBuf::from(file),
         text: c.toml(&h),
@@ -191,10 +192,12 @@ fn bad_merge_inputs_are_located_errors_and_write_nothing() {
     let block = tuned(&c, &intel, "b")
         .text
         .replace("\"exact\"", "\"block\"");
+    let table_line = a.lines().position(|l| l == "[tuned_on]").unwrap() + 1;
+    let same_cpu = format!("b.toml:{table_line}: error: ");
     let cases: Vec<(Vec<(&str, String)>, &str)> = vec![
         (
             vec![("a.toml", a.clone()), ("b.toml", a.clone())],
-            "b.toml:2: error: ",
+            &same_cpu,
         ),
         (
             vec![
@@ -213,14 +216,14 @@ fn bad_merge_inputs_are_located_errors_and_write_nothing() {
                 ("a.toml", a.clone()),
                 ("b.toml", c.toml(&Header::new("tuned"))),
             ],
-            "b.toml:1: error: no `# cpu: ...` comment",
+            "b.toml:1: error: no `[tuned_on]` table",
         ),
         (
             vec![
-                ("a.toml", a.replace("erms=yes", "erms=maybe")),
+                ("a.toml", a.replace("\"fsrm\"", "\"maybe\"")),
                 ("b.toml", tuned(&c, &intel, "b").text),
             ],
-            "a.toml:2: error: the CPU record",
+            "unknown CPU feature \"maybe\"",
         ),
         (vec![("a.toml", a.clone())], "at least two"),
     ];
@@ -237,4 +240,114 @@ fn bad_merge_inputs_are_located_errors_and_write_nothing() {
         assert!(!out.exists(), "{want}: something was written");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The merge's text parsed back, compared with the strategy it stands for.
+fn merged_parses_back(inputs: &[Input]) -> Strategy {
+    let (s, text) = merge(inputs, None).unwrap();
+    let back =
+        parse::parse(Path::new("m.toml"), &text, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_same(&s, &back, &text);
+    back
+}
+
+#[test]
+fn a_file_name_cannot_inject_toml_into_the_merged_output() {
+    let zen = cpu("AuthenticAMD", 0x19, 0x11, true, true);
+    let intel = cpu("GenuineIntel", 0x6, 0xa7, true, true);
+    let c = Candidate::bare_guarded();
+    let plain = [tuned(&c, &zen, "a.toml"), tuned(&c, &intel, "b.toml")];
+    let hostile_name = "a\n[linux]\nuaccess = \"caller\"\n#.toml";
+    let hostile = [
+        tuned(&c, &zen, hostile_name),
+        tuned(&c, &intel, "b\r\n[fault]\n.toml"),
+    ];
+    let want = merged_parses_back(&plain);
+    let mut got = merged_parses_back(&hostile);
+    // The names are in the description, their control characters escaped.
+    let shown = r#"a\n[linux]\nuaccess = "caller"\n#.toml"#;
+    assert!(got.description.contains(shown), "{}", got.description);
+    got.description = want.description.clone();
+    got.text = want.text.clone();
+    assert_eq!(got, want);
+    assert_eq!(
+        got.linux.uaccess,
+        copygen::front::strategy::Uaccess::Routine
+    );
+    // Every line of the comment block is one comment.
+    let (_, text) = merge(&hostile, None).unwrap();
+    let head: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("name ="))
+        .collect();
+    assert!(
+        head.iter().all(|l| l.is_empty() || l.starts_with('#')),
+        "{text}"
+    );
+}
+
+fn tuned_on_error(edit: impl Fn(&str) -> String) -> String {
+    let c = Candidate::bare_guarded();
+    let text = edit(&tuned(&c, &cpu("AuthenticAMD", 0x19, 0x11, true, true), "t.toml").text);
+    match parse::parse(Path::new("t.toml"), &text, None) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_tuned_on_table_is_validated_with_located_errors() {
+    let c = Candidate::bare_guarded();
+    let text = tuned(&c, &cpu("AuthenticAMD", 0x19, 0x11, true, true), "t.toml").text;
+    let line = |key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+    let s = parse::parse(Path::new("t.toml"), &text, None).unwrap();
+    let t = s.tuned_on.unwrap();
+    assert_eq!(
+        (t.vendor.as_str(), t.family, t.model),
+        ("AuthenticAMD", 0x19, 0x11)
+    );
+    assert_eq!(t.features, CpuFeature::ALL.to_vec());
+    let cases: Vec<(String, String, &str)> = vec![
+        (
+            tuned_on_error(|t| t.replace("\"AuthenticAMD\"", "\"Authentic\\nAMD\"")),
+            format!("t.toml:{}", line("vendor")),
+            "not a CPUID vendor string",
+        ),
+        (
+            tuned_on_error(|t| t.replace("family = 0x19", "family = 0x200")),
+            format!("t.toml:{}", line("family")),
+            "the largest CPUID reports",
+        ),
+        (
+            tuned_on_error(|t| t.replace("model = 0x11", "model = 0x100")),
+            format!("t.toml:{}", line("model")),
+            "the largest CPUID reports",
+        ),
+        (
+            tuned_on_error(|t| t.replace(", \"zen\"]", "]")),
+            format!("t.toml:{}", line("features")),
+            "so list it",
+        ),
+        (
+            tuned_on_error(|t| t.replace("\"erms\"", "\"fsrm\"")),
+            format!("t.toml:{}", line("features")),
+            "listed twice",
+        ),
+        (
+            tuned_on_error(|t| t.replace("model = 0x11", "model = 0x11\nstepping = 1")),
+            format!("t.toml:{}", line("model") + 1),
+            "stepping",
+        ),
+        (
+            tuned_on_error(|t| t.replace("arch = \"x86_64\"", "arch = \"aarch64\"")),
+            "t.toml:".into(),
+            "has no CPUID",
+        ),
+    ];
+    for (err, at, what) in cases {
+        assert!(
+            err.contains(&at) && err.contains(what),
+            "want {at} and {what:?} in:\n{err}"
+        );
+    }
 }

@@ -30,6 +30,19 @@ pub(super) struct RawStrategy {
     pub(super) dispatch: Vec<RawClass>,
     #[serde(default)]
     pub(super) variants: Vec<RawVariant>,
+    pub(super) tuned_on: Option<RawTunedOn>,
+}
+
+/// `[tuned_on]`: the CPU `copygen tune` measured (see
+/// [`crate::front::variant::TunedOn`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTunedOn {
+    pub(super) vendor: String,
+    pub(super) family: u32,
+    pub(super) model: u32,
+    #[serde(default)]
+    pub(super) features: Vec<String>,
 }
 
 /// A per-CPU variant (`[[variants]]`): a condition, method overrides, and

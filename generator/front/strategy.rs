@@ -337,6 +337,8 @@ pub struct Strategy {
     pub variants: Vec<crate::front::variant::Variant>,
     /// Constant-size entry points (`<symbol>_<dir>_<n>`).
     pub fixed_sizes: Vec<u32>,
+    /// The CPU `copygen tune` measured (`[tuned_on]`), if recorded.
+    pub tuned_on: Option<crate::front::variant::TunedOn>,
     /// Path of the strategy file as given (for the generated header).
     pub source: String,
     /// The strategy file's text, restated in the generated file.

@@ -11,11 +11,42 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::strategy::*;
-use crate::front::variant::Variant;
+use crate::front::variant::{TunedOn, Variant};
 
 /// A TOML basic string: quoted and escaped.
-fn quoted(s: &str) -> String {
+pub fn quoted(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+/// `lines` as TOML comments, one `# ` line each. A control character
+/// (a newline above all) is written escaped (`\n`), so no text given
+/// here can end its comment and start TOML of its own.
+pub fn comments(lines: &[String]) -> String {
+    let mut t = String::new();
+    for l in lines {
+        t.push('#');
+        if !l.is_empty() {
+            t.push(' ');
+        }
+        t.push_str(&printable(l));
+        t.push('\n');
+    }
+    t
+}
+
+/// `s` with each control character (newline, carriage return, ...)
+/// written escaped (`\n`): text that stays on one line and passes the
+/// validator's printable-text checks.
+pub fn printable(s: &str) -> String {
+    let mut t = String::new();
+    for c in s.chars() {
+        if c.is_control() {
+            t.extend(c.escape_default());
+        } else {
+            t.push(c);
+        }
+    }
+    t
 }
 
 /// The strategy file of `s`; an error when two different methods share a
@@ -42,6 +73,9 @@ pub fn render(s: &Strategy) -> Result<String, String> {
     if s.zero_tail {
         let _ = writeln!(t, "zero_tail = true");
     }
+    if let Some(c) = &s.tuned_on {
+        tuned_on(&mut t, c);
+    }
     for m in methods(s)?.values() {
         method(&mut t, m);
     }
@@ -52,6 +86,18 @@ pub fn render(s: &Strategy) -> Result<String, String> {
         variant(&mut t, v);
     }
     Ok(t)
+}
+
+fn tuned_on(t: &mut String, c: &TunedOn) {
+    let f: Vec<String> = c.features.iter().map(|f| quoted(&f.name())).collect();
+    let _ = writeln!(
+        t,
+        "\n[tuned_on]\nvendor = {}\nfamily = {:#x}\nmodel = {:#x}\nfeatures = [{}]",
+        quoted(&c.vendor),
+        c.family,
+        c.model,
+        f.join(", ")
+    );
 }
 
 fn linux(t: &mut String, l: &LinuxOptions) {

@@ -6,6 +6,7 @@
 
 mod dispatch;
 mod shadow;
+mod tuned_on;
 mod variants;
 
 use std::cell::RefCell;
@@ -236,6 +237,8 @@ impl Validator<'_> {
             ));
         }
 
+        let tuned_on = self.keep(self.tuned_on(arch, raw.tuned_on.take()));
+
         let budget = self.budget(arch, linux.as_ref());
         let mut methods = BTreeMap::new();
         // Methods that failed: classes using them are not blamed again.
@@ -292,6 +295,7 @@ impl Validator<'_> {
             classes: classes?,
             variants: variants?,
             fixed_sizes: fixed,
+            tuned_on: tuned_on?,
             source: recorded_path(file),
             text: text.to_string(),
         };

@@ -108,3 +108,28 @@ mod tests {
         assert_eq!(CpuFeature::parse("Zen"), None);
     }
 }
+
+/// The CPU a strategy was tuned on (`[tuned_on]`: what `copygen tune`
+/// records and `copygen tune --merge` reads to name and condition each
+/// input's variant). Validated: a CPUID vendor string (1 to 12 printable
+/// ASCII characters), a family and model CPUID can report, and the
+/// features of [`CpuFeature`] the CPU has, in [`CpuFeature::ALL`] order,
+/// `zen` exactly when the vendor and family say Zen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunedOn {
+    pub vendor: String,
+    pub family: u32,
+    pub model: u32,
+    pub features: Vec<CpuFeature>,
+}
+
+impl TunedOn {
+    /// The largest family CPUID reports (base 0xf plus extended 0xff).
+    pub const MAX_FAMILY: u32 = 0xf + 0xff;
+    /// The largest model CPUID reports (extended and base nibbles).
+    pub const MAX_MODEL: u32 = 0xff;
+
+    pub fn has(&self, f: CpuFeature) -> bool {
+        self.features.contains(&f)
+    }
+}

@@ -48,7 +48,7 @@ pub mod merge;
 mod report;
 mod space;
 
-pub use cpu::{cpu_info, CpuInfo, RECORD_PREFIX};
+pub use cpu::{cpu_info, CpuInfo};
 use measure::{compile, QUICK_ALIAS, QUICK_SIZES};
 pub use measure::{round_ratios, score, tune_sweep, Score, GRID_ALIAS, GRID_SIZES};
 pub use report::{
@@ -322,13 +322,14 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     // The file: comments with the CPU, the distributions and the figures.
     let mut header = o.header.clone();
     header.comments = file_comments(&cpu, cliff_ratio, o, &report, &fin, evaluated);
+    header.tuned_on = Some(cpu.tuned_on());
     let text = match &cand {
         Some(c) => c.toml(&header),
         None => {
-            let mut t: String = header.comments.iter().map(|c| format!("# {c}\n")).collect();
-            t.push('\n');
-            t.push_str(&strategy.text);
-            t
+            // The base won: it, with the CPU it was measured on.
+            let mut base = strategy.clone();
+            base.tuned_on = header.tuned_on.clone();
+            space::file_text(&header.comments, &base)
         }
     };
     let strategy =
@@ -358,7 +359,6 @@ fn file_comments(
 ) -> Vec<String> {
     let mut c = vec![
         format!("Tuned by `copygen tune` on {}.", cpu.describe()),
-        cpu.record(),
         format!(
             "rep movsb at 1 KiB with (dst - src) mod 4096 in 1..=15: {cliff_ratio:.1}x its cost at 0{}.",
             if cliff_ratio > CLIFF_RATIO {

@@ -52,10 +52,13 @@ declare -A kernel_qemu=(
 	[aarch64]="qemu-system-aarch64 -M virt -cpu max -accel tcg -smp 1 -m 256M"
 )
 declare -A kernel_console=([x86_64]=ttyS0 [i386]=ttyS0 [armv6]=ttyAMA0 [aarch64]=ttyAMA0)
+# kernel-boot's init, a user-space program: generator/toolchain.rs's compiler and arch
+# flags, always -static (tests/toolchain_scripts.rs checks both this and kernel_cross).
+# The kernel build itself takes its flags from kbuild (which passes -marm for ARM).
 declare -A kernel_init_cc=(
 	[x86_64]="gcc -static"
 	[i386]="gcc -m32 -static"
-	[armv6]="arm-linux-gnueabi-gcc -static -march=armv6"
+	[armv6]="arm-linux-gnueabi-gcc -march=armv6 -marm -static"
 	[aarch64]="aarch64-linux-gnu-gcc -static"
 )
 # Debian packages: PKG:CHECK (a command or an absolute path)

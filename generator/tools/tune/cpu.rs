@@ -1,10 +1,10 @@
-//! What CPUID says about the CPU a tune ran on, for the output's comments
-//! and the report.
+//! What CPUID says about the CPU a tune ran on, for the output's
+//! `[tuned_on]` table, its comments and the report.
 
 use serde::Serialize;
 
 use crate::arch::cpu::{is_zen, Cpuid};
-use crate::front::variant::CpuFeature;
+use crate::front::variant::{CpuFeature, TunedOn};
 use crate::tools::bench;
 
 // ---- the CPU -------------------------------------------------------------------
@@ -70,55 +70,32 @@ impl CpuInfo {
     }
 }
 
-/// The comment line a tune writes so that `--merge` knows the CPU:
-/// `cpu: vendor=AuthenticAMD family=0x19 model=0x11 erms=yes fsrm=yes`.
-pub const RECORD_PREFIX: &str = "cpu: ";
-
 impl CpuInfo {
-    pub fn record(&self) -> String {
-        let yes = |b: bool| if b { "yes" } else { "no" };
-        format!(
-            "{RECORD_PREFIX}vendor={} family={:#x} model={:#x} erms={} fsrm={}",
-            self.vendor,
-            self.family,
-            self.model,
-            yes(self.erms),
-            yes(self.fsrm)
-        )
+    /// The `[tuned_on]` table a tune writes so that `--merge` knows the CPU.
+    pub fn tuned_on(&self) -> TunedOn {
+        TunedOn {
+            vendor: self.vendor.clone(),
+            family: self.family,
+            model: self.model,
+            features: CpuFeature::ALL
+                .into_iter()
+                .filter(|f| self.features().contains(f))
+                .collect(),
+        }
     }
 
-    /// The CPU of a [`CpuInfo::record`] line (without the `# `).
-    pub fn from_record(line: &str) -> Option<CpuInfo> {
-        let rest = line.strip_prefix(RECORD_PREFIX)?;
-        let mut cpu = CpuInfo {
-            vendor: String::new(),
-            family: 0,
-            model: 0,
+    /// The CPU of a validated `[tuned_on]` table (no stepping or name:
+    /// the table does not record them).
+    pub fn from_tuned_on(t: &TunedOn) -> CpuInfo {
+        CpuInfo {
+            vendor: t.vendor.clone(),
+            family: t.family,
+            model: t.model,
             stepping: 0,
-            erms: false,
-            fsrm: false,
+            erms: t.has(CpuFeature::Erms),
+            fsrm: t.has(CpuFeature::Fsrm),
             name: String::new(),
-        };
-        let mut seen = 0;
-        for word in rest.split_whitespace() {
-            let (k, v) = word.split_once('=')?;
-            let hex = || u32::from_str_radix(v.strip_prefix("0x")?, 16).ok();
-            let flag = || match v {
-                "yes" => Some(true),
-                "no" => Some(false),
-                _ => None,
-            };
-            match k {
-                "vendor" if !v.is_empty() => cpu.vendor = v.to_string(),
-                "family" => cpu.family = hex()?,
-                "model" => cpu.model = hex()?,
-                "erms" => cpu.erms = flag()?,
-                "fsrm" => cpu.fsrm = flag()?,
-                _ => return None,
-            }
-            seen += 1;
         }
-        (seen == 5).then_some(cpu)
     }
 
     /// The feature bits a per-CPU variant may test that this CPU has.

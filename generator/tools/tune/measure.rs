@@ -127,7 +127,10 @@ pub fn score(res: &Results, subject: usize, tuned: usize, cliff: bool) -> Score 
     }
 }
 
-/// A candidate compiled for timing, or why it cannot be.
+/// A candidate compiled for timing, or `None` when it cannot be. The
+/// candidate is built as a value and written by the strategy writer; its
+/// text goes through the validator, the one way to a validated strategy
+/// (and the text the emitted header restates).
 pub(super) fn compile(c: &Candidate, header: &Header) -> Option<(Strategy, Subject)> {
     let text = c.toml(header);
     let s = crate::front::parse::parse(Path::new("tuned.toml"), &text, None).ok()?;

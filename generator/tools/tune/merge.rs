@@ -1,6 +1,6 @@
 //! `copygen tune --merge a.toml b.toml ...`: tune results from several CPUs
-//! become one per-CPU strategy. Each input's recorded CPU (the `# cpu:`
-//! line a tune writes) gives its variant: named after the CPU, with the
+//! become one per-CPU strategy. Each input's recorded CPU (the
+//! `[tuned_on]` table a tune writes) gives its variant: named after the CPU, with the
 //! feature bits that CPU has as its condition. Variants are ordered by how
 //! many bits they require, most first, so a CPU gets the result of the
 //! input whose bits it has most of; the last becomes the default. Each
@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cpu::{CpuInfo, RECORD_PREFIX};
+use super::cpu::CpuInfo;
 use crate::front::parse;
 use crate::front::strategy::{Method, SizeClass, Strategy};
 use crate::front::to_toml;
@@ -24,7 +24,7 @@ struct Tuned<'a> {
     input: &'a Input,
     strategy: Strategy,
     cpu: CpuInfo,
-    /// 1-based line of the `# cpu:` comment.
+    /// 1-based line of the `[tuned_on]` table.
     cpu_line: usize,
 }
 
@@ -42,28 +42,15 @@ fn line_of(text: &str, key: &str) -> usize {
 
 fn read(input: &Input) -> Result<Tuned<'_>, String> {
     let strategy = parse::parse(&input.path, &input.text, None).map_err(|e| e.to_string())?;
-    let found = input.text.lines().enumerate().find_map(|(i, l)| {
-        let body = l.strip_prefix('#')?.trim_start();
-        body.starts_with(RECORD_PREFIX).then(|| (i + 1, body))
-    });
-    let Some((cpu_line, record)) = found else {
+    let Some(tuned_on) = &strategy.tuned_on else {
         return Err(located(
             &input.path,
             1,
-            format!(
-                "no `# {RECORD_PREFIX}...` comment: not the output of `copygen tune` (which records the CPU it measured)"
-            ),
+            "no `[tuned_on]` table: not the output of `copygen tune` (which records the CPU it measured)",
         ));
     };
-    let cpu = CpuInfo::from_record(record).ok_or_else(|| {
-        located(
-            &input.path,
-            cpu_line,
-            format!(
-                "the CPU record must read `{RECORD_PREFIX}vendor=NAME family=0xNN model=0xNN erms=yes|no fsrm=yes|no`"
-            ),
-        )
-    })?;
+    let cpu = CpuInfo::from_tuned_on(tuned_on);
+    let cpu_line = line_of(&input.text, "[tuned_on]");
     if !strategy.variants.is_empty() {
         return Err(located(
             &input.path,
@@ -186,7 +173,7 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
             .map(|(t, v)| format!(
                 "`{}` from {} ({})",
                 v.name,
-                t.input.path.display(),
+                to_toml::printable(&t.input.path.display().to_string()),
                 v.condition_text()
             ))
             .collect::<Vec<_>>()
@@ -194,22 +181,23 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
     );
     s.classes = variants[last].classes.clone();
     s.variants = variants;
-    let body = to_toml::render(&s).map_err(|e| format!("error: {e}"))?;
-    let mut text = String::from("# Merged by `copygen tune --merge` from:\n");
+    // Several CPUs: each variant says which through its name and condition.
+    s.tuned_on = None;
+    let mut comments = vec!["Merged by `copygen tune --merge` from:".to_string()];
     for (t, v) in tuned.iter().zip(&s.variants) {
-        text.push_str(&format!(
-            "#\n# {} -> variant `{}` ({}):\n",
+        comments.push(String::new());
+        comments.push(format!(
+            "{} -> variant `{}` ({}):",
             t.input.path.display(),
             v.name,
             v.condition_text()
         ));
         for l in t.input.text.lines().take_while(|l| l.starts_with('#')) {
-            let body = l.trim_start_matches('#').trim_start();
-            if !body.starts_with(RECORD_PREFIX) {
-                text.push_str(&format!("#   {body}\n"));
-            }
+            comments.push(format!("  {}", l.trim_start_matches('#').trim_start()));
         }
     }
+    let body = to_toml::render(&s).map_err(|e| format!("error: {e}"))?;
+    let mut text = to_toml::comments(&comments);
     text.push('\n');
     text.push_str(&body);
     Ok((s, text))

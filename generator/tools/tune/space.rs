@@ -2,11 +2,11 @@
 //! its neighbours, and the strategy file it stands for ([`Header`] holds
 //! what every candidate shares).
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
-use crate::front::strategy::Strategy;
+use crate::front::strategy::*;
+use crate::front::to_toml;
+use crate::front::variant::TunedOn;
 use crate::tools::bench;
 
 // ---- the search space ------------------------------------------------------------
@@ -139,82 +139,109 @@ impl Candidate {
         out
     }
 
-    /// The strategy file: `header` (name, description, options) then the
-    /// methods and dispatch of this candidate.
-    pub fn toml(&self, header: &Header) -> String {
-        let mut t = String::new();
-        for line in &header.comments {
-            let _ = writeln!(t, "# {line}");
-        }
-        if !header.comments.is_empty() {
-            t.push('\n');
-        }
-        let _ = writeln!(t, "name = \"{}\"", header.name);
-        let _ = writeln!(
-            t,
-            "description = \"\"\"\n{}\n\"\"\"",
-            header.description.trim_end()
+    /// The strategy this candidate stands for, with `header`'s name,
+    /// description, options and CPU record. Not yet validated: `source`
+    /// and `text` are empty until [`Candidate::toml`]'s text is parsed.
+    pub fn strategy(&self, header: &Header) -> Strategy {
+        let method = |name: &str, kind: MethodKind| Method {
+            name: name.into(),
+            kind,
+        };
+        let small = method(
+            "small",
+            MethodKind::HeadTail {
+                width: 8,
+                registers: self.short_registers,
+            },
         );
-        let _ = writeln!(t, "arch = \"x86_64\"");
-        if let Some(d) = &header.directions {
-            let _ = writeln!(t, "directions = {d}");
-        }
-        let _ = writeln!(t, "\n[linux]\n{}", header.linux.trim_end());
-        let _ = writeln!(t, "\n[fault]\nprecision = \"{}\"", header.precision);
-        let classes = self.classes();
+        let movsb = method(
+            "movsb",
+            MethodKind::RepMovs {
+                unit: 1,
+                align: None,
+            },
+        );
+        let bands = self.classes();
+        let guarded_lo = bands.iter().filter(|c| c.2 > 0).map(|c| c.0).min();
+        let l = &self.band_loop;
+        let band = method(
+            "band",
+            MethodKind::Unrolled(Unrolled {
+                block: l.block,
+                width: 8,
+                registers: l.registers,
+                grouping: if l.interleaved {
+                    Grouping::Interleaved
+                } else {
+                    Grouping::LoadsFirst
+                },
+                prefetch: l.prefetch.map(|d| Prefetch {
+                    kind: PrefetchKind::Nta,
+                    distances: vec![d],
+                }),
+                align: l.align.map(|(p, to)| Align {
+                    pointer: if p == "src" {
+                        AlignPointer::Src
+                    } else {
+                        AlignPointer::Dst
+                    },
+                    to,
+                    min_size: l.block.max(to) as u64,
+                }),
+                tail: if l.overlap_tail && guarded_lo.is_some_and(|g| g >= 8) {
+                    Tail::Overlap
+                } else {
+                    Tail::Words
+                },
+            }),
+        );
+        let mut classes = Vec::new();
         if self.short_max > 0 {
-            let _ = writeln!(
-                t,
-                "\n[methods.small]\nkind = \"head_tail\"\nwidth = 8\nregisters = {}",
-                self.short_registers
-            );
+            classes.push(SizeClass {
+                lo: 0,
+                hi: Some(self.short_max as u64),
+                guards: Vec::new(),
+                method: small,
+            });
         }
-        let _ = writeln!(t, "\n[methods.movsb]\nkind = \"rep_movs\"\nunit = 1");
-        let guarded_lo = classes.iter().filter(|c| c.2 > 0).map(|c| c.0).min();
-        if let Some(glo) = guarded_lo {
-            let l = &self.band_loop;
-            let _ = writeln!(
-                t,
-                "\n[methods.band]\nkind = \"unrolled\"\nblock = {}\nwidth = 8\nregisters = {}\ngrouping = \"{}\"",
-                l.block,
-                l.registers,
-                if l.interleaved { "interleaved" } else { "loads_first" }
-            );
-            if let Some((p, to)) = l.align {
-                let _ = writeln!(
-                    t,
-                    "align = {{ pointer = \"{p}\", to = {to}, min_size = {} }}",
-                    l.block.max(to)
-                );
-            }
-            if let Some(d) = l.prefetch {
-                let _ = writeln!(t, "prefetch = {{ kind = \"nta\", distance = [{d}] }}");
-            }
-            let tail = if l.overlap_tail && glo >= 8 {
-                "overlap"
-            } else {
-                "words"
-            };
-            let _ = writeln!(t, "tail = \"{tail}\"");
+        for (lo, hi, b) in bands {
+            classes.push(SizeClass {
+                lo,
+                hi,
+                guards: if b > 0 {
+                    vec![Guard {
+                        condition: Condition::Alias { lo: 1, hi: b },
+                        method: band.clone(),
+                    }]
+                } else {
+                    Vec::new()
+                },
+                method: movsb.clone(),
+            });
         }
-        if self.short_max > 0 {
-            let _ = writeln!(
-                t,
-                "\n[[dispatch]]\nsizes = \"0..={}\"\nuse = \"small\"",
-                self.short_max
-            );
+        Strategy {
+            name: header.name.clone(),
+            symbol: symbol_of(&header.name),
+            description: header.description.clone(),
+            arch: Arch::X86_64,
+            directions: header.directions.clone(),
+            routine: RoutineShape::PerDirection,
+            precision: header.precision,
+            zero_tail: false,
+            linux: header.linux.clone(),
+            classes,
+            variants: Vec::new(),
+            fixed_sizes: Vec::new(),
+            tuned_on: header.tuned_on.clone(),
+            source: String::new(),
+            text: String::new(),
         }
-        for (lo, hi, band) in classes {
-            let sizes = match hi {
-                Some(h) => format!("{lo}..={h}"),
-                None => format!("{lo}.."),
-            };
-            let _ = writeln!(t, "\n[[dispatch]]\nsizes = \"{sizes}\"\nuse = \"movsb\"");
-            if band > 0 {
-                let _ = writeln!(t, "[[dispatch.guard]]\nalias = [1, {band}]\nuse = \"band\"");
-            }
-        }
-        t
+    }
+
+    /// The strategy file: `header`'s comments, then [`Candidate::strategy`]
+    /// as the one strategy writer (`front/to_toml.rs`) writes it.
+    pub fn toml(&self, header: &Header) -> String {
+        file_text(&header.comments, &self.strategy(header))
     }
 
     /// A neighbour: one or two parameters changed.
@@ -244,16 +271,28 @@ impl Candidate {
     }
 }
 
+/// A strategy file: `comments` (each line escaped by the writer), a blank
+/// line, then `s`.
+pub fn file_text(comments: &[String], s: &Strategy) -> String {
+    let mut t = to_toml::comments(comments);
+    if !comments.is_empty() {
+        t.push('\n');
+    }
+    // The candidate's methods have distinct names, so this cannot fail.
+    t.push_str(&to_toml::render(s).unwrap_or_default());
+    t
+}
+
 /// What every candidate shares: from the base strategy, or defaults.
 #[derive(Debug, Clone)]
 pub struct Header {
     pub name: String,
     pub description: String,
-    /// `directions = [...]` as written in the base, if it had one.
-    pub directions: Option<String>,
-    /// The body of the `[linux]` table.
-    pub linux: String,
-    pub precision: &'static str,
+    pub directions: Vec<Direction>,
+    pub linux: LinuxOptions,
+    pub precision: Precision,
+    /// The CPU measured (`[tuned_on]`), once known.
+    pub tuned_on: Option<TunedOn>,
     /// Comment lines at the top of the file.
     pub comments: Vec<String>,
 }
@@ -265,49 +304,32 @@ impl Header {
             description: "Tuned by `copygen tune` for one CPU and a set of size distributions: \
                           `rep movsb` with alias guards (see the comments above)."
                 .into(),
-            directions: None,
-            linux: "uaccess = \"routine\"".into(),
-            precision: "exact",
+            directions: vec![Direction::FromUser, Direction::ToUser],
+            linux: LinuxOptions {
+                convention: Convention::C,
+                uaccess: Uaccess::Routine,
+                // What the parser gives x86_64 for every kernel tree.
+                extable: ExtableFormat::Copy,
+                kernel: None,
+                from_user: None,
+                to_user: None,
+                both: None,
+            },
+            precision: Precision::Exact,
+            tuned_on: None,
             comments: Vec::new(),
         }
     }
 
-    /// The base strategy's name, directions, linux options and precision.
+    /// The base strategy's name, description, directions, convention,
+    /// uaccess and precision.
     pub fn from_base(s: &Strategy) -> Header {
-        use crate::front::strategy::{Convention, Direction, Precision, Uaccess};
-        let dirs: Vec<String> = s
-            .directions
-            .iter()
-            .map(|d| {
-                format!(
-                    "\"{}\"",
-                    match d {
-                        Direction::FromUser => "from_user",
-                        Direction::ToUser => "to_user",
-                    }
-                )
-            })
-            .collect();
-        Header {
-            name: s.name.clone(),
-            description: s.description.clone(),
-            directions: Some(format!("[{}]", dirs.join(", "))),
-            linux: format!(
-                "convention = \"{}\"\nuaccess = \"{}\"",
-                match s.linux.convention {
-                    Convention::C => "c",
-                    Convention::RepMovs => "rep_movs",
-                },
-                match s.linux.uaccess {
-                    Uaccess::Caller => "caller",
-                    Uaccess::Routine => "routine",
-                }
-            ),
-            precision: match s.precision {
-                Precision::Exact => "exact",
-                Precision::Block => "block",
-            },
-            comments: Vec::new(),
-        }
+        let mut h = Header::new(&s.name);
+        h.description = s.description.clone();
+        h.directions = s.directions.clone();
+        h.linux.convention = s.linux.convention;
+        h.linux.uaccess = s.linux.uaccess;
+        h.precision = s.precision;
+        h
     }
 }
