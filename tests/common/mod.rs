@@ -4,6 +4,7 @@
 //! the choices and every knob is reachable.
 #![allow(dead_code)]
 
+pub mod mutant;
 pub mod static_check;
 
 use std::fmt::Write as _;
