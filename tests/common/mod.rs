@@ -4,6 +4,9 @@
 //! the choices and every knob is reachable.
 #![allow(dead_code)]
 
+pub mod mutant;
+pub mod static_check;
+
 use std::fmt::Write as _;
 
 use copygen::front::strategy::Arch;
