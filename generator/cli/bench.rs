@@ -24,7 +24,24 @@ pub struct BenchArgs {
     /// dst at independent random page offsets, a fresh sequence every round.
     #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["sizes", "alias_offsets"])]
     distribution: Vec<String>,
-    /// With --distribution: calls per sequence, 1 to 1048576.
+    /// Replay a workload trace (CSV: direction,size,dst_offset,src_offset[,caller];
+    /// see docs/benchmarking.md) in the recorded order at the recorded page offsets.
+    #[arg(long, value_name = "FILE.csv",
+          conflicts_with_all = ["table", "sizes", "alias_offsets", "distribution", "cold", "kernel", "plot", "alias_share", "pointers"])]
+    workload: Option<PathBuf>,
+    /// With --workload: bytes of source plus destination buffers the calls
+    /// rotate over, 8192 to 536870912 (default 262144, L2-resident).
+    #[arg(long, value_name = "BYTES", requires = "workload",
+          default_value_t = copygen::tools::bench::DEFAULT_WORKING_SET,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(8192..=2 * MAX_SIZE as u64))]
+    working_set: usize,
+    /// With --distribution: where the pointers sit in their pages: uniform
+    /// (independent random offsets), malloc (glibc malloc blocks: 16-aligned,
+    /// from 128 KiB at offset 16) or page-cache (src at offset 0, dst a malloc block).
+    #[arg(long, default_value = "uniform", value_parser = pointers)]
+    pointers: copygen::tools::bench::distribution::Pointers,
+    /// With --distribution: calls per sequence, 1 to 1048576 (with
+    /// --workload: calls per replayed segment, at most the trace's).
     #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CALLS as u64))]
     calls: usize,
@@ -104,6 +121,12 @@ fn offsets(s: &str) -> Result<List, String> {
         .map_err(|e| format!("{e:#} (offsets are within a 4096-byte page)"))
 }
 
+fn pointers(s: &str) -> Result<copygen::tools::bench::distribution::Pointers, String> {
+    use copygen::tools::bench::distribution::Pointers;
+    Pointers::parse(s.trim())
+        .ok_or_else(|| format!("a pointer model is one of: {}", Pointers::NAMES.join(", ")))
+}
+
 fn share(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
@@ -124,6 +147,9 @@ fn check_rows(what: &str, lens: &[usize]) -> Result<(), Failure> {
 
 pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     use copygen::tools::bench;
+    if let Some(w) = &a.workload {
+        return cmd_replay(&a, w);
+    }
     let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
@@ -134,7 +160,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             .map(|d| bench::distribution::Distribution::load(d))
             .collect::<Result<Vec<_>>>()
             .map_err(|e| Failure::Input(format!("{e:#}")))?;
-        bench::distribution_sweep(dists, a.calls, a.alias_share)
+        bench::distribution_sweep_with(dists, a.calls, a.alias_share, a.pointers)
     } else if let Some(List(alias)) = &a.alias_offsets {
         let sizes = a.sizes.as_ref().map_or(vec![1024], |l| l.0.clone());
         check_rows("--sizes and --alias-offsets", &[sizes.len(), alias.len()])?;
@@ -160,35 +186,8 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
-    let found = copygen::arch::cpu::host_features();
-    let mut any_variants = false;
-    for name in &a.subjects {
-        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
-        subjects.push(subject);
-        any_variants |= has_variants;
-    }
-    if let (Some(v), false) = (&a.variant, any_variants) {
-        return Err(Failure::Input(format!(
-            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
-        )));
-    }
-    let baseline = match &a.baseline {
-        None => None,
-        Some(b) => Some(match subjects.iter().position(|s| &s.name == b) {
-            Some(i) => i,
-            None => {
-                subjects.push(bench_subject(b, None, found)?.0);
-                subjects.len() - 1
-            }
-        }),
-    };
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
-            .expect("template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(format!("bench {}", sweep.name));
+    let (subjects, baseline) = subjects_and_baseline(&a, subjects)?;
+    let bar = progress_bar(&sweep.name);
     let opts = bench::Options {
         repeats: a.repeats,
         seed: a.seed,
@@ -212,6 +211,85 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     }
     if let Some(p) = &a.plot {
         bench::plot_svg(&results, p)?;
+        errln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The subjects named on the command line after `pre` (the kernel column),
+/// and the index of `--baseline` when given (added when not listed).
+fn subjects_and_baseline(
+    a: &BenchArgs,
+    mut subjects: Vec<copygen::tools::bench::Subject>,
+) -> Result<(Vec<copygen::tools::bench::Subject>, Option<usize>), Failure> {
+    let found = copygen::arch::cpu::host_features();
+    let mut any_variants = false;
+    for name in &a.subjects {
+        let (subject, has_variants) = bench_subject(name, a.variant.as_deref(), found)?;
+        subjects.push(subject);
+        any_variants |= has_variants;
+    }
+    if let (Some(v), false) = (&a.variant, any_variants) {
+        return Err(Failure::Input(format!(
+            "error: --variant {v}: no strategy benchmarked has per-CPU variants"
+        )));
+    }
+    let baseline = match &a.baseline {
+        None => None,
+        Some(b) => Some(match subjects.iter().position(|s| &s.name == b) {
+            Some(i) => i,
+            None => {
+                subjects.push(bench_subject(b, None, found)?.0);
+                subjects.len() - 1
+            }
+        }),
+    };
+    Ok((subjects, baseline))
+}
+
+fn progress_bar(name: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(format!("bench {name}"));
+    bar
+}
+
+/// `--workload`: replay a trace.
+fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure> {
+    use copygen::tools::bench;
+    let trace = bench::workload::Trace::load(path).map_err(|e| Failure::Input(format!("{e:#}")))?;
+    let (subjects, baseline) = subjects_and_baseline(a, Vec::new())?;
+    let replay = bench::Replay::new(trace, a.calls, a.working_set);
+    if replay.trace.calls.len() < bench::DEFAULT_CALLS {
+        errln!(
+            "note: the trace holds {} calls, fewer than {}: its segments repeat from round to round, so a branch predictor may learn them",
+            replay.trace.calls.len(),
+            bench::DEFAULT_CALLS
+        );
+    }
+    let bar = progress_bar("workload");
+    let opts = bench::Options {
+        repeats: a.repeats,
+        seed: a.seed,
+        ..bench::Options::default()
+    };
+    let mut results = bench::run_replay(&replay, &subjects, &opts, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    if let Some(b) = baseline {
+        results.baseline = b;
+    }
+    results.command = command_line();
+    out!("{}", results.text());
+    if let Some(p) = &a.json {
+        let text = serde_json::to_string_pretty(&results.json()).expect("json");
+        copygen::output::write::write_file(p, &(text + "\n"))?;
         errln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -18,9 +18,11 @@
 mod callers;
 pub mod distribution;
 pub mod plot;
+mod replay;
 mod report;
 mod sweep;
 mod variant;
+pub mod workload;
 
 pub use variant::{bench_variant, variant_subject};
 
@@ -32,6 +34,7 @@ use serde::Serialize;
 use callers::Callers;
 use distribution::Call;
 pub use plot::plot_svg;
+pub use replay::*;
 pub use report::{google_benchmark_json, text_table};
 pub use sweep::*;
 
@@ -416,8 +419,9 @@ pub fn round_sequences(sweep: &Sweep, rng: &mut Rng) -> Vec<Option<(Vec<Call>, V
         .map(|r| {
             r.dist.map(|d| {
                 let d = &sweep.distributions[d];
-                let timed = distribution::sequence(d, sweep.calls, sweep.alias_share, rng);
-                let warm = distribution::sequence(d, sweep.calls / 4 + 1, sweep.alias_share, rng);
+                let (share, ptrs) = (sweep.alias_share, sweep.pointers);
+                let timed = distribution::sequence_with(d, sweep.calls, share, ptrs, rng);
+                let warm = distribution::sequence_with(d, sweep.calls / 4 + 1, share, ptrs, rng);
                 (timed, warm)
             })
         })

@@ -39,6 +39,17 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// 4096` in `1..=ALIAS_BAND_MAX`.
 pub const ALIAS_BAND_MAX: u32 = 63;
 
+/// The comma-separated fields of one CSV line, each with the 1-based
+/// column (in characters) where it begins: what located errors name.
+pub fn csv_fields(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut col = 1;
+    line.split(',').map(move |f| {
+        let at = col;
+        col += f.chars().count() + 1;
+        (at, f)
+    })
+}
+
 /// Probability of each size `0..len`, normalised.
 #[derive(Debug, Clone, Serialize)]
 pub struct Distribution {
@@ -73,8 +84,7 @@ impl Distribution {
                     ln + 1
                 );
             }
-            let mut col = 1;
-            for field in line.split(',') {
+            for (col, field) in csv_fields(line) {
                 let t = field.trim();
                 let w: f64 = t.parse().map_err(|_| {
                     anyhow::anyhow!(
@@ -100,7 +110,6 @@ impl Distribution {
                     );
                 }
                 weights.push(w);
-                col += field.len() + 1;
             }
         }
         if total <= 0.0 {
@@ -183,19 +192,113 @@ impl Call {
     }
 }
 
-/// `calls` calls with sizes from `d` and independent uniform page offsets;
-/// a share `alias_share` of them instead gets a destination at a distance
+/// Where the pointers of a distribution's calls sit in their pages
+/// (`--pointers`); see `docs/benchmarking.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pointers {
+    /// Source and destination at independent uniform page offsets, 0..=4095.
+    #[default]
+    Uniform,
+    /// Both buffers from glibc's `malloc`, a block as large as the copy:
+    /// below the mmap threshold (128 KiB) a heap chunk, whose user pointer
+    /// is `MALLOC_ALIGNMENT` (16) aligned, at a uniform 16-aligned page
+    /// offset; from 128 KiB an `mmap`'d chunk, page-aligned with its
+    /// 16-byte header first, so the user pointer is at page offset 16.
+    Malloc,
+    /// A `read()` from the page cache: the source (the kernel's page-cache
+    /// page) at page offset 0, the destination a `malloc` block as above,
+    /// so `(dst - src) mod 4096` is 16 from 128 KiB.
+    PageCache,
+}
+
+/// glibc's default `M_MMAP_THRESHOLD` (`DEFAULT_MMAP_THRESHOLD_MIN`): blocks
+/// this large or larger come from `mmap`.
+pub const MMAP_THRESHOLD: usize = 128 << 10;
+/// glibc's `MALLOC_ALIGNMENT` on x86_64 (and the mmap'd chunk's header,
+/// `2 * SIZE_SZ`, on 64-bit): where an mmap'd block's user pointer starts.
+pub const MALLOC_ALIGNMENT: u16 = 16;
+
+impl Pointers {
+    pub const NAMES: &'static [&'static str] = &["uniform", "malloc", "page-cache"];
+
+    pub fn parse(s: &str) -> Option<Pointers> {
+        match s {
+            "uniform" => Some(Pointers::Uniform),
+            "malloc" => Some(Pointers::Malloc),
+            "page-cache" => Some(Pointers::PageCache),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pointers::Uniform => "uniform",
+            Pointers::Malloc => "malloc",
+            Pointers::PageCache => "page-cache",
+        }
+    }
+
+    /// The rule in words, for titles.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Pointers::Uniform => "src and dst at independent random page offsets",
+            Pointers::Malloc => "src and dst glibc malloc blocks (16-aligned random page offsets; from 128 KiB mmap'd, at page offset 16)",
+            Pointers::PageCache => "src a page-cache page (offset 0), dst a glibc malloc block (16-aligned; from 128 KiB at offset 16)",
+        }
+    }
+
+    /// The source's page offset for a call of `n` bytes.
+    pub fn src(self, n: usize, rng: &mut Rng) -> u16 {
+        match self {
+            Pointers::Uniform => (rng.next_u64() % 4096) as u16,
+            Pointers::Malloc => malloc_offset(n, rng),
+            Pointers::PageCache => 0,
+        }
+    }
+
+    /// The destination's page offset for a call of `n` bytes.
+    pub fn dst(self, n: usize, rng: &mut Rng) -> u16 {
+        match self {
+            Pointers::Uniform => (rng.next_u64() % 4096) as u16,
+            Pointers::Malloc | Pointers::PageCache => malloc_offset(n, rng),
+        }
+    }
+}
+
+/// The page offset of a glibc `malloc(n)` block's user pointer.
+pub fn malloc_offset(n: usize, rng: &mut Rng) -> u16 {
+    if n >= MMAP_THRESHOLD {
+        MALLOC_ALIGNMENT
+    } else {
+        (rng.next_u64() % (4096 / MALLOC_ALIGNMENT as u64)) as u16 * MALLOC_ALIGNMENT
+    }
+}
+
+/// `calls` calls with sizes from `d` and page offsets by `pointers`; a
+/// share `alias_share` of them instead gets a destination at a distance
 /// drawn uniformly from the band `1..=ALIAS_BAND_MAX`.
 pub fn sequence(d: &Distribution, calls: usize, alias_share: f64, rng: &mut Rng) -> Vec<Call> {
+    sequence_with(d, calls, alias_share, Pointers::Uniform, rng)
+}
+
+/// [`sequence`] with a pointer model.
+pub fn sequence_with(
+    d: &Distribution,
+    calls: usize,
+    alias_share: f64,
+    pointers: Pointers,
+    rng: &mut Rng,
+) -> Vec<Call> {
     (0..calls)
         .map(|_| {
             let n = d.size_at(rng.uniform()) as u32;
-            let src_off = (rng.next_u64() % 4096) as u16;
+            let src_off = pointers.src(n as usize, rng);
             let dst_off = if alias_share > 0.0 && rng.uniform() < alias_share {
                 let band = 1 + (rng.next_u64() % ALIAS_BAND_MAX as u64) as u16;
                 (src_off + band) % 4096
             } else {
-                (rng.next_u64() % 4096) as u16
+                pointers.dst(n as usize, rng)
             };
             Call {
                 n,

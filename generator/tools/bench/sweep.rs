@@ -39,6 +39,8 @@ pub struct Sweep {
     pub calls: usize,
     /// Share of a distribution row's calls sent into the aliasing band.
     pub alias_share: f64,
+    /// Where a distribution row's calls put their pointers.
+    pub pointers: distribution::Pointers,
 }
 
 fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: usize) -> Row {
@@ -75,6 +77,16 @@ pub fn distribution_rows(dists: &[Distribution]) -> Vec<Row> {
 
 /// A sweep over workloads drawn from `dists` (see [`distribution`]).
 pub fn distribution_sweep(dists: Vec<Distribution>, calls: usize, alias_share: f64) -> Sweep {
+    distribution_sweep_with(dists, calls, alias_share, distribution::Pointers::Uniform)
+}
+
+/// [`distribution_sweep`] with a pointer model.
+pub fn distribution_sweep_with(
+    dists: Vec<Distribution>,
+    calls: usize,
+    alias_share: f64,
+    pointers: distribution::Pointers,
+) -> Sweep {
     let band = if alias_share > 0.0 {
         format!(
             ", {:.1} % of calls at (dst - src) mod 4096 in 1..={}",
@@ -87,13 +99,16 @@ pub fn distribution_sweep(dists: Vec<Distribution>, calls: usize, alias_share: f
     Sweep {
         name: "distribution".into(),
         title: format!(
-            "sizes drawn from measured distributions, src and dst at independent random page offsets{band}; a fresh sequence of {calls} calls every round"
+            "sizes drawn from measured distributions, pointers {}: {}{band}; a fresh sequence of {calls} calls every round",
+            pointers.name(),
+            pointers.rule()
         ),
         x_label: "distribution".into(),
         rows: distribution_rows(&dists),
         distributions: dists,
         calls,
         alias_share,
+        pointers,
         ..Sweep::default()
     }
 }
