@@ -25,6 +25,7 @@
 //!   and mask the user pointer, and the routine's `ldtr`/`sttr` pass PAN.
 
 mod excerpts;
+pub mod mail;
 
 use std::fmt::Write as _;
 
@@ -545,12 +546,14 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     })
 }
 
-/// The whole patch for `s` on `kernel`. `verified` says how the routine was
-/// checked (`None`: not checked, and the patch says so).
+/// The whole patch for `s` on `kernel`, sent and signed off as `m` says.
+/// `verified` says how the routine was checked (`None`: not checked, and
+/// the patch says so).
 pub fn patch(
     s: &Strategy,
     kernel: KernelVersion,
     verified: Option<&Verification>,
+    m: &mail::Mail,
 ) -> Result<String> {
     let w = wire(s, kernel)?;
     let t = &w.strategy;
@@ -596,11 +599,7 @@ pub fn patch(
     }
 
     let names: Vec<String> = entry_points(t).into_iter().map(|e| e.name).collect();
-    let subsystem = match t.arch {
-        Arch::X86_64 | Arch::I386 => "x86/lib",
-        Arch::Armv6 => "ARM: lib",
-        Arch::Aarch64 => "arm64: lib",
-    };
+    let summary = subject(t);
     let mut body = String::new();
     let _ = writeln!(
         body,
@@ -651,19 +650,68 @@ pub fn patch(
         body,
         "Boot test: verify/kernel-boot in copygen boots this patch under qemu."
     );
-    let subject = format!(
-        "[PATCH] {subsystem}: {} from copygen's {}",
-        names.join(", "),
-        s.name
-    );
+    match &m.figures {
+        Some((figures, cpu)) => {
+            let _ = write!(
+                body,
+                "\nMeasured with copygen bench (TSC ticks per call) on\n{cpu}:\n\n{figures}"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                body,
+                "\nNo measurements are included (kernel-patch was run without --figures)."
+            );
+        }
+    }
+    let mut body = mail::wrap_body(&body);
+    body.push('\n');
+    for who in &m.signed_off_by {
+        let _ = writeln!(body, "Signed-off-by: {}", who.trailer());
+    }
     let stat: Vec<String> = all.iter().map(|(p, _)| format!(" {p}")).collect();
     Ok(format!(
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n\
-         From: copygen <copygen@localhost>\n\
+         From: {}\n\
          Date: Thu, 1 Jan 2026 00:00:00 +0000\n\
-         Subject: {subject}\n\n\
+         Subject: [PATCH] {summary}\n\n\
          {body}---\n{}\n\n{diff}-- \ncopygen {}\n",
+        m.author.header(),
         stat.join("\n"),
         env!("CARGO_PKG_VERSION")
     ))
+}
+
+/// The subject's summary in the style of the subsystem the patch touches:
+/// `x86/lib:` when only arch/x86/lib changes, `x86/uaccess:` when the call
+/// sites do, `ARM: uaccess:` and `arm64: uaccess:` for those trees.
+fn subject(t: &Strategy) -> String {
+    let (prefix, long, short) = match t.arch {
+        Arch::X86_64 if t.linux.both.as_deref() == Some("rep_movs_alternative") => (
+            "x86/lib",
+            "Generate rep_movs_alternative from copygen's {}",
+            "Generate rep_movs_alternative with copygen",
+        ),
+        Arch::X86_64 => (
+            "x86/uaccess",
+            "Copy user memory with copygen's {}",
+            "Copy user memory with a copygen routine",
+        ),
+        Arch::I386 => (
+            "x86/uaccess",
+            "Copy user memory with copygen's {} on 32-bit",
+            "Copy user memory with a copygen routine on 32-bit",
+        ),
+        Arch::Armv6 => (
+            "ARM: uaccess",
+            "Generate arm_copy_{from,to}_user from copygen's {}",
+            "Generate arm_copy_{from,to}_user with copygen",
+        ),
+        Arch::Aarch64 => (
+            "arm64: uaccess",
+            "Generate the user copy routines from copygen's {}",
+            "Generate __arch_copy_{from,to}_user with copygen",
+        ),
+    };
+    mail::subject(prefix, long, short, &t.name)
 }
