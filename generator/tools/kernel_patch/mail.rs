@@ -277,6 +277,52 @@ pub fn cpu_line() -> String {
     }
 }
 
+/// The diffstat `git format-patch` writes after `---`: a line per file
+/// (path, changed lines, a bar of `+` and `-` scaled to 72 columns), then
+/// the totals. checkpatch reads it (a `MAINTAINERS |` line says the patch
+/// updates MAINTAINERS).
+pub fn diffstat(files: &[(String, usize, usize)]) -> String {
+    let name = files.iter().map(|f| f.0.len()).max().unwrap_or(0);
+    let most = files.iter().map(|f| f.1 + f.2).max().unwrap_or(0);
+    let digits = most.to_string().len();
+    let room = 72usize.saturating_sub(name + digits + 4).max(10);
+    let mut out = String::new();
+    for (path, add, del) in files {
+        let (a, d) = if most > room {
+            let scale = |n: usize| {
+                if n == 0 {
+                    0
+                } else {
+                    (n * room / most).max(1)
+                }
+            };
+            (scale(*add), scale(*del))
+        } else {
+            (*add, *del)
+        };
+        let _ = writeln!(
+            out,
+            " {path:<name$} | {:>digits$} {}{}",
+            add + del,
+            "+".repeat(a),
+            "-".repeat(d)
+        );
+    }
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let adds: usize = files.iter().map(|f| f.1).sum();
+    let dels: usize = files.iter().map(|f| f.2).sum();
+    let mut total = format!(" {} changed", plural(files.len(), "file", "files"));
+    if adds > 0 {
+        let _ = write!(total, ", {}(+)", plural(adds, "insertion", "insertions"));
+    }
+    if dels > 0 {
+        let _ = write!(total, ", {}(-)", plural(dels, "deletion", "deletions"));
+    }
+    let _ = writeln!(out, "{total}");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +353,19 @@ mod tests {
         assert_eq!(
             u.header(),
             "=?UTF-8?q?J=C3=B6rg_R=C3=B6del?= <j@example.org>"
+        );
+    }
+
+    #[test]
+    fn diffstat_is_git_s() {
+        let s = diffstat(&[("MAINTAINERS".into(), 5, 0), ("a/b.S".into(), 100, 1)]);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].starts_with(" MAINTAINERS |   5 +++++"), "{s}");
+        assert!(lines[1].starts_with(" a/b.S       | 101 +"), "{s}");
+        assert!(lines[1].ends_with('-') && lines[1].len() <= 72, "{s}");
+        assert_eq!(
+            lines[2],
+            " 2 files changed, 105 insertions(+), 1 deletion(-)"
         );
     }
 

@@ -563,6 +563,15 @@ pub fn patch(
     for e in glue(t, kernel) {
         files.push((e.excerpt.path.to_string(), edit_diff(&e)?));
     }
+    // A new file gets its MAINTAINERS entry: who regenerates it.
+    let coretemp = "\nCORETEMP HARDWARE MONITORING DRIVER\n";
+    let section = format!(
+        "\nCOPYGEN GENERATED USER COPY ROUTINES\nM:\t{}\nS:\tMaintained\nF:\t{}\n{coretemp}",
+        m.author.trailer(),
+        w.file
+    );
+    let e = edit(excerpts::maintainers(kernel), &[(coretemp, section)]);
+    files.push((e.excerpt.path.to_string(), edit_diff(&e)?));
     // One file may carry two edits (the Makefile): merge their hunks.
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut diff = String::new();
@@ -669,15 +678,26 @@ pub fn patch(
     for who in &m.signed_off_by {
         let _ = writeln!(body, "Signed-off-by: {}", who.trailer());
     }
-    let stat: Vec<String> = all.iter().map(|(p, _)| format!(" {p}")).collect();
+    let counts: Vec<(String, usize, usize)> = all
+        .iter()
+        .map(|(p, h)| {
+            let h = h.as_deref().unwrap_or(&new_file);
+            let n = |c: char| {
+                h.lines()
+                    .filter(|l| l.starts_with(c) && !l.starts_with("@@"))
+                    .count()
+            };
+            (p.clone(), n('+'), n('-'))
+        })
+        .collect();
     Ok(format!(
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n\
          From: {}\n\
          Date: Thu, 1 Jan 2026 00:00:00 +0000\n\
          Subject: [PATCH] {summary}\n\n\
-         {body}---\n{}\n\n{diff}-- \ncopygen {}\n",
+         {body}---\n{}\n{diff}-- \ncopygen {}\n",
         m.author.header(),
-        stat.join("\n"),
+        mail::diffstat(&counts),
         env!("CARGO_PKG_VERSION")
     ))
 }
