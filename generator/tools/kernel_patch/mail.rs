@@ -285,7 +285,7 @@ pub fn diffstat(files: &[(String, usize, usize)]) -> String {
     let name = files.iter().map(|f| f.0.len()).max().unwrap_or(0);
     let most = files.iter().map(|f| f.1 + f.2).max().unwrap_or(0);
     let digits = most.to_string().len();
-    let room = 72usize.saturating_sub(name + digits + 4).max(10);
+    let room = 72usize.saturating_sub(name + digits + 5).max(10);
     let mut out = String::new();
     for (path, add, del) in files {
         let (a, d) = if most > room {
@@ -331,7 +331,7 @@ mod tests {
     fn identities_that_could_inject_headers_are_refused() {
         for bad in [
             "A <a@b.c>\nBcc: x@y.z",
-            "A\r <a@b.c>",
+            "A\rB <a@b.c>",
             "A <a@b.c\n>",
             "A <a@b.c>>",
             "\"A\" <a@b.c>",
@@ -360,7 +360,7 @@ mod tests {
     fn diffstat_is_git_s() {
         let s = diffstat(&[("MAINTAINERS".into(), 5, 0), ("a/b.S".into(), 100, 1)]);
         let lines: Vec<&str> = s.lines().collect();
-        assert!(lines[0].starts_with(" MAINTAINERS |   5 +++++"), "{s}");
+        assert!(lines[0] == " MAINTAINERS |   5 ++", "{s}");
         assert!(lines[1].starts_with(" a/b.S       | 101 +"), "{s}");
         assert!(lines[1].ends_with('-') && lines[1].len() <= 72, "{s}");
         assert_eq!(

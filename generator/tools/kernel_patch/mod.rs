@@ -637,7 +637,7 @@ pub fn patch(
             let roles: Vec<String> = v
                 .roles
                 .iter()
-                .map(|(sym, cases, viol)| format!("{sym}: {cases} cases, {viol} violations"))
+                .map(|(sym, cases, viol)| format!("  {sym}: {cases} cases, {viol} violations"))
                 .collect();
             let _ = writeln!(
                 body,
@@ -645,10 +645,10 @@ pub fn patch(
                  ({} user accesses, {} exception-table entries, none missing or stray),\n\
                  and fault injection of the same strategy's standalone build against\n\
                  the uaccess contract (every size 0..300 at every fault offset, larger\n\
-                 sizes, aliasing distances), in each role: {}.",
+                 sizes, aliasing distances), in each role:\n{}",
                 v.static_accesses,
                 v.static_entries,
-                roles.join("; ")
+                roles.join("\n")
             );
         }
         None => {
