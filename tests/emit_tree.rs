@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use copygen::front::catalog::catalog;
-use copygen::front::strategy::{Arch, Flavor};
+use copygen::front::strategy::Flavor;
 use copygen::output::render::render;
 use copygen::output::tree::{check_tree, render_tree, write_tree};
 
