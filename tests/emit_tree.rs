@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use copygen::front::catalog::catalog;
-use copygen::front::strategy::{Arch, Flavor};
+use copygen::front::strategy::Flavor;
 use copygen::output::render::render;
 use copygen::output::tree::{check_tree, render_tree, write_tree};
 
@@ -99,9 +99,8 @@ fn every_file_has_the_header_and_the_gnu_stack_note() {
         assert_eq!(s.source, file, "a catalog file is named after its strategy");
         for flavor in Flavor::ALL {
             let text = render(&s, flavor);
-            // Linux-flavour files open with their licence (kernel style;
-            // the aarch64 templates do not have it yet).
-            let spdx = flavor == Flavor::Linux && s.arch != Arch::Aarch64;
+            // Linux-flavour files open with their licence (kernel style).
+            let spdx = flavor == Flavor::Linux;
             if spdx {
                 assert_eq!(
                     text.lines().next(),

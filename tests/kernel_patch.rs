@@ -8,8 +8,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// The author every patch here is written as (through git config, as a
+/// developer's own configuration gives it).
+const AUTHOR: &str = "J. Random Hacker";
+const EMAIL: &str = "jrh@example.org";
+
 fn copygen() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_copygen"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_copygen"));
+    c.env("GIT_CONFIG_COUNT", "2")
+        .env("GIT_CONFIG_KEY_0", "user.name")
+        .env("GIT_CONFIG_VALUE_0", AUTHOR)
+        .env("GIT_CONFIG_KEY_1", "user.email")
+        .env("GIT_CONFIG_VALUE_1", EMAIL);
+    c
 }
 
 /// Every file any patch edits (the new .S files are created by the patch).
@@ -20,6 +31,7 @@ const EDITED: &[&str] = &[
     "arch/arm/lib/Makefile",
     "arch/arm64/lib/Makefile",
     "tools/objtool/check.c",
+    "MAINTAINERS",
 ];
 
 /// A pristine excerpt of the tree of `version`: the edited files only,
@@ -105,8 +117,13 @@ fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: "
     ));
     assert!(
-        p.contains("\nSubject: [PATCH] x86/lib: copygen_copy_user from copygen's guarded-movsb\n")
+        p.contains(
+            "\nSubject: [PATCH] x86/uaccess: Copy user memory with copygen's guarded-movsb\n"
+        ),
+        "{p}"
     );
+    assert!(p.contains("\nFrom: \"J. Random Hacker\" <jrh@example.org>\n"));
+    assert!(p.contains("\nSigned-off-by: J. Random Hacker <jrh@example.org>\n---\n"));
     assert!(p.contains("exception-table entries,") && p.contains("bytes of .text"));
     assert!(
         p.contains("guarded_movsb_to_user: 92264 cases, 0 violations"),
@@ -361,7 +378,7 @@ fn aarch64_routines_replace_arm64s_own_copy_files_under_their_names() {
     for version in ["6.1", "6.12"] {
         let p = patch_of(&["a64-overlap", "--arch", "aarch64", "--kernel", version]);
         assert!(
-            p.contains("\nSubject: [PATCH] arm64: lib: __arch_copy_from_user, __arch_copy_to_user from copygen's a64-overlap\n"),
+            p.contains("\nSubject: [PATCH] arm64: uaccess: Generate the user copy routines from copygen's a64-overlap\n"),
             "{p}"
         );
         // Verified before writing: both roles fault-injected under qemu-aarch64.

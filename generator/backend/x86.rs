@@ -558,7 +558,8 @@ impl Selector<'_> {
                     self.emit(Inst::Cond(Cpp::IfKernelBefore(*r)));
                 }
                 self.emit(Inst::Comment(
-                    "_ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC)".into(),
+                    "_ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC"
+                        .into(),
                 ));
                 self.emit(Inst::AluImm {
                     op: Alu::Cmp,

@@ -8,6 +8,8 @@ use copygen::front::catalog::catalog;
 use copygen::front::parse;
 use copygen::front::strategy::Flavor;
 
+use copygen::tools::kernel_patch::mail::{Identity, Mail};
+
 use super::{parse_arch, Failure};
 
 #[derive(clap::Args)]
@@ -26,6 +28,85 @@ pub struct KernelPatchArgs {
     /// Skip the static check and fault injection (the patch says so).
     #[arg(long)]
     no_verify: bool,
+    /// The patch's author, `Name <addr@host>` (default: git config
+    /// user.name and user.email of the current directory).
+    #[arg(long, value_name = "NAME <EMAIL>")]
+    author: Option<String>,
+    /// A `Signed-off-by:` trailer, `Name <addr@host>`; repeatable, in order
+    /// (default: the author). The author must be among them.
+    #[arg(long, value_name = "NAME <EMAIL>")]
+    signed_off_by: Vec<String>,
+    /// `copygen bench` output (tables) measured on this CPU, put in the
+    /// commit message under a line naming the CPU.
+    #[arg(long, value_name = "FILE")]
+    figures: Option<PathBuf>,
+}
+
+/// `git config KEY` in the current directory, if set.
+fn git_config(key: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["config", "--get", key])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let v = String::from_utf8(out.stdout).ok()?;
+    let v = v.strip_suffix('\n').unwrap_or(&v);
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+/// Author, sign-offs and figures, checked (exit 2 on anything wrong).
+fn mail(
+    author: Option<String>,
+    signed_off_by: Vec<String>,
+    figures: Option<PathBuf>,
+) -> Result<Mail, Failure> {
+    let bad = |what: &str, e: String| Failure::Input(format!("error: {what}: {e}"));
+    let author = match author {
+        Some(a) => Identity::parse(&a).map_err(|e| bad("--author", e))?,
+        None => match (git_config("user.name"), git_config("user.email")) {
+            (Some(n), Some(e)) => {
+                Identity::new(&n, &e).map_err(|e| bad("git config user.name / user.email", e))?
+            }
+            _ => return Err(Failure::Input(
+                "error: --author: no author for the patch: give --author \"Name <addr@host>\", \
+                     or set `git config user.name` and `git config user.email`"
+                    .into(),
+            )),
+        },
+    };
+    let mut sob = Vec::new();
+    for s in &signed_off_by {
+        sob.push(Identity::parse(s).map_err(|e| bad("--signed-off-by", e))?);
+    }
+    if sob.is_empty() {
+        sob.push(author.clone());
+    } else if !sob.iter().any(|s| s.email == author.email) {
+        return Err(Failure::Input(format!(
+            "error: --signed-off-by: the author ({}) must sign off too (checkpatch: \
+             Missing Signed-off-by: line by nominal patch author)",
+            author.trailer()
+        )));
+    }
+    let figures = match figures {
+        None => None,
+        Some(p) => {
+            let text = copygen::input::read_string_limited(&p, 1 << 20)
+                .map_err(|e| bad(&format!("--figures {}", p.display()), e.to_string()))?;
+            let f = copygen::tools::kernel_patch::mail::figures(&text).map_err(|(line, e)| {
+                Failure::Input(format!("error: --figures: {}:{line}: {e}", p.display()))
+            })?;
+            Some((f, copygen::tools::kernel_patch::mail::cpu_line()))
+        }
+    };
+    Ok(Mail {
+        author,
+        signed_off_by: sob,
+        figures,
+    })
 }
 
 /// `copygen kernel-patch`.
@@ -36,7 +117,11 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         arch,
         output,
         no_verify,
+        author,
+        signed_off_by,
+        figures,
     } = a;
+    let m = mail(author, signed_off_by, figures)?;
     use copygen::front::strategy::KernelVersion;
     let kernel = KernelVersion::parse(&kernel).ok_or_else(|| {
         Failure::Input(format!(
@@ -71,7 +156,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
                 .map_err(|e| Failure::Other(e.context(format!("{}: not verified", s.name))))?,
         )
     };
-    let text = copygen::tools::kernel_patch::patch(&s, kernel, verified.as_ref())?;
+    let text = copygen::tools::kernel_patch::patch(&s, kernel, verified.as_ref(), &m)?;
     match output {
         Some(p) if p.as_os_str() != "-" => copygen::output::write::write_file(&p, &text)?,
         _ => out!("{text}"),

@@ -21,6 +21,9 @@ pub struct Header<'a> {
     pub flavor: &'a str,
     /// The calling convention in one line (the ABI table's summary).
     pub abi: &'a str,
+    /// The convention goes on a line of its own: on one line with the
+    /// name, arch and flavour it would pass the kernel's 100 columns.
+    pub abi_apart: bool,
     /// The description, line by line, escaped for the comment.
     pub description: Vec<String>,
     /// The strategy file, restated line by line, escaped for the comment.
@@ -29,12 +32,20 @@ pub struct Header<'a> {
 
 impl<'a> Header<'a> {
     pub fn new(s: &'a Strategy, flavor: Flavor) -> Header<'a> {
+        let abi = crate::arch::abi(s.arch, flavor, s.linux.convention).summary;
+        let line = format!(
+            " * {}: {}, {} flavour, {abi}.",
+            s.name,
+            s.arch.name(),
+            flavor.name()
+        );
         Header {
+            abi_apart: line.chars().count() > MAX_COLUMNS,
             source: comment_text(&s.source),
             name: &s.name,
             arch: s.arch.name(),
             flavor: flavor.name(),
-            abi: crate::arch::abi(s.arch, flavor, s.linux.convention).summary,
+            abi,
             description: s
                 .description
                 .lines()
@@ -44,6 +55,9 @@ impl<'a> Header<'a> {
         }
     }
 }
+
+/// The kernel's line length (checkpatch warns past it).
+const MAX_COLUMNS: usize = 100;
 
 /// What the header of a generated file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,10 +69,12 @@ pub struct Facts {
     pub convention: Convention,
 }
 
-/// The facts of the header line ` * <name>: <arch>, <flavor> flavour, <abi>.`,
-/// if `text` has a copygen header.
+/// The facts of the header line ` * <name>: <arch>, <flavor> flavour, <abi>.`
+/// (or, when that is too long, ` * <name>: <arch>, <flavor> flavour,` and
+/// ` *   <abi>.` on the next line), if `text` has a copygen header.
 pub fn read(text: &str) -> Option<Facts> {
-    for line in text.lines().take(16) {
+    let lines: Vec<&str> = text.lines().take(17).collect();
+    for (i, line) in lines.iter().take(16).enumerate() {
         let Some(l) = line.trim_start().strip_prefix("* ") else {
             continue;
         };
@@ -69,13 +85,24 @@ pub fn read(text: &str) -> Option<Facts> {
         let (Some(a), Some(f)) = (parts.next(), parts.next()) else {
             continue;
         };
+        let f = f.trim();
+        let apart = f.ends_with(',');
         let (Some(arch), Some(flavor)) = (
             Arch::parse(a.trim()),
-            f.trim().strip_suffix(" flavour").and_then(Flavor::parse),
+            f.trim_end_matches(',')
+                .strip_suffix(" flavour")
+                .and_then(Flavor::parse),
         ) else {
             continue;
         };
-        let abi = parts.next().unwrap_or("");
+        let abi = if apart {
+            lines
+                .get(i + 1)
+                .and_then(|l| l.trim_start().strip_prefix("*"))
+                .map_or("", |l| l.trim())
+        } else {
+            parts.next().unwrap_or("")
+        };
         let convention = [Convention::C, Convention::RepMovs]
             .into_iter()
             .find(|&c| abi.strip_suffix('.') == Some(crate::arch::abi(arch, flavor, c).summary))

@@ -94,7 +94,7 @@ SYM_FUNC_START(fixed_size_from_user)
 	movq	%rcx, %rdx
 .Lfrom_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom_fixup_done
 #endif
@@ -135,7 +135,7 @@ SYM_FUNC_START(fixed_size_to_user)
 	movq	%rcx, %rdx
 .Lto_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto_fixup_done
 #endif
@@ -173,7 +173,7 @@ SYM_FUNC_START(fixed_size_from_user_1)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom1_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom1_fixup_done
 #endif
@@ -211,7 +211,7 @@ SYM_FUNC_START(fixed_size_to_user_1)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto1_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto1_fixup_done
 #endif
@@ -249,7 +249,7 @@ SYM_FUNC_START(fixed_size_from_user_2)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom2_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom2_fixup_done
 #endif
@@ -287,7 +287,7 @@ SYM_FUNC_START(fixed_size_to_user_2)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto2_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto2_fixup_done
 #endif
@@ -325,7 +325,7 @@ SYM_FUNC_START(fixed_size_from_user_4)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom4_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom4_fixup_done
 #endif
@@ -363,7 +363,7 @@ SYM_FUNC_START(fixed_size_to_user_4)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto4_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto4_fixup_done
 #endif
@@ -409,7 +409,7 @@ SYM_FUNC_START(fixed_size_from_user_6)
 	subq	$4, %rdx
 .Lfrom6_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom6_fixup_done
 #endif
@@ -456,7 +456,7 @@ SYM_FUNC_START(fixed_size_to_user_6)
 	subq	$4, %rdx
 .Lto6_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto6_fixup_done
 #endif
@@ -495,7 +495,7 @@ SYM_FUNC_START(fixed_size_from_user_8)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lfrom8_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom8_fixup_done
 #endif
@@ -533,7 +533,7 @@ SYM_FUNC_START(fixed_size_to_user_8)
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lto8_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto8_fixup_done
 #endif
@@ -579,7 +579,7 @@ SYM_FUNC_START(fixed_size_from_user_10)
 	subq	$8, %rdx
 .Lfrom10_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom10_fixup_done
 #endif
@@ -626,7 +626,7 @@ SYM_FUNC_START(fixed_size_to_user_10)
 	subq	$8, %rdx
 .Lto10_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto10_fixup_done
 #endif
@@ -673,7 +673,7 @@ SYM_FUNC_START(fixed_size_from_user_12)
 	subq	$8, %rdx
 .Lfrom12_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom12_fixup_done
 #endif
@@ -720,7 +720,7 @@ SYM_FUNC_START(fixed_size_to_user_12)
 	subq	$8, %rdx
 .Lto12_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto12_fixup_done
 #endif
@@ -767,7 +767,7 @@ SYM_FUNC_START(fixed_size_from_user_16)
 	subq	$8, %rdx
 .Lfrom16_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom16_fixup_done
 #endif
@@ -814,7 +814,7 @@ SYM_FUNC_START(fixed_size_to_user_16)
 	subq	$8, %rdx
 .Lto16_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto16_fixup_done
 #endif

@@ -241,7 +241,7 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	subq	$16, %rdx
 .Lzen_from_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lzen_from_fixup_done
 #endif
@@ -368,7 +368,7 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	subq	$24, %rdx
 .Lzen_to_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lzen_to_fixup_done
 #endif
@@ -415,7 +415,7 @@ SYM_FUNC_START(guarded_movsb__fsrm_from_user)
 	movq	%rcx, %rdx
 .Lfsrm_from_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfsrm_from_fixup_done
 #endif
@@ -456,7 +456,7 @@ SYM_FUNC_START(guarded_movsb__fsrm_to_user)
 	movq	%rcx, %rdx
 .Lfsrm_to_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfsrm_to_fixup_done
 #endif
@@ -670,7 +670,7 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	subq	$32, %rdx
 .Lloop_from_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lloop_from_fixup_done
 #endif
@@ -961,7 +961,7 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	subq	$56, %rdx
 .Lloop_to_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lloop_to_fixup_done
 #endif

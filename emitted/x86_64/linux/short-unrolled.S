@@ -196,7 +196,7 @@ SYM_FUNC_START(short_unrolled_from_user)
 	movq	%rcx, %rdx
 .Lfrom_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom_fixup_done
 #endif
@@ -388,7 +388,7 @@ SYM_FUNC_START(short_unrolled_to_user)
 	movq	%rcx, %rdx
 .Lto_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto_fixup_done
 #endif

@@ -172,7 +172,7 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	subq	$16, %rdx
 .Lfrom_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lfrom_fixup_done
 #endif
@@ -299,7 +299,7 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	subq	$24, %rdx
 .Lto_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
-	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after a machine check (X86_TRAP_MC) */
+	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
 	cmpl	$18, %eax
 	je	.Lto_fixup_done
 #endif

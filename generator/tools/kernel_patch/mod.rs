@@ -25,6 +25,7 @@
 //!   and mask the user pointer, and the routine's `ldtr`/`sttr` pass PAN.
 
 mod excerpts;
+pub mod mail;
 
 use std::fmt::Write as _;
 
@@ -545,12 +546,14 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     })
 }
 
-/// The whole patch for `s` on `kernel`. `verified` says how the routine was
-/// checked (`None`: not checked, and the patch says so).
+/// The whole patch for `s` on `kernel`, sent and signed off as `m` says.
+/// `verified` says how the routine was checked (`None`: not checked, and
+/// the patch says so).
 pub fn patch(
     s: &Strategy,
     kernel: KernelVersion,
     verified: Option<&Verification>,
+    m: &mail::Mail,
 ) -> Result<String> {
     let w = wire(s, kernel)?;
     let t = &w.strategy;
@@ -560,6 +563,15 @@ pub fn patch(
     for e in glue(t, kernel) {
         files.push((e.excerpt.path.to_string(), edit_diff(&e)?));
     }
+    // A new file gets its MAINTAINERS entry: who regenerates it.
+    let coretemp = "\nCORETEMP HARDWARE MONITORING DRIVER\n";
+    let section = format!(
+        "\nCOPYGEN GENERATED USER COPY ROUTINES\nM:\t{}\nS:\tMaintained\nF:\t{}\n{coretemp}",
+        m.author.trailer(),
+        w.file
+    );
+    let e = edit(excerpts::maintainers(kernel), &[(coretemp, section)]);
+    files.push((e.excerpt.path.to_string(), edit_diff(&e)?));
     // One file may carry two edits (the Makefile): merge their hunks.
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let mut diff = String::new();
@@ -596,11 +608,7 @@ pub fn patch(
     }
 
     let names: Vec<String> = entry_points(t).into_iter().map(|e| e.name).collect();
-    let subsystem = match t.arch {
-        Arch::X86_64 | Arch::I386 => "x86/lib",
-        Arch::Armv6 => "ARM: lib",
-        Arch::Aarch64 => "arm64: lib",
-    };
+    let summary = subject(t);
     let mut body = String::new();
     let _ = writeln!(
         body,
@@ -629,7 +637,7 @@ pub fn patch(
             let roles: Vec<String> = v
                 .roles
                 .iter()
-                .map(|(sym, cases, viol)| format!("{sym}: {cases} cases, {viol} violations"))
+                .map(|(sym, cases, viol)| format!("  {sym}: {cases} cases, {viol} violations"))
                 .collect();
             let _ = writeln!(
                 body,
@@ -637,10 +645,10 @@ pub fn patch(
                  ({} user accesses, {} exception-table entries, none missing or stray),\n\
                  and fault injection of the same strategy's standalone build against\n\
                  the uaccess contract (every size 0..300 at every fault offset, larger\n\
-                 sizes, aliasing distances), in each role: {}.",
+                 sizes, aliasing distances), in each role:\n{}",
                 v.static_accesses,
                 v.static_entries,
-                roles.join("; ")
+                roles.join("\n")
             );
         }
         None => {
@@ -651,19 +659,79 @@ pub fn patch(
         body,
         "Boot test: verify/kernel-boot in copygen boots this patch under qemu."
     );
-    let subject = format!(
-        "[PATCH] {subsystem}: {} from copygen's {}",
-        names.join(", "),
-        s.name
-    );
-    let stat: Vec<String> = all.iter().map(|(p, _)| format!(" {p}")).collect();
+    match &m.figures {
+        Some((figures, cpu)) => {
+            let _ = write!(
+                body,
+                "\nMeasured with copygen bench (TSC ticks per call) on\n{cpu}:\n\n{figures}"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                body,
+                "\nNo measurements are included (kernel-patch was run without --figures)."
+            );
+        }
+    }
+    let mut body = mail::wrap_body(&body);
+    body.push('\n');
+    for who in &m.signed_off_by {
+        let _ = writeln!(body, "Signed-off-by: {}", who.trailer());
+    }
+    let counts: Vec<(String, usize, usize)> = all
+        .iter()
+        .map(|(p, h)| {
+            let h = h.as_deref().unwrap_or(&new_file);
+            let n = |c: char| {
+                h.lines()
+                    .filter(|l| l.starts_with(c) && !l.starts_with("@@"))
+                    .count()
+            };
+            (p.clone(), n('+'), n('-'))
+        })
+        .collect();
     Ok(format!(
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n\
-         From: copygen <copygen@localhost>\n\
+         From: {}\n\
          Date: Thu, 1 Jan 2026 00:00:00 +0000\n\
-         Subject: {subject}\n\n\
-         {body}---\n{}\n\n{diff}-- \ncopygen {}\n",
-        stat.join("\n"),
+         Subject: [PATCH] {summary}\n\n\
+         {body}---\n{}\n{diff}-- \ncopygen {}\n",
+        m.author.header(),
+        mail::diffstat(&counts),
         env!("CARGO_PKG_VERSION")
     ))
+}
+
+/// The subject's summary in the style of the subsystem the patch touches:
+/// `x86/lib:` when only arch/x86/lib changes, `x86/uaccess:` when the call
+/// sites do, `ARM: uaccess:` and `arm64: uaccess:` for those trees.
+fn subject(t: &Strategy) -> String {
+    let (prefix, long, short) = match t.arch {
+        Arch::X86_64 if t.linux.both.as_deref() == Some("rep_movs_alternative") => (
+            "x86/lib",
+            "Generate rep_movs_alternative from copygen's {}",
+            "Generate rep_movs_alternative with copygen",
+        ),
+        Arch::X86_64 => (
+            "x86/uaccess",
+            "Copy user memory with copygen's {}",
+            "Copy user memory with a copygen routine",
+        ),
+        Arch::I386 => (
+            "x86/uaccess",
+            "Copy user memory with copygen's {} on 32-bit",
+            "Copy user memory with a copygen routine on 32-bit",
+        ),
+        Arch::Armv6 => (
+            "ARM: uaccess",
+            "Generate arm_copy_{from,to}_user from copygen's {}",
+            "Generate arm_copy_{from,to}_user with copygen",
+        ),
+        Arch::Aarch64 => (
+            "arm64: uaccess",
+            "Generate the user copy routines from copygen's {}",
+            "Generate __arch_copy_{from,to}_user with copygen",
+        ),
+    };
+    mail::subject(prefix, long, short, &t.name)
 }
