@@ -617,8 +617,13 @@ pub fn patch(
         s.source,
         kernel.name()
     );
-    for l in s.description.lines() {
-        let _ = writeln!(body, "  {}", l.trim());
+    // The description is reflowed as paragraphs, so wrapping at the
+    // message's width does not leave one word on a line of its own.
+    for para in s.description.split("\n\n") {
+        let words: Vec<&str> = para.split_whitespace().collect();
+        if !words.is_empty() {
+            body.push_str(&mail::wrap_line(&format!("  {}", words.join(" "))));
+        }
     }
     let _ = writeln!(
         body,
