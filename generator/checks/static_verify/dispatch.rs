@@ -245,10 +245,8 @@ fn sweep(obj: &ObjectFile, name: &str, bytes: &[u8]) -> Option<Section> {
         let call_next =
             i.flow_control() == FlowControl::Call && i.near_branch_target() == i.next_ip();
         match i.flow_control() {
-            FlowControl::Next | FlowControl::ConditionalBranch => {
-                if k + 1 < insns.len() {
-                    preds[k + 1].push(k);
-                }
+            FlowControl::Next | FlowControl::ConditionalBranch if k + 1 < insns.len() => {
+                preds[k + 1].push(k);
             }
             FlowControl::Call if call_next && d.reloc.is_none() && k + 1 < insns.len() => {
                 preds[k + 1].push(k)
