@@ -139,6 +139,8 @@ pub struct ObjectFile {
     pub alternatives: Vec<AltEntry>,
     /// Relocations in `.altinstr_replacement`, by offset.
     pub replacement_relocs: BTreeMap<u64, Reloc>,
+    /// Every relocation, and the data symbols (what writes a pointer).
+    pub data: crate::checks::static_verify::DataFacts,
 }
 
 impl ObjectFile {
@@ -429,6 +431,7 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
         labels,
         alternatives,
         replacement_relocs,
+        data: crate::checks::static_verify::read_data(&file)?,
     })
 }
 
@@ -619,7 +622,10 @@ fn read_alternatives(file: &object::File, arch: Arch) -> Result<Vec<AltEntry>> {
 }
 
 /// Every relocation of `sec`, in full, by offset.
-fn read_relocs(file: &object::File, sec: &object::Section) -> Result<BTreeMap<u64, Reloc>> {
+pub(crate) fn read_relocs(
+    file: &object::File,
+    sec: &object::Section,
+) -> Result<BTreeMap<u64, Reloc>> {
     let data = sec.data()?;
     let mut out = BTreeMap::new();
     for (offset, r) in sec.relocations() {

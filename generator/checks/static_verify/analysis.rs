@@ -97,9 +97,13 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
                     }
                 }
                 None => {
+                    let why = match func.indirect_why.get(&k) {
+                        Some(w) => format!(" ({w})"),
+                        None => String::new(),
+                    };
                     func.unresolved.insert(
                         k,
-                        "indirect jump: the analysis cannot tell where it goes".into(),
+                        format!("indirect jump: the analysis cannot tell where it goes{why}"),
                     );
                 }
             }

@@ -9,6 +9,7 @@ use super::domain::State;
 use super::isa::{isa_for, Flow, Insn, FIXUP_BASE};
 use super::report::{Finding, Severity};
 use crate::checks::objfile::{ExEntry, FnSym, Loc, ObjectFile};
+use crate::front::strategy::Arch;
 
 pub(super) struct Func<'a> {
     pub(super) obj: &'a ObjectFile,
@@ -27,6 +28,10 @@ pub(super) struct Func<'a> {
     pub(super) piece: Vec<u64>,
     /// Indirect jumps the analysis could not follow, and why.
     pub(super) unresolved: BTreeMap<usize, String>,
+    /// Why an indirect jump through memory could not be resolved.
+    pub(super) indirect_why: BTreeMap<usize, String>,
+    /// The functions its resolved indirect jumps enter (tail calls).
+    pub(super) dispatches: BTreeSet<String>,
     /// Its exception-table entries.
     pub(super) entries: Vec<ExEntry>,
     /// The instruction at the function's symbol.
@@ -269,6 +274,8 @@ impl<'a> Func<'a> {
             listed: BTreeSet::new(),
             piece: Vec::new(),
             unresolved: BTreeMap::new(),
+            indirect_why: BTreeMap::new(),
+            dispatches: BTreeSet::new(),
             entries: Vec::new(),
             entry: 0,
             own,
@@ -362,6 +369,57 @@ impl<'a> Func<'a> {
             }
         }
 
+        // A jump through a pointer the object owns goes where the pointer
+        // may point (`dispatch`): code here, or other functions' entries
+        // (tail calls, each checked on its own).
+        let mut extra: Vec<(usize, usize)> = Vec::new();
+        for k in 0..func.insns.len() {
+            if func.insns[k].flow != Flow::Indirect
+                || !matches!(obj.arch, Arch::X86_64 | Arch::I386)
+            {
+                continue;
+            }
+            let targets = match super::dispatch::resolve(obj, &func.insns[k].loc) {
+                Ok(t) => t,
+                Err(why) => {
+                    func.indirect_why.insert(k, why);
+                    continue;
+                }
+            };
+            let mut here = Vec::new();
+            let mut tails = Vec::new();
+            let mut stray = None;
+            for t in &targets {
+                let callee = obj
+                    .functions
+                    .iter()
+                    .find(|g| g.global && g.section == t.section && g.start == t.offset);
+                match (addr_of(t).and_then(|a| func.index.get(&a)), callee) {
+                    (Some(&s), _) => here.push(s),
+                    (None, Some(g)) if g.name != f.name => tails.push(g.name.clone()),
+                    _ => stray = Some(t.clone()),
+                }
+            }
+            if let Some(t) = stray {
+                func.indirect_why.insert(
+                    k,
+                    format!("it may go to {t}, neither code of this function nor another function's entry"),
+                );
+                continue;
+            }
+            extra.extend(here.iter().map(|&s| (k, s)));
+            func.insns[k].flow = if tails.is_empty() {
+                Flow::Stop
+            } else {
+                Flow::Return
+            };
+            if !tails.is_empty() {
+                let note = format!("dispatches to {}", tails.join(", "));
+                func.finding(Severity::Note, k, note);
+            }
+            func.dispatches.extend(tails);
+        }
+
         // Control flow.
         let n = func.insns.len();
         let mut succ = vec![Vec::new(); n];
@@ -399,6 +457,11 @@ impl<'a> Func<'a> {
                         "runs off the end of the function".into(),
                     ),
                 }
+            }
+        }
+        for (k, s) in extra {
+            if !succ[k].contains(&s) {
+                succ[k].push(s);
             }
         }
         func.succ = succ;

@@ -15,6 +15,7 @@ use super::report::{Finding, FunctionReport, Severity, UserSide};
 use crate::checks::objfile::{FnSym, Loc, ObjectFile};
 
 /// What the caller tells the checker about one function.
+#[derive(Clone, Copy)]
 pub(super) struct Target {
     pub(super) side: UserSide,
     /// Constant size of a fixed-size entry point.
@@ -54,6 +55,8 @@ struct Checked {
     entries: BTreeSet<Loc>,
     entries_analysed: BTreeSet<Loc>,
     bytes: u64,
+    /// The functions its resolved indirect jumps enter.
+    dispatches: BTreeSet<String>,
 }
 
 /// Check one function against its exception-table entries, in every
@@ -68,7 +71,19 @@ pub(super) fn check_function(
     abi: &AbiSpec,
     target: &Target,
 ) -> (FunctionReport, BTreeSet<Loc>) {
-    let original = check_variant(obj, f, owners, abi, target);
+    let first = check_variant(obj, f, owners, abi, target);
+    // An entry whose jump through its own pointer is resolved is a
+    // dispatcher: its call into the resolver is expected (a warning), and
+    // the resolver it calls is not reached from the entry.
+    let resolved = Target {
+        dispatcher: true,
+        ..*target
+    };
+    let (original, target) = if first.dispatches.is_empty() || target.dispatcher {
+        (first, target)
+    } else {
+        (check_variant(obj, f, owners, abi, &resolved), &resolved)
+    };
     let here = |s: &Loc| original.decoded.contains_key(s) || f.contains(s);
     let (variants, notes) = alternatives::variants(obj, here);
     let patched: Vec<(&str, Checked)> = variants
@@ -79,7 +94,7 @@ pub(super) fn check_function(
         })
         .collect();
     let all = || std::iter::once(&original).chain(patched.iter().map(|(_, c)| c));
-    let gap = if target.allow_unanalysed {
+    let gap = if target.allow_unanalysed || !original.dispatches.is_empty() {
         Severity::Warning
     } else {
         Severity::Error
@@ -184,6 +199,7 @@ pub(super) fn check_function(
         entries: union(|c| &c.entries),
         entries_analysed: union(|c| &c.entries_analysed),
         findings,
+        dispatches: all().flat_map(|c| c.dispatches.iter().cloned()).collect(),
     };
     (report, covered)
 }
@@ -377,6 +393,7 @@ fn check_variant(
             .map(placed)
             .collect(),
         bytes: f.end - f.start + 4 * func.piece.len() as u64,
+        dispatches: std::mem::take(&mut func.dispatches),
         findings: std::mem::take(&mut func.findings),
         idle: std::mem::take(&mut func.idle),
     }

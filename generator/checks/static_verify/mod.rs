@@ -43,6 +43,7 @@ mod arm;
 mod arm_text;
 mod cfg;
 mod checks;
+mod dispatch;
 mod domain;
 mod isa;
 mod report;
@@ -59,6 +60,7 @@ use crate::front::strategy::{Arch, Convention, Direction, Flavor};
 use abi::AbiSpec;
 use cfg::fixup_owners;
 use checks::{check_function, Target};
+pub use dispatch::{read_data, DataFacts, DataSym};
 pub use report::{render_reports, Finding, FunctionReport, Report, Severity, UserSide};
 
 /// What the object cannot say about itself.
@@ -270,6 +272,15 @@ pub fn check_file(
         covered.extend(code);
         functions.push(report);
     }
+    check_dispatch_targets(
+        obj,
+        &owners,
+        &abi,
+        options,
+        flavor,
+        &mut functions,
+        &mut covered,
+    );
     for e in &obj.extable {
         let in_a_piece = e.insn.section == ".text.fixup" && owners.contains_key(&e.insn.offset);
         if !covered.contains(&e.insn) && obj.function_at(&e.insn).is_none() && !in_a_piece {
@@ -288,6 +299,76 @@ pub fn check_file(
         file_findings,
         all_functions: obj.functions.iter().map(|f| f.name.clone()).collect(),
     })
+}
+
+/// Each function a dispatcher enters must pass its check for the
+/// dispatcher's user side (or for both sides); one not selected is checked
+/// here. A target that fails (or was checked for the other side) is an
+/// error of the dispatcher.
+fn check_dispatch_targets(
+    obj: &ObjectFile,
+    owners: &BTreeMap<u64, String>,
+    abi: &AbiSpec,
+    options: &Options,
+    flavor: Flavor,
+    functions: &mut Vec<FunctionReport>,
+    covered: &mut BTreeSet<Loc>,
+) {
+    let mut k = 0;
+    while k < functions.len() {
+        let (side, fixed) = (functions[k].side, functions[k].fixed);
+        for name in functions[k].dispatches.clone() {
+            let at = match functions.iter().position(|r| r.name == name) {
+                Some(at) => at,
+                None => {
+                    let Some(f) = obj.function(&name) else {
+                        continue;
+                    };
+                    let target = Target {
+                        side,
+                        fixed,
+                        vector_ok: options.allow_vector || flavor == Flavor::Standalone,
+                        allow_unanalysed: options.allow_unanalysed,
+                        dispatcher: false,
+                    };
+                    let (report, code) = check_function(obj, f, owners, abi, &target);
+                    covered.extend(code);
+                    functions.push(report);
+                    functions.len() - 1
+                }
+            };
+            let t = &functions[at];
+            let why = if t.side != side && t.side != UserSide::Both {
+                Some(format!(
+                    "it dispatches to {name}, which is checked for the other user side"
+                ))
+            } else if !t.passed() {
+                Some(format!("it dispatches to {name}, which fails its check"))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                let r = &mut functions[k];
+                let mut f = r
+                    .findings
+                    .iter()
+                    .find(|f| f.message.starts_with("dispatches to"))
+                    .cloned()
+                    .unwrap_or_else(|| Finding {
+                        severity: Severity::Error,
+                        addr: 0,
+                        section: String::new(),
+                        insn: String::new(),
+                        line: None,
+                        message: String::new(),
+                    });
+                f.severity = Severity::Error;
+                f.message = why;
+                r.findings.insert(0, f);
+            }
+        }
+        k += 1;
+    }
 }
 
 /// The functions to check, with what the command line says of each:

@@ -104,6 +104,9 @@ pub struct FunctionReport {
     /// Entries whose instruction the analysis reached.
     pub entries_analysed: usize,
     pub findings: Vec<Finding>,
+    /// The functions its jumps through its own pointer enter (resolved
+    /// from the object: each is checked for the same user side).
+    pub dispatches: Vec<String>,
 }
 
 impl FunctionReport {
