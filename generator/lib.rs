@@ -15,52 +15,15 @@
 //! | 4 | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; the x86 per-CPU entry points and resolver ([`backend::x86::entry`]) |
 //! | 5 | JIT, output | [`jit`]: the same x86 lines → dynasm; [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
 //! | 6 | checks    | [`checks`]: objects, fault injection on each CPU mode, the static verifier ([`checks::static_verify`]) |
-//! | 7 | tools     | [`tools`]: `copygen diff` (review), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
+//! | 7 | tools     | [`tools`]: `copygen diff` ([`tools::diff`]), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
 
 pub mod arch;
 pub mod backend;
+pub mod checks;
+pub mod front;
 pub mod input;
 pub mod jit;
 pub mod lower;
+pub mod output;
 pub mod toolchain;
-
-/// The front end: strategy files in, validated strategies out.
-pub mod front {
-    pub mod catalog;
-    pub mod diagnostics;
-    pub mod parse;
-    mod schema;
-    pub mod strategy;
-    pub mod symbols;
-    pub mod to_toml;
-    mod validate;
-    pub mod variant;
-}
-
-/// Generated files: templates around the printed functions, the
-/// `emitted/` tree, and writing files.
-pub mod output {
-    pub mod catalog_doc;
-    pub mod header;
-    pub mod render;
-    pub mod tree;
-    pub mod write;
-}
-
-/// Checking routines: assembled objects, fault injection on real CPU modes,
-/// the static verifier, `copygen verify`.
-pub mod checks {
-    pub mod faultinject;
-    pub mod objfile;
-    pub mod sandbox;
-    pub mod static_verify;
-    pub mod verify;
-}
-
-/// Tools over the stages: review diffs, benchmarks, tuning, kernel patches.
-pub mod tools {
-    pub mod bench;
-    pub mod kernel_patch;
-    pub mod review;
-    pub mod tune;
-}
+pub mod tools;

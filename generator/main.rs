@@ -10,7 +10,7 @@ use copygen::front::diagnostics::escape;
 #[macro_use]
 mod cli;
 
-use cli::{bench, diff, emit, kernel_patch, list, tune, verify, write_stdout, Failure};
+use cli::{bench, diff, emit, jit, kernel_patch, list, tune, verify, write_stdout, Failure};
 
 /// `--version`: the package version and the git revision built.
 const VERSION: &str = concat!(
@@ -57,7 +57,7 @@ enum Command {
     Tune(tune::TuneArgs),
     /// JIT-compile a strategy and run the in-process fault-injection suite;
     /// exit 1 on any contract violation.
-    Jit(verify::JitArgs),
+    Jit(jit::JitArgs),
     /// Print a shell's completion script: `copygen completions bash >
     /// /usr/share/bash-completion/completions/copygen`.
     Completions {
@@ -77,7 +77,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::cmd_bench(args),
         Command::Tune(args) => tune::cmd_tune(args),
         Command::Diff(args) => diff::cmd_diff(args),
-        Command::Jit(args) => verify::cmd_jit(args),
+        Command::Jit(args) => jit::cmd_jit(args),
         Command::KernelPatch(args) => kernel_patch::cmd_kernel_patch(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();

@@ -9,7 +9,7 @@ use std::process::Command;
 use copygen::front::parse;
 use copygen::front::strategy::Condition;
 use copygen::tools::bench::{self, Measurement, Results, Rng, Sweep};
-use copygen::tools::tune::{self, Candidate, Header};
+use copygen::tools::tune::{self, Candidate, CandidateBase};
 
 fn copygen() -> Command {
     Command::new(env!("CARGO_BIN_EXE_copygen"))
@@ -17,7 +17,7 @@ fn copygen() -> Command {
 
 #[test]
 fn every_candidate_of_the_search_space_is_a_valid_strategy() {
-    let header = Header::new("t");
+    let header = CandidateBase::new("t");
     let mut rng = Rng::new(3);
     let mut pool = Candidate::seeds();
     for i in 0..300 {
@@ -58,7 +58,7 @@ fn a_candidate_becomes_the_classes_it_describes() {
         wide_until: 1024,
         ..Candidate::bare_guarded()
     };
-    let s = parse::parse(Path::new("t.toml"), &c.toml(&Header::new("t")), None).unwrap();
+    let s = parse::parse(Path::new("t.toml"), &c.toml(&CandidateBase::new("t")), None).unwrap();
     let shape: Vec<(u64, Option<u64>, Vec<Condition>)> = s
         .classes
         .iter()

@@ -14,7 +14,7 @@ use copygen::front::to_toml::render;
 use copygen::front::variant::CpuFeature;
 use copygen::tools::bench::Rng;
 use copygen::tools::tune::merge::{merge, Input};
-use copygen::tools::tune::{Candidate, CpuInfo, Header};
+use copygen::tools::tune::{Candidate, CandidateBase, CpuInfo};
 use proptest::prelude::*;
 
 fn copygen() -> Command {
@@ -55,7 +55,7 @@ fn cpu(vendor: &str, family: u32, model: u32, erms: bool, fsrm: bool) -> CpuInfo
 /// A tune result as `copygen tune` writes one: a candidate with comments
 /// and the CPU in its `[tuned_on]` table.
 fn tuned(c: &Candidate, cpu: &CpuInfo, file: &str) -> Input {
-    let mut h = Header::new("tuned");
+    let mut h = CandidateBase::new("tuned");
     h.comments = vec!["Tuned for the test.".into()];
     h.tuned_on = Some(cpu.tuned_on());
     Input {
@@ -214,7 +214,7 @@ fn bad_merge_inputs_are_located_errors_and_write_nothing() {
         (
             vec![
                 ("a.toml", a.clone()),
-                ("b.toml", c.toml(&Header::new("tuned"))),
+                ("b.toml", c.toml(&CandidateBase::new("tuned"))),
             ],
             "b.toml:1: error: no `[tuned_on]` table",
         ),

@@ -16,7 +16,7 @@ use crate::lower::{lower, Target};
 /// One exception-table entry: the faulting instruction's label and the
 /// fixup's.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ExEntry {
+pub struct ExtableLabels {
     pub insn: String,
     pub fixup: String,
 }
@@ -32,7 +32,7 @@ pub struct Function {
     pub body: Vec<String>,
     /// Out-of-line fixup code (in the function on x86, `.text.fixup` on ARM).
     pub fixups: Vec<String>,
-    pub extable: Vec<ExEntry>,
+    pub extable: Vec<ExtableLabels>,
 }
 
 /// A selected instruction of either backend and, for a user access, its
@@ -124,7 +124,7 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
         };
         if let Some((insn, fixup)) = &line.user {
             out.push(format!("{insn}:"));
-            f.extable.push(ExEntry {
+            f.extable.push(ExtableLabels {
                 insn: insn.clone(),
                 fixup: fixup.clone(),
             });
@@ -135,13 +135,13 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
 }
 
 /// The x86 ABI of `s` on its arch in `flavor`.
-pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::Abi {
+pub fn x86_abi(s: &Strategy, flavor: Flavor) -> x86::AbiRegs {
     assert!(
         matches!(s.arch, Arch::X86_64 | Arch::I386),
         "{} is not x86",
         s.arch
     );
-    x86::Abi::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
+    x86::AbiRegs::new(crate::arch::abi(s.arch, flavor, s.linux.convention))
 }
 
 /// Selected lines of one routine, in its architecture's instruction list.

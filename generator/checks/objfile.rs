@@ -62,7 +62,7 @@ pub enum EntryKind {
 
 /// One exception-table entry, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExEntry {
+pub struct ExtableEntry {
     /// Offset of the entry in `__ex_table`.
     pub at: u64,
     pub insn: Loc,
@@ -121,7 +121,7 @@ pub struct ObjectFile {
     /// Code sections by name (`.text`, `.text.fixup`).
     pub code: BTreeMap<String, Vec<u8>>,
     pub functions: Vec<FnSym>,
-    pub extable: Vec<ExEntry>,
+    pub extable: Vec<ExtableEntry>,
     /// Bytes per exception-table entry (8, or 12 with the type word).
     pub entry_size: u64,
     /// `.text` offset → source line, sorted (empty without debug info).
@@ -154,7 +154,7 @@ impl ObjectFile {
     }
 
     /// Entries whose instruction lies in `f`.
-    pub fn entries_of<'a>(&'a self, f: &'a FnSym) -> impl Iterator<Item = &'a ExEntry> + 'a {
+    pub fn entries_of<'a>(&'a self, f: &'a FnSym) -> impl Iterator<Item = &'a ExtableEntry> + 'a {
         self.extable.iter().filter(move |e| f.contains(&e.insn))
     }
 
@@ -483,7 +483,7 @@ fn relocated_words(
     Ok(words)
 }
 
-fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> {
+fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExtableEntry>, u64)> {
     let Some(sec) = file.section_by_name("__ex_table") else {
         return Ok((Vec::new(), 8));
     };
@@ -536,7 +536,7 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExEntry>, u64)> 
             let o = (at + 8) as usize;
             u32::from_le_bytes(data[o..o + 4].try_into().unwrap())
         });
-        entries.push(ExEntry {
+        entries.push(ExtableEntry {
             at,
             insn: insn.target,
             fixup: fixup.target,

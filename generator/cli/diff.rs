@@ -32,13 +32,13 @@ pub struct DiffArgs {
 }
 
 pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
-    use copygen::tools::review;
+    use copygen::tools::diff;
     use std::io::IsTerminal;
     let flavor = match a.flavor {
         None => None,
         f => Some(parse_flavor(f)?[0]),
     };
-    let opts = review::Options {
+    let opts = diff::Options {
         arch: parse_arch(a.arch)?,
         flavor,
         save_objects: a.save_objects,
@@ -46,26 +46,26 @@ pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
     };
     // Bad input (a revision, file or strategy) exits 2; differences do not.
     let classify = |e: anyhow::Error| -> Failure {
-        if let Some(ie) = e.downcast_ref::<review::InputError>() {
+        if let Some(ie) = e.downcast_ref::<diff::InputError>() {
             return Failure::Input(ie.to_string());
         }
         Failure::from(e)
     };
-    let old = review::load_side(&a.old, &opts).map_err(classify)?;
-    let new = review::load_side(&a.new, &opts).map_err(classify)?;
-    let report = review::diff(&old, &new, &opts).map_err(classify)?;
+    let old = diff::load_side(&a.old, &opts).map_err(classify)?;
+    let new = diff::load_side(&a.new, &opts).map_err(classify)?;
+    let report = diff::diff(&old, &new, &opts).map_err(classify)?;
     let bench = if a.bench {
-        Some(review::bench_changed(&report, &old, &new)?)
+        Some(diff::bench_changed(&report, &old, &new)?)
     } else {
         None
     };
     if a.json {
-        out!("{}", review::render_json(&report));
+        out!("{}", diff::render_json(&report));
     } else {
         let color = !a.no_color
             && std::io::stdout().is_terminal()
             && std::env::var_os("NO_COLOR").is_none();
-        out!("{}", review::render_text(&report, color));
+        out!("{}", diff::render_text(&report, color));
     }
     if let Some(b) = bench {
         out!("{b}");

@@ -28,6 +28,7 @@ macro_rules! errln {
 pub mod bench;
 pub mod diff;
 pub mod emit;
+pub mod jit;
 pub mod kernel_patch;
 pub mod list;
 pub mod tune;

@@ -98,8 +98,8 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         }
     }
     let mut header = match &base {
-        Some(b) => tune::Header::from_base(b),
-        None => tune::Header::new("tuned"),
+        Some(b) => tune::CandidateBase::from_base(b),
+        None => tune::CandidateBase::new("tuned"),
     };
     if let Some(n) = &a.name {
         if n.is_empty()

@@ -1,5 +1,4 @@
-//! `copygen verify` (static checks, then fault injection on each CPU mode)
-//! and `copygen jit` (the in-process fault suite).
+//! `copygen verify`: static checks, then fault injection on each CPU mode.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -207,36 +206,5 @@ fn static_options(
         dispatchers: Vec::new(),
         functions,
         roles: Vec::new(),
-    })
-}
-
-#[derive(clap::Args)]
-pub struct JitArgs {
-    /// Strategy files or catalog names.
-    #[arg(required = true)]
-    files: Vec<PathBuf>,
-    /// Architecture instead of the file's (only x86_64 runs in-process).
-    #[arg(long)]
-    arch: Option<String>,
-}
-
-pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
-    let JitArgs { files, arch } = a;
-    let arch = parse_arch(arch)?;
-    // Every input is validated before anything runs.
-    let strategies = load_all(&files, arch)?;
-    let mut all_ok = true;
-    for s in &strategies {
-        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
-            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
-            e => Failure::Other(e.into()),
-        })?;
-        out!("{report}");
-        all_ok &= ok;
-    }
-    Ok(if all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     })
 }

@@ -20,7 +20,7 @@ pub const STRAY: usize = usize::MAX;
 
 /// One exception-table entry, as offsets from the module's first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ExEntry {
+pub struct ExtableOffsets {
     pub insn: u32,
     pub fixup: u32,
 }
@@ -34,7 +34,7 @@ struct Slot {
     claimed: AtomicBool,
     start: AtomicUsize,
     end: AtomicUsize,
-    table: AtomicPtr<ExEntry>,
+    table: AtomicPtr<ExtableOffsets>,
     len: AtomicUsize,
     /// A `ret` in the module for faults with no entry (0: none).
     landing: AtomicUsize,
@@ -94,7 +94,7 @@ pub fn last_stray() -> (usize, usize) {
 pub struct Registration {
     slot: &'static Slot,
     /// Owned here; the handler reads it through the slot's pointer.
-    _table: Box<[ExEntry]>,
+    _table: Box<[ExtableOffsets]>,
 }
 
 /// Publish the code range `start..end` with its exception table (sorted
@@ -102,7 +102,7 @@ pub struct Registration {
 pub fn register(
     start: usize,
     end: usize,
-    mut table: Vec<ExEntry>,
+    mut table: Vec<ExtableOffsets>,
     landing: Option<usize>,
 ) -> Registration {
     install();
@@ -176,7 +176,14 @@ impl Drop for Registration {
 }
 
 /// Seqlock write: only the claiming thread writes a slot.
-fn write(slot: &Slot, start: usize, end: usize, table: *mut ExEntry, len: usize, landing: usize) {
+fn write(
+    slot: &Slot,
+    start: usize,
+    end: usize,
+    table: *mut ExtableOffsets,
+    len: usize,
+    landing: usize,
+) {
     let s = slot.seq.load(Ordering::Relaxed);
     slot.seq.store(s.wrapping_add(1), Ordering::Relaxed);
     fence(Ordering::Release);
@@ -320,11 +327,11 @@ mod tests {
             0x1000,
             0x1100,
             vec![
-                ExEntry {
+                ExtableOffsets {
                     insn: 0x20,
                     fixup: 0x80,
                 },
-                ExEntry {
+                ExtableOffsets {
                     insn: 0x10,
                     fixup: 0x90,
                 },
@@ -348,7 +355,7 @@ mod tests {
                 register(
                     base + i * 0x100,
                     base + i * 0x100 + 0x80,
-                    vec![ExEntry { insn: 4, fixup: 8 }],
+                    vec![ExtableOffsets { insn: 4, fixup: 8 }],
                     None,
                 )
             })

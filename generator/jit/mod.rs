@@ -242,7 +242,7 @@ pub fn compile_edited(
     let table = placed
         .iter()
         .flat_map(|(_, off, _, ex)| {
-            ex.iter().map(move |&(i, f)| fault::ExEntry {
+            ex.iter().map(move |&(i, f)| fault::ExtableOffsets {
                 insn: (off + i as usize) as u32,
                 fixup: (off + f as usize) as u32,
             })

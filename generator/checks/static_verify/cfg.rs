@@ -8,7 +8,7 @@ use super::abi::AbiSpec;
 use super::domain::State;
 use super::isa::{isa_for, Flow, Insn, FIXUP_BASE};
 use super::report::{Finding, Severity};
-use crate::checks::objfile::{ExEntry, FnSym, Loc, ObjectFile};
+use crate::checks::objfile::{ExtableEntry, FnSym, Loc, ObjectFile};
 use crate::front::strategy::Arch;
 
 pub(super) struct Func<'a> {
@@ -33,7 +33,7 @@ pub(super) struct Func<'a> {
     /// The functions its resolved indirect jumps enter (tail calls).
     pub(super) dispatches: BTreeSet<String>,
     /// Its exception-table entries.
-    pub(super) entries: Vec<ExEntry>,
+    pub(super) entries: Vec<ExtableEntry>,
     /// The instruction at the function's symbol.
     pub(super) entry: usize,
     /// Instructions `0..own` are the function's symbol and fixup piece;
@@ -291,7 +291,7 @@ impl<'a> Func<'a> {
                     && decoded.contains(&l.offset))
         };
         // Its entries: on its own code, its fixup piece and the local code.
-        let entries: Vec<ExEntry> = obj
+        let entries: Vec<ExtableEntry> = obj
             .extable
             .iter()
             .filter(|e| in_function(&e.insn))

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Candidate, Header, BAND_BOUND, BAND_FROM, BOUND};
+use super::{Candidate, CandidateBase, BAND_BOUND, BAND_FROM, BOUND};
 use crate::front::strategy::Strategy;
 use crate::tools::bench::{self, distribution::Distribution, Results, Subject, Sweep};
 
@@ -131,7 +131,7 @@ pub fn score(res: &Results, subject: usize, tuned: usize, cliff: bool) -> Score 
 /// candidate is built as a value and written by the strategy writer; its
 /// text goes through the validator, the one way to a validated strategy
 /// (and the text the emitted header restates).
-pub(super) fn compile(c: &Candidate, header: &Header) -> Option<(Strategy, Subject)> {
+pub(super) fn compile(c: &Candidate, header: &CandidateBase) -> Option<(Strategy, Subject)> {
     let text = c.toml(header);
     let s = crate::front::parse::parse(Path::new("tuned.toml"), &text, None).ok()?;
     let subject = bench::strategy_subject(&s).ok()?;

@@ -1,5 +1,5 @@
 //! The search space: a [`Candidate`] (the shape every tuned strategy has),
-//! its neighbours, and the strategy file it stands for ([`Header`] holds
+//! its neighbours, and the strategy file it stands for ([`CandidateBase`] holds
 //! what every candidate shares).
 
 use serde::Serialize;
@@ -142,7 +142,7 @@ impl Candidate {
     /// The strategy this candidate stands for, with `header`'s name,
     /// description, options and CPU record. Not yet validated: `source`
     /// and `text` are empty until [`Candidate::toml`]'s text is parsed.
-    pub fn strategy(&self, header: &Header) -> Strategy {
+    pub fn strategy(&self, header: &CandidateBase) -> Strategy {
         let method = |name: &str, kind: MethodKind| Method {
             name: name.into(),
             kind,
@@ -240,7 +240,7 @@ impl Candidate {
 
     /// The strategy file: `header`'s comments, then [`Candidate::strategy`]
     /// as the one strategy writer (`front/to_toml.rs`) writes it.
-    pub fn toml(&self, header: &Header) -> String {
+    pub fn toml(&self, header: &CandidateBase) -> String {
         file_text(&header.comments, &self.strategy(header))
     }
 
@@ -285,7 +285,7 @@ pub fn file_text(comments: &[String], s: &Strategy) -> String {
 
 /// What every candidate shares: from the base strategy, or defaults.
 #[derive(Debug, Clone)]
-pub struct Header {
+pub struct CandidateBase {
     pub name: String,
     pub description: String,
     pub directions: Vec<Direction>,
@@ -297,9 +297,9 @@ pub struct Header {
     pub comments: Vec<String>,
 }
 
-impl Header {
-    pub fn new(name: &str) -> Header {
-        Header {
+impl CandidateBase {
+    pub fn new(name: &str) -> CandidateBase {
+        CandidateBase {
             name: name.to_string(),
             description: "Tuned by `copygen tune` for one CPU and a set of size distributions: \
                           `rep movsb` with alias guards (see the comments above)."
@@ -323,8 +323,8 @@ impl Header {
 
     /// The base strategy's name, description, directions, convention,
     /// uaccess and precision.
-    pub fn from_base(s: &Strategy) -> Header {
-        let mut h = Header::new(&s.name);
+    pub fn from_base(s: &Strategy) -> CandidateBase {
+        let mut h = CandidateBase::new(&s.name);
         h.description = s.description.clone();
         h.directions = s.directions.clone();
         h.linux.convention = s.linux.convention;

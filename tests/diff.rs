@@ -18,7 +18,7 @@ use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Flavor, Strategy};
 use copygen::output::render::render;
 use copygen::output::tree::render_tree;
-use copygen::tools::review::{self, format_bloat, table, DiffReport, Options};
+use copygen::tools::diff::{self, format_bloat, table, DiffReport, Options};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");
 
@@ -406,7 +406,7 @@ fn report(old: &str, new: &str, dir: &Path, opts: &Options) -> DiffReport {
         cwd: Some(dir.to_path_buf()),
         ..opts.clone()
     };
-    review::run(old, new, &o).unwrap_or_else(|e| panic!("{e:#}"))
+    diff::run(old, new, &o).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 #[test]
@@ -708,7 +708,7 @@ fn bench_times_old_and_new_of_each_changed_routine() {
         );
     }
     let section = &bench[..bench.find("## unrolled64_to_user").expect("second section")];
-    for size in review::BENCH_SIZES {
+    for size in diff::BENCH_SIZES {
         let row = section
             .lines()
             .find(|l| l.split_whitespace().next() == Some(&size.to_string()))

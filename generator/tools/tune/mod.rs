@@ -54,7 +54,7 @@ pub use measure::{round_ratios, score, tune_sweep, Score, GRID_ALIAS, GRID_SIZES
 pub use report::{
     class_table, plot_results, report_json, report_text, ALIAS_CLASSES, SIZE_CLASSES,
 };
-pub use space::{Candidate, Header, LoopShape};
+pub use space::{Candidate, CandidateBase, LoopShape};
 
 // ---- Ctrl-C ----------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ pub struct Options {
     /// Distributions reported but not tuned on.
     pub extra: Vec<Distribution>,
     pub budget: Duration,
-    pub header: Header,
+    pub header: CandidateBase,
     /// A base strategy measured as a contender of its own.
     pub base: Option<Strategy>,
     pub seed: u64,

@@ -23,7 +23,7 @@ pub type Line = super::Line<Inst>;
 
 /// An [`arch::Abi`] table with its registers as [`Reg`]s.
 #[derive(Debug, Clone)]
-pub struct Abi {
+pub struct AbiRegs {
     /// 4 or 8: pointer and length width.
     pub ptr_width: u32,
     pub dst: Reg,
@@ -47,10 +47,10 @@ pub enum Args {
     Stack,
 }
 
-impl Abi {
-    pub fn new(table: &'static arch::Abi) -> Abi {
+impl AbiRegs {
+    pub fn new(table: &'static arch::Abi) -> AbiRegs {
         let regs = |v: &[u8]| v.iter().map(|&r| Reg::from_num(r)).collect();
-        Abi {
+        AbiRegs {
             ptr_width: table.ptr_width,
             dst: Reg::from_num(table.dst),
             src: Reg::from_num(table.src),
@@ -92,7 +92,7 @@ fn cc(c: Cond) -> Cc {
 }
 
 /// Instruction selection: one routine's ops to x86 lines.
-pub fn select(r: &Routine, abi: &Abi) -> Vec<Line> {
+pub fn select(r: &Routine, abi: &AbiRegs) -> Vec<Line> {
     let mut s = Selector {
         abi,
         r,
@@ -113,7 +113,7 @@ pub fn select(r: &Routine, abi: &Abi) -> Vec<Line> {
 }
 
 struct Selector<'a> {
-    abi: &'a Abi,
+    abi: &'a AbiRegs,
     r: &'a Routine,
     lines: super::Lines<'a, Inst>,
     /// `rcx` already holds `len` for the `rep movsb` ahead (see

@@ -1,0 +1,37 @@
+//! `copygen jit`: the in-process fault suite and contract checker.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{load_all, parse_arch, Failure};
+
+#[derive(clap::Args)]
+pub struct JitArgs {
+    /// Strategy files or catalog names.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Architecture instead of the file's (only x86_64 runs in-process).
+    #[arg(long)]
+    arch: Option<String>,
+}
+
+pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
+    let JitArgs { files, arch } = a;
+    let arch = parse_arch(arch)?;
+    // Every input is validated before anything runs.
+    let strategies = load_all(&files, arch)?;
+    let mut all_ok = true;
+    for s in &strategies {
+        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
+            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+            e => Failure::Other(e.into()),
+        })?;
+        out!("{report}");
+        all_ok &= ok;
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

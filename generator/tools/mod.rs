@@ -1,0 +1,6 @@
+//! Tools over the stages: `copygen diff`, benchmarks, tuning, kernel patches.
+
+pub mod bench;
+pub mod diff;
+pub mod kernel_patch;
+pub mod tune;
