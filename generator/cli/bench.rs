@@ -187,17 +187,10 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         subjects.push(bench::kernel_subject(largest.max(1))?);
     }
     let (subjects, baseline) = subjects_and_baseline(&a, subjects)?;
-    let bar = progress_bar(&sweep.name);
-    let opts = bench::Options {
-        repeats: a.repeats,
-        seed: a.seed,
-        ..bench::Options::default()
-    };
-    let mut results = bench::run_with(&sweep, &subjects, &opts, &|done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
+    let opts = run_options(&a);
+    let mut results = with_progress(&sweep.name, |p| {
+        bench::run_with(&sweep, &subjects, &opts, p)
     });
-    bar.finish_and_clear();
     if let Some(b) = baseline {
         results.baseline = b;
     }
@@ -247,6 +240,25 @@ fn subjects_and_baseline(
     Ok((subjects, baseline))
 }
 
+fn run_options(a: &BenchArgs) -> copygen::tools::bench::Options {
+    copygen::tools::bench::Options {
+        repeats: a.repeats,
+        seed: a.seed,
+        ..copygen::tools::bench::Options::default()
+    }
+}
+
+/// `run` with a progress bar that it advances and that is cleared after.
+fn with_progress<T>(name: &str, run: impl FnOnce(&dyn Fn(u64, u64)) -> T) -> T {
+    let bar = progress_bar(name);
+    let out = run(&|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    out
+}
+
 fn progress_bar(name: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -271,17 +283,10 @@ fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure
             bench::DEFAULT_CALLS
         );
     }
-    let bar = progress_bar("workload");
-    let opts = bench::Options {
-        repeats: a.repeats,
-        seed: a.seed,
-        ..bench::Options::default()
-    };
-    let mut results = bench::run_replay(&replay, &subjects, &opts, &|done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
+    let opts = run_options(a);
+    let mut results = with_progress("workload", |p| {
+        bench::run_replay(&replay, &subjects, &opts, p)
     });
-    bar.finish_and_clear();
     if let Some(b) = baseline {
         results.baseline = b;
     }
