@@ -494,7 +494,7 @@ fn unknown_arch_and_flavour_flags_exit_2() {
     std::fs::write(&good, BASE).unwrap();
     for (flag, value, msg) in [
         ("--arch", "mips", "unknown architecture `mips`"),
-        ("--flavor", "bsd", "unknown flavour `bsd`"),
+        ("--flavor", "bsd", "unknown flavor `bsd`"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
             .args(["emit", flag, value])

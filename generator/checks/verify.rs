@@ -182,7 +182,7 @@ pub fn fault_asm_file(
         }
         if found.flavor != crate::front::strategy::Flavor::Standalone {
             anyhow::bail!(
-                "{}: fault injection runs the standalone flavour; this file includes kernel headers",
+                "{}: fault injection runs the standalone flavor; this file includes kernel headers",
                 path.display()
             );
         }

@@ -79,7 +79,7 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
         }
         Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
             let why = if flavors.len() > 1 {
-                "both flavours: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
+                "both flavors: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
             } else {
                 "give a folder instead"
             };
@@ -142,7 +142,7 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
         "{:<24} {:<7} {:<11} {:>8} {:>8}",
         "strategy",
         "arch",
-        "flavour",
+        "flavor",
         "routines",
         "entries"
     );

@@ -75,7 +75,7 @@ pub fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
         None => Ok(Flavor::ALL.to_vec()),
         Some(f) => Flavor::parse(&f).map(|f| vec![f]).ok_or_else(|| {
             Failure::Input(format!(
-                "error: unknown flavour `{f}`; copygen emits linux and standalone"
+                "error: unknown flavor `{f}`; copygen emits linux and standalone"
             ))
         }),
     }

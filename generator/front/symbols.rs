@@ -251,7 +251,7 @@ pub fn check_run(run: &[(&Path, &Strategy)]) -> Vec<StrategyError> {
                 file,
                 &field("name"),
                 format!(
-                    "another strategy of this run is named `{}` for {} too, at {}: both would be written to {}/<flavour>/{}.S",
+                    "another strategy of this run is named `{}` for {} too, at {}: both would be written to {}/<flavor>/{}.S",
                     s.name,
                     s.arch,
                     place(js, jfile, &field("name")),

@@ -310,7 +310,7 @@ fn decode(
             written.push(LR);
         }
         let vector = ops.iter().any(is_vector).then(|| {
-            format!("`{text}` uses FP/SIMD state: linux-flavour routines may not touch FP/SIMD registers")
+            format!("`{text}` uses FP/SIMD state: linux-flavor routines may not touch FP/SIMD registers")
         });
         let prefetch = matches!(acc, Some((MemKind::Prefetch, ..)));
         let touch = match (acc, address(&ins)) {

@@ -420,7 +420,7 @@ fn decode(
             },
             written: defs,
             vector: uses_vfp(&ins).then(|| {
-                format!("`{text}` uses VFP/NEON state: linux-flavour routines may not touch VFP/NEON registers")
+                format!("`{text}` uses VFP/NEON state: linux-flavor routines may not touch VFP/NEON registers")
             }),
             touch,
             width,

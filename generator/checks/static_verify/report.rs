@@ -154,7 +154,7 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{}: {}, {} flavour, {}",
+            "{}: {}, {} flavor, {}",
             self.file.display(),
             self.arch,
             self.flavor,

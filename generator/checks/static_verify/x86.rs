@@ -271,7 +271,7 @@ fn facts(
         .iter()
         .map(|u| u.register())
         .find(|r| r.is_vector_register() || r.is_mm() || r.is_st() || r.is_k())
-        .map(|r| format!("uses {r:?}: linux-flavour routines may not touch MMX/SSE/AVX/x87 state"));
+        .map(|r| format!("uses {r:?}: linux-flavor routines may not touch MMX/SSE/AVX/x87 state"));
     // A touch load: a plain load into a register (whether its value is dead
     // is for the checker to say).
     let touch = (i.mnemonic() == Mnemonic::Mov

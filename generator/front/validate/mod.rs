@@ -348,7 +348,7 @@ impl Validator<'_> {
                 at.line
             )
         } else {
-            format!("the {flavor} flavour on {arch} lets a routine clobber only {registers} scratch register(s)")
+            format!("the {flavor} flavor on {arch} lets a routine clobber only {registers} scratch register(s)")
         };
         let no_rest_in_rax = linux.is_some_and(|l| {
             l.convention == Convention::RepMovs && l.extable == ExtableFormat::Copy
