@@ -302,12 +302,7 @@ fn cli_replays_a_workload_and_prints_the_table() {
         "--repeats",
         "3",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("working set 256 KiB"), "{stdout}");
     assert!(stdout.contains("vs rep_movsb"), "{stdout}");
     assert!(
@@ -380,14 +375,20 @@ fn cli_distribution_runs_state_their_pointer_model() {
         "--repeats",
         "1",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = succeeded(&out);
+    assert!(
+        stdout.contains("pointers page-cache: src a page-cache page"),
+        "{stdout}"
+    );
+}
+
+/// Standard output of a run that must have succeeded (its standard error
+/// in the message when it did not).
+fn succeeded(out: &std::process::Output) -> String {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        stdout.contains("pointers page-cache: src a page-cache page"),
-        "{stdout}"
-    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
