@@ -7,6 +7,7 @@
 
 mod copy_ops;
 mod fixup_code;
+pub mod call_site;
 pub mod routine;
 pub mod variants;
 
