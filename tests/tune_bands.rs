@@ -300,6 +300,32 @@ fn an_overlapping_block_tail_keeps_exact_counts() {
 }
 
 #[test]
+fn an_overlapping_block_tail_passes_copygen_verify() {
+    // The assembled routines (GNU as), fault-injected on the real CPU, and
+    // the static verifier's exception-table coverage.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blocktail.toml");
+    std::fs::write(&file, block_tail_strategy(32, "loads_first")).unwrap();
+    let out = copygen().arg("verify").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("blocktail "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for cols in rows {
+        assert!(cols[3].parse::<u64>().unwrap() > 10_000, "{cols:?}");
+        assert_eq!(cols[4], "0", "{cols:?}");
+    }
+}
+
+#[test]
 fn an_overlapping_block_tail_below_the_block_is_a_located_error() {
     let text = block_tail_strategy(16, "loads_first");
     let e = parse::parse(Path::new("b.toml"), &text, None)
