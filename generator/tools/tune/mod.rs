@@ -1,23 +1,26 @@
 //! `copygen tune`: search x86_64 strategies for the CPU this runs on and a
-//! set of workloads (size distributions), JIT-timed against `rep movsb` in
-//! the same runs, and write the winner as an ordinary strategy file.
+//! set of workloads (size distributions and recorded traces), JIT-timed
+//! against `rep movsb` in the same runs, and write the winner as an
+//! ordinary strategy file.
 //!
-//! The search space is a shape that covers what the catalog does on x86_64:
-//! an optional head/tail class for short copies, `rep movsb` above it, and
-//! alias guards that send `(dst - src) mod 4096` in a band to an unrolled
-//! loop — a wider band below some size, a narrower one above, guards only
-//! from some size up — with the loop's block, registers, grouping,
-//! alignment, prefetch and tail free. Every candidate is written as TOML and
-//! parsed by the ordinary validator, so what is measured is exactly what a
-//! strategy file says.
+//! First the CPU's alias bands are measured ([`bands`]): where `rep movsb`
+//! has a cliff in `(dst - src) mod 4096`, at which sizes, how wide. The
+//! search space is then an optional head/tail class for short copies,
+//! `rep movsb` above it, and for each measured band an optional guard (the
+//! band, from some size up) sending it to an unrolled loop of its own —
+//! block, registers, grouping, alignment, prefetch and tail free. With no
+//! band, no candidate has an alias guard. Every candidate is written as
+//! TOML and parsed by the ordinary validator, so what is measured is
+//! exactly what a strategy file says.
 //!
-//! The objective is the mean cost over the distributions (per-round ratio to
-//! `rep movsb`, median over rounds), the worst distribution's excess, and
-//! penalties that bound every cell of a fixed-size x alias grid: no cell above [`BOUND`] x `rep movsb`, and, on
-//! a CPU whose `rep movsb` collapses inside the band, every cell of sizes
-//! from 1 KiB with `(dst - src) mod 4096` in 1..=15 at most [`BAND_BOUND`].
-//! Mean and bounds hold at once: fixed sizes flatter branchy code (every
-//! branch predicted), the distributions keep it honest.
+//! The objective is the mean cost over the distributions and the traces
+//! ([`traces`]; per-round ratio to `rep movsb`, median over rounds), the
+//! worst one's excess, and penalties that bound every cell of a fixed-size
+//! x alias grid: no cell above [`BOUND`] x `rep movsb`, and, on a CPU whose
+//! `rep movsb` collapses inside the band, every cell of sizes from 1 KiB
+//! with `(dst - src) mod 4096` in 1..=15 at most [`BAND_BOUND`]. Mean and
+//! bounds hold at once: fixed sizes flatter branchy code (every branch
+//! predicted), the distributions and traces keep it honest.
 //!
 //! Leaders are re-measured together (interleaved, more rounds) before one
 //! is chosen, and only a strategy that passes the full JIT fault suite is

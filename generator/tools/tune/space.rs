@@ -118,6 +118,9 @@ pub struct Candidate {
     pub short_max: u32,
     /// Registers of the head/tail copies (8-byte).
     pub short_registers: u32,
+    /// The fixed band shape (`narrow`, `wide`, `wide_until`, `guard_from`,
+    /// `band_loop`): what [`Candidate::mutate`] searches, for hand-built
+    /// candidates; `tune` searches [`Candidate::bands`] instead.
     /// Alias guards only from this size up.
     pub guard_from: u32,
     /// The band `1..=narrow` guarded from `wide_until` up; 0: no guard.
