@@ -322,11 +322,15 @@ pub fn bands_text(
     for sb in per_size {
         let _ = write!(out, "  {:>5} B: ", sb.size);
         if sb.bands.is_empty() {
-            let _ = write!(
-                out,
-                "no band (worst: distance {}, {:.2}x its cost at 0)",
-                sb.worst_at, sb.worst
-            );
+            if sb.worst_at == 0 {
+                let _ = write!(out, "no band (no distance slower than 0)");
+            } else {
+                let _ = write!(
+                    out,
+                    "no band (worst: distance {}, {:.2}x its cost at 0)",
+                    sb.worst_at, sb.worst
+                );
+            }
         } else {
             let parts: Vec<String> = sb
                 .bands
