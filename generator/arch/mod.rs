@@ -124,6 +124,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
         Tail::Bytes,
         Tail::Words,
         Tail::Overlap,
+        Tail::OverlapBlock,
         Tail::RepMovsb,
         Tail::RepMovs,
     ];

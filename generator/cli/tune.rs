@@ -17,12 +17,20 @@ pub struct TuneArgs {
     base: Option<PathBuf>,
     /// Size distribution to tune on (llvm-libc CSV; a file or a built-in
     /// name); repeatable.
-    #[arg(long, value_name = "FILE.csv", required_unless_present = "merge")]
+    #[arg(long, value_name = "FILE.csv", required_unless_present_any = ["merge", "workload"])]
     distribution: Vec<String>,
+    /// Workload trace to tune on (CSV: direction,size,dst_offset,src_offset[,caller],
+    /// as `bench --workload` reads), replayed in the recorded order at the
+    /// recorded page offsets; an objective beside the distributions; repeatable.
+    #[arg(long, value_name = "TRACE.csv")]
+    workload: Vec<PathBuf>,
+    /// Workload trace to report on but not tune on; repeatable.
+    #[arg(long, value_name = "TRACE.csv")]
+    check_workload: Vec<PathBuf>,
     /// Combine tune results from several CPUs (files `copygen tune` wrote)
     /// into one per-CPU strategy: a variant per CPU, conditioned on the
     /// feature bits it has; fault-checked before it is written.
-    #[arg(long, value_name = "TUNED.toml", num_args = 2.., conflicts_with_all = ["base", "distribution"])]
+    #[arg(long, value_name = "TUNED.toml", num_args = 2.., conflicts_with_all = ["base", "distribution", "workload", "check_workload"])]
     merge: Vec<PathBuf>,
     /// Seconds for the whole run (search about 70 %, then confirmation,
     /// fault suite and report); more than 0, at most 604800 (a week).
@@ -74,6 +82,15 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
             .map_err(|e| Failure::Input(format!("{e:#}")))
     };
     let dists = load(&a.distribution)?;
+    let traces = |paths: &[PathBuf]| -> Result<Vec<_>, Failure> {
+        paths
+            .iter()
+            .map(|p| copygen::tools::bench::workload::Trace::load(p))
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| Failure::Input(format!("{e:#}")))
+    };
+    let workloads = traces(&a.workload)?;
+    let check_workloads = traces(&a.check_workload)?;
     let mut extra = if a.also.is_empty() {
         BUILTIN
             .iter()
@@ -120,6 +137,8 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         header,
         base,
         seed: a.seed,
+        workloads,
+        check_workloads,
     };
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(

@@ -251,6 +251,9 @@ pub enum Tail {
     Words,
     /// Words, then one overlapping register-width copy ending at the end.
     Overlap,
+    /// One overlapping block-sized copy ending at the end, no word loop:
+    /// no branch after the loop (classes must start at >= the block).
+    OverlapBlock,
     /// x86 `rep movsb`.
     RepMovsb,
     /// x86 `rep movs` of the loop's width, then `rep movsb` (the tail of

@@ -308,6 +308,24 @@ impl Lowering<'_> {
                 self.rep_movs(u.width);
                 self.ret(true);
             }
+            Tail::OverlapBlock => {
+                // The class starts at >= block (validated), so the last
+                // block lies inside the copy; with len == 0 it copies
+                // bytes already copied again, which cannot fault.
+                self.comment(format!(
+                    "the last {} bytes in one overlapping block, no branch: at least {} were copied in all",
+                    u.block, u.block
+                ));
+                let pieces: Vec<(u32, At)> = (0..words)
+                    .map(|i| (u.width, At::End(u.block - i * u.width)))
+                    .collect();
+                let p = Progress {
+                    done: 0,
+                    dirty: false,
+                };
+                self.copy_group(&format!("{name}_block"), &pieces, u.registers, p);
+                self.ret(true);
+            }
             Tail::Words | Tail::Overlap => {
                 let wtop = self.label(&format!("{name}_words"));
                 let wdone = self.label(&format!("{name}_words_done"));

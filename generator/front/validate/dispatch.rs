@@ -286,6 +286,13 @@ impl Validator<'_> {
                     format!("head_tail method `{}` serves small sizes only (at most 256), not {}", m.name, fmt_range(lo, hi)),
                 )),
             },
+            MethodKind::Unrolled(u) if u.tail == Tail::OverlapBlock && lo < u.block as u64 => Err(self.err(
+                path,
+                format!(
+                    "method `{}` ends with an overlapping {}-byte block, which needs at least {} bytes, but this class starts at {lo}",
+                    m.name, u.block, u.block
+                ),
+            )),
             MethodKind::Unrolled(u) if u.tail == Tail::Overlap && lo < u.width as u64 => Err(self.err(
                 path,
                 format!(

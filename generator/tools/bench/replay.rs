@@ -413,3 +413,45 @@ impl ReplayResults {
         })
     }
 }
+
+/// Per subject, the ticks per call of each round of a replay (the totals
+/// of [`run_replay`] without its per-call pass): what `copygen tune`
+/// scores a trace by. Every round replays a fresh segment, the same for
+/// every subject, in a freshly shuffled subject order after a warm-up.
+pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &Options) -> Vec<Vec<f64>> {
+    let repeats = opts.repeats.max(1);
+    let regions = Regions::new(r.region_pages());
+    let trace = &r.trace.calls;
+    let mut rng = Rng::new(opts.seed);
+    let mut totals = vec![Vec::with_capacity(repeats); subjects.len()];
+    let mut order: Vec<usize> = (0..subjects.len()).collect();
+    for _ in 0..repeats {
+        let start = workload::segment_start(trace.len(), &mut rng);
+        let timed = workload::place(&workload::segment(trace, start, r.calls), r.region_pages());
+        let start = workload::segment_start(trace.len(), &mut rng);
+        let warm = workload::place(
+            &workload::segment(trace, start, r.calls / 4 + 1),
+            r.region_pages(),
+        );
+        rng.shuffle(&mut order);
+        for &s in &order {
+            replay_all(subjects[s].f, &regions, &warm);
+            totals[s].push(replay_all(subjects[s].f, &regions, &timed));
+        }
+    }
+    totals
+}
+
+/// The median over rounds of `subject / baseline` in the same round.
+pub fn round_ratio(rounds: &[Vec<f64>], subject: usize, baseline: usize) -> f64 {
+    let mut v: Vec<f64> = rounds[subject]
+        .iter()
+        .zip(&rounds[baseline])
+        .map(|(a, b)| a / b.max(1e-9))
+        .collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    quantile(&v, 0.5)
+}

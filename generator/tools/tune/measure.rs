@@ -62,6 +62,8 @@ pub fn round_ratios(res: &Results, subject: usize) -> Vec<f64> {
 pub struct Score {
     /// Per tuned distribution: ratio to `rep movsb`.
     pub distributions: Vec<f64>,
+    /// Per tuned workload trace: ratio to `rep movsb` (replayed).
+    pub traces: Vec<f64>,
     /// Worst grid cell: ratio, size, distance.
     pub worst: (f64, usize, usize),
     /// Worst cell inside the band from 1 KiB (when the CPU has the cliff).
@@ -88,6 +90,18 @@ impl Score {
 /// percent at every short size weighs like one cell far over), plus 4x the
 /// summed excess of band cells over [`BAND_BOUND`] on a CPU with the cliff.
 pub fn score(res: &Results, subject: usize, tuned: usize, cliff: bool) -> Score {
+    score_with(res, subject, tuned, cliff, &[])
+}
+
+/// [`score`] with the ratios of the tuned workload traces as objectives
+/// beside the distributions: the mean and the worst run over both.
+pub fn score_with(
+    res: &Results,
+    subject: usize,
+    tuned: usize,
+    cliff: bool,
+    traces: &[f64],
+) -> Score {
     let ratios = round_ratios(res, subject);
     let mut distributions = Vec::new();
     let mut worst = (0.0, 0, 0);
@@ -114,13 +128,15 @@ pub fn score(res: &Results, subject: usize, tuned: usize, cliff: bool) -> Score 
             band_excess += (q - BAND_BOUND).max(0.0);
         }
     }
-    let n = distributions.len().max(1) as f64;
-    let mean = distributions.iter().sum::<f64>() / n;
-    let worst_dist = distributions.iter().copied().fold(1.0, f64::max);
+    let all = || distributions.iter().chain(traces);
+    let n = all().count().max(1) as f64;
+    let mean = all().sum::<f64>() / n;
+    let worst_dist = all().copied().fold(1.0, f64::max);
     let grid = grid_excess / cells.max(1) as f64;
     Score {
         objective: mean + (worst_dist - 1.0) + 4.0 * grid + 4.0 * band_excess,
         distributions,
+        traces: traces.to_vec(),
         worst,
         worst_band,
         excess: grid_excess + band_excess,

@@ -1,23 +1,26 @@
 //! `copygen tune`: search x86_64 strategies for the CPU this runs on and a
-//! set of workloads (size distributions), JIT-timed against `rep movsb` in
-//! the same runs, and write the winner as an ordinary strategy file.
+//! set of workloads (size distributions and recorded traces), JIT-timed
+//! against `rep movsb` in the same runs, and write the winner as an
+//! ordinary strategy file.
 //!
-//! The search space is a shape that covers what the catalog does on x86_64:
-//! an optional head/tail class for short copies, `rep movsb` above it, and
-//! alias guards that send `(dst - src) mod 4096` in a band to an unrolled
-//! loop — a wider band below some size, a narrower one above, guards only
-//! from some size up — with the loop's block, registers, grouping,
-//! alignment, prefetch and tail free. Every candidate is written as TOML and
-//! parsed by the ordinary validator, so what is measured is exactly what a
-//! strategy file says.
+//! First the CPU's alias bands are measured ([`bands`]): where `rep movsb`
+//! has a cliff in `(dst - src) mod 4096`, at which sizes, how wide. The
+//! search space is then an optional head/tail class for short copies,
+//! `rep movsb` above it, and for each measured band an optional guard (the
+//! band, from some size up) sending it to an unrolled loop of its own —
+//! block, registers, grouping, alignment, prefetch and tail free. With no
+//! band, no candidate has an alias guard. Every candidate is written as
+//! TOML and parsed by the ordinary validator, so what is measured is
+//! exactly what a strategy file says.
 //!
-//! The objective is the mean cost over the distributions (per-round ratio to
-//! `rep movsb`, median over rounds), the worst distribution's excess, and
-//! penalties that bound every cell of a fixed-size x alias grid: no cell above [`BOUND`] x `rep movsb`, and, on
-//! a CPU whose `rep movsb` collapses inside the band, every cell of sizes
-//! from 1 KiB with `(dst - src) mod 4096` in 1..=15 at most [`BAND_BOUND`].
-//! Mean and bounds hold at once: fixed sizes flatter branchy code (every
-//! branch predicted), the distributions keep it honest.
+//! The objective is the mean cost over the distributions and the traces
+//! ([`traces`]; per-round ratio to `rep movsb`, median over rounds), the
+//! worst one's excess, and penalties that bound every cell of a fixed-size
+//! x alias grid: no cell above [`BOUND`] x `rep movsb`, and, on a CPU whose
+//! `rep movsb` collapses inside the band, every cell of sizes from 1 KiB
+//! with `(dst - src) mod 4096` in 1..=15 at most [`BAND_BOUND`]. Mean and
+//! bounds hold at once: fixed sizes flatter branchy code (every branch
+//! predicted), the distributions and traces keep it honest.
 //!
 //! Leaders are re-measured together (interleaved, more rounds) before one
 //! is chosen, and only a strategy that passes the full JIT fault suite is
@@ -28,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::front::strategy::{Arch, Strategy};
-use crate::tools::bench::{self, distribution::Distribution, Results, Subject, Sweep};
+use crate::tools::bench::{self, distribution::Distribution, Results, Subject};
 use anyhow::{bail, Result};
 
 /// No cell of the fixed-size x alias grid may cost more than this many
@@ -42,19 +45,21 @@ pub const BAND_FROM: usize = 1024;
 /// is said to have the alias cliff.
 const CLIFF_RATIO: f64 = 4.0;
 
+pub mod bands;
 mod cpu;
 mod measure;
 pub mod merge;
 mod report;
 mod space;
+pub mod traces;
 
 pub use cpu::{cpu_info, CpuInfo};
 use measure::{compile, QUICK_ALIAS, QUICK_SIZES};
-pub use measure::{round_ratios, score, tune_sweep, Score, GRID_ALIAS, GRID_SIZES};
+pub use measure::{round_ratios, score, score_with, tune_sweep, Score, GRID_ALIAS, GRID_SIZES};
 pub use report::{
     class_table, plot_results, report_json, report_text, ALIAS_CLASSES, SIZE_CLASSES,
 };
-pub use space::{Candidate, CandidateBase, LoopShape};
+pub use space::{BandGuard, Candidate, CandidateBase, LoopShape};
 
 // ---- Ctrl-C ----------------------------------------------------------------------
 
@@ -92,6 +97,10 @@ pub struct Options {
     /// A base strategy measured as a contender of its own.
     pub base: Option<Strategy>,
     pub seed: u64,
+    /// Workload traces tuned on (objectives beside the distributions).
+    pub workloads: Vec<bench::workload::Trace>,
+    /// Workload traces reported but not tuned on.
+    pub check_workloads: Vec<bench::workload::Trace>,
 }
 
 /// The search's result.
@@ -110,6 +119,13 @@ pub struct Outcome {
     pub evaluated: usize,
     pub stopped_early: bool,
     pub fault_report: String,
+    /// The band measurement, and the bands it found at each size.
+    pub band_table: bands::BandTable,
+    pub bands: Vec<bands::SizeBands>,
+    /// The candidate chosen (None when the base won).
+    pub chosen: Option<Candidate>,
+    /// The final replay of each trace, tuned on or checked.
+    pub traces: Vec<traces::TraceReport>,
 }
 
 struct Evaluated {
@@ -124,21 +140,15 @@ impl Evaluated {
     }
 }
 
-/// `rep movsb` at 1 KiB, inside the band over outside it (measured).
-pub fn alias_cliff() -> f64 {
-    let sweep = Sweep {
-        rows: bench::alias_rows(&[BAND_FROM], &[0, 1, 8, 15]),
-        ..Sweep::default()
-    };
-    let base = [bench::baseline("rep_movsb").expect("built in")];
-    let res = bench::run(&sweep, &base, 5, &|_, _| {});
-    let inside = (1..4).map(|r| res.cells[r][0].cycles).fold(0.0, f64::max);
-    inside / res.cells[0][0].cycles
-}
-
 /// Screen one candidate: it and `rep movsb`, interleaved, on the
-/// distributions and the quick grid.
-fn screen(c: &Candidate, o: &Options, cliff: bool, seed: u64) -> Option<Score> {
+/// distributions and the quick grid, then on the traces.
+fn screen(
+    c: &Candidate,
+    o: &Options,
+    replays: &[bench::Replay],
+    cliff: bool,
+    seed: u64,
+) -> Option<Score> {
     let (_, subject) = compile(c, &o.header)?;
     let sweep = tune_sweep(&o.dists, QUICK_SIZES, QUICK_ALIAS, 2048);
     let subjects = [bench::baseline("rep_movsb").expect("built in"), subject];
@@ -148,25 +158,31 @@ fn screen(c: &Candidate, o: &Options, cliff: bool, seed: u64) -> Option<Score> {
         seed,
     };
     let res = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
-    Some(score(&res, 1, o.dists.len(), cliff))
+    let tr = traces::trace_ratios(replays, &subjects, 5, seed);
+    Some(score_with(&res, 1, o.dists.len(), cliff, &tr[0]))
 }
 
 /// Run the search; `progress(fraction, message)` is told as it goes.
 pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
-    if o.dists.is_empty() {
-        bail!("tune needs at least one --distribution");
+    if o.dists.is_empty() && o.workloads.is_empty() {
+        bail!("tune needs at least one --distribution or --workload");
     }
     catch_ctrl_c();
     let start = Instant::now();
     let cpu = cpu_info();
-    let cliff_ratio = alias_cliff();
+    progress(0.0, "measuring the alias bands");
+    let band_table = bands::measure_bands(o.seed);
+    let per_size = bands::detect_bands(&band_table);
+    let space = bands::BandSpace::from_detected(&per_size);
+    let cliff_ratio = band_table.cliff_ratio();
     let cliff = cliff_ratio > CLIFF_RATIO;
+    let replays = traces::replays(&o.workloads, traces::SEGMENT_CALLS);
     let mut rng = bench::Rng::new(o.seed);
     // 70 % of the budget searches; the rest confirms, checks and reports.
     let search_until = o.budget.mul_f64(0.7);
     let mut pool: Vec<Evaluated> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut seeds = Candidate::seeds();
+    let mut seeds = Candidate::band_seeds(&space, &space.size_sets(&per_size));
     let mut round = 0u64;
     let mut stopped_early = false;
     while start.elapsed() < search_until {
@@ -187,16 +203,16 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         } else {
             pool.sort_by(|a, b| a.mean().total_cmp(&b.mean()));
             let parent = &pool[(rng.next_u64() % pool.len().min(5) as u64) as usize].cand;
-            let mut c = parent.mutate(&mut rng);
+            let mut c = parent.mutate_bands(&mut rng, &space);
             let mut tries = 0;
             while seen.contains(&c) && tries < 20 {
-                c = parent.mutate(&mut rng);
+                c = parent.mutate_bands(&mut rng, &space);
                 tries += 1;
             }
             c
         };
         seen.insert(cand.clone());
-        let Some(sc) = screen(&cand, o, cliff, rng.next_u64()) else {
+        let Some(sc) = screen(&cand, o, &replays, cliff, rng.next_u64()) else {
             continue;
         };
         match pool.iter_mut().find(|e| e.cand == cand) {
@@ -217,11 +233,12 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         progress(
             start.elapsed().as_secs_f64() / o.budget.as_secs_f64(),
             &format!(
-                "{} measured; best: {} vs rep_movsb on the distributions, worst cell {:.2}x",
+                "{} measured; best: {} vs rep_movsb on the distributions and traces, worst cell {:.2}x",
                 pool.len(),
                 best.last
                     .distributions
                     .iter()
+                    .chain(&best.last.traces)
                     .map(|d| format!("{d:.2}x"))
                     .collect::<Vec<_>>()
                     .join(" "),
@@ -262,8 +279,9 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         seed: rng.next_u64(),
     };
     let res = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
+    let tr = traces::trace_ratios(&replays, &subjects, opts.repeats, opts.seed);
     let mut ranked: Vec<(usize, Score)> = (1..subjects.len())
-        .map(|i| (i, score(&res, i, o.dists.len(), cliff)))
+        .map(|i| (i, score_with(&res, i, o.dists.len(), cliff, &tr[i - 1])))
         .collect();
     // By the objective, which carries the bounds: a hard "feasible first"
     // would let one noisy cell at 1.06x outweigh a workload at 1.2x.
@@ -316,12 +334,29 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         seed: rng.next_u64(),
     };
     let report = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
-    let fin = score(&report, 2, o.dists.len(), cliff);
+    progress(0.95, "replaying the traces");
+    let traces = traces::final_reports(
+        &o.workloads,
+        &o.check_workloads,
+        &subjects[..3],
+        2,
+        rng.next_u64(),
+    );
+    let tuned_traces: Vec<f64> = traces
+        .iter()
+        .filter(|t| t.tuned_on)
+        .map(|t| t.ratio())
+        .collect();
+    let fin = score_with(&report, 2, o.dists.len(), cliff, &tuned_traces);
     let _ = sc;
 
     // The file: comments with the CPU, the distributions and the figures.
     let mut header = o.header.clone();
     header.comments = file_comments(&cpu, cliff_ratio, o, &report, &fin, evaluated);
+    header.comments.extend(traces::file_comments(&traces));
+    header
+        .comments
+        .extend(bands::file_comments(&per_size, cand.as_ref()));
     header.tuned_on = Some(cpu.tuned_on());
     let text = match &cand {
         Some(c) => c.toml(&header),
@@ -346,6 +381,10 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         evaluated,
         stopped_early,
         fault_report,
+        band_table,
+        bands: per_size,
+        chosen: cand,
+        traces,
     })
 }
 
@@ -372,6 +411,7 @@ fn file_comments(
             o.dists
                 .iter()
                 .map(|d| d.name.as_str())
+                .chain(o.workloads.iter().map(|t| t.origin.as_str()))
                 .collect::<Vec<_>>()
                 .join(", "),
             evaluated,

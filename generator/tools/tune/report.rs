@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{round_ratios, score, Outcome, BAND_BOUND, BAND_FROM, BOUND};
+use super::{round_ratios, score, score_with, Outcome, BAND_BOUND, BAND_FROM, BOUND};
 use crate::tools::bench::{self, Results};
 
 // ---- the report ------------------------------------------------------------------
@@ -95,7 +95,27 @@ pub fn report_text(o: &Outcome) -> String {
         }
         out.push('\n');
     }
-    let sc = score(res, o.tuned_subject, o.tuned_count, o.cliff.is_some());
+    out.push_str(&super::traces::traces_text(&o.traces, &o.strategy.name));
+    out.push('\n');
+    out.push_str(&super::bands::bands_text(
+        &o.bands,
+        o.chosen.as_ref(),
+        res,
+        o.tuned_subject,
+    ));
+    let tuned_traces: Vec<f64> = o
+        .traces
+        .iter()
+        .filter(|t| t.tuned_on)
+        .map(|t| t.ratio())
+        .collect();
+    let sc = score_with(
+        res,
+        o.tuned_subject,
+        o.tuned_count,
+        o.cliff.is_some(),
+        &tuned_traces,
+    );
     let met = |ok: bool| if ok { "met" } else { "MISSED" };
     let all_d: Vec<f64> = round_ratios(res, o.tuned_subject)
         .into_iter()
@@ -103,11 +123,15 @@ pub fn report_text(o: &Outcome) -> String {
         .filter(|(_, r)| r.dist.is_some())
         .map(|(q, _)| q)
         .collect();
-    let worst_d = all_d.iter().copied().fold(0.0, f64::max);
+    let worst_d = all_d
+        .iter()
+        .chain(&tuned_traces)
+        .copied()
+        .fold(0.0, f64::max);
     let _ = writeln!(out, "\nTargets for `{}`:", o.strategy.name);
     let _ = writeln!(
         out,
-        "  every distribution <= 1.00x rep_movsb: worst {worst_d:.2}x, {}",
+        "  every distribution and tuned-on trace <= 1.00x rep_movsb: worst {worst_d:.2}x, {}",
         met(worst_d <= 1.0)
     );
     let _ = writeln!(
@@ -169,6 +193,15 @@ pub fn report_json(o: &Outcome, tuned: usize) -> serde_json::Value {
     serde_json::json!({
         "cpu": o.cpu,
         "alias_cliff": o.cliff,
+        "band_table": o.band_table,
+        "bands": o.bands,
+        "chosen_guards": o.chosen.as_ref().map(|c| &c.bands),
+        "traces": o.traces.iter().map(|t| serde_json::json!({
+            "workload": t.results.replay.trace.origin,
+            "tuned_on": t.tuned_on,
+            "ratio": t.ratio(),
+            "replay": t.results.json(),
+        })).collect::<Vec<_>>(),
         "strategy": o.strategy.name,
         "evaluated": o.evaluated,
         "stopped_early": o.stopped_early,

@@ -23,6 +23,92 @@ pub struct LoopShape {
     pub prefetch: Option<u32>,
     /// Overlapping last word (when every guarded class starts at >= 8).
     pub overlap_tail: bool,
+    /// The tail one overlapping block ending at the end, no word loop
+    /// (`tail = "overlap_block"`, when every class it serves starts at >=
+    /// the block); before `overlap_tail`.
+    pub block_tail: bool,
+}
+
+impl LoopShape {
+    /// `unrolled 64 B, 4 registers, loads first, align dst 8, overlapping-word tail`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "unrolled {} B, {} registers, {}",
+            self.block,
+            self.registers,
+            if self.interleaved {
+                "interleaved"
+            } else {
+                "loads first"
+            }
+        );
+        if let Some((p, to)) = self.align {
+            s.push_str(&format!(", align {p} {to}"));
+        }
+        if let Some(d) = self.prefetch {
+            s.push_str(&format!(", prefetchnta +{d}"));
+        }
+        s.push_str(if self.block_tail {
+            ", overlapping-block tail"
+        } else if self.overlap_tail {
+            ", overlapping-word tail"
+        } else {
+            ", word tail"
+        });
+        s
+    }
+
+    /// The tail this loop has in classes from `lo` bytes up.
+    fn tail(&self, lo: u64) -> Tail {
+        if self.block_tail && lo >= self.block as u64 {
+            Tail::OverlapBlock
+        } else if self.overlap_tail && lo >= 8 {
+            Tail::Overlap
+        } else {
+            Tail::Words
+        }
+    }
+
+    /// The method this loop is, for classes from `lo` bytes up.
+    fn method(&self, name: &str, lo: u64) -> Method {
+        Method {
+            name: name.into(),
+            kind: MethodKind::Unrolled(Unrolled {
+                block: self.block,
+                width: 8,
+                registers: self.registers,
+                grouping: if self.interleaved {
+                    Grouping::Interleaved
+                } else {
+                    Grouping::LoadsFirst
+                },
+                prefetch: self.prefetch.map(|d| Prefetch {
+                    kind: PrefetchKind::Nta,
+                    distances: vec![d],
+                }),
+                align: self.align.map(|(p, to)| Align {
+                    pointer: if p == "src" {
+                        AlignPointer::Src
+                    } else {
+                        AlignPointer::Dst
+                    },
+                    to,
+                    min_size: self.block.max(to) as u64,
+                }),
+                tail: self.tail(lo),
+            }),
+        }
+    }
+}
+
+/// A guard from the measured bands ([`super::bands`]): `(dst - src) mod
+/// 4096` in `lo..=hi`, from size `from` up, sent to a loop of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct BandGuard {
+    pub lo: u32,
+    pub hi: u32,
+    pub from: u32,
+    pub method: LoopShape,
 }
 
 /// One point of the search space (see the module comment).
@@ -32,6 +118,9 @@ pub struct Candidate {
     pub short_max: u32,
     /// Registers of the head/tail copies (8-byte).
     pub short_registers: u32,
+    /// The fixed band shape (`narrow`, `wide`, `wide_until`, `guard_from`,
+    /// `band_loop`): what [`Candidate::mutate`] searches, for hand-built
+    /// candidates; `tune` searches [`Candidate::bands`] instead.
     /// Alias guards only from this size up.
     pub guard_from: u32,
     /// The band `1..=narrow` guarded from `wide_until` up; 0: no guard.
@@ -40,6 +129,9 @@ pub struct Candidate {
     pub wide: u32,
     pub wide_until: u32,
     pub band_loop: LoopShape,
+    /// Guards of measured bands, disjoint, by `lo`; when there are any,
+    /// the fixed shape above (`narrow`, `wide`) guards nothing.
+    pub bands: Vec<BandGuard>,
 }
 
 /// Choices for each parameter the search mutates.
@@ -72,7 +164,9 @@ impl Candidate {
                 align: Some(("dst", 8)),
                 prefetch: None,
                 overlap_tail: true,
+                block_tail: false,
             },
+            bands: Vec::new(),
         }
     }
 
@@ -102,7 +196,7 @@ impl Candidate {
 
     /// The alias band guarded at size `n` (0: none).
     fn band_at(&self, n: u64) -> u32 {
-        if self.narrow == 0 || n < self.guard_from as u64 {
+        if self.narrow == 0 || !self.bands.is_empty() || n < self.guard_from as u64 {
             0
         } else if n < self.wide_until as u64 {
             self.wide.max(self.narrow)
@@ -111,32 +205,44 @@ impl Candidate {
         }
     }
 
-    /// Size classes above the short class: (lo, hi, band).
-    fn classes(&self) -> Vec<(u64, Option<u64>, u32)> {
-        let start = if self.short_max > 0 {
-            self.short_max as u64 + 1
-        } else {
-            0
-        };
+    /// Size classes above the short class: (lo, hi, band of the fixed
+    /// shape, the measured-band guards active).
+    fn classes(&self) -> Vec<(u64, Option<u64>, u32, Vec<usize>)> {
+        let start = self.start();
         let mut cuts: Vec<u64> = [self.guard_from as u64, self.wide_until as u64]
             .into_iter()
+            .chain(self.bands.iter().map(|b| b.from as u64))
             .filter(|&c| c > start)
             .collect();
         cuts.sort();
         cuts.dedup();
-        let mut out: Vec<(u64, Option<u64>, u32)> = Vec::new();
+        let active = |n: u64| -> Vec<usize> {
+            (0..self.bands.len())
+                .filter(|&i| self.bands[i].from as u64 <= n)
+                .collect()
+        };
+        let mut out: Vec<(u64, Option<u64>, u32, Vec<usize>)> = Vec::new();
         let mut lo = start;
         for hi_excl in cuts.into_iter().map(Some).chain([None]) {
-            let band = self.band_at(lo);
+            let (band, act) = (self.band_at(lo), active(lo));
             match out.last_mut() {
-                Some(last) if last.2 == band => last.1 = hi_excl.map(|h| h - 1),
-                _ => out.push((lo, hi_excl.map(|h| h - 1), band)),
+                Some(last) if last.2 == band && last.3 == act => last.1 = hi_excl.map(|h| h - 1),
+                _ => out.push((lo, hi_excl.map(|h| h - 1), band, act)),
             }
             if let Some(h) = hi_excl {
                 lo = h;
             }
         }
         out
+    }
+
+    /// The first size above the short class.
+    fn start(&self) -> u64 {
+        if self.short_max > 0 {
+            self.short_max as u64 + 1
+        } else {
+            0
+        }
     }
 
     /// The strategy this candidate stands for, with `header`'s name,
@@ -163,38 +269,16 @@ impl Candidate {
         );
         let bands = self.classes();
         let guarded_lo = bands.iter().filter(|c| c.2 > 0).map(|c| c.0).min();
-        let l = &self.band_loop;
-        let band = method(
-            "band",
-            MethodKind::Unrolled(Unrolled {
-                block: l.block,
-                width: 8,
-                registers: l.registers,
-                grouping: if l.interleaved {
-                    Grouping::Interleaved
-                } else {
-                    Grouping::LoadsFirst
-                },
-                prefetch: l.prefetch.map(|d| Prefetch {
-                    kind: PrefetchKind::Nta,
-                    distances: vec![d],
-                }),
-                align: l.align.map(|(p, to)| Align {
-                    pointer: if p == "src" {
-                        AlignPointer::Src
-                    } else {
-                        AlignPointer::Dst
-                    },
-                    to,
-                    min_size: l.block.max(to) as u64,
-                }),
-                tail: if l.overlap_tail && guarded_lo.is_some_and(|g| g >= 8) {
-                    Tail::Overlap
-                } else {
-                    Tail::Words
-                },
-            }),
-        );
+        let band = self.band_loop.method("band", guarded_lo.unwrap_or(0));
+        let start = self.start();
+        let band_methods: Vec<Method> = self
+            .bands
+            .iter()
+            .map(|g| {
+                g.method
+                    .method(&format!("band_{}_{}", g.lo, g.hi), start.max(g.from as u64))
+            })
+            .collect();
         let mut classes = Vec::new();
         if self.short_max > 0 {
             classes.push(SizeClass {
@@ -204,18 +288,27 @@ impl Candidate {
                 method: small,
             });
         }
-        for (lo, hi, b) in bands {
+        for (lo, hi, b, active) in bands {
+            let mut guards = Vec::new();
+            if b > 0 {
+                guards.push(Guard {
+                    condition: Condition::Alias { lo: 1, hi: b },
+                    method: band.clone(),
+                });
+            }
+            for i in active {
+                guards.push(Guard {
+                    condition: Condition::Alias {
+                        lo: self.bands[i].lo,
+                        hi: self.bands[i].hi,
+                    },
+                    method: band_methods[i].clone(),
+                });
+            }
             classes.push(SizeClass {
                 lo,
                 hi,
-                guards: if b > 0 {
-                    vec![Guard {
-                        condition: Condition::Alias { lo: 1, hi: b },
-                        method: band.clone(),
-                    }]
-                } else {
-                    Vec::new()
-                },
+                guards,
                 method: movsb.clone(),
             });
         }
