@@ -127,6 +127,49 @@ fn trace_lines_in_real_formats() {
     let other = "sh-1 [000] ..... 1.0: sched_switch: (foo+0x0/0x10) a=1";
     assert_eq!(p.line(5, other).unwrap(), Line::Skipped);
     assert_eq!(event(X86).unwrap().symbol, "rep_movs_alternative");
+    // As a 6.12 x86_64 guest printed it (verify/kernel-record, dd bs=4k).
+    let real = "              dd-48      [000] d.Z..     3.176168: copygen_any: (rep_movs_alternative+0x0/0x90) to_off=3808 from_off=3312 n=32 to_kernel=1 from_kernel=0 caller=0xffffffff81180937";
+    assert_eq!(
+        p.line(6, real).unwrap(),
+        Line::Call(Row {
+            dir: Direction::FromUser,
+            n: 32,
+            dst_off: 3808,
+            src_off: 3312,
+            caller: None
+        })
+    );
+}
+
+/// The traces shipped under generator/workloads/ are workload traces a
+/// bench can load, at least six per arch, each saying how it was recorded.
+#[test]
+fn shipped_workloads_load() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generator/workloads");
+    for arch in ["x86_64", "aarch64"] {
+        let dir = root.join(arch);
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_none_or(|e| e != "csv") {
+                continue;
+            }
+            let t = Trace::load(&p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+            assert!(
+                !t.calls.is_empty() && t.calls.len() <= 20_000,
+                "{}",
+                p.display()
+            );
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(
+                text.contains("# recorded by verify/kernel-record: Linux 6.12"),
+                "{}",
+                p.display()
+            );
+            n += 1;
+        }
+        assert!(n >= 6, "{arch}: {n} traces");
+    }
 }
 
 fn err(text: &str, arch: Option<Arch>) -> String {
