@@ -10,7 +10,9 @@ use copygen::front::diagnostics::escape;
 #[macro_use]
 mod cli;
 
-use cli::{bench, diff, emit, jit, kernel_patch, list, tune, verify, write_stdout, Failure};
+use cli::{
+    bench, diff, emit, jit, kernel_patch, list, record, tune, verify, write_stdout, Failure,
+};
 
 /// `--version`: the package version and the git revision built.
 const VERSION: &str = concat!(
@@ -58,6 +60,10 @@ enum Command {
     /// JIT-compile a strategy and run the in-process fault-injection suite;
     /// exit 1 on any contract violation.
     Jit(jit::JitArgs),
+    /// Record a running kernel's copy_{from,to}_user calls through tracefs
+    /// kprobe events as a workload trace (--script: the same probes as a sh
+    /// script; --from-trace: convert its output; --summary: histograms).
+    Record(record::RecordArgs),
     /// Print a shell's completion script: `copygen completions bash >
     /// /usr/share/bash-completion/completions/copygen`.
     Completions {
@@ -78,6 +84,7 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::cmd_tune(args),
         Command::Diff(args) => diff::cmd_diff(args),
         Command::Jit(args) => jit::cmd_jit(args),
+        Command::Record(args) => record::cmd_record(args),
         Command::KernelPatch(args) => kernel_patch::cmd_kernel_patch(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();

@@ -10,6 +10,7 @@ pub mod armv6;
 pub mod cpu;
 pub mod i386;
 pub mod kernel;
+pub mod kernel_copy_symbols;
 pub mod symbols;
 pub mod x86_64;
 

@@ -31,6 +31,7 @@ pub mod emit;
 pub mod jit;
 pub mod kernel_patch;
 pub mod list;
+pub mod record;
 pub mod tune;
 pub mod verify;
 

@@ -3,4 +3,5 @@
 pub mod bench;
 pub mod diff;
 pub mod kernel_patch;
+pub mod record;
 pub mod tune;

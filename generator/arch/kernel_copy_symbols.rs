@@ -1,0 +1,308 @@
+//! The kernel's copy routines as a kprobe sees them: for each arch, the
+//! symbols `copy_{from,to}_user` reach, the registers that carry
+//! `(to, from, n)` at their first instruction (in tracefs fetch-argument
+//! syntax, `%di`), and where the return address is. `copygen record` (live,
+//! `--script` and `--from-trace`) takes its probe definitions from here.
+//!
+//! | arch    | symbol                                         | to, from, n     | direction       | caller       |
+//! |---------|------------------------------------------------|-----------------|-----------------|--------------|
+//! | x86_64  | `copygen_copy_user` (copygen-patched, C)        | rdi rsi rdx     | by user pointer | `+0(%sp)`    |
+//! | x86_64  | `copygen_copy_user` (copygen-patched, rep_movs) | rdi rsi rcx     | by user pointer | `+0(%sp)`    |
+//! | x86_64  | `rep_movs_alternative` (6.4+, CPUs without FSRM)| rdi rsi rcx     | by user pointer | `+0(%sp)`    |
+//! | x86_64  | `_copy_from_user` / `_copy_to_user`             | rdi rsi rdx     | the symbol      | `+0(%sp)`    |
+//! | i386    | `copygen_copy_user` (copygen-patched)           | eax edx ecx     | by user pointer | `+0(%sp)`    |
+//! | i386    | `__copy_user_ll` (6.1, 6.12)                    | eax edx ecx     | by user pointer | `+0(%sp)`    |
+//! | i386    | `_copy_from_user` / `_copy_to_user`             | eax edx ecx     | the symbol      | `+0(%sp)`    |
+//! | armv6   | `arm_copy_from_user` / `arm_copy_to_user`       | r0 r1 r2        | the symbol      | `%lr`        |
+//! | aarch64 | `__arch_copy_from_user` / `__arch_copy_to_user` | x0 x1 x2        | the symbol      | `%lr`        |
+//!
+//! The register columns are the ABI tables' ([`super::x86_64::LINUX_C`],
+//! [`super::x86_64::REP_MOVS`], [`super::i386::REGPARM`],
+//! [`super::armv6::AAPCS`], [`super::aarch64::AAPCS64`]); the tests check
+//! that the names here are those registers.
+//!
+//! A probe keeps only what a workload trace holds: the low 12 bits of each
+//! pointer (its page offset, a bitfield fetch `b12@0/64`), never the
+//! pointer, and for a routine that serves both directions the top bits
+//! that tell a kernel address from a user one.
+
+use crate::front::strategy::{Arch, Direction};
+
+/// How a probe learns the direction of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolDirection {
+    /// The symbol copies one way only.
+    Fixed(Direction),
+    /// One routine for both: the side whose pointer is a user address.
+    ByUserPointer,
+}
+
+/// One probed routine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopySymbol {
+    pub symbol: &'static str,
+    pub direction: SymbolDirection,
+    /// tracefs register names (`%di`) of `to`, `from` and `n`.
+    pub to: &'static str,
+    pub from: &'static str,
+    pub n: &'static str,
+    /// Which kernels call it, for `--symbol`'s list and messages.
+    pub note: &'static str,
+}
+
+/// A selectable set of symbols (one routine, or the from/to pair).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyProbe {
+    /// The name `--symbol` takes.
+    pub name: &'static str,
+    pub symbols: &'static [CopySymbol],
+    /// The sizes are the callers' whole requests, not the copy routine's
+    /// (a wrapper above an inlined copy).
+    pub whole_request: bool,
+}
+
+/// What an arch's probes share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchProbes {
+    pub arch: Arch,
+    /// Pointer width in bits (the bitfield container).
+    pub ptr_bits: u32,
+    /// Where the return address is at a function's first instruction, as a
+    /// fetch argument (type included).
+    pub caller: &'static str,
+    /// A pointer is a kernel address when its top `kernel_bits` bits are
+    /// all set (x86_64 and arm64: the top bit; i386: 0xC0000000 and above,
+    /// the default 3G/1G split).
+    pub kernel_bits: u32,
+    /// In the order `copygen record` tries them when `--symbol` is not given.
+    pub probes: &'static [CopyProbe],
+}
+
+const fn sym(
+    symbol: &'static str,
+    direction: SymbolDirection,
+    regs: [&'static str; 3],
+    note: &'static str,
+) -> CopySymbol {
+    CopySymbol {
+        symbol,
+        direction,
+        to: regs[0],
+        from: regs[1],
+        n: regs[2],
+        note,
+    }
+}
+
+use Direction::{FromUser, ToUser};
+use SymbolDirection::{ByUserPointer as Both, Fixed};
+
+const X86_64_C: [&str; 3] = ["%di", "%si", "%dx"];
+const X86_64_REP: [&str; 3] = ["%di", "%si", "%cx"];
+const I386_REGPARM: [&str; 3] = ["%ax", "%dx", "%cx"];
+const ARM: [&str; 3] = ["%r0", "%r1", "%r2"];
+const A64: [&str; 3] = ["%x0", "%x1", "%x2"];
+
+pub const X86_64: ArchProbes = ArchProbes {
+    arch: Arch::X86_64,
+    ptr_bits: 64,
+    caller: "+0(%sp):x64",
+    kernel_bits: 1,
+    probes: &[
+        CopyProbe {
+            name: "copygen_copy_user",
+            symbols: &[sym(
+                "copygen_copy_user",
+                Both,
+                X86_64_C,
+                "a copygen-patched kernel, convention = \"c\"",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "copygen_copy_user:rep_movs",
+            symbols: &[sym(
+                "copygen_copy_user",
+                Both,
+                X86_64_REP,
+                "a copygen-patched kernel, convention = \"rep_movs\"",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "rep_movs_alternative",
+            symbols: &[sym(
+                "rep_movs_alternative",
+                Both,
+                X86_64_REP,
+                "6.4 and later, on CPUs without FSRM (FSRM CPUs run rep movsb inline)",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "_copy_user",
+            symbols: &[
+                sym("_copy_from_user", Fixed(FromUser), X86_64_C, "every kernel"),
+                sym("_copy_to_user", Fixed(ToUser), X86_64_C, "every kernel"),
+            ],
+            whole_request: true,
+        },
+    ],
+};
+
+pub const I386: ArchProbes = ArchProbes {
+    arch: Arch::I386,
+    ptr_bits: 32,
+    caller: "+0(%sp):x32",
+    kernel_bits: 2,
+    probes: &[
+        CopyProbe {
+            name: "copygen_copy_user",
+            symbols: &[sym(
+                "copygen_copy_user",
+                Both,
+                I386_REGPARM,
+                "a copygen-patched kernel (-mregparm=3)",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "__copy_user_ll",
+            symbols: &[sym(
+                "__copy_user_ll",
+                Both,
+                I386_REGPARM,
+                "6.1 and 6.12 (-mregparm=3)",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "_copy_user",
+            symbols: &[
+                sym(
+                    "_copy_from_user",
+                    Fixed(FromUser),
+                    I386_REGPARM,
+                    "every kernel",
+                ),
+                sym("_copy_to_user", Fixed(ToUser), I386_REGPARM, "every kernel"),
+            ],
+            whole_request: true,
+        },
+    ],
+};
+
+pub const ARMV6: ArchProbes = ArchProbes {
+    arch: Arch::Armv6,
+    ptr_bits: 32,
+    caller: "%lr:x32",
+    kernel_bits: 2,
+    probes: &[CopyProbe {
+        name: "arm_copy_user",
+        symbols: &[
+            sym("arm_copy_from_user", Fixed(FromUser), ARM, "every kernel"),
+            sym("arm_copy_to_user", Fixed(ToUser), ARM, "every kernel"),
+        ],
+        whole_request: false,
+    }],
+};
+
+pub const AARCH64: ArchProbes = ArchProbes {
+    arch: Arch::Aarch64,
+    ptr_bits: 64,
+    caller: "%lr:x64",
+    kernel_bits: 1,
+    probes: &[CopyProbe {
+        name: "__arch_copy_user",
+        symbols: &[
+            sym(
+                "__arch_copy_from_user",
+                Fixed(FromUser),
+                A64,
+                "every kernel",
+            ),
+            sym("__arch_copy_to_user", Fixed(ToUser), A64, "every kernel"),
+        ],
+        whole_request: false,
+    }],
+};
+
+/// The table of an arch.
+pub fn probes(arch: Arch) -> &'static ArchProbes {
+    match arch {
+        Arch::X86_64 => &X86_64,
+        Arch::I386 => &I386,
+        Arch::Armv6 => &ARMV6,
+        Arch::Aarch64 => &AARCH64,
+    }
+}
+
+impl ArchProbes {
+    /// The probe `--symbol` names: its `name`, or a symbol of it.
+    pub fn find(&self, name: &str) -> Option<&'static CopyProbe> {
+        self.probes.iter().find(|p| p.name == name).or_else(|| {
+            self.probes
+                .iter()
+                .find(|p| p.symbols.iter().any(|s| s.symbol == name))
+        })
+    }
+
+    /// Whether a pointer value is a kernel address.
+    pub fn is_kernel(&self, ptr: u64) -> bool {
+        let top = ptr >> (self.ptr_bits - self.kernel_bits);
+        top == (1 << self.kernel_bits) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::{aarch64, armv6, i386, x86_64, Abi, Args};
+
+    /// tracefs's name of a hardware register number.
+    fn name(arch: Arch, reg: u8) -> String {
+        let x86 = ["ax", "cx", "dx", "bx", "sp", "bp", "si", "di"];
+        match arch {
+            Arch::X86_64 | Arch::I386 => format!("%{}", x86[reg as usize]),
+            Arch::Armv6 => format!("%r{reg}"),
+            Arch::Aarch64 => format!("%x{reg}"),
+        }
+    }
+
+    fn regs(abi: &Abi) -> [String; 3] {
+        let Args::Regs(r) = abi.args else {
+            panic!("{} passes its arguments on the stack", abi.summary)
+        };
+        r.map(|r| name(abi.arch, r))
+    }
+
+    #[test]
+    fn the_registers_are_the_abi_tables() {
+        let cases: [(&ArchProbes, &str, &Abi); 7] = [
+            (&X86_64, "_copy_from_user", &x86_64::LINUX_C),
+            (&X86_64, "rep_movs_alternative", &x86_64::REP_MOVS),
+            (&X86_64, "copygen_copy_user:rep_movs", &x86_64::REP_MOVS),
+            (&X86_64, "copygen_copy_user", &x86_64::LINUX_C),
+            (&I386, "__copy_user_ll", &i386::REGPARM),
+            (&ARMV6, "arm_copy_to_user", &armv6::AAPCS),
+            (&AARCH64, "__arch_copy_from_user", &aarch64::AAPCS64),
+        ];
+        for (table, probe, abi) in cases {
+            let p = table.find(probe).unwrap();
+            for s in p.symbols {
+                assert_eq!([s.to, s.from, s.n].map(String::from), regs(abi), "{probe}");
+            }
+        }
+    }
+
+    #[test]
+    fn kernel_addresses() {
+        assert!(X86_64.is_kernel(0xffff_8880_0000_1000));
+        assert!(!X86_64.is_kernel(0x7ffd_1234_5000));
+        assert!(I386.is_kernel(0xc100_0000));
+        assert!(!I386.is_kernel(0xbfff_f000));
+        assert!(!I386.is_kernel(0x8000_0000));
+        assert!(AARCH64.is_kernel(0xffff_0000_0800_0000));
+        assert!(!AARCH64.is_kernel(0x0000_ffff_f000_0000));
+    }
+}

@@ -1,0 +1,385 @@
+//! The text of tracefs's `trace` and `trace_pipe` files, as the kprobe
+//! events of [`super::definitions`] print it, into [`Row`]s:
+//!
+//! ```text
+//! # tracer: nop
+//!               dd-93      [000] d....    12.345678: copygen_any: (rep_movs_alternative+0x0/0x70) to_off=16 from_off=0 n=4096 to_kernel=0 from_kernel=1 caller=0xffffffff8114a2b1
+//! ```
+//!
+//! Task names may hold spaces; the line is read from the event's
+//! `NAME: (SYMBOL+OFF/SIZE)` on. Fields are decimal or `0x` hex. A probe
+//! that records whole pointers (`to=`, `from=`) is read too: only their page
+//! offsets are kept, and the arch's address split gives the direction.
+//! Every error names the origin, the line, the column and what was wrong.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+
+use super::kallsyms::Kallsyms;
+use super::Row;
+use crate::arch::kernel_copy_symbols::{probes, ArchProbes};
+use crate::front::diagnostics::escape;
+use crate::front::strategy::{Arch, Direction};
+use crate::tools::bench::workload::{MAX_CALLER, MAX_SIZE};
+
+/// The marker line `copygen record --script` writes above the trace.
+pub const SCRIPT_MARK: &str = "# copygen-record";
+
+/// A line that is not what the probes print (exit 2): `origin:line:column:
+/// error: ...`.
+#[derive(Debug)]
+pub struct BadTrace(pub String);
+
+impl std::fmt::Display for BadTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadTrace {}
+
+/// What one line was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// A call.
+    Call(Row),
+    /// A comment, a blank line, or an event of another group.
+    Skipped,
+    /// `CPU:N [LOST K EVENTS]`: the ring buffer dropped K events.
+    Lost(u64),
+    /// A call where neither pointer (or both) is a user address.
+    NoUserSide,
+}
+
+/// A parsed event line: the event name, the probed symbol, the fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event<'a> {
+    pub name: &'a str,
+    pub symbol: &'a str,
+    /// `(name, value, column)`.
+    pub fields: Vec<(&'a str, u64, usize)>,
+}
+
+fn col(line: &str, byte: usize) -> usize {
+    line[..byte].chars().count() + 1
+}
+
+fn number(t: &str) -> Option<u64> {
+    match t.strip_prefix("0x") {
+        Some(h) if !h.is_empty() => u64::from_str_radix(h, 16).ok(),
+        Some(_) => None,
+        None if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => t.parse().ok(),
+        None => None,
+    }
+}
+
+fn is_ident(t: &str) -> bool {
+    !t.is_empty()
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'$')
+}
+
+/// One event line; `Err((column, message))` when it is not one.
+pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
+    let Some(at) = line.find(": (") else {
+        return Err((
+            1,
+            "not a trace event line: no `EVENT: (SYMBOL+OFFSET/SIZE)`".into(),
+        ));
+    };
+    let head = &line[..at];
+    let Some(cpu) = head.rfind("] ") else {
+        return Err((1, "no `[CPU]` field before the event".into()));
+    };
+    let mut words = head[cpu + 2..].split_whitespace().rev();
+    let name = words.next().unwrap_or("");
+    let name_at = at - name.len();
+    if !is_ident(name) {
+        return Err((
+            col(line, name_at),
+            format!("`{}` is not an event name", escape(name, false)),
+        ));
+    }
+    let stamp = words.next().unwrap_or("");
+    let ts_ok = stamp
+        .strip_suffix(':')
+        .is_some_and(|t| t.contains('.') && t.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+    if !ts_ok {
+        let stamp_at = match stamp {
+            "" => cpu + 2,
+            s => line[..name_at].rfind(s).unwrap_or(cpu + 2),
+        };
+        return Err((
+            col(line, stamp_at),
+            format!(
+                "`{}` is not a timestamp (seconds.micros:) before the event",
+                escape(stamp, false)
+            ),
+        ));
+    }
+    let loc_at = at + 3;
+    let Some(close) = line[loc_at..].find(')') else {
+        return Err((col(line, loc_at), "the probe location has no `)`".into()));
+    };
+    let loc = &line[loc_at..loc_at + close];
+    let symbol = loc.split('+').next().unwrap_or("");
+    if !is_ident(symbol) {
+        return Err((
+            col(line, loc_at),
+            format!(
+                "`{}` is not a probe location (SYMBOL+OFFSET/SIZE)",
+                escape(loc, false)
+            ),
+        ));
+    }
+    let mut fields = Vec::new();
+    let mut pos = loc_at + close + 1;
+    for word in line[pos..].split(' ') {
+        let here = pos;
+        pos += word.len() + 1;
+        if word.is_empty() {
+            continue;
+        }
+        let Some((k, v)) = word.split_once('=') else {
+            return Err((
+                col(line, here),
+                format!("`{}` is not a field (NAME=VALUE)", escape(word, false)),
+            ));
+        };
+        let Some(v) = number(v) else {
+            return Err((
+                col(line, here + k.len() + 1),
+                format!(
+                    "field `{}`: `{}` is not a number (decimal or 0x hex)",
+                    escape(k, false),
+                    escape(v, false)
+                ),
+            ));
+        };
+        fields.push((k, v, col(line, here)));
+    }
+    Ok(Event {
+        name,
+        symbol,
+        fields,
+    })
+}
+
+/// Reads lines one by one (the live recorder feeds it `trace_pipe`).
+pub struct Parser<'k> {
+    origin: String,
+    arch: Option<Arch>,
+    kallsyms: Option<&'k Kallsyms>,
+    /// Callers symbolised, by address.
+    callers: HashMap<u64, Option<String>>,
+}
+
+impl<'k> Parser<'k> {
+    pub fn new(origin: &str, arch: Option<Arch>, kallsyms: Option<&'k Kallsyms>) -> Parser<'k> {
+        Parser {
+            origin: escape(origin, false).into_owned(),
+            arch,
+            kallsyms,
+            callers: HashMap::new(),
+        }
+    }
+
+    pub fn arch(&self) -> Option<Arch> {
+        self.arch
+    }
+
+    fn fail(&self, ln: usize, col: usize, msg: impl std::fmt::Display) -> anyhow::Error {
+        anyhow::Error::new(BadTrace(format!(
+            "{}:{ln}:{col}: error: {msg}",
+            self.origin
+        )))
+    }
+
+    /// The marker line of `--script` names the arch.
+    fn mark(&mut self, ln: usize, line: &str) -> Result<()> {
+        let Some(arch) = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("arch="))
+        else {
+            return Ok(());
+        };
+        let Some(a) = Arch::parse(arch) else {
+            bail!(self.fail(
+                ln,
+                1,
+                format!("`{}` is not an architecture", escape(arch, false))
+            ));
+        };
+        match self.arch {
+            Some(given) if given != a => bail!(self.fail(
+                ln,
+                1,
+                format!("the trace was recorded on {a}, --arch says {given}")
+            )),
+            _ => self.arch = Some(a),
+        }
+        Ok(())
+    }
+
+    /// One line (`ln` counts from 1).
+    pub fn line(&mut self, ln: usize, line: &str) -> Result<Line> {
+        let t = line.trim();
+        if t.starts_with(SCRIPT_MARK) {
+            self.mark(ln, t)?;
+            return Ok(Line::Skipped);
+        }
+        if t.is_empty() || t.starts_with('#') {
+            return Ok(Line::Skipped);
+        }
+        if let Some(rest) = t.strip_prefix("CPU:") {
+            if let Some(k) = rest
+                .split_once("[LOST ")
+                .and_then(|(_, r)| r.split_once(' '))
+                .and_then(|(k, _)| k.parse().ok())
+            {
+                return Ok(Line::Lost(k));
+            }
+        }
+        let ev = event(line).map_err(|(c, m)| self.fail(ln, c, m))?;
+        let dir = match ev.name {
+            "copygen_from" => Some(Direction::FromUser),
+            "copygen_to" => Some(Direction::ToUser),
+            "copygen_any" => None,
+            _ => return Ok(Line::Skipped),
+        };
+        let field = |name: &str| ev.fields.iter().find(|f| f.0 == name).map(|f| (f.1, f.2));
+        let end = line.chars().count() + 1;
+        let need = |a: &str, b: &str| -> Result<(u64, bool, usize)> {
+            if let Some((v, c)) = field(a) {
+                return Ok((v, true, c));
+            }
+            if let Some((v, c)) = field(b) {
+                return Ok((v, false, c));
+            }
+            bail!(self.fail(
+                ln,
+                end,
+                format!("{} has no field `{a}` (or `{b}`)", ev.name)
+            ))
+        };
+        let (to, to_is_off, to_col) = need("to_off", "to")?;
+        let (from, from_is_off, from_col) = need("from_off", "from")?;
+        let (n, _, n_col) = need("n", "n")?;
+        for (v, is_off, c, f) in [
+            (to, to_is_off, to_col, "to_off"),
+            (from, from_is_off, from_col, "from_off"),
+        ] {
+            if is_off && v > 4095 {
+                bail!(self.fail(
+                    ln,
+                    c,
+                    format!("field `{f}`: {v} is not a page offset (0 to 4095)")
+                ));
+            }
+        }
+        if n > MAX_SIZE as u64 {
+            bail!(self.fail(
+                ln,
+                n_col,
+                format!("field `n`: {n} is larger than {MAX_SIZE}, the largest size a workload trace holds")
+            ));
+        }
+        let dir = match dir {
+            Some(d) => d,
+            None => {
+                let kernel = |flag: &str, v: u64, is_off: bool, c: usize| -> Result<bool> {
+                    if let Some((k, _)) = field(flag) {
+                        return Ok(k != 0);
+                    }
+                    if is_off {
+                        bail!(self.fail(
+                            ln,
+                            end,
+                            format!(
+                                "{} has no field `{flag}`: which side is the user's is unknown",
+                                ev.name
+                            )
+                        ));
+                    }
+                    let Some(arch) = self.arch else {
+                        bail!(self.fail(
+                            ln,
+                            c,
+                            "whole pointers and no arch: name it (--arch) to tell user addresses from kernel ones"
+                        ));
+                    };
+                    Ok(table(arch).is_kernel(v))
+                };
+                let tk = kernel("to_kernel", to, to_is_off, to_col)?;
+                let fk = kernel("from_kernel", from, from_is_off, from_col)?;
+                match (tk, fk) {
+                    (false, true) => Direction::ToUser,
+                    (true, false) => Direction::FromUser,
+                    _ => return Ok(Line::NoUserSide),
+                }
+            }
+        };
+        let caller = match field("caller") {
+            Some((addr, _)) => self.caller(addr),
+            None => None,
+        };
+        Ok(Line::Call(Row {
+            dir,
+            n,
+            dst_off: (to & 0xfff) as u16,
+            src_off: (from & 0xfff) as u16,
+            caller,
+        }))
+    }
+
+    fn caller(&mut self, addr: u64) -> Option<String> {
+        let k = self.kallsyms?;
+        self.callers
+            .entry(addr)
+            .or_insert_with(|| {
+                k.lookup(addr)
+                    .filter(|s| s.chars().count() <= MAX_CALLER)
+                    .map(str::to_string)
+            })
+            .clone()
+    }
+}
+
+fn table(arch: Arch) -> &'static ArchProbes {
+    probes(arch)
+}
+
+/// What a whole trace held.
+#[derive(Debug, Default, Clone)]
+pub struct Parsed {
+    pub rows: Vec<Row>,
+    /// Calls past the `limit`, not kept.
+    pub dropped: usize,
+    pub lost: u64,
+    pub no_user_side: usize,
+    pub arch: Option<Arch>,
+}
+
+/// Every line of `text`; rows past `limit` are counted, not kept.
+pub fn parse_text(
+    origin: &str,
+    text: &str,
+    arch: Option<Arch>,
+    kallsyms: Option<&Kallsyms>,
+    limit: usize,
+) -> Result<Parsed> {
+    let mut p = Parser::new(origin, arch, kallsyms);
+    let mut out = Parsed::default();
+    for (i, line) in text.lines().enumerate() {
+        match p.line(i + 1, line)? {
+            Line::Call(r) if out.rows.len() < limit => out.rows.push(r),
+            Line::Call(_) => out.dropped += 1,
+            Line::Lost(k) => out.lost += k,
+            Line::NoUserSide => out.no_user_side += 1,
+            Line::Skipped => {}
+        }
+    }
+    out.arch = p.arch();
+    Ok(out)
+}

@@ -1,0 +1,450 @@
+//! `copygen record` against a fake tracefs folder (`--tracefs DIR`, and a
+//! fake `/proc` through `--proc-dir`): what it writes to `kprobe_events`,
+//! the events' `enable` and `filter` files, what it reads from
+//! `trace_pipe`, and that whatever it added is gone again after a normal
+//! end, an error mid-way, SIGINT and SIGTERM; the environments it refuses
+//! (exit 2). The `--script` form is run with `sh` against the same fake.
+//!
+//! `kprobe_events` is a regular file here, so every line written is kept:
+//! [`net_probes`] replays them as the kernel applies them (`p:G/E ...`
+//! adds `G/E`, `-:G/E` removes it).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use copygen::arch::kernel_copy_symbols::probes;
+use copygen::front::strategy::Arch;
+use copygen::tools::record::{definitions, pick};
+
+fn copygen() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_copygen"))
+}
+
+const ANY: &str = "copygen_any: (rep_movs_alternative+0x0/0x70)";
+
+fn call(i: usize) -> String {
+    format!(
+        "              dd-93      [000] d....    12.{i:06}: {ANY} to_off={} from_off=0 n={} to_kernel=0 from_kernel=1 caller=0xffffffff81000150\n",
+        i % 4096,
+        512 + i
+    )
+}
+
+struct Fake {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    proc_dir: PathBuf,
+    out: PathBuf,
+}
+
+/// A tracefs with the events of `symbol`'s probe (x86_64), `trace_pipe`
+/// holding `pipe`, and a /proc without FSRM.
+fn fake(symbol: &str, pipe: &str) -> Fake {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tracing");
+    let proc_dir = dir.path().join("proc");
+    std::fs::create_dir_all(proc_dir.join("sys/kernel")).unwrap();
+    let probe = pick(Arch::X86_64, symbol).unwrap();
+    for d in definitions(probes(Arch::X86_64), probe) {
+        let ev = root.join("events/copygen").join(&d.event);
+        std::fs::create_dir_all(&ev).unwrap();
+        std::fs::write(ev.join("enable"), "0").unwrap();
+        std::fs::write(ev.join("filter"), "none").unwrap();
+    }
+    for f in ["kprobe_events", "trace"] {
+        std::fs::write(root.join(f), "").unwrap();
+    }
+    std::fs::write(root.join("trace_pipe"), pipe).unwrap();
+    std::fs::write(
+        root.join("available_filter_functions"),
+        "vfs_read\nrep_movs_alternative\n_copy_from_user\n_copy_to_user\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proc_dir.join("kallsyms"),
+        "ffffffff81000100 t filemap_read\nffffffff81000200 T vfs_write\n",
+    )
+    .unwrap();
+    std::fs::write(proc_dir.join("cpuinfo"), "flags\t\t: fpu sse2 erms\n").unwrap();
+    std::fs::write(proc_dir.join("sys/kernel/osrelease"), "6.12.0-test\n").unwrap();
+    let out = dir.path().join("out.csv");
+    Fake {
+        _dir: dir,
+        root,
+        proc_dir,
+        out,
+    }
+}
+
+impl Fake {
+    fn cmd(&self, extra: &[&str]) -> Command {
+        let mut c = copygen();
+        c.arg("record")
+            .arg("--tracefs")
+            .arg(&self.root)
+            .arg("--proc-dir")
+            .arg(&self.proc_dir)
+            .arg("-o")
+            .arg(&self.out)
+            .args(extra);
+        c
+    }
+    fn run(&self, extra: &[&str]) -> Output {
+        self.cmd(extra).output().unwrap()
+    }
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.root.join("kprobe_events")).unwrap()
+    }
+    fn enable(&self, event: &str) -> String {
+        std::fs::read_to_string(self.root.join("events/copygen").join(event).join("enable"))
+            .unwrap()
+    }
+}
+
+/// The probes left after replaying the lines written to kprobe_events.
+fn net_probes(log: &str) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    for l in log.lines() {
+        if let Some(name) = l.strip_prefix("-:") {
+            assert!(
+                set.remove(name.trim()),
+                "removed {name}, which was not there: {log}"
+            );
+        } else if let Some((_, rest)) = l.split_once(':') {
+            set.insert(rest.split_whitespace().next().unwrap().to_string());
+        }
+    }
+    set
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Wait (not a timing assertion: a bound on a hang) until `cond`.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(120), "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn records_rows_and_removes_its_probes_at_the_end() {
+    let f = fake(
+        "rep_movs_alternative",
+        &(0..5).map(call).collect::<String>(),
+    );
+    std::fs::write(f.root.join("kprobe_events"), "p:other/keep vfs_read\n").unwrap();
+    let o = f.run(&["--calls", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = f.log();
+    assert!(
+        log.contains("\np:copygen/copygen_any rep_movs_alternative to_off=%di:b12@0/64 "),
+        "{log}"
+    );
+    assert_eq!(net_probes(&log), BTreeSet::from(["other/keep".to_string()]));
+    assert_eq!(f.enable("copygen_any"), "0");
+    let filter = std::fs::read_to_string(f.root.join("events/copygen/copygen_any/filter")).unwrap();
+    assert!(filter.starts_with("common_pid != "), "{filter}");
+    let csv = std::fs::read_to_string(&f.out).unwrap();
+    assert!(csv.starts_with("# copygen record --symbol rep_movs_alternative on x86_64 Linux 6.12.0-test: 3 calls, --calls reached\n"), "{csv}");
+    assert!(csv.ends_with("direction,size,dst_offset,src_offset,caller\nto,512,0,0,filemap_read\nto,513,1,0,filemap_read\nto,514,2,0,filemap_read\n"), "{csv}");
+}
+
+fn signal_ends_the_recording(sig: libc::c_int) {
+    let f = fake(
+        "rep_movs_alternative",
+        &(0..2).map(call).collect::<String>(),
+    );
+    let child: Child = f
+        .cmd(&["--calls", "1000"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the event is enabled", || f.enable("copygen_any") == "1");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 calls, stopped by a signal"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(net_probes(&f.log()).is_empty(), "{}", f.log());
+    assert!(f.log().contains("p:copygen/copygen_any"));
+    assert_eq!(f.enable("copygen_any"), "0");
+    let csv = std::fs::read_to_string(&f.out).unwrap();
+    assert_eq!(
+        csv.lines().filter(|l| l.starts_with("to,")).count(),
+        2,
+        "{csv}"
+    );
+}
+
+#[test]
+fn sigint_removes_the_probes() {
+    signal_ends_the_recording(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_removes_the_probes() {
+    signal_ends_the_recording(libc::SIGTERM);
+}
+
+#[test]
+fn an_error_mid_way_removes_the_probes_and_writes_nothing() {
+    let f = fake(
+        "rep_movs_alternative",
+        &format!("{}garbage here\n", call(0)),
+    );
+    let o = f.run(&["--calls", "10"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("trace_pipe:2:1: error: not a trace event line"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(net_probes(&f.log()).is_empty(), "{}", f.log());
+    assert!(f.log().contains("p:copygen/copygen_any"));
+    assert_eq!(f.enable("copygen_any"), "0");
+    assert!(!f.out.exists());
+
+    // The second event cannot be enabled: the first is disabled again, both removed.
+    let f = fake("_copy_user", &call(0));
+    let enable = f.root.join("events/copygen/copygen_to/enable");
+    std::fs::remove_file(&enable).unwrap();
+    std::fs::create_dir(&enable).unwrap();
+    let o = f.run(&["--symbol", "_copy_user"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("copygen_to/enable: cannot enable the event"),
+        "{}",
+        stderr(&o)
+    );
+    let log = f.log();
+    assert!(
+        log.contains("p:copygen/copygen_from") && log.contains("p:copygen/copygen_to"),
+        "{log}"
+    );
+    assert!(net_probes(&log).is_empty(), "{log}");
+    assert_eq!(f.enable("copygen_from"), "0");
+}
+
+#[test]
+fn refused_environments_exit_2_and_say_what_to_do() {
+    let f = fake("rep_movs_alternative", &call(0));
+    type Setup = Box<dyn Fn(&Fake)>;
+    let cases: Vec<(Setup, Vec<&str>, &str)> = vec![
+        (
+            Box::new(|f: &Fake| std::fs::remove_dir_all(&f.root).unwrap()),
+            vec![],
+            "tracefs is not mounted at",
+        ),
+        (
+            Box::new(|f: &Fake| std::fs::remove_file(f.root.join("kprobe_events")).unwrap()),
+            vec![],
+            "CONFIG_KPROBE_EVENTS",
+        ),
+        (
+            Box::new(|_: &Fake| {}),
+            vec!["--symbol", "copygen_copy_user"],
+            "copygen_copy_user is not in the running kernel",
+        ),
+        (
+            Box::new(|f: &Fake| {
+                std::fs::write(f.proc_dir.join("cpuinfo"), "flags : fpu erms fsrm\n").unwrap()
+            }),
+            vec!["--symbol", "rep_movs_alternative"],
+            "this CPU has FSRM",
+        ),
+        (
+            Box::new(|f: &Fake| {
+                std::fs::write(f.root.join("kprobe_events"), "p:copygen/copygen_any foo\n").unwrap()
+            }),
+            vec![],
+            "already holds probes of group copygen",
+        ),
+        (
+            Box::new(|_: &Fake| {}),
+            vec!["--symbol", "__arch_copy_to_user"],
+            "not a copy routine copygen knows on x86_64",
+        ),
+    ];
+    for (setup, args, want) in cases {
+        let f = fake("rep_movs_alternative", &call(0));
+        setup(&f);
+        let before = std::fs::read_to_string(f.root.join("kprobe_events")).ok();
+        let o = f.run(&args);
+        assert_eq!(o.status.code(), Some(2), "{want}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{want}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(f.root.join("kprobe_events")).ok(),
+            before,
+            "{want}"
+        );
+        assert!(!f.out.exists());
+    }
+    drop(f);
+    // FSRM without --symbol: _copy_{from,to}_user, and the notes say why.
+    let f = fake("_copy_user", "dd-1 [000] ..... 1.5: copygen_from: (_copy_from_user+0x0/0x50) to_off=0 from_off=8 n=16 caller=0xffffffff81000210\n");
+    std::fs::write(f.proc_dir.join("cpuinfo"), "flags : fpu erms fsrm\n").unwrap();
+    let o = f.run(&["--calls", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("this CPU has FSRM") && stderr(&o).contains("whole requests"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(f.log().contains("p:copygen/copygen_from _copy_from_user "));
+    assert!(net_probes(&f.log()).is_empty());
+    assert!(std::fs::read_to_string(&f.out)
+        .unwrap()
+        .ends_with("from,16,0,8,vfs_write\n"));
+}
+
+// ---- the --script form, run by sh --------------------------------------------------
+
+fn script(dir: &Path, args: &[&str]) -> PathBuf {
+    let path = dir.join("record.sh");
+    let o = copygen()
+        .args(["record", "--script"])
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}
+
+fn run_script(f: &Fake, script: &Path, kallsyms: &Path, cmd: &str) -> Output {
+    Command::new("sh")
+        .arg(script)
+        .arg(&f.out)
+        .args(["sh", "-c", cmd])
+        .env("TRACEFS", &f.root)
+        .env("KALLSYMS", kallsyms)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_script_adds_the_same_probes_and_removes_them_on_every_way_out() {
+    let f = fake("rep_movs_alternative", "");
+    std::fs::create_dir_all(f.root.join("options")).unwrap();
+    let dir = f.root.parent().unwrap().to_path_buf();
+    let s = script(&dir, &["--arch", "x86_64"]);
+    let text = std::fs::read_to_string(&s).unwrap();
+    let def = &definitions(
+        probes(Arch::X86_64),
+        pick(Arch::X86_64, "rep_movs_alternative").unwrap(),
+    )[0];
+    assert!(
+        text.contains(&format!("add copygen_any '{}'\n", def.line)),
+        "{text}"
+    );
+    let ks = dir.join("kallsyms");
+    std::fs::write(&ks, "ffffffff81000000 T rep_movs_alternative\n").unwrap();
+
+    // A normal end: the command "is traced" (it appends to the fake trace), its
+    // status is the script's, and the trace comes with the marker line.
+    let line = call(7);
+    let cmd = format!(
+        "printf '%s' '{}' >>\"$TRACEFS/trace\"; exit 3",
+        line.trim_end()
+    );
+    let o = run_script(&f, &s, &ks, &cmd);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = std::fs::read_to_string(&f.out).unwrap();
+    assert!(
+        out.starts_with(
+            "# copygen-record arch=x86_64 symbol=rep_movs_alternative rc=3 command: sh -c "
+        ),
+        "{out}"
+    );
+    assert!(out.contains(line.trim_end()), "{out}");
+    assert!(
+        net_probes(&f.log()).is_empty() && f.log().contains("p:copygen/copygen_any"),
+        "{}",
+        f.log()
+    );
+    assert_eq!(f.enable("copygen_any").trim(), "0");
+    // The pid filter was the command's shell's.
+    let pid = std::fs::read_to_string(f.root.join("set_event_pid")).unwrap();
+    assert_eq!(pid.trim(), "", "cleared at the end");
+    // What it wrote converts on the host.
+    let csv = dir.join("t.csv");
+    let o = copygen()
+        .args(["record", "--from-trace"])
+        .arg(&f.out)
+        .arg("-o")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .ends_with("\nto,519,7,0,\n"));
+
+    // SIGINT to the script: it cleans up and exits 130.
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = run_script(&f, &s, &ks, "kill -INT $PPID");
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        net_probes(&f.log()).is_empty() && f.log().contains("p:copygen/copygen_any"),
+        "{}",
+        f.log()
+    );
+    // SIGTERM: 143.
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = run_script(&f, &s, &ks, "kill -TERM $PPID");
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    assert!(
+        net_probes(&f.log()).is_empty() && f.log().contains("p:copygen/copygen_any"),
+        "{}",
+        f.log()
+    );
+
+    // A failure mid-way (the event cannot be enabled): exit 2, the probe removed.
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let enable = f.root.join("events/copygen/copygen_any/enable");
+    std::fs::remove_file(&enable).unwrap();
+    std::fs::create_dir(&enable).unwrap();
+    let o = run_script(&f, &s, &ks, "true");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot enable copygen/copygen_any"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        net_probes(&f.log()).is_empty() && f.log().contains("p:copygen/copygen_any"),
+        "{}",
+        f.log()
+    );
+
+    // Refusals before anything is added: the symbol is not in kallsyms; no tracefs.
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    std::fs::write(&ks, "ffffffff81000000 T _copy_to_user\n").unwrap();
+    let o = run_script(&f, &s, &ks, "true");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("rep_movs_alternative is not in"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(f.log(), "");
+    std::fs::remove_dir_all(&f.root).unwrap();
+    let o = run_script(&f, &s, &ks, "true");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("tracefs is not mounted at"),
+        "{}",
+        stderr(&o)
+    );
+}
