@@ -3,17 +3,15 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * guarded-movsb-612: x86_64, standalone flavour, SysV: rdi=to rsi=from rdx=n -> rax.
- * guarded-movsb for Linux 6.12's inline call site: the same variants,
- * called from copy_user_generic()'s ALTERNATIVE chain in
- * rep_movs_alternative's convention (rax the only scratch register, as in
- * rep_movs_alternative's own loops).
- * 
- * Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
- * (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
- * there, an unrolled general-register loop (copygen tune's result). On other
- * CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
- * `rep movsb`. Elsewhere: head/tail copies up to 64 bytes, then the unrolled
- * loop.
+ * guarded-movsb for Linux 6.12's inline call site: the same variants, called
+ * from copy_user_generic()'s ALTERNATIVE chain in rep_movs_alternative's
+ * convention (rax the only scratch register, as in rep_movs_alternative's
+ * own loops). Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`,
+ * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ * collapses; there, an unrolled general-register loop (copygen tune's
+ * result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
+ * such cliff: plain `rep movsb`. Elsewhere: head/tail copies up to 64 bytes,
+ * then the unrolled loop.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_612_from_user: 0
@@ -29,17 +27,15 @@
  *
  *   name = "guarded-movsb-612"
  *   description = """
- *   guarded-movsb for Linux 6.12's inline call site: the same variants,
- *   called from copy_user_generic()'s ALTERNATIVE chain in
- *   rep_movs_alternative's convention (rax the only scratch register, as in
- *   rep_movs_alternative's own loops).
- *
- *   Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
- *   (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
- *   there, an unrolled general-register loop (copygen tune's result). On other
- *   CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
- *   `rep movsb`. Elsewhere: head/tail copies up to 64 bytes, then the unrolled
- *   loop.
+ *   guarded-movsb for Linux 6.12's inline call site: the same variants, called
+ *   from copy_user_generic()'s ALTERNATIVE chain in rep_movs_alternative's
+ *   convention (rax the only scratch register, as in rep_movs_alternative's
+ *   own loops). Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`,
+ *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ *   collapses; there, an unrolled general-register loop (copygen tune's
+ *   result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
+ *   such cliff: plain `rep movsb`. Elsewhere: head/tail copies up to 64 bytes,
+ *   then the unrolled loop.
  *   """
  *   arch = "x86_64"
  *
