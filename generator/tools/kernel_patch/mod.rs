@@ -55,6 +55,9 @@ pub struct Verification {
     pub static_entries: usize,
     /// Fault injection of the standalone flavour: (role, cases, violations).
     pub roles: Vec<(String, u64, u64)>,
+    /// 6.12's inline site, decoded per CPU feature set after alternatives
+    /// (empty where the site is not the chain over variants).
+    pub sites: Vec<crate::checks::static_verify::site::SiteRow>,
 }
 
 /// The strategy as the tree needs it, and the generated file's place.
@@ -556,6 +559,17 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         }
         bail!("the static check refuses the routine:\n{why}");
     }
+    let mut sites = Vec::new();
+    if let Some(kernel) = t.linux.kernel {
+        if crate::lower::call_site::is_variant_chain(t, kernel) {
+            let checked: Vec<String> = report.functions.iter().map(|f| f.name.clone()).collect();
+            let chain = crate::lower::call_site::chain(t, kernel);
+            sites = crate::checks::static_verify::site::check_sites(t, kernel, &chain, &checked)
+                .map_err(|bad| {
+                    anyhow::anyhow!("the call site after alternatives:\n  {}", bad.join("\n  "))
+                })?;
+        }
+    }
     let faults = crate::checks::faultinject::run_strategy(t).context("fault injection")?;
     if faults.violations() > 0 {
         bail!(
@@ -572,6 +586,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
             .iter()
             .map(|r| (r.symbol.clone(), r.cases, r.violations))
             .collect(),
+        sites,
     })
 }
 
@@ -684,6 +699,15 @@ pub fn patch(
                 v.static_entries,
                 roles.join("\n")
             );
+            if !v.sites.is_empty() {
+                let _ = writeln!(
+                    body,
+                    "The call site, decoded after alternatives for each of the {} feature\n\
+                     sets above: the stock site's length, one rep movsb (the stock bytes)\n\
+                     or one call of a routine checked above, then padding NOPs only.",
+                    v.sites.len()
+                );
+            }
         }
         None => {
             let _ = writeln!(body, "\nNot verified (kernel-patch --no-verify).");

@@ -6,7 +6,6 @@
 use std::fmt::Write as _;
 
 use super::{edit, excerpts, Edit};
-use crate::arch::cpu::CpuFeatures;
 use crate::front::strategy::{KernelVersion, Strategy};
 use crate::lower::call_site::{self, Chain};
 
@@ -62,23 +61,13 @@ pub fn per_cpu_table(t: &Strategy, kernel: KernelVersion) -> Vec<String> {
             let same = chain.resolve(f) == stock.resolve(f);
             format!(
                 "{:<14}{:<7}{}{}",
-                features_text(f),
+                call_site::features_text(f),
                 v,
                 insn.gas(),
                 if same { " (stock bytes)" } else { "" }
             )
         })
         .collect()
-}
-
-/// `fsrm+zen`, or `none`.
-pub fn features_text(f: CpuFeatures) -> String {
-    let names: Vec<String> = f.list().iter().map(|x| x.name()).collect();
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join("+")
-    }
 }
 
 /// What the chain costs per site against the stock site: (.text bytes,
