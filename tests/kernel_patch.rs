@@ -101,8 +101,12 @@ fn applies(tree: &Path, patch: &str) -> Result<(), String> {
     }
 }
 
+/// 6.12 inlines copy_user_generic(): `guarded-movsb` is patched in its
+/// 6.12 form, `guarded-movsb-612`, whose variants the inline site calls in
+/// rep_movs_alternative's convention with STAC done (tests/call_site.rs
+/// checks the chain itself).
 #[test]
-fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
+fn guarded_movsb_patch_applies_to_6_12_as_its_inline_site_form() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.patch");
     let status = copygen()
@@ -118,7 +122,7 @@ fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
     ));
     assert!(
         p.contains(
-            "\nSubject: [PATCH] x86/uaccess: Copy user memory with copygen's guarded-movsb\n"
+            "\nSubject: [PATCH] x86/uaccess: Copy user memory with copygen's guarded-movsb-612\n"
         ),
         "{p}"
     );
@@ -126,14 +130,14 @@ fn guarded_movsb_patch_applies_to_6_12_with_c_convention_glue() {
     assert!(p.contains("\nSigned-off-by: J. Random Hacker <jrh@example.org>\n---\n"));
     assert!(p.contains("exception-table entries,") && p.contains("bytes of .text"));
     assert!(
-        p.contains("guarded_movsb_to_user: 92264 cases, 0 violations"),
+        p.contains("guarded_movsb_612_to_user: 92264 cases, 0 violations"),
         "{p}"
     );
-    // C convention: the call site's clobbers are the C ABI's; the routine
-    // brackets itself, so no STAC in the glue and objtool is not touched.
-    assert!(p.contains("+\t\t     : : \"memory\", \"rcx\", \"r8\", \"r9\", \"r10\", \"r11\");"));
-    assert!(p.contains("+\treturn copygen_call(dst, (__force void *)src, size);"));
-    assert!(!p.contains("tools/objtool"));
+    // No C-convention glue: the stock site's constraints stay, and objtool
+    // learns the routines the site calls with STAC done.
+    assert!(!p.contains("copygen_call"));
+    assert!(!p.contains("\"r8\", \"r9\""));
+    assert!(p.contains("+\t\"copygen_copy_user\", /* copygen: called with STAC done */"));
     assert!(p.contains("+SYM_FUNC_START(copygen_copy_user)"));
     assert!(
         p.contains("+#include <linux/export.h>"),
@@ -209,7 +213,7 @@ fn every_arch_and_version_applies_to_its_pristine_tree() {
 fn per_cpu_patch_selects_each_variant_with_alternatives() {
     for (version, preset, symbol) in [
         ("6.1", "guarded-movsb", "guarded_movsb"),
-        ("6.12", "guarded-movsb", "guarded_movsb"),
+        ("6.12", "guarded-movsb", "guarded_movsb_612"),
         ("6.1", "guarded-movsb-32", "guarded_movsb_32"),
         ("6.12", "guarded-movsb-32", "guarded_movsb_32"),
     ] {
@@ -257,9 +261,9 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
         }
         assert!(p.contains("X86_FEATURE_ZEN && X86_FEATURE_ERMS: "));
         assert!(!p.contains("default variant `loop` only"));
-        // 6.12: why the call site is changed rather than rep_movs_alternative replaced.
+        // 6.12: the inline site becomes the chain over the variants.
         assert_eq!(
-            p.contains("so this routine cannot be rep_movs_alternative"),
+            p.contains("becomes one ALTERNATIVE per feature test of the variants"),
             version == "6.12" && preset == "guarded-movsb",
             "{version} {preset}"
         );
@@ -270,11 +274,12 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
 }
 
 /// A per-CPU strategy in rep_movs_alternative's convention is not dropped in
-/// as rep_movs_alternative on 6.12 (FSRM CPUs never call that): the call
-/// sites call it on every CPU, and objtool learns every routine it enters
-/// with STAC done.
+/// as rep_movs_alternative on 6.12 (FSRM CPUs never call that): the inline
+/// site becomes the chain over its variants (the bare rep movsb stays
+/// inline on FSRM CPUs, the others call their routine), and objtool learns
+/// every routine called with STAC done.
 #[test]
-fn per_cpu_rep_movs_routine_is_called_on_every_cpu_on_6_12() {
+fn per_cpu_rep_movs_routine_is_called_from_the_chain_on_6_12() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pc.toml");
     std::fs::write(
@@ -288,7 +293,11 @@ fn per_cpu_rep_movs_routine_is_called_on_every_cpu_on_6_12() {
     let p = patch_of(&[file.to_str().unwrap(), "--kernel", "6.12", "--no-verify"]);
     assert!(p.contains("+SYM_FUNC_START(copygen_copy_user)"), "{p}");
     assert!(!p.contains("+SYM_FUNC_START(rep_movs_alternative)"));
-    assert!(p.contains("+\treturn copygen_call(dst, (__force void *)src, size);"));
+    assert!(!p.contains("copygen_call"));
+    assert!(
+        p.contains("+\t\tALTERNATIVE(\"call pc__slow_copy_user\",\n+\t\t\t    \"rep movsb\", X86_FEATURE_FSRM)\n"),
+        "{p}"
+    );
     for name in [
         "copygen_copy_user",
         "pc__fast_copy_user",

@@ -149,6 +149,7 @@ fn git_am_applies_it_with_author_and_sign_offs() {
         &[
             "arch/x86/include/asm/uaccess_64.h",
             "arch/x86/lib/Makefile",
+            "tools/objtool/check.c",
             "MAINTAINERS",
         ],
     ) else {
@@ -199,7 +200,7 @@ fn git_am_applies_it_with_author_and_sign_offs() {
     assert_eq!(lines.next(), Some("joro@example.org"));
     assert_eq!(
         lines.next(),
-        Some("x86/uaccess: Copy user memory with copygen's guarded-movsb")
+        Some("x86/uaccess: Copy user memory with copygen's guarded-movsb-612")
     );
     assert!(log.ends_with(
         "\nSigned-off-by: Jörg Rödel <joro@example.org>\nSigned-off-by: A. Maintainer <am@example.net>\n\n"

@@ -47,6 +47,7 @@ mod dispatch;
 mod domain;
 mod isa;
 mod report;
+pub mod site;
 mod x86;
 
 use std::collections::{BTreeMap, BTreeSet};

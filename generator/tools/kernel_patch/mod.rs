@@ -26,6 +26,7 @@
 
 mod excerpts;
 pub mod mail;
+pub mod site;
 
 use std::fmt::Write as _;
 
@@ -54,6 +55,9 @@ pub struct Verification {
     pub static_entries: usize,
     /// Fault injection of the standalone flavour: (role, cases, violations).
     pub roles: Vec<(String, u64, u64)>,
+    /// 6.12's inline site, decoded per CPU feature set after alternatives
+    /// (empty where the site is not the chain over variants).
+    pub sites: Vec<crate::checks::static_verify::site::SiteRow>,
 }
 
 /// The strategy as the tree needs it, and the generated file's place.
@@ -111,6 +115,16 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                 && kernel.x86_64_calls_rep_movs_alternative()
                 && s.linux.convention == Convention::RepMovs
                 && s.variants.is_empty();
+            let chain_site = s.arch == Arch::X86_64
+                && kernel.x86_64_calls_rep_movs_alternative()
+                && !s.variants.is_empty();
+            if chain_site
+                && (s.linux.convention != Convention::RepMovs || s.linux.uaccess != Uaccess::Caller)
+            {
+                return Err(unfit(
+                    "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb".into(),
+                ));
+            }
             let name = if drop_in {
                 if s.linux.uaccess == Uaccess::Routine {
                     return Err(unfit(
@@ -204,6 +218,9 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
         );
     }
     let site = match (t.arch, kernel) {
+        (Arch::X86_64, k) if crate::lower::call_site::is_variant_chain(t, k) => {
+            site::note(t, k, None)
+        }
         (Arch::X86_64, k) if k.x86_64_calls_rep_movs_alternative() => format!(
             "Call site: 6.12's copy_user_generic() decides on one bit,\n\
              ALTERNATIVE(\"rep movsb\", \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM)).\n\
@@ -261,6 +278,21 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                         "        lib-y += copy_user_uncached_64.o\n        # copygen: rep_movs_alternative, generated (was copy_user_64.o)\n        lib-y += copygen_user_64.o\n".into(),
                     )],
                 )];
+            }
+            if crate::lower::call_site::is_variant_chain(t, kernel) {
+                let chain = crate::lower::call_site::chain(t, kernel);
+                let names: Vec<String> = routines(t).into_iter().map(|r| r.name).collect();
+                return vec![
+                    site::copy_user_generic_edit(t, &chain),
+                    edit(
+                        excerpts::x86_64_makefile(kernel),
+                        &[(
+                            "\tlib-y += cmpxchg16b_emu.o\n",
+                            "        # copygen: the routines copy_user_generic() calls (asm/uaccess_64.h)\n        obj-y += copygen_user_64.o\n\tlib-y += cmpxchg16b_emu.o\n".into(),
+                        )],
+                    ),
+                    objtool_edit(kernel, &names),
+                ];
             }
             let (constraints, result) = match t.linux.convention {
                 Convention::C => (
@@ -527,6 +559,17 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         }
         bail!("the static check refuses the routine:\n{why}");
     }
+    let mut sites = Vec::new();
+    if let Some(kernel) = t.linux.kernel {
+        if crate::lower::call_site::is_variant_chain(t, kernel) {
+            let checked: Vec<String> = report.functions.iter().map(|f| f.name.clone()).collect();
+            let chain = crate::lower::call_site::chain(t, kernel);
+            sites = crate::checks::static_verify::site::check_sites(t, kernel, &chain, &checked)
+                .map_err(|bad| {
+                    anyhow::anyhow!("the call site after alternatives:\n  {}", bad.join("\n  "))
+                })?;
+        }
+    }
     let faults = crate::checks::faultinject::run_strategy(t).context("fault injection")?;
     if faults.violations() > 0 {
         bail!(
@@ -543,6 +586,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
             .iter()
             .map(|r| (r.symbol.clone(), r.cases, r.violations))
             .collect(),
+        sites,
     })
 }
 
@@ -655,6 +699,15 @@ pub fn patch(
                 v.static_entries,
                 roles.join("\n")
             );
+            if !v.sites.is_empty() {
+                let _ = writeln!(
+                    body,
+                    "The call site, decoded after alternatives for each of the {} feature\n\
+                     sets above: the stock site's length, one rep movsb (the stock bytes)\n\
+                     or one call of a routine checked above, then padding NOPs only.",
+                    v.sites.len()
+                );
+            }
         }
         None => {
             let _ = writeln!(body, "\nNot verified (kernel-patch --no-verify).");
