@@ -159,6 +159,11 @@ impl JitSite {
         let (entry, _, end) = self.loops[context % CONTEXTS];
         &self.buf[entry.0..end]
     }
+    /// The first byte of loop `context`, a `sysv64` function
+    /// `(args: *const SiteArgs, count: u64, stride: u64) -> u64` (see [`Self::run`]).
+    pub fn loop_entry(&self, context: usize) -> *const u8 {
+        self.buf.ptr(self.loops[context % CONTEXTS].0)
+    }
     /// Offset in [`Self::code`] of the site's first byte in loop `context`.
     pub fn site_offset(&self, context: usize) -> usize {
         self.loops[context % CONTEXTS].1
