@@ -132,7 +132,17 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
     let path = std::path::Path::new(&name);
     let s = if path.extension().is_some_and(|e| e == "toml") || path.is_file() {
         parse::load(path, arch)?
-    } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
+    } else if let Some(s) = {
+        // A catalog strategy's form for this tree, when the catalog has one:
+        // `NAME-612`, for 6.12 only ([linux] kernel = "6.12").
+        let all = catalog()?;
+        let form = format!("{name}-{}", kernel.name().replace('.', ""));
+        let own = all
+            .iter()
+            .find(|s| s.name == form && s.linux.kernel == Some(kernel))
+            .cloned();
+        own.or_else(|| all.into_iter().find(|s| s.name == name))
+    } {
         match arch {
             Some(a) if a != s.arch => {
                 let text = s.text.clone();

@@ -162,6 +162,7 @@ pub const ORIGINS: &[(&str, Origin)] = &[
     ("arm64-template", Origin { thread: None, note: "arm64's `copy_template.S` (`arch/arm64/lib`, Linux 6.1 and 6.12)" }),
     ("fixed-size", Origin { thread: Some("wilson"), note: "its constant-size copies" }),
     ("guarded-movsb", Origin { thread: None, note: "copygen's own per-CPU choice; the `zen` variant's dispatch is `copygen tune`'s (`tuned-zen4`)" }),
+    ("guarded-movsb-612", Origin { thread: None, note: "copygen's own: `guarded-movsb` for Linux 6.12's inline call site (`kernel-patch guarded-movsb --kernel 6.12` patches it)" }),
     ("guarded-movsb-32", Origin { thread: None, note: "copygen's own: `guarded-movsb` for i386 kernels" }),
     ("intel-aligned", Origin { thread: Some("morton"), note: "use the unrolled loop only when the pointers are not congruent" }),
     ("intel-unrolled", Origin { thread: Some("anand"), note: "the 64-byte integer loop with touch prefetch" }),

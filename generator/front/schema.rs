@@ -75,6 +75,7 @@ pub(super) struct RawLinux {
     pub(super) uaccess: Option<Uaccess>,
     pub(super) extable: Option<ExtableFormat>,
     pub(super) kernel: Option<KernelVersion>,
+    pub(super) site: Option<SiteKind>,
     pub(super) symbol: Option<String>,
     pub(super) from_user: Option<String>,
     pub(super) to_user: Option<String>,

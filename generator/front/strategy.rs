@@ -119,6 +119,17 @@ pub enum Uaccess {
     Routine,
 }
 
+/// What the call sites of a kernel whose x86_64 copy sites are inline
+/// (6.12's `copy_user_generic()`) run on a CPU whose variant is not a bare
+/// `rep movsb` (`[linux] site`; `lower/call_site.rs` builds the site).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteKind {
+    /// A 5-byte `call` of the variant's routine in the `rep_movs`
+    /// convention: every site keeps the stock length.
+    Call,
+}
+
 /// Exception-table format of the linux flavour on x86.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -180,6 +191,8 @@ pub struct LinuxOptions {
     /// The kernels the file is for: one, or (empty) both, with the export
     /// header picked by `LINUX_VERSION_CODE`.
     pub kernel: Option<KernelVersion>,
+    /// The inline call site's form (`None`: not stated, `call`).
+    pub site: Option<SiteKind>,
     /// Names the linux flavour defines, by direction; a routine serving both
     /// directions has one name (`both`).
     pub from_user: Option<String>,

@@ -114,6 +114,9 @@ fn linux(t: &mut String, l: &LinuxOptions) {
     if let Some(k) = l.kernel {
         lines.push(format!("kernel = \"{}\"", k.name()));
     }
+    if let Some(site) = l.site {
+        lines.push(format!("site = \"{}\"", toml_name(&site)));
+    }
     for (key, name) in [
         ("symbol", &l.both),
         ("from_user", &l.from_user),

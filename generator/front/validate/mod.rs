@@ -279,6 +279,14 @@ impl Validator<'_> {
                 _ => (None, None),
             }
         };
+        if let (Some(l), Some(v)) = (&linux, &variants) {
+            if l.site.is_some() && v.is_empty() {
+                self.keep::<()>(Err(self.err(
+                    &root.key("linux").key("site"),
+                    "a strategy without per-CPU variants is 6.12's rep_movs_alternative itself (the stock site calls it): `site` chooses among variants",
+                )));
+            }
+        }
         if !self.errors.borrow().is_empty() || !name_ok {
             return None;
         }
@@ -400,6 +408,22 @@ impl Validator<'_> {
                 ));
             }
         }
+        if raw.site.is_some() {
+            let why = if arch != Arch::X86_64 {
+                Some(format!("`site` is the form of x86_64's inline copy site (Linux 6.12's copy_user_generic()); {arch} calls its routine"))
+            } else if raw.kernel == Some(KernelVersion::V6_1) {
+                Some("6.1's copy_user_generic() calls its routine out of line; only 6.12's site is inline (drop `site` or set `kernel = \"6.12\"`)".to_string())
+            } else if raw.convention != Some(Convention::RepMovs) {
+                Some("the inline site calls routines in rep_movs_alternative's convention (rdi, rsi, rcx -> rcx, rax clobbered): set `convention = \"rep_movs\"`".to_string())
+            } else if raw.uaccess == Some(Uaccess::Routine) {
+                Some("the inline site runs between stac() and clac(): a routine it calls leaves STAC/CLAC to its caller (`uaccess = \"caller\"`)".to_string())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(self.err(&path.key("site"), why));
+            }
+        }
         // Names: C identifiers, one per routine the strategy has.
         let mut names: Vec<(&str, &Option<String>)> = vec![("symbol", &raw.symbol)];
         names.push(("from_user", &raw.from_user));
@@ -456,6 +480,7 @@ impl Validator<'_> {
                 },
             ),
             kernel: raw.kernel,
+            site: raw.site,
             from_user: raw.from_user,
             to_user: raw.to_user,
             both: raw.symbol,

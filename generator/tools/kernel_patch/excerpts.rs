@@ -68,6 +68,34 @@ extern size_t copy_to_nontemporal(void *dst, const void *src, size_t size);
     }
 }
 
+/// 6.12's inline `copy_user_generic()` up to its constraints (the lines
+/// before [`x86_64_uaccess`]'s 6.12 excerpt).
+pub fn x86_64_copy_user_generic_6_12() -> Excerpt {
+    Excerpt {
+        path: "arch/x86/include/asm/uaccess_64.h",
+        line: 114,
+        text: r#"/* Handles exceptions in both to and from, but doesn't do access_ok */
+__must_check unsigned long
+rep_movs_alternative(void *to, const void *from, unsigned len);
+
+static __always_inline __must_check unsigned long
+copy_user_generic(void *to, const void *from, unsigned long len)
+{
+	stac();
+	/*
+	 * If CPU has FSRM feature, use 'rep movs'.
+	 * Otherwise, use rep_movs_alternative.
+	 */
+	asm volatile(
+		"1:\n\t"
+		ALTERNATIVE("rep movsb",
+			    "call rep_movs_alternative", ALT_NOT(X86_FEATURE_FSRM))
+		"2:\n"
+		_ASM_EXTABLE_UA(1b, 2b)
+"#,
+    }
+}
+
 pub fn x86_64_makefile(v: KernelVersion) -> Excerpt {
     match v {
         KernelVersion::V6_1 => Excerpt {

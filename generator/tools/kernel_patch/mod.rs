@@ -26,6 +26,7 @@
 
 mod excerpts;
 pub mod mail;
+pub mod site;
 
 use std::fmt::Write as _;
 
@@ -111,6 +112,16 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                 && kernel.x86_64_calls_rep_movs_alternative()
                 && s.linux.convention == Convention::RepMovs
                 && s.variants.is_empty();
+            let chain_site = s.arch == Arch::X86_64
+                && kernel.x86_64_calls_rep_movs_alternative()
+                && !s.variants.is_empty();
+            if chain_site
+                && (s.linux.convention != Convention::RepMovs || s.linux.uaccess != Uaccess::Caller)
+            {
+                return Err(unfit(
+                    "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb".into(),
+                ));
+            }
             let name = if drop_in {
                 if s.linux.uaccess == Uaccess::Routine {
                     return Err(unfit(
@@ -204,6 +215,9 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
         );
     }
     let site = match (t.arch, kernel) {
+        (Arch::X86_64, k) if crate::lower::call_site::is_variant_chain(t, k) => {
+            site::note(t, k, None)
+        }
         (Arch::X86_64, k) if k.x86_64_calls_rep_movs_alternative() => format!(
             "Call site: 6.12's copy_user_generic() decides on one bit,\n\
              ALTERNATIVE(\"rep movsb\", \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM)).\n\
@@ -261,6 +275,21 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                         "        lib-y += copy_user_uncached_64.o\n        # copygen: rep_movs_alternative, generated (was copy_user_64.o)\n        lib-y += copygen_user_64.o\n".into(),
                     )],
                 )];
+            }
+            if crate::lower::call_site::is_variant_chain(t, kernel) {
+                let chain = crate::lower::call_site::chain(t, kernel);
+                let names: Vec<String> = routines(t).into_iter().map(|r| r.name).collect();
+                return vec![
+                    site::copy_user_generic_edit(t, &chain),
+                    edit(
+                        excerpts::x86_64_makefile(kernel),
+                        &[(
+                            "\tlib-y += cmpxchg16b_emu.o\n",
+                            "        # copygen: the routines copy_user_generic() calls (asm/uaccess_64.h)\n        obj-y += copygen_user_64.o\n\tlib-y += cmpxchg16b_emu.o\n".into(),
+                        )],
+                    ),
+                    objtool_edit(kernel, &names),
+                ];
             }
             let (constraints, result) = match t.linux.convention {
                 Convention::C => (

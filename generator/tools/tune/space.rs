@@ -311,6 +311,7 @@ impl CandidateBase {
                 // What the parser gives x86_64 for every kernel tree.
                 extable: ExtableFormat::Copy,
                 kernel: None,
+                site: None,
                 from_user: None,
                 to_user: None,
                 both: None,
