@@ -9,13 +9,15 @@
 use std::process::Command;
 
 use copygen::arch::cpu::CpuFeatures;
-use copygen::front::strategy::{KernelVersion, Strategy};
+use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
 use copygen::jit::site::{
     compile_site, rep_movs_form, JitSite, SiteArgs, SiteError, CONTEXTS, C_SUFFIX,
     REP_MOVS_ALTERNATIVE,
 };
 use copygen::lower::call_site::{SiteCall, SiteCode, SiteTarget};
+use copygen::lower::entry_symbol;
+use copygen::lower::variants::{select, variant_symbol};
 use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject};
 
 const PAGE: usize = 4096;
@@ -181,9 +183,9 @@ fn the_stock_site_is_inline_rep_movsb_on_fsrm_and_a_call_of_rep_movs_alternative
 }
 
 #[test]
-fn guarded_movsb_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
+fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
     let k = KernelVersion::V6_12;
-    let gm = catalog("guarded-movsb");
+    let gm = catalog("guarded-movsb-612");
     assert_eq!(
         resolve_site(Some(&gm), k, intel()).unwrap(),
         resolve_site(None, k, intel()).unwrap()
@@ -191,19 +193,28 @@ fn guarded_movsb_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
     // On Zen the alias guard runs: a call of the zen variant's routine.
     let z = resolve_site(Some(&gm), k, zen()).unwrap();
     assert!(
-        matches!(&z.calls[..], [SiteCall { at: 1, target: SiteTarget::Routine(s) }] if s.contains("zen"))
+        matches!(&z.calls[..], [SiteCall { at: 1, target: SiteTarget::Routine(s) }] if s.contains("zen")),
+        "{z:?}"
     );
     // Without FSRM, the loop variant.
     let l = resolve_site(Some(&gm), k, old()).unwrap();
     assert!(
-        matches!(&l.calls[..], [SiteCall { target: SiteTarget::Routine(s), .. }] if s.contains("loop"))
+        matches!(&l.calls[..], [SiteCall { target: SiteTarget::Routine(s), .. }] if s.contains("loop")),
+        "{l:?}"
     );
+    // guarded-movsb is in the C convention: a call of its entry everywhere.
+    let c = catalog("guarded-movsb");
+    let entry = entry_symbol(&c, Flavor::Linux, Direction::FromUser, None);
+    for f in [intel(), zen(), old()] {
+        let site = resolve_site(Some(&c), k, f).unwrap();
+        assert_eq!(site.calls[0].target, SiteTarget::Routine(entry.clone()));
+    }
 }
 
 #[test]
 fn the_inline_site_copies_and_leaves_rcx_zero() {
     let code = resolve_site(None, KernelVersion::V6_12, intel()).unwrap();
-    let site = compile_site(&code, &[]).unwrap();
+    let site = compile_site(&code, &[], intel()).unwrap();
     placed(&site, &code, None);
     for c in 0..CONTEXTS {
         for n in [0, 1, 7, 8, 63, 64, 65, 1000, 4096] {
@@ -235,27 +246,57 @@ fn the_call_site_reaches_rep_movs_alternative_and_returns_bytes_left() {
     }
 }
 
+/// Copies in the band (dst - src mod 4096 in 1..15) and outside it, and
+/// exact bytes left after faults.
+fn copies_and_faults(site: &JitSite) {
+    for n in [0, 5, 64, 65, 1024, 3000] {
+        for (s, d) in [(0, 0), (0, 5), (3, 18), (64, 64 + 15), (7, 0)] {
+            copies(site, n % CONTEXTS, n, s, d);
+        }
+    }
+    for (k, n) in [(0, 9), (17, 64), (1000, 2048)] {
+        faults(site, k, n, true);
+    }
+}
+
 #[test]
-fn a_strategy_site_calls_its_variant_through_the_rep_movs_entry() {
-    let gm = catalog("guarded-movsb");
+fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
+    let gm = catalog("guarded-movsb-612");
     let code = resolve_site(Some(&gm), KernelVersion::V6_12, zen()).unwrap();
     let SiteTarget::Routine(sym) = code.calls[0].target.clone() else {
         panic!("a call of a routine");
     };
     let site = site_subject(&gm, KernelVersion::V6_12, zen()).unwrap().site;
-    let entry = site.routine_offset(&sym).unwrap();
-    let routine = site.routine_offset(&format!("{sym}{C_SUFFIX}")).unwrap();
-    assert_ne!(entry, routine, "guarded-movsb is in the C convention");
-    placed(&site, &code, Some(entry));
-    // In the band (dst - src mod 4096 in 1..15) and outside it.
-    for n in [0, 5, 64, 65, 1024, 3000] {
-        for (s, d) in [(0, 0), (0, 5), (3, 18), (64, 64 + 15), (7, 0)] {
-            copies(&site, n % CONTEXTS, n, s, d);
-        }
-    }
-    for (k, n) in [(0, 9), (17, 64), (1000, 2048)] {
-        faults(&site, k, n, true);
-    }
+    assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
+    placed(&site, &code, site.routine_offset(&sym));
+    copies_and_faults(&site);
+}
+
+#[test]
+fn a_c_convention_site_reaches_the_variant_through_the_entry_and_the_rep_movs_entry() {
+    let gm = catalog("guarded-movsb");
+    let code = resolve_site(Some(&gm), KernelVersion::V6_12, zen()).unwrap();
+    let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
+        panic!("a call of a routine");
+    };
+    let site = site_subject(&gm, KernelVersion::V6_12, zen()).unwrap().site;
+    let at = site.routine_offset(&entry).unwrap();
+    placed(&site, &code, Some(at));
+    // The entry, as alternatives leave it on Zen: a jump to the zen
+    // variant's rep movs entry, which calls the C routine.
+    let v = select(&gm, zen()).unwrap();
+    assert_eq!(v.name, "zen");
+    let variant = variant_symbol(&gm, v, Flavor::Linux, Direction::FromUser);
+    let thunk = site.routine_offset(&variant).unwrap();
+    let routine = site
+        .routine_offset(&format!("{variant}{C_SUFFIX}"))
+        .unwrap();
+    assert_ne!(thunk, routine);
+    let code_bytes = site.code();
+    assert_eq!(code_bytes[at], 0xe9);
+    let rel = i32::from_le_bytes(code_bytes[at + 1..at + 5].try_into().unwrap());
+    assert_eq!((at + 5) as i64 + i64::from(rel), thunk as i64);
+    copies_and_faults(&site);
 }
 
 #[test]
@@ -269,7 +310,7 @@ fn a_rep_movs_strategy_is_called_directly() {
             target: SiteTarget::Routine(sym.clone()),
         }],
     };
-    let site = compile_site(&code, &[rep_movs_form(&ma)]).unwrap();
+    let site = compile_site(&code, &[rep_movs_form(&ma)], intel()).unwrap();
     assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
     placed(&site, &code, site.routine_offset(&sym));
     copies(&site, 0, 77, 1, 2);
@@ -288,7 +329,7 @@ fn the_loop_reloads_what_the_site_clobbers_and_keeps_the_callers_registers() {
         ],
         calls: Vec::new(),
     };
-    let site = compile_site(&code, &[]).unwrap();
+    let site = compile_site(&code, &[], intel()).unwrap();
     let src = pattern(64 * 40, 9);
     let mut dst = vec![0u8; 64 * 40];
     let args: Vec<SiteArgs> = (0..37)
@@ -383,7 +424,7 @@ fn sites_that_cannot_be_linked_are_errors() {
             target: SiteTarget::Routine("no_such_routine".into()),
         }],
     };
-    match compile_site(&unlinked, &[]) {
+    match compile_site(&unlinked, &[], intel()) {
         Err(SiteError::Unlinked(s)) => assert_eq!(s, "no_such_routine"),
         other => panic!("{other:?}"),
     }
@@ -393,7 +434,8 @@ fn sites_that_cannot_be_linked_are_errors() {
                 calls: unlinked.calls.clone(),
                 bytes: vec![0xe8, 0, 0]
             },
-            &[]
+            &[],
+            intel()
         ),
         Err(SiteError::BadCall { at: 1, len: 3 })
     ));
@@ -403,7 +445,8 @@ fn sites_that_cannot_be_linked_are_errors() {
                 calls: unlinked.calls.clone(),
                 bytes: vec![0x90; 5]
             },
-            &[]
+            &[],
+            intel()
         ),
         Err(SiteError::BadCall { .. })
     ));
@@ -416,7 +459,8 @@ fn sites_that_cannot_be_linked_are_errors() {
                 }],
                 bytes: vec![0xe8; 5]
             },
-            &[]
+            &[],
+            intel()
         ),
         Err(SiteError::BadCall { at: 0, .. })
     ));
@@ -554,10 +598,14 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
         "{text}"
     );
     assert!(text.contains("site stock 6.12: "), "{text}");
-    assert!(
-        text.contains("site movs-alternative: e8 00 00 00 00"),
-        "{text}"
-    );
+    // movs-alternative is 6.12's rep_movs_alternative: its site is the stock one.
+    let bytes = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("site {name}: ")))
+            .map(str::to_string)
+    };
+    assert!(bytes("stock 6.12").is_some(), "{text}");
+    assert_eq!(bytes("movs-alternative"), bytes("stock 6.12"), "{text}");
     let rows: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("8 ") || l.starts_with("100 "))

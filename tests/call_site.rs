@@ -139,7 +139,9 @@ fn every_cpu_runs_its_variants_site_or_the_entry() {
     for (name, body) in [
         (
             "excl",
-            variant("a", "[\"zen\", \"!fsrm\"]", "b") + &variant("c", "[\"fsrm\"]", "b") + &default_variant("m"),
+            variant("a", "[\"zen\", \"!fsrm\"]", "b")
+                + &variant("c", "[\"fsrm\"]", "b")
+                + &default_variant("m"),
         ),
         (
             "three",
@@ -147,7 +149,9 @@ fn every_cpu_runs_its_variants_site_or_the_entry() {
         ),
         (
             "notfirst",
-            variant("a", "[\"!erms\"]", "m") + &variant("c", "[\"zen\"]", "b") + &default_variant("b"),
+            variant("a", "[\"!erms\"]", "m")
+                + &variant("c", "[\"zen\"]", "b")
+                + &default_variant("b"),
         ),
     ] {
         let t = wired(&parse(&format!("name = \"{name}\"\n{HEAD}{body}")));
@@ -274,12 +278,22 @@ fn check_against_gcc(c: &Chain) {
     .unwrap();
     let obj = dir.path().join("site.o");
     let out = Command::new("gcc")
-        .args(["-c", "-O2", "-fcf-protection=none", "-fno-asynchronous-unwind-tables", "-o"])
+        .args([
+            "-c",
+            "-O2",
+            "-fcf-protection=none",
+            "-fno-asynchronous-unwind-tables",
+            "-o",
+        ])
         .arg(&obj)
         .arg(&src)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = section(&obj, ".text");
     let len = c.len();
     // The site, then the function's ret.
@@ -391,7 +405,9 @@ fn the_site_option_is_refused_where_it_means_nothing() {
     }
     // The one meaningful form parses and comes back out of to_toml.
     let t = parse(&format!("name = \"ok\"\n{HEAD}{per_cpu}"));
-    assert!(copygen::front::to_toml::render(&t).unwrap().contains("site = \"call\""));
+    assert!(copygen::front::to_toml::render(&t)
+        .unwrap()
+        .contains("site = \"call\""));
 }
 
 #[test]
@@ -406,7 +422,15 @@ fn a_per_cpu_c_convention_strategy_is_unfit_for_6_12s_inline_site() {
     )
     .unwrap();
     let out = copygen()
-        .args(["kernel-patch", "--kernel", "6.12", "--no-verify", "--author", "A B <a@b.c>", "-o"])
+        .args([
+            "kernel-patch",
+            "--kernel",
+            "6.12",
+            "--no-verify",
+            "--author",
+            "A B <a@b.c>",
+            "-o",
+        ])
         .arg(&out_file)
         .arg(&file)
         .output()
@@ -423,12 +447,26 @@ fn a_per_cpu_c_convention_strategy_is_unfit_for_6_12s_inline_site() {
 #[test]
 fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
     let out = copygen()
-        .args(["kernel-patch", "guarded-movsb", "--kernel", "6.12", "--no-verify", "--author", "A B <a@b.c>"])
+        .args([
+            "kernel-patch",
+            "guarded-movsb",
+            "--kernel",
+            "6.12",
+            "--no-verify",
+            "--author",
+            "A B <a@b.c>",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let p = String::from_utf8(out.stdout).unwrap();
-    assert!(p.contains("Subject: [PATCH] x86/uaccess: Copy user memory with copygen's guarded-movsb-612\n"));
+    assert!(p.contains(
+        "Subject: [PATCH] x86/uaccess: Copy user memory with copygen's guarded-movsb-612\n"
+    ));
     let chain = [
         "+\t\tALTERNATIVE_3(\"call guarded_movsb_612__loop_copy_user\",",
         "+\t\t\t      \"rep movsb\", X86_FEATURE_FSRM,",
@@ -437,7 +475,11 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         " \t\t\"2:\\n\"",
         " \t\t_ASM_EXTABLE_UA(1b, 2b)",
     ];
-    let lines: Vec<&str> = p.lines().skip_while(|l| *l != chain[0]).take(chain.len()).collect();
+    let lines: Vec<&str> = p
+        .lines()
+        .skip_while(|l| *l != chain[0])
+        .take(chain.len())
+        .collect();
     assert_eq!(lines, chain);
     assert!(p.contains("-\t\tALTERNATIVE(\"rep movsb\","));
     assert!(!p.contains("copygen_call"), "no C-convention glue");
@@ -455,6 +497,11 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         "guarded_movsb_612__fsrm_copy_user",
         "guarded_movsb_612__loop_copy_user",
     ] {
-        assert!(p.contains(&format!("+\t\"{name}\", /* copygen: called with STAC done */")), "{name}");
+        assert!(
+            p.contains(&format!(
+                "+\t\"{name}\", /* copygen: called with STAC done */"
+            )),
+            "{name}"
+        );
     }
 }

@@ -22,6 +22,7 @@ use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuff
 
 use super::encode::{self, Mode};
 use super::{fault, x86_lines, JitError};
+use crate::arch::cpu::CpuFeatures;
 use crate::backend::{self, x86::Inst};
 use crate::front::strategy::{Arch, Convention, ExtableFormat, Flavor, Strategy, Uaccess};
 use crate::lower::call_site::{SiteCode, SiteTarget};
@@ -207,8 +208,14 @@ impl JitSite {
 /// routine of that symbol. A routine in the C convention is called
 /// through its `rep movs` entry (saves `rdx`, `r8`-`r11`; `rcx` in as
 /// `n`, `rax` out as `rcx`); the routine itself is listed as
-/// `<symbol>`[`C_SUFFIX`].
-pub fn compile_site(site: &SiteCode, code: &[Strategy]) -> Result<JitSite, SiteError> {
+/// `<symbol>`[`C_SUFFIX`]. The entry points of a per-CPU strategy are
+/// placed as alternatives leave them on a CPU with `features`: a `jmp` to
+/// the variant that CPU picks.
+pub fn compile_site(
+    site: &SiteCode,
+    code: &[Strategy],
+    features: CpuFeatures,
+) -> Result<JitSite, SiteError> {
     for c in &site.calls {
         if c.at == 0 || c.at + 4 > site.bytes.len() || site.bytes[c.at - 1] != 0xe8 {
             return Err(SiteError::BadCall {
@@ -262,6 +269,30 @@ pub fn compile_site(site: &SiteCode, code: &[Strategy]) -> Result<JitSite, SiteE
             for (alias, _) in &r.aliases {
                 routines.push((alias.clone(), entry));
             }
+        }
+    }
+    // A per-CPU strategy's entry points as `apply_alternatives()` leaves
+    // them on this CPU: a jump to the variant it picks.
+    for s in code.iter().filter(|s| !s.variants.is_empty()) {
+        let Some(v) = crate::lower::variants::select(s, features) else {
+            continue;
+        };
+        for &dir in &s.directions {
+            let entry = crate::arch::symbols::entry(s, Flavor::Linux, dir, None);
+            if routines.iter().any(|(n, _)| *n == entry) {
+                continue;
+            }
+            let to = crate::lower::variants::variant_symbol(s, v, Flavor::Linux, dir);
+            let Some(&(_, at)) = routines.iter().find(|(n, _)| *n == to) else {
+                return Err(SiteError::Unlinked(to));
+            };
+            ops.align(16, 0xcc);
+            let here = ops.offset().0;
+            let rel = i32::try_from(at as i64 - (here + 5) as i64)
+                .expect("one buffer is far smaller than 2 GiB");
+            ops.push(0xe9);
+            ops.extend(rel.to_le_bytes());
+            routines.push((entry, here));
         }
     }
     let target = |t: &SiteTarget| -> Result<usize, SiteError> {

@@ -157,8 +157,7 @@ impl Chain {
     pub fn chosen(&self, features: CpuFeatures) -> &SiteInsn {
         self.alts
             .iter()
-            .filter(|a| a.applies(features))
-            .next_back()
+            .rfind(|a| a.applies(features))
             .map_or(&self.old, |a| &a.insn)
     }
 
@@ -220,7 +219,9 @@ pub fn optimized_nops(n: usize) -> Vec<u8> {
         &[0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
         &[0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
         &[0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
-        &[0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+        &[
+            0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ],
     ];
     match NOPS.get(n) {
         Some(nop) => nop.to_vec(),
@@ -264,9 +265,7 @@ pub fn stock_chain(kernel: KernelVersion) -> Chain {
             alts: vec![Alt {
                 feature: CpuFeature::Erms,
                 negate: false,
-                insn: SiteInsn::Call(SiteTarget::Routine(
-                    "copy_user_enhanced_fast_string".into(),
-                )),
+                insn: SiteInsn::Call(SiteTarget::Routine("copy_user_enhanced_fast_string".into())),
             }],
             fallback: None,
         }
@@ -416,7 +415,7 @@ pub fn feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
 }
 
 /// The variant the first-match rule picks on `features`.
-pub fn variant_for<'a>(t: &'a Strategy, features: CpuFeatures) -> Option<&'a Variant> {
+pub fn variant_for(t: &Strategy, features: CpuFeatures) -> Option<&Variant> {
     t.variants
         .iter()
         .find(|v| v.when.as_ref().is_none_or(|c| c.holds(features)))

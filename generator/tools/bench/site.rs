@@ -20,17 +20,12 @@ use anyhow::{bail, Context, Result};
 use super::{quantile, round_sequences, tsc_end, tsc_start, Buffers, Measurement, Options};
 use super::{Results, Rng, Sweep};
 use crate::arch::cpu::{CpuFeatures, Cpuid};
-use crate::front::strategy::{Direction, Flavor, KernelVersion, MethodKind, Strategy};
-use crate::front::variant::CpuFeature;
+use crate::front::strategy::{KernelVersion, Strategy};
 use crate::jit::site::{compile_site, rep_movs_form, JitSite, SiteArgs};
-use crate::lower::call_site::{SiteCall, SiteCode, SiteTarget};
+use crate::lower::call_site::{self, SiteCode};
 
 /// The catalog preset that is 6.12's `rep_movs_alternative`.
 pub const STOCK_ROUTINE: &str = "movs-alternative";
-
-/// `rep movsb` and the 3-byte NOP `apply_alternatives()` pads the 5-byte
-/// site with (`optimize_nops()` leaves one `nopl (%rax)`).
-const INLINE_MOVSB: [u8; 5] = [0xf3, 0xa4, 0x0f, 0x1f, 0x00];
 
 /// A site to time: a name and its compiled loops.
 pub struct SiteSubject {
@@ -39,62 +34,23 @@ pub struct SiteSubject {
 }
 
 /// The site a kernel runs on a CPU with `features`: the stock one
-/// (`strategy` `None`) or the one a patch for `strategy` makes.
-///
-/// Adapter: to be replaced by `lower::call_site::{stock_site, site}` when
-/// those exist, so the kernel patch and this benchmark take the site from
-/// one place. Until then: the stock 6.12 site (inline `rep movsb` with its
-/// padding on FSRM, `call rep_movs_alternative` else); a strategy's site
-/// is the inline `rep movsb` when the variant this CPU selects is a bare
-/// `rep movsb` for every size, else a `call` of that variant's routine
-/// (of the strategy's from_user routine without variants).
+/// (`strategy` `None`) or the one a patch for `strategy` makes, from
+/// `lower::call_site` (the kernel patch writes the same chain).
 pub fn resolve_site(
     strategy: Option<&Strategy>,
     kernel: KernelVersion,
     features: CpuFeatures,
 ) -> Result<SiteCode> {
-    if kernel != KernelVersion::V6_12 {
+    if !kernel.x86_64_calls_rep_movs_alternative() {
         bail!(
-            "the site benchmark knows Linux 6.12's inline call site only (6.1's \
-             copy_user_generic() calls a routine through alternative_call_2)"
+            "the site benchmark knows Linux 6.12's inline call site only ({}'s \
+             copy_user_generic() calls a routine through alternative_call_2)",
+            kernel.name()
         );
     }
-    let inline = SiteCode {
-        bytes: INLINE_MOVSB.to_vec(),
-        calls: Vec::new(),
-    };
-    let call = |target| SiteCode {
-        bytes: vec![0xe8, 0, 0, 0, 0],
-        calls: vec![SiteCall { at: 1, target }],
-    };
-    let Some(s) = strategy else {
-        return Ok(if features.has(CpuFeature::Fsrm) {
-            inline
-        } else {
-            call(SiteTarget::RepMovsAlternative)
-        });
-    };
-    let dir = if s.directions.contains(&Direction::FromUser) {
-        Direction::FromUser
-    } else {
-        Direction::ToUser
-    };
-    let (classes, symbol) = match crate::lower::variants::select(s, features) {
-        Some(v) => (
-            &v.classes,
-            crate::lower::variants::variant_symbol(s, v, Flavor::Linux, dir),
-        ),
-        None => (
-            &s.classes,
-            crate::lower::entry_symbol(s, Flavor::Linux, dir, None),
-        ),
-    };
-    let bare_movsb = matches!(&classes[..], [c] if c.lo == 0 && c.hi.is_none() && c.guards.is_empty()
-        && matches!(c.method.kind, MethodKind::RepMovs { unit: 1, align: None }));
-    Ok(if bare_movsb {
-        inline
-    } else {
-        call(SiteTarget::Routine(symbol))
+    Ok(match strategy {
+        None => call_site::stock_site(kernel, features),
+        Some(s) => call_site::site(s, kernel, features),
     })
 }
 
@@ -108,8 +64,8 @@ fn stock_routine() -> Result<Strategy> {
 /// The stock kernel's site for a CPU with `features`, compiled.
 pub fn stock_subject(kernel: KernelVersion, features: CpuFeatures) -> Result<SiteSubject> {
     let code = resolve_site(None, kernel, features)?;
-    let site =
-        compile_site(&code, &[rep_movs_form(&stock_routine()?)]).context("the stock site")?;
+    let site = compile_site(&code, &[rep_movs_form(&stock_routine()?)], features)
+        .context("the stock site")?;
     Ok(SiteSubject {
         name: format!("stock {}", kernel.name()),
         site,
@@ -125,8 +81,12 @@ pub fn site_subject(
     features: CpuFeatures,
 ) -> Result<SiteSubject> {
     let code = resolve_site(Some(s), kernel, features)?;
-    let site = compile_site(&code, &[rep_movs_form(s), rep_movs_form(&stock_routine()?)])
-        .with_context(|| format!("{}: its call site", s.name))?;
+    let site = compile_site(
+        &code,
+        &[rep_movs_form(s), rep_movs_form(&stock_routine()?)],
+        features,
+    )
+    .with_context(|| format!("{}: its call site", s.name))?;
     Ok(SiteSubject {
         name: s.name.clone(),
         site,
