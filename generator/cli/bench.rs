@@ -90,6 +90,26 @@ pub struct BenchArgs {
     /// Run this per-CPU variant of each strategy instead of the one this CPU selects.
     #[arg(long)]
     variant: Option<String>,
+    /// Time what the kernel executes (`kernel`): each strategy's call site
+    /// as alternatives leave it for this CPU, inline in the timing loop with
+    /// the routine it calls, against the stock kernel's site.
+    #[arg(long, value_name = "WHERE", value_parser = ["kernel"],
+          conflicts_with_all = ["workload", "kernel", "baseline", "variant"])]
+    site: Option<String>,
+    /// With --site kernel: the kernel whose call site is timed (6.12).
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value = "6.12",
+        requires = "site"
+    )]
+    site_kernel: String,
+    /// With --site kernel: measure the figures `kernel-patch --figures`
+    /// takes (distributions, sizes 0..64, 8 KiB at offsets 0..0x20, the
+    /// alias band) for one strategy and write them here.
+    #[arg(long, value_name = "FILE", requires = "site",
+          conflicts_with_all = ["table", "sizes", "alias_offsets", "distribution", "json", "plot", "cold"])]
+    figures_out: Option<PathBuf>,
 }
 
 /// The largest `--sizes` value: the bench allocates twice the largest size
@@ -181,6 +201,9 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         bench::custom(&sizes, src, dst)
     };
     sweep.cold = a.cold;
+    if a.site.is_some() {
+        return cmd_site(&a, &sweep);
+    }
     let mut subjects = Vec::new();
     if a.kernel {
         let largest = sweep.rows.iter().map(|r| r.n).max().unwrap_or(0);
@@ -240,7 +263,7 @@ fn subjects_and_baseline(
     Ok((subjects, baseline))
 }
 
-fn run_options(a: &BenchArgs) -> copygen::tools::bench::Options {
+pub(super) fn run_options(a: &BenchArgs) -> copygen::tools::bench::Options {
     copygen::tools::bench::Options {
         repeats: a.repeats,
         seed: a.seed,
@@ -249,7 +272,7 @@ fn run_options(a: &BenchArgs) -> copygen::tools::bench::Options {
 }
 
 /// `run` with a progress bar that it advances and that is cleared after.
-fn with_progress<T>(name: &str, run: impl FnOnce(&dyn Fn(u64, u64)) -> T) -> T {
+pub(super) fn with_progress<T>(name: &str, run: impl FnOnce(&dyn Fn(u64, u64)) -> T) -> T {
     let bar = progress_bar(name);
     let out = run(&|done, total| {
         bar.set_length(total);
@@ -310,6 +333,29 @@ fn bench_subject(
     if let Some(b) = copygen::tools::bench::baseline(name) {
         return Ok((b, false));
     }
+    let s = load_strategy(name)?;
+    let chosen = copygen::tools::bench::bench_variant(&s, variant, found)
+        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    if let Some(v) = chosen {
+        let why = match variant {
+            Some(_) => "forced by --variant".to_string(),
+            None => format!("this CPU has: {found}"),
+        };
+        errln!(
+            "{}: variant `{}` ({}; {why})",
+            s.name,
+            v.name,
+            v.condition_text()
+        );
+    }
+    Ok((
+        copygen::tools::bench::variant_subject(&s, variant, found)?,
+        !s.variants.is_empty(),
+    ))
+}
+
+/// A strategy (file or catalog name) the bench can run: x86_64.
+pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Strategy, Failure> {
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
         parse::load(path, None)?
@@ -343,22 +389,90 @@ fn bench_subject(
             )));
         }
     }
-    let chosen = copygen::tools::bench::bench_variant(&s, variant, found)
-        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
-    if let Some(v) = chosen {
-        let why = match variant {
-            Some(_) => "forced by --variant".to_string(),
-            None => format!("this CPU has: {found}"),
-        };
-        errln!(
-            "{}: variant `{}` ({}; {why})",
-            s.name,
-            v.name,
-            v.condition_text()
-        );
+    Ok(s)
+}
+
+/// `--site kernel`: the strategies' call sites against the stock site.
+fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitCode, Failure> {
+    use copygen::front::strategy::KernelVersion;
+    use copygen::tools::bench::{self, site};
+    let kernel = match KernelVersion::parse(&a.site_kernel) {
+        Some(KernelVersion::V6_12) => KernelVersion::V6_12,
+        Some(KernelVersion::V6_1) => {
+            return Err(Failure::Input(
+                "error: --site-kernel 6.1: 6.1's copy_user_generic() reaches its routine \
+                 through alternative_call_2, not an inline site; the site benchmark knows 6.12's"
+                    .into(),
+            ))
+        }
+        None => {
+            return Err(Failure::Input(format!(
+                "error: --site-kernel: `{}` is not a kernel whose call site is known (6.12)",
+                a.site_kernel
+            )))
+        }
+    };
+    if a.subjects.is_empty() {
+        return Err(Failure::Input(
+            "error: --site kernel: name the strategies whose sites to time (files or catalog names)"
+                .into(),
+        ));
     }
-    Ok((
-        copygen::tools::bench::variant_subject(&s, variant, found)?,
-        !s.variants.is_empty(),
-    ))
+    let mut strategies = Vec::new();
+    for name in &a.subjects {
+        if bench::baseline(name).is_some() {
+            return Err(Failure::Input(format!(
+                "error: `{name}`: with --site kernel the stock kernel's site is the baseline; \
+                 name strategies (files or catalog names)"
+            )));
+        }
+        strategies.push(load_strategy(name)?);
+    }
+    if a.figures_out.is_some() && strategies.len() != 1 {
+        return Err(Failure::Input(format!(
+            "error: --figures-out: name one strategy (the patch's), not {}",
+            strategies.len()
+        )));
+    }
+    let features = copygen::arch::cpu::host_features();
+    let fail = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
+    let mut subjects = vec![site::stock_subject(kernel, features).map_err(fail)?];
+    for s in &strategies {
+        subjects.push(site::site_subject(s, kernel, features).map_err(fail)?);
+    }
+    let codes: Vec<(String, copygen::lower::call_site::SiteCode)> = subjects
+        .iter()
+        .map(|s| (s.name.clone(), s.site.site().clone()))
+        .collect();
+    let opts = run_options(a);
+    if let Some(path) = &a.figures_out {
+        let sweep = site::figures_sweep(a.calls);
+        let mut results =
+            with_progress("figures", |p| site::run_sites(&sweep, &subjects, &opts, p));
+        results.command = command_line();
+        let text = site::figures_text(&results, &codes);
+        copygen::tools::kernel_patch::mail::figures(&text).map_err(|(line, e)| {
+            Failure::Input(format!(
+                "error: --figures-out: line {line} of the figures: {e}"
+            ))
+        })?;
+        out!("{text}");
+        copygen::output::write::write_file(path, &text)?;
+        errln!("wrote {}", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut results = with_progress(&sweep.name, |p| site::run_sites(sweep, &subjects, &opts, p));
+    results.command = command_line();
+    out!("{}", site::site_text(&results, &codes));
+    if let Some(p) = &a.json {
+        let text =
+            serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
+        copygen::output::write::write_file(p, &(text + "\n"))?;
+        errln!("wrote {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        bench::plot_svg(&results, p)?;
+        errln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }

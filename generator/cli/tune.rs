@@ -54,6 +54,19 @@ pub struct TuneArgs {
     /// Seed of the search and the sequences.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Tune for a kernel (`kernel`): score each candidate's call site as the
+    /// kernel runs it on this CPU, inline with the routine it calls,
+    /// against the stock kernel's site (as `bench --site kernel` does).
+    #[arg(long, value_name = "WHERE", value_parser = ["kernel"], conflicts_with = "merge")]
+    site: Option<String>,
+    /// With --site kernel: the kernel whose call site is the target (6.12).
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value = "6.12",
+        requires = "site"
+    )]
+    site_kernel: String,
 }
 
 /// The longest `--budget`, in seconds (a week).
@@ -139,6 +152,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         seed: a.seed,
         workloads,
         check_workloads,
+        site: site_kernel(&a)?,
     };
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(
@@ -175,6 +189,34 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         None => out!("\n{}", outcome.text),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--site kernel`'s kernel (6.12 only: 6.1 has no inline call site).
+fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVersion>, Failure> {
+    use copygen::front::strategy::KernelVersion;
+    if a.site.is_none() {
+        return Ok(None);
+    }
+    if !a.workload.is_empty() || !a.check_workload.is_empty() {
+        return Err(Failure::Input(
+            "error: --site kernel with --workload/--check-workload: traces are replayed \
+             through called routines against rep movsb, not through the kernel's call site; \
+             tune on the traces without --site, or on distributions with it"
+                .into(),
+        ));
+    }
+    match KernelVersion::parse(&a.site_kernel) {
+        Some(KernelVersion::V6_12) => Ok(Some(KernelVersion::V6_12)),
+        Some(KernelVersion::V6_1) => Err(Failure::Input(
+            "error: --site-kernel 6.1: 6.1's copy_user_generic() reaches its routine through \
+             alternative_call_2, not an inline site; the site objective knows 6.12's"
+                .into(),
+        )),
+        None => Err(Failure::Input(format!(
+            "error: --site-kernel: `{}` is not a kernel whose call site is known (6.12)",
+            a.site_kernel
+        ))),
+    }
 }
 
 /// `copygen tune --merge`: validated (the text parses back to the merged

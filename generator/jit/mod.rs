@@ -11,6 +11,7 @@ pub mod contract;
 pub mod encode;
 pub mod fault;
 pub mod gas_form;
+pub mod site;
 
 use dynasmrt::{DynasmApi, ExecutableBuffer};
 

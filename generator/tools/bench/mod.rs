@@ -20,6 +20,7 @@ pub mod distribution;
 pub mod plot;
 mod replay;
 mod report;
+pub mod site;
 mod sweep;
 mod variant;
 pub mod workload;

@@ -47,6 +47,7 @@ const CLIFF_RATIO: f64 = 4.0;
 
 pub mod bands;
 mod cpu;
+mod kernel;
 mod measure;
 pub mod merge;
 mod report;
@@ -101,6 +102,9 @@ pub struct Options {
     pub workloads: Vec<bench::workload::Trace>,
     /// Workload traces reported but not tuned on.
     pub check_workloads: Vec<bench::workload::Trace>,
+    /// Score call sites as this kernel runs them against its stock site
+    /// (`kernel.rs`), instead of called routines against `rep movsb`.
+    pub site: Option<crate::front::strategy::KernelVersion>,
 }
 
 /// The search's result.
@@ -149,6 +153,9 @@ fn screen(
     cliff: bool,
     seed: u64,
 ) -> Option<Score> {
+    if let Some(k) = o.site {
+        return kernel::screen(c, o, cliff, seed, k);
+    }
     let (_, subject) = compile(c, &o.header)?;
     let sweep = tune_sweep(&o.dists, QUICK_SIZES, QUICK_ALIAS, 2048);
     let subjects = [bench::baseline("rep_movsb").expect("built in"), subject];
@@ -278,8 +285,18 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         target_ticks: 8_000.0,
         seed: rng.next_u64(),
     };
-    let res = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
-    let tr = traces::trace_ratios(&replays, &subjects, opts.repeats, opts.seed);
+    let (res, tr) = match o.site {
+        None => {
+            let res = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
+            let tr = traces::trace_ratios(&replays, &subjects, opts.repeats, opts.seed);
+            (res, tr)
+        }
+        Some(k) => {
+            let res = kernel::measure(&sweep, &strategies.iter().collect::<Vec<_>>(), k, &opts)?;
+            let tr = vec![Vec::new(); subjects.len().saturating_sub(1)];
+            (res, tr)
+        }
+    };
     let mut ranked: Vec<(usize, Score)> = (1..subjects.len())
         .map(|i| (i, score_with(&res, i, o.dists.len(), cliff, &tr[i - 1])))
         .collect();
@@ -314,45 +331,54 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let mut all = o.dists.clone();
     all.extend(o.extra.iter().cloned());
     let sweep = tune_sweep(&all, GRID_SIZES, GRID_ALIAS, bench::DEFAULT_CALLS);
-    let mut subjects = vec![
-        bench::baseline("rep_movsb").expect("built in"),
-        bench::baseline("rep_movsq").expect("built in"),
-    ];
-    let mut tuned_subject = bench::strategy_subject(&strategy)?;
-    tuned_subject.name = format!("{} (tuned)", strategy.name);
-    subjects.push(tuned_subject);
-    for s in crate::front::catalog::catalog()? {
-        if s.arch == Arch::X86_64 && s.name != "rep-movsb" && s.name != strategy.name {
-            // Per-CPU strategies as this CPU would run them.
-            let found = crate::arch::cpu::host_features();
-            subjects.push(crate::tools::bench::variant_subject(&s, None, found)?);
-        }
-    }
     let opts = bench::Options {
         repeats: 9,
         target_ticks: 8_000.0,
         seed: rng.next_u64(),
     };
-    let report = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
-    progress(0.95, "replaying the traces");
-    let traces = traces::final_reports(
-        &o.workloads,
-        &o.check_workloads,
-        &subjects[..3],
-        2,
-        rng.next_u64(),
-    );
+    let (report, tuned_subject) = match o.site {
+        None => (final_report(&sweep, &strategy, &opts)?, 2),
+        Some(k) => kernel::final_report(&sweep, &strategy, k, &opts)?,
+    };
+    // Traces replay called routines against rep movsb; `--site kernel`
+    // refuses them (cli/tune.rs), so in that mode there are none.
+    let traces = if o.site.is_some() {
+        Vec::new()
+    } else {
+        progress(0.95, "replaying the traces");
+        let mut tuned = bench::strategy_subject(&strategy)?;
+        tuned.name = format!("{} (tuned)", strategy.name);
+        let subjects = [
+            bench::baseline("rep_movsb").expect("built in"),
+            bench::baseline("rep_movsq").expect("built in"),
+            tuned,
+        ];
+        traces::final_reports(
+            &o.workloads,
+            &o.check_workloads,
+            &subjects,
+            2,
+            rng.next_u64(),
+        )
+    };
     let tuned_traces: Vec<f64> = traces
         .iter()
         .filter(|t| t.tuned_on)
         .map(|t| t.ratio())
         .collect();
-    let fin = score_with(&report, 2, o.dists.len(), cliff, &tuned_traces);
+    let fin = score_with(&report, tuned_subject, o.dists.len(), cliff, &tuned_traces);
     let _ = sc;
 
     // The file: comments with the CPU, the distributions and the figures.
     let mut header = o.header.clone();
-    header.comments = file_comments(&cpu, cliff_ratio, o, &report, &fin, evaluated);
+    header.comments = file_comments(
+        &cpu,
+        cliff_ratio,
+        o,
+        (&report, tuned_subject),
+        &fin,
+        evaluated,
+    );
     header.comments.extend(traces::file_comments(&traces));
     header
         .comments
@@ -376,7 +402,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         cpu,
         cliff: cliff.then_some(cliff_ratio),
         report,
-        tuned_subject: 2,
+        tuned_subject,
         tuned_count: o.dists.len(),
         evaluated,
         stopped_early,
@@ -388,14 +414,41 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     })
 }
 
+/// The final report's run: `rep movsb`, `rep movsq`, the tuned strategy
+/// (subject 2) and the catalog, each called.
+fn final_report(sweep: &bench::Sweep, strategy: &Strategy, opts: &bench::Options) -> Result<Results> {
+    let mut subjects = vec![
+        bench::baseline("rep_movsb").expect("built in"),
+        bench::baseline("rep_movsq").expect("built in"),
+    ];
+    let mut tuned_subject = bench::strategy_subject(strategy)?;
+    tuned_subject.name = format!("{} (tuned)", strategy.name);
+    subjects.push(tuned_subject);
+    for s in crate::front::catalog::catalog()? {
+        if s.arch == Arch::X86_64 && s.name != "rep-movsb" && s.name != strategy.name {
+            // Per-CPU strategies as this CPU would run them.
+            let found = crate::arch::cpu::host_features();
+            subjects.push(crate::tools::bench::variant_subject(&s, None, found)?);
+        }
+    }
+    Ok(bench::run_with(sweep, &subjects, opts, &|_, _| {}))
+}
+
 fn file_comments(
     cpu: &CpuInfo,
     cliff_ratio: f64,
     o: &Options,
-    res: &Results,
+    (res, tuned): (&Results, usize),
     fin: &Score,
     evaluated: usize,
 ) -> Vec<String> {
+    let versus = match o.site {
+        None => "rep movsb".to_string(),
+        Some(k) => format!(
+            "the stock {} call site (call sites inline, as the kernel runs them)",
+            k.name()
+        ),
+    };
     let mut c = vec![
         format!("Tuned by `copygen tune` on {}.", cpu.describe()),
         format!(
@@ -418,11 +471,11 @@ fn file_comments(
             o.budget.as_secs()
         ),
         format!(
-            "Cost per call vs rep movsb, same run (median of {} rounds, random page offsets):",
+            "Cost per call vs {versus}, same run (median of {} rounds, random page offsets):",
             res.repeats
         ),
     ];
-    let ratios = round_ratios(res, 2);
+    let ratios = round_ratios(res, tuned);
     for (r, row) in res.sweep.rows.iter().enumerate() {
         if let Some(d) = row.dist {
             c.push(format!(

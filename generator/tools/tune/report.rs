@@ -74,7 +74,8 @@ pub fn report_text(o: &Outcome) -> String {
     out.push_str(&o.fault_report);
     let _ = writeln!(
         out,
-        "\nCost per call on each distribution against rep_movsb (median of {} rounds of per-round ratios; TSC ticks in brackets):",
+        "\nCost per call on each distribution against {} (median of {} rounds of per-round ratios; TSC ticks in brackets):",
+        res.subjects[res.baseline],
         res.repeats
     );
     let name_w = res.subjects.iter().map(|s| s.len()).max().unwrap_or(8);
@@ -131,12 +132,14 @@ pub fn report_text(o: &Outcome) -> String {
     let _ = writeln!(out, "\nTargets for `{}`:", o.strategy.name);
     let _ = writeln!(
         out,
-        "  every distribution and tuned-on trace <= 1.00x rep_movsb: worst {worst_d:.2}x, {}",
+        "  every distribution and tuned-on trace <= 1.00x {}: worst {worst_d:.2}x, {}",
+        res.subjects[res.baseline],
         met(worst_d <= 1.0)
     );
     let _ = writeln!(
         out,
-        "  every grid cell <= {BOUND:.2}x rep_movsb: worst {:.2}x ({} B, distance {}), {}",
+        "  every grid cell <= {BOUND:.2}x {}: worst {:.2}x ({} B, distance {}), {}",
+        res.subjects[res.baseline],
         sc.worst.0,
         sc.worst.1,
         sc.worst.2,
@@ -154,7 +157,8 @@ pub fn report_text(o: &Outcome) -> String {
     }
     let _ = writeln!(
         out,
-        "\nWorst ratio to rep_movsb per size class and (dst - src) mod 4096 class, fixed sizes (hot):"
+        "\nWorst ratio to {} per size class and (dst - src) mod 4096 class, fixed sizes (hot):",
+        res.subjects[res.baseline]
     );
     for (s, name) in res.subjects.iter().enumerate() {
         if s == res.baseline {

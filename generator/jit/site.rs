@@ -1,0 +1,387 @@
+//! A kernel call site, JIT-compiled as the CPU executes it: the site's
+//! bytes after alternatives ([`SiteCode`], `lower::call_site`) placed
+//! verbatim inside a loop, each `call rel32` in them linked to a routine
+//! JIT-compiled into the same buffer in the `rep movs` convention.
+//!
+//! This is what `copygen bench --site kernel` times. A routine called from
+//! a Rust loop pays a call and a return the kernel does not pay where 6.12
+//! inlines `rep movsb` (FSRM CPUs), so a called routine measured against a
+//! called `rep movsb` is not the comparison a kernel patch makes; a site
+//! against a site is.
+//!
+//! The loop, per call: `rdi`, `rsi`, `rcx` loaded from the next
+//! [`SiteArgs`], then the site's bytes, then the bytes left (`rcx`) summed.
+//! Everything the loop keeps across the site lives in `rbx`, `r12`-`r14`,
+//! which neither the site (`rax`, `rcx`, `rdi`, `rsi`, flags) nor a routine
+//! in the `rep movs` convention may change. As in the kernel
+//! (`copy_user_generic()`'s `_ASM_EXTABLE_UA(1b, 2b)`), a fault at the
+//! site's first instruction resumes after the site with `rcx` as the
+//! instruction left it.
+
+use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuffer};
+
+use super::encode::{self, Mode};
+use super::{fault, x86_lines, JitError};
+use crate::arch::cpu::CpuFeatures;
+use crate::backend::{self, x86::Inst};
+use crate::front::strategy::{Arch, Convention, ExtableFormat, Flavor, Strategy, Uaccess};
+use crate::lower::call_site::{SiteCode, SiteTarget};
+
+/// The symbol [`SiteTarget::RepMovsAlternative`] links to.
+pub const REP_MOVS_ALTERNATIVE: &str = "rep_movs_alternative";
+
+/// How many loop shapes each site is compiled in (0.. leading one-byte
+/// `nop`s, as the fixed-size caller loops of `copygen bench` do: the code
+/// around a short `rep movsb` moves its cost).
+pub const CONTEXTS: usize = 8;
+
+/// One call's arguments, in the `rep movs` convention's registers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SiteArgs {
+    /// `rdi`
+    pub to: *mut u8,
+    /// `rsi`
+    pub from: *const u8,
+    /// `rcx`
+    pub n: usize,
+}
+
+/// `loop(args, count, stride)`: `count` calls, the k-th with the
+/// [`SiteArgs`] at `args + k * stride` bytes; returns the sum of `rcx`
+/// after each.
+type LoopFn = unsafe extern "sysv64" fn(*const SiteArgs, u64, u64) -> u64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    #[error(transparent)]
+    Jit(#[from] JitError),
+    #[error("the site calls `{0}`, which no routine given to the harness defines")]
+    Unlinked(String),
+    #[error("the site's call at byte {at} does not fit in its {len} bytes (or has no `call` opcode before it)")]
+    BadCall { at: usize, len: usize },
+    #[error("{0}: the routine brackets its accesses with STAC/CLAC, which user space cannot run")]
+    Stac(String),
+}
+
+/// Suffix of the symbol under which a C-convention routine itself is
+/// listed (its plain symbol names its `rep movs` entry).
+pub const C_SUFFIX: &str = ".c";
+
+/// The `rep movs` entry of a C-convention routine at `routine`: what a
+/// 6.12 site needs to call it. The C convention lets the routine clobber
+/// `rdx` and `r8`-`r11`, which a `rep movs` caller keeps, and takes `n` in
+/// `rdx` and returns in `rax`: the entry saves those five, passes `rcx` as
+/// `n`, calls the routine and returns its result in `rcx`. Returns the
+/// entry's offset.
+fn rep_movs_entry(ops: &mut dynasmrt::x64::Assembler, routine: usize) -> usize {
+    ops.align(16, 0xcc);
+    let entry = ops.offset().0;
+    dynasm!(ops
+        ; .arch x64
+        ; push rdx
+        ; push r8
+        ; push r9
+        ; push r10
+        ; push r11
+        ; mov rdx, rcx
+    );
+    // call rel32 to the routine, placed before the entry.
+    let next = ops.offset().0 + 5;
+    let rel =
+        i32::try_from(routine as i64 - next as i64).expect("one buffer is far smaller than 2 GiB");
+    ops.push(0xe8);
+    ops.extend(rel.to_le_bytes());
+    dynasm!(ops
+        ; .arch x64
+        ; mov rcx, rax
+        ; pop r11
+        ; pop r10
+        ; pop r9
+        ; pop r8
+        ; pop rdx
+        ; ret
+    );
+    entry
+}
+
+/// `s` as a 6.12 site calls it: the linux flavour in the strategy's
+/// convention (a C-convention routine is reached through its `rep movs`
+/// entry, see [`compile_site`]: the `rep movs` convention leaves a routine
+/// one scratch register, which a strategy written for the C convention
+/// may not fit in), STAC/CLAC done by the caller (as 6.12's
+/// `copy_user_generic()` does, around the site; user space cannot run
+/// them), relative exception-table entries.
+pub fn rep_movs_form(s: &Strategy) -> Strategy {
+    let mut t = s.clone();
+    t.linux.uaccess = Uaccess::Caller;
+    t.linux.extable = ExtableFormat::Relative;
+    t
+}
+
+/// A site and its loops in executable memory, with the routines it calls.
+pub struct JitSite {
+    // Declared before `buf`: the registry forgets the code before it is unmapped.
+    _registration: fault::Registration,
+    buf: ExecutableBuffer,
+    /// Per context: the loop's entry, where the site's bytes start, and
+    /// the loop's end.
+    loops: Vec<(AssemblyOffset, usize, usize)>,
+    /// Linked routines: symbol and offset.
+    routines: Vec<(String, usize)>,
+    site: SiteCode,
+}
+
+impl std::fmt::Debug for JitSite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitSite")
+            .field("site", &self.site)
+            .field("routines", &self.routines)
+            .finish()
+    }
+}
+
+// SAFETY: the buffer is immutable after finalize; running it needs the
+// caller's buffers, which `run` takes by pointer under its own contract.
+unsafe impl Send for JitSite {}
+unsafe impl Sync for JitSite {}
+
+impl JitSite {
+    /// The site as placed.
+    pub fn site(&self) -> &SiteCode {
+        &self.site
+    }
+    /// All code: the routines, then the loops.
+    pub fn code(&self) -> &[u8] {
+        &self.buf
+    }
+    /// Loop `context`'s code (modulo [`CONTEXTS`]).
+    pub fn loop_code(&self, context: usize) -> &[u8] {
+        let (entry, _, end) = self.loops[context % CONTEXTS];
+        &self.buf[entry.0..end]
+    }
+    /// The first byte of loop `context`, a `sysv64` function
+    /// `(args: *const SiteArgs, count: u64, stride: u64) -> u64` (see [`Self::run`]).
+    pub fn loop_entry(&self, context: usize) -> *const u8 {
+        self.buf.ptr(self.loops[context % CONTEXTS].0)
+    }
+    /// Offset in [`Self::code`] of the site's first byte in loop `context`.
+    pub fn site_offset(&self, context: usize) -> usize {
+        self.loops[context % CONTEXTS].1
+    }
+    /// Offset in [`Self::code`] of a linked routine.
+    pub fn routine_offset(&self, symbol: &str) -> Option<usize> {
+        self.routines
+            .iter()
+            .find(|(s, _)| s == symbol)
+            .map(|&(_, o)| o)
+    }
+
+    /// `count` executions of the site from loop `context`, the k-th with
+    /// the arguments at `args + k * stride` bytes (`stride` 0: the same
+    /// arguments every time); the sum of the bytes left (`rcx`) after each.
+    ///
+    /// # Safety
+    /// Every [`SiteArgs`] read must be valid for its `n` bytes (or fault
+    /// where the routine's exception table, or the site's, covers it), and
+    /// `args` valid for `count` entries at `stride`.
+    pub unsafe fn run(
+        &self,
+        context: usize,
+        args: *const SiteArgs,
+        count: u64,
+        stride: u64,
+    ) -> u64 {
+        let (entry, _, _) = self.loops[context % CONTEXTS];
+        // SAFETY: `entry` starts a loop assembled below with the LoopFn
+        // signature; the buffer lives as long as `self`.
+        let f: LoopFn = unsafe { std::mem::transmute(self.buf.ptr(entry)) };
+        // SAFETY: the caller's contract.
+        unsafe { f(args, count, stride) }
+    }
+}
+
+/// Compile `site` with every routine of `code` (each already in the form
+/// the site calls, see [`rep_movs_form`]) in the linux flavour, linking
+/// each of the site's calls: [`SiteTarget::RepMovsAlternative`] to the
+/// routine named [`REP_MOVS_ALTERNATIVE`], [`SiteTarget::Routine`] to the
+/// routine of that symbol. A routine in the C convention is called
+/// through its `rep movs` entry (saves `rdx`, `r8`-`r11`; `rcx` in as
+/// `n`, `rax` out as `rcx`); the routine itself is listed as
+/// `<symbol>`[`C_SUFFIX`]. The entry points of a per-CPU strategy are
+/// placed as alternatives leave them on a CPU with `features`: a `jmp` to
+/// the variant that CPU picks.
+pub fn compile_site(
+    site: &SiteCode,
+    code: &[Strategy],
+    features: CpuFeatures,
+) -> Result<JitSite, SiteError> {
+    for c in &site.calls {
+        if c.at == 0 || c.at + 4 > site.bytes.len() || site.bytes[c.at - 1] != 0xe8 {
+            return Err(SiteError::BadCall {
+                at: c.at,
+                len: site.bytes.len(),
+            });
+        }
+    }
+    let mut ops = dynasmrt::x64::Assembler::new().map_err(JitError::from)?;
+    let mut routines: Vec<(String, usize)> = Vec::new();
+    let mut table = Vec::new();
+    for s in code {
+        if s.arch != Arch::X86_64 {
+            return Err(JitError::NotExecutable(s.arch).into());
+        }
+        for c in backend::compile(s, Flavor::Linux) {
+            let (r, lines) = x86_lines(c);
+            if lines
+                .iter()
+                .any(|l| matches!(l.inst, Inst::Stac | Inst::Clac))
+            {
+                return Err(SiteError::Stac(r.symbol));
+            }
+            let err = |source| JitError::Encode {
+                symbol: r.symbol.clone(),
+                source,
+            };
+            let plan = encode::plan(&lines, Mode::X64).map_err(err)?;
+            ops.align(16, 0xcc);
+            let offset = ops.offset().0;
+            let layout = encode::emit(&mut ops, &plan, Mode::X64).map_err(err)?;
+            table.extend(
+                layout
+                    .extable(&plan)
+                    .into_iter()
+                    .map(|(i, f)| fault::ExtableOffsets {
+                        insn: (offset + i as usize) as u32,
+                        fixup: (offset + f as usize) as u32,
+                    }),
+            );
+            // What a site's `call` reaches: the routine itself in the
+            // `rep movs` convention, else its `rep movs` entry.
+            let entry = match s.linux.convention {
+                Convention::RepMovs => offset,
+                Convention::C => {
+                    routines.push((format!("{}{C_SUFFIX}", r.symbol), offset));
+                    rep_movs_entry(&mut ops, offset)
+                }
+            };
+            routines.push((r.symbol.clone(), entry));
+            for (alias, _) in &r.aliases {
+                routines.push((alias.clone(), entry));
+            }
+        }
+    }
+    // A per-CPU strategy's entry points as `apply_alternatives()` leaves
+    // them on this CPU: a jump to the variant it picks.
+    for s in code.iter().filter(|s| !s.variants.is_empty()) {
+        let Some(v) = crate::lower::variants::select(s, features) else {
+            continue;
+        };
+        for &dir in &s.directions {
+            let entry = crate::arch::symbols::entry(s, Flavor::Linux, dir, None);
+            if routines.iter().any(|(n, _)| *n == entry) {
+                continue;
+            }
+            let to = crate::lower::variants::variant_symbol(s, v, Flavor::Linux, dir);
+            let Some(&(_, at)) = routines.iter().find(|(n, _)| *n == to) else {
+                return Err(SiteError::Unlinked(to));
+            };
+            ops.align(16, 0xcc);
+            let here = ops.offset().0;
+            let rel = i32::try_from(at as i64 - (here + 5) as i64)
+                .expect("one buffer is far smaller than 2 GiB");
+            ops.push(0xe9);
+            ops.extend(rel.to_le_bytes());
+            routines.push((entry, here));
+        }
+    }
+    let target = |t: &SiteTarget| -> Result<usize, SiteError> {
+        let name = match t {
+            SiteTarget::RepMovsAlternative => REP_MOVS_ALTERNATIVE,
+            SiteTarget::Routine(s) => s.as_str(),
+        };
+        routines
+            .iter()
+            .find(|(s, _)| s == name)
+            .map(|&(_, o)| o)
+            .ok_or_else(|| SiteError::Unlinked(name.to_string()))
+    };
+    let mut loops = Vec::with_capacity(CONTEXTS);
+    for pad in 0..CONTEXTS {
+        ops.align(64, 0xcc);
+        let entry = ops.offset();
+        dynasm!(ops
+            ; .arch x64
+            ; push rbx
+            ; push r12
+            ; push r13
+            ; push r14
+            ; mov rbx, rdi
+            ; mov r12, rsi
+            ; mov r13, rdx
+            ; xor r14d, r14d
+            ; test r12, r12
+            ; jz >done
+            ; top:
+        );
+        for _ in 0..pad {
+            dynasm!(ops; .arch x64; nop);
+        }
+        dynasm!(ops
+            ; .arch x64
+            ; mov rdi, [rbx]
+            ; mov rsi, [rbx + 8]
+            ; mov rcx, [rbx + 16]
+        );
+        let at = ops.offset().0;
+        let mut bytes = site.bytes.clone();
+        for c in &site.calls {
+            let to = target(&c.target)? as i64;
+            let next = (at + c.at + 4) as i64;
+            let rel = i32::try_from(to - next).expect("one buffer is far smaller than 2 GiB");
+            bytes[c.at..c.at + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+        ops.extend(bytes.iter().copied());
+        let after = ops.offset().0;
+        if !site.bytes.is_empty() {
+            table.push(fault::ExtableOffsets {
+                insn: at as u32,
+                fixup: after as u32,
+            });
+        }
+        dynasm!(ops
+            ; .arch x64
+            ; add r14, rcx
+            ; add rbx, r13
+            ; sub r12, 1
+            ; jnz <top
+            ; done:
+            ; mov rax, r14
+            ; pop r14
+            ; pop r13
+            ; pop r12
+            ; pop rbx
+            ; ret
+        );
+        loops.push((entry, at, ops.offset().0));
+    }
+    ops.commit().map_err(|e| JitError::Encode {
+        symbol: "site".into(),
+        source: e.into(),
+    })?;
+    let buf = ops
+        .finalize()
+        .expect("no executor exists, so finalize returns the buffer");
+    let base = buf.ptr(AssemblyOffset(0)) as usize;
+    // No landing for stray faults: a bare `ret` is right only while
+    // nothing moved the stack, and the loops (and routines that save
+    // registers) do. A fault with no entry is a generator bug and crashes.
+    let registration = fault::register(base, base + buf.len(), table, None);
+    Ok(JitSite {
+        _registration: registration,
+        buf,
+        loops,
+        routines,
+        site: site.clone(),
+    })
+}

@@ -1,0 +1,449 @@
+//! `copygen bench --site kernel`: what the kernel executes, timed site
+//! against site. Linux 6.12's `copy_user_generic()` is
+//! `ALTERNATIVE("rep movsb", "call rep_movs_alternative", ALT_NOT(X86_FEATURE_FSRM))`:
+//! on an FSRM CPU the copy is an inline `rep movsb`, with no call in front
+//! of it. A routine is therefore compared with the stock kernel's site, not
+//! with a called `rep movsb`: the site's bytes after alternatives run inline
+//! in the timing loop, the routine they call JIT-compiled in the `rep movs`
+//! convention beside it (`jit::site`).
+//!
+//! The rules are the other benchmarks': every (row, subject) pair measured
+//! in a freshly shuffled order each round, the stock site in the same run,
+//! a fresh random sequence for every distribution row every round, figures
+//! the median over rounds; fixed-size rows cycle through the loop shapes
+//! round by round (see `callers.rs`).
+
+use std::fmt::Write as _;
+
+use anyhow::{bail, Context, Result};
+
+use super::{quantile, round_sequences, tsc_end, tsc_start, Buffers, Measurement, Options};
+use super::{Results, Rng, Sweep};
+use crate::arch::cpu::{CpuFeatures, Cpuid};
+use crate::front::strategy::{KernelVersion, Strategy};
+use crate::jit::site::{compile_site, rep_movs_form, JitSite, SiteArgs};
+use crate::lower::call_site::{self, SiteCode};
+
+/// The catalog preset that is 6.12's `rep_movs_alternative`.
+pub const STOCK_ROUTINE: &str = "movs-alternative";
+
+/// A site to time: a name and its compiled loops.
+pub struct SiteSubject {
+    pub name: String,
+    pub site: JitSite,
+}
+
+/// The site a kernel runs on a CPU with `features`: the stock one
+/// (`strategy` `None`) or the one a patch for `strategy` makes, from
+/// `lower::call_site` (the kernel patch writes the same chain).
+pub fn resolve_site(
+    strategy: Option<&Strategy>,
+    kernel: KernelVersion,
+    features: CpuFeatures,
+) -> Result<SiteCode> {
+    if !kernel.x86_64_calls_rep_movs_alternative() {
+        bail!(
+            "the site benchmark knows Linux 6.12's inline call site only ({}'s \
+             copy_user_generic() calls a routine through alternative_call_2)",
+            kernel.name()
+        );
+    }
+    Ok(match strategy {
+        None => call_site::stock_site(kernel, features),
+        Some(s) => call_site::site(s, kernel, features),
+    })
+}
+
+fn stock_routine() -> Result<Strategy> {
+    crate::front::catalog::catalog()?
+        .into_iter()
+        .find(|s| s.name == STOCK_ROUTINE)
+        .with_context(|| format!("the catalog has no `{STOCK_ROUTINE}`"))
+}
+
+/// The stock kernel's site for a CPU with `features`, compiled.
+pub fn stock_subject(kernel: KernelVersion, features: CpuFeatures) -> Result<SiteSubject> {
+    let code = resolve_site(None, kernel, features)?;
+    let site = compile_site(&code, &[rep_movs_form(&stock_routine()?)], features)
+        .context("the stock site")?;
+    Ok(SiteSubject {
+        name: format!("stock {}", kernel.name()),
+        site,
+    })
+}
+
+/// The site a patch for `s` makes, for a CPU with `features`, compiled
+/// with the strategy's routines (and the stock `rep_movs_alternative`,
+/// which a patched kernel still has).
+pub fn site_subject(
+    s: &Strategy,
+    kernel: KernelVersion,
+    features: CpuFeatures,
+) -> Result<SiteSubject> {
+    let code = resolve_site(Some(s), kernel, features)?;
+    let site = compile_site(
+        &code,
+        &[rep_movs_form(s), rep_movs_form(&stock_routine()?)],
+        features,
+    )
+    .with_context(|| format!("{}: its call site", s.name))?;
+    Ok(SiteSubject {
+        name: s.name.clone(),
+        site,
+    })
+}
+
+/// The CPU the figures come from: model name, family and model from CPUID,
+/// and the features the alternatives were resolved for.
+pub fn cpu_label(features: CpuFeatures) -> String {
+    let name = super::cpu_name();
+    match Cpuid::host() {
+        Some(c) => format!(
+            "{name} (family {:#x}, model {:#x}; {features})",
+            c.family(),
+            c.model()
+        ),
+        None => format!("{name} ({features})"),
+    }
+}
+
+/// TSC ticks per execution of `args` (`stride` 0: one set of arguments
+/// `count` times; else `count` consecutive entries).
+fn time_site(site: &JitSite, context: usize, args: &[SiteArgs], count: u64, stride: u64) -> f64 {
+    let t0 = tsc_start();
+    // SAFETY: the arguments lie in the bench's buffers (Buffers::new made
+    // room for every row); `args` holds `count` entries when `stride` > 0.
+    let left = unsafe { site.run(context, args.as_ptr(), count, stride) };
+    let t = tsc_end() - t0;
+    std::hint::black_box(left);
+    t as f64 / count.max(1) as f64
+}
+
+/// A distribution row's calls as site arguments in `bufs`.
+fn sequence_args(bufs: &Buffers, seq: &[super::distribution::Call]) -> Vec<SiteArgs> {
+    seq.iter()
+        .map(|c| SiteArgs {
+            to: bufs.dst(c.dst_off as usize),
+            from: bufs.src(c.src_off as usize),
+            n: c.n as usize,
+        })
+        .collect()
+}
+
+/// Measure every site on every row: [`super::run_with`]'s rules, the sites
+/// inline in the timing loops. The first subject is the baseline (the
+/// stock site).
+pub fn run_sites(
+    sweep: &Sweep,
+    subjects: &[SiteSubject],
+    opts: &Options,
+    progress: &dyn Fn(u64, u64),
+) -> Results {
+    let repeats = opts.repeats.max(1);
+    let bufs = Buffers::new(sweep);
+    let stride = std::mem::size_of::<SiteArgs>() as u64;
+    let fixed = |r: &super::Row| {
+        [SiteArgs {
+            to: bufs.dst(r.dst_off),
+            from: bufs.src(r.src_off),
+            n: r.n,
+        }]
+    };
+    let pairs: Vec<(usize, usize)> = (0..sweep.rows.len())
+        .flat_map(|r| (0..subjects.len()).map(move |s| (r, s)))
+        .collect();
+    let iters: Vec<Vec<u32>> = sweep
+        .rows
+        .iter()
+        .map(|r| {
+            subjects
+                .iter()
+                .map(|s| {
+                    if r.dist.is_some() {
+                        return sweep.calls as u32;
+                    }
+                    if sweep.cold {
+                        return 1;
+                    }
+                    let a = fixed(r);
+                    time_site(&s.site, 0, &a, 20, 0);
+                    let per = time_site(&s.site, 0, &a, 20, 0).max(1.0);
+                    ((opts.target_ticks / per) as u32).clamp(3, 5_000)
+                })
+                .collect()
+        })
+        .collect();
+    let mut samples = vec![vec![Vec::with_capacity(repeats); subjects.len()]; sweep.rows.len()];
+    let mut rng = Rng::new(opts.seed);
+    let total = (repeats * pairs.len()) as u64;
+    let mut done = 0;
+    for round in 0..repeats {
+        let seqs: Vec<Option<(Vec<SiteArgs>, Vec<SiteArgs>)>> = round_sequences(sweep, &mut rng)
+            .into_iter()
+            .map(|q| q.map(|(t, w)| (sequence_args(&bufs, &t), sequence_args(&bufs, &w))))
+            .collect();
+        let mut order = pairs.clone();
+        rng.shuffle(&mut order);
+        for (r, s) in order {
+            let row = &sweep.rows[r];
+            let site = &subjects[s].site;
+            let t = if let Some((timed, warm)) = &seqs[r] {
+                time_site(site, round, warm, warm.len() as u64, stride);
+                time_site(site, round, timed, timed.len() as u64, stride)
+            } else {
+                let a = fixed(row);
+                if sweep.cold {
+                    super::flush(a[0].from, row.n);
+                    super::flush(a[0].to, row.n);
+                    time_site(site, round, &a, 1, 0)
+                } else {
+                    time_site(site, round, &a, 1, 0);
+                    time_site(site, round, &a, u64::from(iters[r][s]), 0)
+                }
+            };
+            samples[r][s].push(t);
+            done += 1;
+            progress(done, total);
+        }
+    }
+    let cells = samples
+        .into_iter()
+        .enumerate()
+        .map(|(r, per_subject)| {
+            per_subject
+                .into_iter()
+                .enumerate()
+                .map(|(s, rounds)| {
+                    let mut v = rounds.clone();
+                    v.sort_by(|a, b| a.total_cmp(b));
+                    Measurement {
+                        row: r,
+                        subject: s,
+                        cycles: quantile(&v, 0.5),
+                        q1: quantile(&v, 0.25),
+                        q3: quantile(&v, 0.75),
+                        min: v[0],
+                        max: v[v.len() - 1],
+                        iterations: iters[r][s],
+                        rounds,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Results {
+        sweep: sweep.clone(),
+        subjects: subjects.iter().map(|s| s.name.clone()).collect(),
+        baseline: 0,
+        repeats,
+        tsc_hz: super::tsc_hz(),
+        cpu: cpu_label(crate::arch::cpu::host_features()),
+        command: String::new(),
+        cells,
+    }
+}
+
+/// Per row: the median over rounds of `subject / baseline` in the same round.
+pub fn round_ratios(res: &Results, subject: usize) -> Vec<f64> {
+    (0..res.sweep.rows.len())
+        .map(|r| {
+            let (a, b) = (
+                &res.cells[r][subject].rounds,
+                &res.cells[r][res.baseline].rounds,
+            );
+            let mut v: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y.max(1e-9)).collect();
+            v.sort_by(|x, y| x.total_cmp(y));
+            quantile(&v, 0.5)
+        })
+        .collect()
+}
+
+/// The bytes of a site, as `f3 a4 0f 1f 00` (rel32s as placed: zero).
+pub fn site_bytes(code: &SiteCode) -> String {
+    code.bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The report: per row, each patched site over the stock site (median of
+/// the per-round ratios) with both sites' ticks per call in brackets.
+pub fn site_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", res.sweep.title);
+    let _ = writeln!(
+        out,
+        "Kernel call sites, inline in the timing loop: each site over `{}` (median of {} per-round ratios) [TSC ticks per call: site / stock, medians; constant {:.2} GHz reference clock]{}",
+        res.subjects[res.baseline],
+        res.repeats,
+        res.tsc_hz / 1e9,
+        if res.sweep.cold { ", cold caches" } else { "" }
+    );
+    let _ = writeln!(out, "CPU: {}", res.cpu);
+    for (name, code) in sites {
+        let _ = writeln!(out, "site {name}: {}", site_bytes(code));
+    }
+    let label_w = res
+        .sweep
+        .rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(res.sweep.x_label.chars().count());
+    let others: Vec<usize> = (0..res.subjects.len())
+        .filter(|&s| s != res.baseline)
+        .collect();
+    let ratios: Vec<Vec<f64>> = others.iter().map(|&s| round_ratios(res, s)).collect();
+    let cell = |r: usize, k: usize| {
+        let s = others[k];
+        format!(
+            "{:.2}x [{:.1} / {:.1}]",
+            ratios[k][r], res.cells[r][s].cycles, res.cells[r][res.baseline].cycles
+        )
+    };
+    let widths: Vec<usize> = (0..others.len())
+        .map(|k| {
+            (0..res.sweep.rows.len())
+                .map(|r| cell(r, k).len())
+                .max()
+                .unwrap_or(0)
+                .max(res.subjects[others[k]].len())
+        })
+        .collect();
+    let _ = write!(out, "{:<label_w$}", res.sweep.x_label);
+    for (k, &s) in others.iter().enumerate() {
+        let _ = write!(out, "  {:>w$}", res.subjects[s], w = widths[k]);
+    }
+    out.push('\n');
+    for (r, row) in res.sweep.rows.iter().enumerate() {
+        let _ = write!(out, "{:<label_w$}", row.label);
+        for (k, w) in widths.iter().enumerate() {
+            let _ = write!(out, "  {:>w$}", cell(r, k));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+// ---- figures for a kernel patch ------------------------------------------------
+
+/// The distance rows of the figures' alias table: sizes from 1 KiB with
+/// `(dst - src) mod 4096` 0 (for reference) and 1..=15, where Zen's
+/// `rep movsb` collapses.
+pub const FIGURES_ALIAS_SIZES: &[usize] = &[1024, 4096];
+
+/// The rows `bench --site kernel --figures-out` measures, in one sweep (so
+/// every row is interleaved with every other, round by round): the
+/// built-in distributions (series `distributions`), sizes 0..=64 (`sizes`),
+/// 8 KiB at destination offsets 0..=0x20 from a page-aligned source
+/// (`offsets`), the alias band (`alias`).
+pub fn figures_sweep(calls: usize) -> Sweep {
+    let dists: Vec<_> = super::distribution::BUILTIN
+        .iter()
+        .map(|(n, _)| super::distribution::Distribution::load(n).expect("built in"))
+        .collect();
+    let mut rows = super::distribution_rows(&dists);
+    for (r, d) in rows.iter_mut().zip(&dists) {
+        r.series = "distributions".into();
+        r.label = d.name.clone();
+    }
+    for n in 0..=64 {
+        let mut r = super::custom(&[n], &[0], &[0]).rows.remove(0);
+        r.series = "sizes".into();
+        r.label = format!("{n} B");
+        rows.push(r);
+    }
+    for k in 0..=0x20 {
+        let mut r = super::custom(&[8192], &[0], &[k]).rows.remove(0);
+        r.series = "offsets".into();
+        r.label = format!("8 KiB, dst +0x{k:02x}");
+        rows.push(r);
+    }
+    let band: Vec<usize> = (0..=15).collect();
+    for mut r in super::alias_rows(FIGURES_ALIAS_SIZES, &band) {
+        r.series = "alias".into();
+        rows.push(r);
+    }
+    Sweep {
+        name: "figures".into(),
+        title: "kernel call sites: distributions, sizes 0..64, 8 KiB at offsets, the alias band"
+            .into(),
+        x_label: "row".into(),
+        rows,
+        distributions: dists,
+        calls,
+        ..Sweep::default()
+    }
+}
+
+/// The figures of a [`figures_sweep`] run with the stock site and one
+/// patched site, as `kernel-patch --figures` takes them: lines of at most
+/// 75 columns, no tabs, the CPU named.
+pub fn figures_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
+    use crate::tools::kernel_patch::mail::wrap_line;
+    let mut out = String::new();
+    let patched = 1.min(res.subjects.len() - 1);
+    let ratios = round_ratios(res, patched);
+    out.push_str(&wrap_line(&format!(
+        "Call sites as a {} kernel runs them on this CPU, after alternatives, \
+         each timed inline in one loop with the routine it calls (copygen \
+         bench --site kernel): the site of {} against the stock site. TSC \
+         ticks per call, median of {} rounds; ratio = patched / stock, median \
+         of the per-round ratios.",
+        res.subjects[res.baseline]
+            .strip_prefix("stock ")
+            .unwrap_or("6.12"),
+        res.subjects[patched],
+        res.repeats
+    )));
+    out.push_str(&wrap_line(&format!("CPU: {}", res.cpu)));
+    for (name, code) in sites {
+        out.push_str(&wrap_line(&format!("Site of {name}: {}", site_bytes(code))));
+    }
+    let sections = [
+        (
+            "distributions",
+            "Sizes from measured distributions, random page offsets, a fresh sequence every round:",
+            "distribution",
+        ),
+        ("sizes", "Sizes 0..64 B, page-aligned, hot:", "size"),
+        (
+            "offsets",
+            "8 KiB copies to a destination at offset 0x00..0x20 from a page-aligned source:",
+            "copy",
+        ),
+        (
+            "alias",
+            "(dst - src) mod 4096 from 0 to 15, sizes from 1 KiB:",
+            "size, distance",
+        ),
+    ];
+    for (series, title, head) in sections {
+        let rows: Vec<usize> = (0..res.sweep.rows.len())
+            .filter(|&r| res.sweep.rows[r].series == series)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        out.push('\n');
+        out.push_str(&wrap_line(title));
+        let _ = writeln!(
+            out,
+            "  {head:<22} {:>9} {:>9} {:>7}",
+            "stock", "patched", "ratio"
+        );
+        for r in rows {
+            let _ = writeln!(
+                out,
+                "  {:<22} {:>9.1} {:>9.1} {:>6.2}x",
+                res.sweep.rows[r].label,
+                res.cells[r][res.baseline].cycles,
+                res.cells[r][patched].cycles,
+                ratios[r]
+            );
+        }
+    }
+    out
+}

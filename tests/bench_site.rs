@@ -1,0 +1,663 @@
+//! `copygen bench --site kernel`: the kernel's call site JIT-compiled
+//! inline in the timing loop. The inline `rep movsb` site copies and
+//! leaves rcx = 0 (or the bytes left after a fault, resuming after the
+//! site); a call site reaches its routine and returns rcx = bytes left;
+//! the loop and the `rep movs` entry keep the registers they must; the
+//! adapter resolves the sites the brief's CPUs run; bad options are
+//! located errors. Behaviour only, never speed.
+
+use std::process::Command;
+
+use copygen::arch::cpu::CpuFeatures;
+use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
+use copygen::front::variant::CpuFeature;
+use copygen::jit::site::{
+    compile_site, rep_movs_form, JitSite, SiteArgs, SiteError, CONTEXTS, C_SUFFIX,
+    REP_MOVS_ALTERNATIVE,
+};
+use copygen::lower::call_site::{SiteCall, SiteCode, SiteTarget};
+use copygen::lower::entry_symbol;
+use copygen::lower::variants::{select, variant_symbol};
+use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject};
+
+const PAGE: usize = 4096;
+const INLINE: [u8; 5] = [0xf3, 0xa4, 0x0f, 0x1f, 0x00];
+
+fn intel() -> CpuFeatures {
+    CpuFeatures::from_list(&[CpuFeature::Erms, CpuFeature::Fsrm])
+}
+fn zen() -> CpuFeatures {
+    CpuFeatures::from_list(&[CpuFeature::Erms, CpuFeature::Fsrm, CpuFeature::Zen])
+}
+fn old() -> CpuFeatures {
+    CpuFeatures::from_list(&[CpuFeature::Erms])
+}
+
+fn catalog(name: &str) -> Strategy {
+    copygen::front::catalog::catalog()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
+}
+
+/// `pages` read-write pages then one PROT_NONE page.
+struct Guarded {
+    ptr: *mut u8,
+    pages: usize,
+}
+
+impl Guarded {
+    fn new(pages: usize) -> Guarded {
+        // SAFETY: a fresh anonymous mapping, unmapped in Drop.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                (pages + 1) * PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            let ptr = p as *mut u8;
+            assert_eq!(
+                libc::mprotect(ptr.add(pages * PAGE).cast(), PAGE, libc::PROT_NONE),
+                0
+            );
+            Guarded { ptr, pages }
+        }
+    }
+    /// The address `k` bytes before the guard page.
+    fn before_guard(&self, k: usize) -> *mut u8 {
+        // SAFETY: k is at most the accessible size.
+        unsafe { self.ptr.add(self.pages * PAGE - k) }
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.ptr.cast(), (self.pages + 1) * PAGE) };
+    }
+}
+
+fn pattern(n: usize, salt: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt))
+        .collect()
+}
+
+/// Copy `n` bytes at these offsets through `site` from loop `context`;
+/// check the copy, the bytes around it, and that rcx is 0 after it.
+fn copies(site: &JitSite, context: usize, n: usize, src_off: usize, dst_off: usize) {
+    let src = pattern(n + src_off + 16, 7);
+    let mut dst = vec![0xeeu8; n + dst_off + 16];
+    let args = [SiteArgs {
+        to: dst[dst_off..].as_mut_ptr(),
+        from: src[src_off..].as_ptr(),
+        n,
+    }];
+    // SAFETY: both buffers hold n bytes at these offsets.
+    let left = unsafe { site.run(context, args.as_ptr(), 1, 0) };
+    assert_eq!(left, 0, "n {n}: rcx after the site");
+    assert_eq!(
+        &dst[dst_off..dst_off + n],
+        &src[src_off..src_off + n],
+        "n {n}"
+    );
+    assert!(dst[..dst_off].iter().all(|&b| b == 0xee), "n {n}: below");
+    assert!(
+        dst[dst_off + n..].iter().all(|&b| b == 0xee),
+        "n {n}: above"
+    );
+}
+
+/// Copy from a source whose first inaccessible byte is `k` bytes in:
+/// `n - k` bytes are left (`exact`), or at least that many with the bytes
+/// reported copied really copied (a bare `rep movsb`).
+fn faults(site: &JitSite, k: usize, n: usize, exact: bool) {
+    let g = Guarded::new(2);
+    let from = g.before_guard(k);
+    // SAFETY: k accessible bytes at `from`.
+    unsafe { std::ptr::copy_nonoverlapping(pattern(k, 3).as_ptr(), from, k) };
+    let mut dst = vec![0u8; n];
+    let args = [SiteArgs {
+        to: dst.as_mut_ptr(),
+        from,
+        n,
+    }];
+    // SAFETY: the bytes past `k` fault, which the site's or the routine's
+    // exception table covers.
+    let left = unsafe { site.run(0, args.as_ptr(), 1, 0) } as usize;
+    if exact {
+        assert_eq!(left, n - k, "k {k} n {n}");
+    } else {
+        assert!((n - k..=n).contains(&left), "k {k} n {n}: {left} left");
+    }
+    assert_eq!(&dst[..n - left], &pattern(k, 3)[..n - left], "k {k} n {n}");
+}
+
+/// The site's bytes sit verbatim in every loop, and each rel32 reaches
+/// `target` (an offset in the site's code).
+fn placed(site: &JitSite, code: &SiteCode, target: Option<usize>) {
+    for c in 0..CONTEXTS {
+        let at = site.site_offset(c);
+        let loop_start = site.loop_entry(c) as usize - site.code().as_ptr() as usize;
+        assert!(at > loop_start && at < loop_start + site.loop_code(c).len());
+        let bytes = &site.code()[at..at + code.bytes.len()];
+        match (target, &code.calls[..]) {
+            (None, []) => assert_eq!(bytes, &code.bytes[..], "context {c}"),
+            (Some(t), [call]) => {
+                assert_eq!(bytes[call.at - 1], 0xe8);
+                let rel = i32::from_le_bytes(bytes[call.at..call.at + 4].try_into().unwrap());
+                assert_eq!(
+                    (at + call.at + 4) as i64 + i64::from(rel),
+                    t as i64,
+                    "context {c}"
+                );
+            }
+            other => panic!("unexpected site shape {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_stock_site_is_inline_rep_movsb_on_fsrm_and_a_call_of_rep_movs_alternative_else() {
+    let k = KernelVersion::V6_12;
+    let inline = resolve_site(None, k, intel()).unwrap();
+    assert_eq!(inline.bytes, INLINE);
+    assert!(inline.calls.is_empty());
+    assert_eq!(resolve_site(None, k, zen()).unwrap(), inline);
+    let call = resolve_site(None, k, old()).unwrap();
+    assert_eq!(call.bytes.len(), 5);
+    assert_eq!(call.bytes[0], 0xe8);
+    assert_eq!(
+        call.calls,
+        vec![SiteCall {
+            at: 1,
+            target: SiteTarget::RepMovsAlternative
+        }]
+    );
+    assert!(resolve_site(None, KernelVersion::V6_1, intel()).is_err());
+}
+
+#[test]
+fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
+    let k = KernelVersion::V6_12;
+    let gm = catalog("guarded-movsb-612");
+    assert_eq!(
+        resolve_site(Some(&gm), k, intel()).unwrap(),
+        resolve_site(None, k, intel()).unwrap()
+    );
+    // On Zen the alias guard runs: a call of the zen variant's routine.
+    let z = resolve_site(Some(&gm), k, zen()).unwrap();
+    assert!(
+        matches!(&z.calls[..], [SiteCall { at: 1, target: SiteTarget::Routine(s) }] if s.contains("zen")),
+        "{z:?}"
+    );
+    // Without FSRM, the loop variant.
+    let l = resolve_site(Some(&gm), k, old()).unwrap();
+    assert!(
+        matches!(&l.calls[..], [SiteCall { target: SiteTarget::Routine(s), .. }] if s.contains("loop")),
+        "{l:?}"
+    );
+    // guarded-movsb is in the C convention: a call of its entry everywhere.
+    let c = catalog("guarded-movsb");
+    let entry = entry_symbol(&c, Flavor::Linux, Direction::FromUser, None);
+    for f in [intel(), zen(), old()] {
+        let site = resolve_site(Some(&c), k, f).unwrap();
+        assert_eq!(site.calls[0].target, SiteTarget::Routine(entry.clone()));
+    }
+}
+
+#[test]
+fn the_inline_site_copies_and_leaves_rcx_zero() {
+    let code = resolve_site(None, KernelVersion::V6_12, intel()).unwrap();
+    let site = compile_site(&code, &[], intel()).unwrap();
+    placed(&site, &code, None);
+    for c in 0..CONTEXTS {
+        for n in [0, 1, 7, 8, 63, 64, 65, 1000, 4096] {
+            copies(&site, c, n, c, 2 * c + 1);
+        }
+    }
+}
+
+#[test]
+fn a_fault_in_the_inline_site_resumes_after_it_with_rcx_bytes_left() {
+    let site = stock_subject(KernelVersion::V6_12, intel()).unwrap().site;
+    for (k, n) in [(0, 10), (5, 100), (100, 4096)] {
+        faults(&site, k, n, false);
+    }
+}
+
+#[test]
+fn the_call_site_reaches_rep_movs_alternative_and_returns_bytes_left() {
+    let code = resolve_site(None, KernelVersion::V6_12, old()).unwrap();
+    let site = stock_subject(KernelVersion::V6_12, old()).unwrap().site;
+    let target = site.routine_offset(REP_MOVS_ALTERNATIVE).unwrap();
+    placed(&site, &code, Some(target));
+    for n in (0..=70).chain([100, 1000, 5000]) {
+        copies(&site, n % CONTEXTS, n, n % 5, n % 3);
+    }
+    // movs-alternative is exact: rcx is exactly the bytes not copied.
+    for (k, n) in [(0, 9), (3, 40), (20, 60), (100, 300), (3000, 5000)] {
+        faults(&site, k, n, true);
+    }
+}
+
+/// Copies in the band (dst - src mod 4096 in 1..15) and outside it, and
+/// exact bytes left after faults.
+fn copies_and_faults(site: &JitSite) {
+    for n in [0, 5, 64, 65, 1024, 3000] {
+        for (s, d) in [(0, 0), (0, 5), (3, 18), (64, 64 + 15), (7, 0)] {
+            copies(site, n % CONTEXTS, n, s, d);
+        }
+    }
+    for (k, n) in [(0, 9), (17, 64), (1000, 2048)] {
+        faults(site, k, n, true);
+    }
+}
+
+#[test]
+fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
+    let gm = catalog("guarded-movsb-612");
+    let code = resolve_site(Some(&gm), KernelVersion::V6_12, zen()).unwrap();
+    let SiteTarget::Routine(sym) = code.calls[0].target.clone() else {
+        panic!("a call of a routine");
+    };
+    let site = site_subject(&gm, KernelVersion::V6_12, zen()).unwrap().site;
+    assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
+    placed(&site, &code, site.routine_offset(&sym));
+    copies_and_faults(&site);
+}
+
+#[test]
+fn a_c_convention_site_reaches_the_variant_through_the_entry_and_the_rep_movs_entry() {
+    let gm = catalog("guarded-movsb");
+    let code = resolve_site(Some(&gm), KernelVersion::V6_12, zen()).unwrap();
+    let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
+        panic!("a call of a routine");
+    };
+    let site = site_subject(&gm, KernelVersion::V6_12, zen()).unwrap().site;
+    let at = site.routine_offset(&entry).unwrap();
+    placed(&site, &code, Some(at));
+    // The entry, as alternatives leave it on Zen: a jump to the zen
+    // variant's rep movs entry, which calls the C routine.
+    let v = select(&gm, zen()).unwrap();
+    assert_eq!(v.name, "zen");
+    let variant = variant_symbol(&gm, v, Flavor::Linux, Direction::FromUser);
+    let thunk = site.routine_offset(&variant).unwrap();
+    let routine = site
+        .routine_offset(&format!("{variant}{C_SUFFIX}"))
+        .unwrap();
+    assert_ne!(thunk, routine);
+    let code_bytes = site.code();
+    assert_eq!(code_bytes[at], 0xe9);
+    let rel = i32::from_le_bytes(code_bytes[at + 1..at + 5].try_into().unwrap());
+    assert_eq!((at + 5) as i64 + i64::from(rel), thunk as i64);
+    copies_and_faults(&site);
+}
+
+#[test]
+fn a_rep_movs_strategy_is_called_directly() {
+    let ma = catalog("movs-alternative");
+    let sym = ma.linux.both.clone().unwrap();
+    let code = SiteCode {
+        bytes: vec![0xe8, 0, 0, 0, 0],
+        calls: vec![SiteCall {
+            at: 1,
+            target: SiteTarget::Routine(sym.clone()),
+        }],
+    };
+    let site = compile_site(&code, &[rep_movs_form(&ma)], intel()).unwrap();
+    assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
+    placed(&site, &code, site.routine_offset(&sym));
+    copies(&site, 0, 77, 1, 2);
+}
+
+#[test]
+fn the_loop_reloads_what_the_site_clobbers_and_keeps_the_callers_registers() {
+    // rep movsb, then rax, rdi, rsi and the flags clobbered.
+    let code = SiteCode {
+        bytes: vec![
+            0xf3, 0xa4, // rep movsb
+            0x48, 0xc7, 0xc0, 0xff, 0xff, 0xff, 0xff, // mov rax, -1
+            0x48, 0x31, 0xff, // xor rdi, rdi
+            0x48, 0x31, 0xf6, // xor rsi, rsi
+            0x48, 0x85, 0xc0, // test rax, rax
+        ],
+        calls: Vec::new(),
+    };
+    let site = compile_site(&code, &[], intel()).unwrap();
+    let src = pattern(64 * 40, 9);
+    let mut dst = vec![0u8; 64 * 40];
+    let args: Vec<SiteArgs> = (0..37)
+        .map(|i| SiteArgs {
+            to: dst[i * 64..].as_mut_ptr(),
+            from: src[i * 64 + 1..].as_ptr(),
+            n: i + 1,
+        })
+        .collect();
+    let (mut a, mut b, mut c, mut d): (u64, u64, u64, u64) =
+        (0x1212u64, 0x1313u64, 0x1414u64, 0x1515u64);
+    let (left, rbx): (u64, u64);
+    // SAFETY: every entry's buffers hold its n bytes; the loop is a
+    // sysv64 function of (args, count, stride).
+    unsafe {
+        core::arch::asm!(
+            "push rbx",
+            "mov rbx, 0x1b1b",
+            "call {f}",
+            "mov rdx, rbx",
+            "pop rbx",
+            f = in(reg) site.loop_entry(3),
+            in("rdi") args.as_ptr(),
+            in("rsi") args.len() as u64,
+            inout("rdx") std::mem::size_of::<SiteArgs>() as u64 => rbx,
+            inout("r12") a,
+            inout("r13") b,
+            inout("r14") c,
+            inout("r15") d,
+            lateout("rax") left,
+            clobber_abi("sysv64"),
+        );
+    }
+    assert_eq!(left, 0);
+    assert_eq!((rbx, a, b, c, d), (0x1b1b, 0x1212, 0x1313, 0x1414, 0x1515));
+    for i in 0..37 {
+        assert_eq!(
+            &dst[i * 64..i * 64 + i + 1],
+            &src[i * 64 + 1..i * 64 + i + 2]
+        );
+        assert!(dst[i * 64 + i + 1..(i + 1) * 64].iter().all(|&x| x == 0));
+    }
+}
+
+#[test]
+fn the_rep_movs_entry_clobbers_only_what_the_convention_allows() {
+    let gm = catalog("guarded-movsb");
+    let site = site_subject(&gm, KernelVersion::V6_12, old()).unwrap().site;
+    let SiteTarget::Routine(sym) = resolve_site(Some(&gm), KernelVersion::V6_12, old())
+        .unwrap()
+        .calls[0]
+        .target
+        .clone()
+    else {
+        panic!("a call");
+    };
+    let entry = site.code().as_ptr() as usize + site.routine_offset(&sym).unwrap();
+    for n in [3usize, 64, 200, 5000] {
+        let src = pattern(n, 1);
+        let mut dst = vec![0u8; n];
+        let mut regs = [0xd0u64, 0x80, 0x90, 0xa0, 0xb0];
+        let left: u64;
+        // SAFETY: the rep movs convention: rdi, rsi, rcx in, rcx out;
+        // rax, rcx, rsi, rdi the only registers it may change.
+        unsafe {
+            core::arch::asm!(
+                "call {f}",
+                f = in(reg) entry,
+                inout("rdi") dst.as_mut_ptr() => _,
+                inout("rsi") src.as_ptr() => _,
+                inout("rcx") n => left,
+                inout("rdx") regs[0],
+                inout("r8") regs[1],
+                inout("r9") regs[2],
+                inout("r10") regs[3],
+                inout("r11") regs[4],
+                lateout("rax") _,
+            );
+        }
+        assert_eq!(left, 0, "n {n}");
+        assert_eq!(dst, src, "n {n}");
+        assert_eq!(regs, [0xd0, 0x80, 0x90, 0xa0, 0xb0], "n {n}");
+    }
+}
+
+#[test]
+fn sites_that_cannot_be_linked_are_errors() {
+    let unlinked = SiteCode {
+        bytes: vec![0xe8, 0, 0, 0, 0],
+        calls: vec![SiteCall {
+            at: 1,
+            target: SiteTarget::Routine("no_such_routine".into()),
+        }],
+    };
+    match compile_site(&unlinked, &[], intel()) {
+        Err(SiteError::Unlinked(s)) => assert_eq!(s, "no_such_routine"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        compile_site(
+            &SiteCode {
+                calls: unlinked.calls.clone(),
+                bytes: vec![0xe8, 0, 0]
+            },
+            &[],
+            intel()
+        ),
+        Err(SiteError::BadCall { at: 1, len: 3 })
+    ));
+    assert!(matches!(
+        compile_site(
+            &SiteCode {
+                calls: unlinked.calls.clone(),
+                bytes: vec![0x90; 5]
+            },
+            &[],
+            intel()
+        ),
+        Err(SiteError::BadCall { .. })
+    ));
+    assert!(matches!(
+        compile_site(
+            &SiteCode {
+                calls: vec![SiteCall {
+                    at: 0,
+                    target: SiteTarget::RepMovsAlternative
+                }],
+                bytes: vec![0xe8; 5]
+            },
+            &[],
+            intel()
+        ),
+        Err(SiteError::BadCall { at: 0, .. })
+    ));
+}
+
+fn copygen(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A usage error: exit 2, nothing on stdout, `needles` in the message.
+fn refused(args: &[&str], needles: &[&str]) {
+    let o = copygen(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+    }
+}
+
+#[test]
+fn bad_site_options_are_located_errors() {
+    let dir = tempfile_dir();
+    let out = dir.join("figures.txt");
+    let out_s = out.to_str().unwrap();
+    refused(
+        &["bench", "--site", "kernel", "rep_movsb"],
+        &["`rep_movsb`", "--site kernel", "baseline"],
+    );
+    refused(
+        &[
+            "bench",
+            "--site",
+            "kernel",
+            "guarded-movsb",
+            "--site-kernel",
+            "6.1",
+        ],
+        &["--site-kernel 6.1"],
+    );
+    refused(
+        &[
+            "bench",
+            "--site",
+            "kernel",
+            "guarded-movsb",
+            "--site-kernel",
+            "5.10",
+        ],
+        &["--site-kernel", "5.10"],
+    );
+    refused(&["bench", "--site", "user", "guarded-movsb"], &["--site"]);
+    refused(
+        &["bench", "--site-kernel", "6.12", "guarded-movsb"],
+        &["--site"],
+    );
+    refused(
+        &["bench", "--figures-out", out_s, "guarded-movsb"],
+        &["--site"],
+    );
+    refused(&["bench", "--site", "kernel"], &["SUBJECTS"]);
+    refused(
+        &[
+            "bench",
+            "--site",
+            "kernel",
+            "guarded-movsb",
+            "--baseline",
+            "rep_movsb",
+        ],
+        &["--baseline"],
+    );
+    refused(
+        &["bench", "--site", "kernel", "a64-overlap"],
+        &["`a64-overlap`", "aarch64"],
+    );
+    refused(
+        &["bench", "--site", "kernel", "no-such-strategy"],
+        &["`no-such-strategy`"],
+    );
+    refused(
+        &[
+            "bench",
+            "--site",
+            "kernel",
+            "guarded-movsb",
+            "tuned-zen4",
+            "--figures-out",
+            out_s,
+        ],
+        &["--figures-out", "one strategy"],
+    );
+    refused(
+        &[
+            "bench",
+            "--site",
+            "kernel",
+            "guarded-movsb",
+            "--figures-out",
+            out_s,
+            "--sizes",
+            "8",
+        ],
+        &["--figures-out", "--sizes"],
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("copygen-bench-site-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
+    let o = copygen(&[
+        "bench",
+        "--site",
+        "kernel",
+        "guarded-movsb",
+        "movs-alternative",
+        "--sizes",
+        "8,100",
+        "--repeats",
+        "2",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("CPU: ") && text.contains("family 0x"),
+        "{text}"
+    );
+    assert!(text.contains("site stock 6.12: "), "{text}");
+    // movs-alternative is 6.12's rep_movs_alternative: its site is the stock one.
+    let bytes = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("site {name}: ")))
+            .map(str::to_string)
+    };
+    assert!(bytes("stock 6.12").is_some(), "{text}");
+    assert_eq!(bytes("movs-alternative"), bytes("stock 6.12"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("8 ") || l.starts_with("100 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for r in rows {
+        // Two cells: `1.00x [6.4 / 6.4]`.
+        assert_eq!(r.matches("x [").count(), 2, "{r}");
+        assert_eq!(r.matches(" / ").count(), 2, "{r}");
+    }
+}
+
+#[test]
+fn figures_out_writes_what_kernel_patch_takes() {
+    let dir = tempfile_dir();
+    let out = dir.join("gm-figures.txt");
+    let o = copygen(&[
+        "bench",
+        "--site",
+        "kernel",
+        "guarded-movsb",
+        "--figures-out",
+        out.to_str().unwrap(),
+        "--repeats",
+        "1",
+        "--calls",
+        "64",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    copygen::tools::kernel_patch::mail::figures(&text).unwrap();
+    assert!(text.lines().all(|l| l.chars().count() <= 75), "{text}");
+    assert!(
+        text.contains("CPU: ") && text.contains("family 0x"),
+        "{text}"
+    );
+    for label in [
+        "MemcpyGoogleA",
+        "Uniform384To4096",
+        "  0 B ",
+        "  64 B ",
+        "8 KiB, dst +0x00",
+        "8 KiB, dst +0x20",
+        "1024 B, 1 ",
+        "1024 B, 15 ",
+        "4096 B, 15 ",
+    ] {
+        assert!(text.contains(label), "`{label}` not in\n{text}");
+    }
+    // Each table row: stock, patched, ratio.
+    let row = text.lines().find(|l| l.starts_with("  64 B ")).unwrap();
+    assert_eq!(row.split_whitespace().count(), 5, "{row}");
+    assert!(row.ends_with('x'), "{row}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

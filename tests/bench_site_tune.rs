@@ -1,0 +1,100 @@
+//! `copygen tune --site kernel`: candidates are scored by their call site
+//! against the stock kernel's site (not a called routine against a called
+//! `rep movsb`), the report and the tuned file say so, and bad options are
+//! located errors. Behaviour only, never speed.
+
+use std::process::Command;
+
+fn copygen(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_tune_site_options_are_located_errors() {
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &[
+                "tune",
+                "--site",
+                "kernel",
+                "--site-kernel",
+                "6.1",
+                "--distribution",
+                "MemcpyGoogleQ",
+            ],
+            &["--site-kernel 6.1"],
+        ),
+        (
+            &[
+                "tune",
+                "--site",
+                "kernel",
+                "--site-kernel",
+                "4.19",
+                "--distribution",
+                "MemcpyGoogleQ",
+            ],
+            &["--site-kernel", "4.19"],
+        ),
+        (
+            &[
+                "tune",
+                "--site-kernel",
+                "6.12",
+                "--distribution",
+                "MemcpyGoogleQ",
+            ],
+            &["--site"],
+        ),
+        (
+            &["tune", "--site", "user", "--distribution", "MemcpyGoogleQ"],
+            &["--site"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let o = copygen(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: `{n}` not in {err}");
+        }
+    }
+}
+
+#[test]
+fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
+    let dir = std::env::temp_dir().join(format!("copygen-tune-site-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("tuned.toml");
+    let o = copygen(&[
+        "tune",
+        "--site",
+        "kernel",
+        "--distribution",
+        "MemcpyGoogleQ",
+        "--budget",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("against stock 6.12 (median"),
+        "the report's baseline is the stock site:\n{text}"
+    );
+    assert!(!text.contains("against rep_movsb"), "{text}");
+    assert!(text.contains("<= 1.05x stock 6.12"), "{text}");
+    // The tuned strategy's column is its site; the catalog's come after.
+    assert!(text.contains("tuned (tuned)"), "{text}");
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        file.contains("# Cost per call vs the stock 6.12 call site"),
+        "{file}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
