@@ -10,6 +10,7 @@ pub mod armv6;
 pub mod cpu;
 pub mod i386;
 pub mod kernel;
+pub mod riscv64;
 pub mod symbols;
 pub mod x86_64;
 
@@ -88,6 +89,7 @@ pub fn abi(arch: Arch, flavor: Flavor, convention: Convention) -> &'static Abi {
         Arch::I386 => i386::abi(flavor),
         Arch::Armv6 => &armv6::AAPCS,
         Arch::Aarch64 => &aarch64::AAPCS64,
+        Arch::Riscv64 => &riscv64::LP64,
     }
 }
 
@@ -107,6 +109,10 @@ pub struct Capabilities {
     /// pair (AArch64's 16: `ldp`/`stp` on the kernel side, two single
     /// accesses on the user side) and takes two scratch registers.
     pub register_bytes: u32,
+    /// Has the `shift_combine` method: aligned word loads of a misaligned
+    /// source, shifted and or-ed into aligned stores (RISC-V, whose
+    /// misaligned accesses may trap).
+    pub shift_combine: bool,
 }
 
 impl Capabilities {
@@ -137,6 +143,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 0,
             byte_registers: 6,
             register_bytes: 8,
+            shift_combine: false,
         },
         Arch::I386 => &Capabilities {
             widths: &[1, 2, 4],
@@ -147,6 +154,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 0,
             byte_registers: 3,
             register_bytes: 4,
+            shift_combine: false,
         },
         Arch::Armv6 => &Capabilities {
             widths: &[1, 4],
@@ -163,6 +171,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 8,
             byte_registers: 8,
             register_bytes: 4,
+            shift_combine: false,
         },
         Arch::Aarch64 => &Capabilities {
             // 16: a register pair, `ldp`/`stp` on the kernel side only
@@ -177,6 +186,22 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 0,
             byte_registers: 12,
             register_bytes: 8,
+            shift_combine: false,
+        },
+        Arch::Riscv64 => &Capabilities {
+            widths: &[1, 2, 4, 8],
+            rep_strings: false,
+            // Zicbop's prefetch.r is not RV64GC: only a touch load.
+            prefetch: &[PrefetchKind::Touch],
+            groupings: &[Grouping::LoadsFirst, Grouping::Interleaved],
+            // Overlap and a word loop on a misaligned source are misaligned
+            // accesses: legal in RV64GC, trapped and emulated on cores
+            // without them in hardware (slow, but exact).
+            tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
+            max_multiple: 0,
+            byte_registers: 10,
+            register_bytes: 8,
+            shift_combine: true,
         },
     }
 }
@@ -201,6 +226,7 @@ mod tests {
             &i386::REGPARM,
             &armv6::AAPCS,
             &aarch64::AAPCS64,
+            &riscv64::LP64,
         ]
     }
 

@@ -229,6 +229,9 @@ pub fn shim_dir_for(arch: Arch) -> PathBuf {
         Arch::Aarch64 => crate::front::catalog::repo_root()
             .join("verify")
             .join("shim-arm64"),
+        Arch::Riscv64 => crate::front::catalog::repo_root()
+            .join("verify")
+            .join("shim-riscv64"),
         _ => shim_dir(),
     }
 }
@@ -305,8 +308,9 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
         object::Architecture::I386 => Arch::I386,
         object::Architecture::Arm => Arch::Armv6,
         object::Architecture::Aarch64 => Arch::Aarch64,
+        object::Architecture::Riscv64 => Arch::Riscv64,
         a => bail!(
-            "unsupported architecture {a:?}: copygen reads x86_64, i386, ARM and AArch64 objects"
+            "unsupported architecture {a:?}: copygen reads x86_64, i386, ARM, AArch64 and RISC-V (rv64) objects"
         ),
     };
     let mut code = BTreeMap::new();
@@ -413,7 +417,7 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
     let code_relocs = read_code_relocs(&file)?;
     let alternatives = match arch {
         Arch::X86_64 | Arch::I386 => read_alternatives(&file, arch)?,
-        Arch::Armv6 | Arch::Aarch64 => Vec::new(),
+        Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => Vec::new(),
     };
     let replacement_relocs = match file.section_by_name(".altinstr_replacement") {
         Some(sec) => read_relocs(&file, &sec)?,
@@ -451,6 +455,11 @@ fn relocated_words(
 ) -> Result<BTreeMap<u64, (elf::RelocationType, Loc)>> {
     let data = sec.data()?;
     let mut words = BTreeMap::new();
+    // RISC-V writes `.long x - .` as R_RISCV_ADD32 x with R_RISCV_SUB32 of
+    // the word's own place (linker relaxation may move code): the pair is
+    // one place-relative word.
+    let riscv = file.architecture() == object::Architecture::Riscv64;
+    let mut subtracted = std::collections::BTreeSet::new();
     for (offset, r) in sec.relocations() {
         let RelocationFlags::Elf { r_type } = r.flags() else {
             bail!("{name}+{offset:#x}: not an ELF relocation");
@@ -478,7 +487,24 @@ fn relocated_words(
             section,
             offset: (sym.address() as i64 + addend) as u64,
         };
+        if riscv && r_type == elf::R_RISCV_SUB32 {
+            if target.section != name || target.offset != offset {
+                bail!("{name}+{offset:#x}: R_RISCV_SUB32 of {target}, not of the word's own place");
+            }
+            subtracted.insert(offset);
+            continue;
+        }
         words.insert(offset, (r_type, target));
+    }
+    if riscv {
+        for (offset, (r_type, _)) in &words {
+            if (*r_type == elf::R_RISCV_ADD32) != subtracted.remove(offset) {
+                bail!("{name}+{offset:#x}: R_RISCV_ADD32 and R_RISCV_SUB32 come in pairs");
+            }
+        }
+        if let Some(o) = subtracted.first() {
+            bail!("{name}+{o:#x}: R_RISCV_SUB32 without its R_RISCV_ADD32");
+        }
     }
     Ok(words)
 }
@@ -497,6 +523,8 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExtableEntry>, u
             (Arch::Armv6, elf::R_ARM_REL32) => EntryKind::Relative,
             (Arch::Armv6, elf::R_ARM_ABS32) => EntryKind::Absolute,
             (Arch::Aarch64, elf::R_AARCH64_PREL32) => EntryKind::Relative,
+            // (paired with R_RISCV_SUB32 of its place: `relocated_words`)
+            (Arch::Riscv64, elf::R_RISCV_ADD32) => EntryKind::Relative,
             (_, t) => bail!(
                 "__ex_table+{offset:#x}: unexpected {arch} relocation type {}",
                 t.0
@@ -765,7 +793,7 @@ pub fn decode_x86(arch: Arch, bytes: &[u8], start: u64) -> Vec<iced_x86::Instruc
     let bitness = match arch {
         Arch::X86_64 => 64,
         Arch::I386 => 32,
-        Arch::Armv6 | Arch::Aarch64 => panic!("decode_x86 on ARM code"),
+        Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => panic!("decode_x86 on {arch} code"),
     };
     let mut d = iced_x86::Decoder::with_ip(bitness, bytes, start, iced_x86::DecoderOptions::NONE);
     let mut v = Vec::new();

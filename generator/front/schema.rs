@@ -87,6 +87,7 @@ pub(super) enum RawKind {
     HeadTail,
     Unrolled,
     RepMovs,
+    ShiftCombine,
 }
 
 #[derive(Deserialize)]

@@ -53,6 +53,7 @@ pub(super) fn isa_for(arch: Arch) -> Box<dyn Isa> {
         Arch::Armv6 => Box::new(arm::Arm),
         Arch::Aarch64 => Box::new(a64::A64),
         Arch::X86_64 | Arch::I386 => Box::new(x86::X86 { arch }),
+        Arch::Riscv64 => unreachable!("check_file refuses riscv64 objects: no RISC-V decoder"),
     }
 }
 
