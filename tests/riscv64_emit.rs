@@ -52,14 +52,32 @@ fn every_preset_assembles_in_both_flavors_with_one_entry_per_user_access() {
     }
 }
 
-/// The linux flavour's body, as lines: instructions and labels.
-fn body(text: &str) -> Vec<String> {
-    text.lines()
-        .skip_while(|l| !l.starts_with("SYM_FUNC_START("))
-        .take_while(|l| !l.starts_with("SYM_FUNC_END("))
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty() && !l.starts_with("/*"))
-        .collect()
+/// The linux flavour's functions: each one's body (instructions and
+/// labels) and the fixup labels of its table entries.
+fn functions(text: &str) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().map(str::trim).peekable();
+    while let Some(l) = lines.next() {
+        if !l.starts_with("SYM_FUNC_START(") {
+            continue;
+        }
+        let mut body = vec![l.to_string()];
+        for l in lines.by_ref() {
+            if l.starts_with("SYM_FUNC_END(") {
+                break;
+            }
+            if !l.is_empty() && !l.starts_with("/*") {
+                body.push(l.to_string());
+            }
+        }
+        let mut fixups = Vec::new();
+        while let Some(e) = lines.peek().and_then(|l| l.strip_prefix("_asm_extable\t")) {
+            fixups.push(e.split(", ").nth(1).expect("fixup").to_string());
+            lines.next();
+        }
+        out.push((body, fixups));
+    }
+    out
 }
 
 /// From every line reachable from the entry (and from every exception
@@ -67,7 +85,18 @@ fn body(text: &str) -> Vec<String> {
 /// CSR_STATUS, t6` with no write of t6 between: a walk over the text's
 /// control flow (fall through, `j`, conditional branches).
 fn sum_cleared_before_every_ret(text: &str) -> Result<usize, String> {
-    let lines = body(text);
+    let fs = functions(text);
+    if fs.is_empty() {
+        return Err("no function".into());
+    }
+    let mut rets = 0;
+    for (lines, fixups) in &fs {
+        rets += function_clears_sum(lines, fixups)?;
+    }
+    Ok(rets)
+}
+
+fn function_clears_sum(lines: &[String], fixups: &[String]) -> Result<usize, String> {
     let labels: BTreeMap<&str, usize> = lines
         .iter()
         .enumerate()
@@ -78,14 +107,10 @@ fn sum_cleared_before_every_ret(text: &str) -> Result<usize, String> {
     {
         return Err(format!(
             "the routine does not open user access first: {:?}",
-            &lines[..3]
+            &lines[..3.min(lines.len())]
         ));
     }
-    let fixups: Vec<usize> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("_asm_extable\t"))
-        .map(|e| labels[e.split(", ").nth(1).expect("fixup")])
-        .collect();
+    let fixups: Vec<usize> = fixups.iter().map(|f| labels[f.as_str()]).collect();
     // State: is SR_SUM in t6 and cleared? (open, t6 holds SR_SUM, closed)
     let mut seen = BTreeSet::new();
     let mut work: Vec<(usize, bool, bool)> = vec![(3, true, false)];

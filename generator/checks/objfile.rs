@@ -698,7 +698,17 @@ fn symbol_target(file: &object::File, si: object::SymbolIndex) -> Result<RelocTa
 /// section, in the order of those relocations, which names the section.
 fn read_lines(file: &object::File) -> Result<BTreeMap<String, Vec<(u64, u32)>>> {
     let endian = gimli::RunTimeEndian::Little;
+    // RISC-V leaves the line program's address advances to the linker
+    // (R_RISCV_ADD16/SUB16 pairs, for relaxation): resolve them here.
+    let riscv_lines = (file.architecture() == object::Architecture::Riscv64)
+        .then(|| riscv_resolved(file, ".debug_line"))
+        .flatten();
     let load = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
+        if id == gimli::SectionId::DebugLine {
+            if let Some(d) = &riscv_lines {
+                return Ok(gimli::EndianSlice::new(d, endian));
+            }
+        }
         let data = file.section_by_name(id.name()).and_then(|s| s.data().ok()).unwrap_or(&[]);
         Ok(gimli::EndianSlice::new(data, endian))
     };
@@ -762,6 +772,63 @@ fn read_lines(file: &object::File) -> Result<BTreeMap<String, Vec<(u64, u32)>>> 
         v.dedup_by_key(|p| p.0);
     }
     Ok(out)
+}
+
+/// The data of RISC-V section `name` with its add/subtract relocations
+/// applied (R_RISCV_ADD8..64, SUB8..64, SUB6, SET6..32); None if it has
+/// none or one lies outside the section.
+fn riscv_resolved(file: &object::File, name: &str) -> Option<Vec<u8>> {
+    let sec = file.section_by_name(name)?;
+    let mut data = sec.data().ok()?.to_vec();
+    let mut any = false;
+    for (offset, r) in sec.relocations() {
+        let RelocationFlags::Elf { r_type } = r.flags() else {
+            continue;
+        };
+        let RelocationTarget::Symbol(si) = r.target() else {
+            continue;
+        };
+        let Ok(sym) = file.symbol_by_index(si) else {
+            continue;
+        };
+        let value = (sym.address() as i64).wrapping_add(r.addend()) as u64;
+        // (bytes, op): op 0 add, 1 subtract, 2 set; SET6/SUB6 are 6-bit.
+        let (bytes, op) = match r_type {
+            elf::R_RISCV_ADD8 => (1, 0),
+            elf::R_RISCV_ADD16 => (2, 0),
+            elf::R_RISCV_ADD32 => (4, 0),
+            elf::R_RISCV_ADD64 => (8, 0),
+            elf::R_RISCV_SUB8 => (1, 1),
+            elf::R_RISCV_SUB16 => (2, 1),
+            elf::R_RISCV_SUB32 => (4, 1),
+            elf::R_RISCV_SUB64 => (8, 1),
+            elf::R_RISCV_SET8 => (1, 2),
+            elf::R_RISCV_SET16 => (2, 2),
+            elf::R_RISCV_SET32 => (4, 2),
+            elf::R_RISCV_SUB6 => (0, 1),
+            elf::R_RISCV_SET6 => (0, 2),
+            _ => continue,
+        };
+        let at = offset as usize;
+        let place = data.get_mut(at..at + bytes.max(1))?;
+        let mut old = [0u8; 8];
+        old[..place.len()].copy_from_slice(place);
+        let old = u64::from_le_bytes(old);
+        let mask = if bytes == 0 {
+            0x3f
+        } else {
+            u64::MAX >> (64 - 8 * bytes)
+        };
+        let new = match op {
+            0 => old.wrapping_add(value),
+            1 => old.wrapping_sub(value),
+            _ => value,
+        } & mask;
+        let new = if bytes == 0 { (old & !0x3f) | new } else { new };
+        place.copy_from_slice(&new.to_le_bytes()[..place.len()]);
+        any = true;
+    }
+    any.then_some(data)
 }
 
 /// Relocations inside code sections, by place.
