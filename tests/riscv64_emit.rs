@@ -254,3 +254,41 @@ fn shift_combine_fields_are_checked() {
         assert!(e.message.contains(msg), "{line}: {}", e.message);
     }
 }
+
+#[test]
+fn list_and_diff_show_riscv64() {
+    let list = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(list.status.success());
+    let list = String::from_utf8_lossy(&list.stdout);
+    for n in ["riscv-uaccess", "riscv-word-loop", "riscv-misaligned-fast"] {
+        assert!(
+            list.lines()
+                .any(|l| l.starts_with(n) && l.contains("riscv64")),
+            "{list}"
+        );
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("generator/strategies");
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["diff", "--no-color", "--flavor", "standalone"])
+        .arg(dir.join("riscv-word-loop.toml"))
+        .arg(dir.join("riscv-misaligned-fast.toml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // riscv64-linux-gnu-objdump's listing, with the table entries marked.
+    assert!(text.contains("riscv_misaligned_fast_from_user"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("+\tld a") && l.contains("user → fixup")),
+        "{text}"
+    );
+    assert!(!text.contains("no riscv64 listings"), "{text}");
+}

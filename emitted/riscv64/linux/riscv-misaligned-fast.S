@@ -4,8 +4,8 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * riscv-misaligned-fast: riscv64, linux flavour, LP64: a0=to a1=from a2=n -> a0.
- * For RISC-V cores with fast misaligned access (Zicclsm in hardware, as
- * 6.12's RISCV_HWPROBE_MISALIGNED_SCALAR_FAST probe reports): the shape of
+ * For RISC-V cores whose misaligned loads and stores are fast (what 6.12's
+ * hwprobe reports as RISCV_HWPROBE_MISALIGNED_SCALAR_FAST): the shape of
  * arch/riscv/lib/uaccess.S (Akira Tsukamoto, "riscv:
  * __asm_copy_to-from_user: Optimize unaligned memory access and pipeline
  * stall", 5.14) without its shift-and-combine: bytes below 16; otherwise
@@ -22,8 +22,8 @@
  *
  *   name = "riscv-misaligned-fast"
  *   description = """
- *   For RISC-V cores with fast misaligned access (Zicclsm in hardware, as
- *   6.12's RISCV_HWPROBE_MISALIGNED_SCALAR_FAST probe reports): the shape of
+ *   For RISC-V cores whose misaligned loads and stores are fast (what 6.12's
+ *   hwprobe reports as RISCV_HWPROBE_MISALIGNED_SCALAR_FAST): the shape of
  *   arch/riscv/lib/uaccess.S (Akira Tsukamoto, "riscv:
  *   __asm_copy_to-from_user: Optimize unaligned memory access and pipeline
  *   stall", 5.14) without its shift-and-combine: bytes below 16; otherwise
