@@ -18,6 +18,11 @@ pub use crate::checks::sandbox::BadInput;
 use crate::checks::sandbox::{bound_assembler, exceeded, AS_CPU_SECS, AS_MEMORY, AS_OUTPUT};
 use crate::front::strategy::{Arch, Flavor};
 
+mod lines;
+mod riscv;
+
+use lines::read_lines;
+
 /// A place in a code section.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Loc {
@@ -488,23 +493,14 @@ fn relocated_words(
             offset: (sym.address() as i64 + addend) as u64,
         };
         if riscv && r_type == elf::R_RISCV_SUB32 {
-            if target.section != name || target.offset != offset {
-                bail!("{name}+{offset:#x}: R_RISCV_SUB32 of {target}, not of the word's own place");
-            }
+            riscv::subtracted_place(name, offset, &target)?;
             subtracted.insert(offset);
             continue;
         }
         words.insert(offset, (r_type, target));
     }
     if riscv {
-        for (offset, (r_type, _)) in &words {
-            if (*r_type == elf::R_RISCV_ADD32) != subtracted.remove(offset) {
-                bail!("{name}+{offset:#x}: R_RISCV_ADD32 and R_RISCV_SUB32 come in pairs");
-            }
-        }
-        if let Some(o) = subtracted.first() {
-            bail!("{name}+{o:#x}: R_RISCV_SUB32 without its R_RISCV_ADD32");
-        }
+        riscv::check_pairs(name, &words, subtracted)?;
     }
     Ok(words)
 }
@@ -688,147 +684,6 @@ fn symbol_target(file: &object::File, si: object::SymbolIndex) -> Result<RelocTa
         }),
         None => RelocTarget::Undefined(sym.name()?.to_string()),
     })
-}
-
-/// Code-section address → line from DWARF `.debug_line` (objects built
-/// with `-g`), per section. In a relocatable object each sequence starts
-/// with a `DW_LNE_set_address` relocated against its section (REL: the
-/// addend sits in the bytes, so the raw address already holds it; RELA: 0
-/// there, the addend in the relocation). gas writes one sequence per code
-/// section, in the order of those relocations, which names the section.
-fn read_lines(file: &object::File) -> Result<BTreeMap<String, Vec<(u64, u32)>>> {
-    let endian = gimli::RunTimeEndian::Little;
-    // RISC-V leaves the line program's address advances to the linker
-    // (R_RISCV_ADD16/SUB16 pairs, for relaxation): resolve them here.
-    let riscv_lines = (file.architecture() == object::Architecture::Riscv64)
-        .then(|| riscv_resolved(file, ".debug_line"))
-        .flatten();
-    let load = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
-        if id == gimli::SectionId::DebugLine {
-            if let Some(d) = &riscv_lines {
-                return Ok(gimli::EndianSlice::new(d, endian));
-            }
-        }
-        let data = file.section_by_name(id.name()).and_then(|s| s.data().ok()).unwrap_or(&[]);
-        Ok(gimli::EndianSlice::new(data, endian))
-    };
-    // (section, base) of each sequence, in order.
-    let mut bases: Vec<(String, u64)> = Vec::new();
-    if let Some(sec) = file.section_by_name(".debug_line") {
-        let mut rel: Vec<_> = sec.relocations().collect();
-        rel.sort_by_key(|(o, _)| *o);
-        for (_, r) in rel {
-            let RelocationTarget::Symbol(si) = r.target() else {
-                continue;
-            };
-            let sym = file.symbol_by_index(si)?;
-            let Some(sx) = sym.section_index() else {
-                continue;
-            };
-            let target = file.section_by_index(sx)?;
-            if target.kind() != object::SectionKind::Text {
-                continue;
-            }
-            let addend = if r.has_implicit_addend() {
-                0
-            } else {
-                r.addend()
-            };
-            bases.push((
-                target.name()?.to_string(),
-                (sym.address() as i64 + addend) as u64,
-            ));
-        }
-    }
-    let dwarf = gimli::Dwarf::load(load)?;
-    let mut out: BTreeMap<String, Vec<(u64, u32)>> = BTreeMap::new();
-    let mut units = dwarf.units();
-    let mut sequence = 0;
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        let Some(program) = unit.line_program.clone() else {
-            continue;
-        };
-        let mut rows = program.rows();
-        while let Some((_, row)) = rows.next_row()? {
-            if row.end_sequence() {
-                sequence += 1;
-                continue;
-            }
-            // Without relocations (a linked file) everything is `.text`.
-            let (section, base) = bases
-                .get(sequence)
-                .cloned()
-                .unwrap_or_else(|| (".text".to_string(), 0));
-            if let Some(line) = row.line() {
-                out.entry(section)
-                    .or_default()
-                    .push((base + row.address(), line.get() as u32));
-            }
-        }
-    }
-    for v in out.values_mut() {
-        v.sort();
-        v.dedup_by_key(|p| p.0);
-    }
-    Ok(out)
-}
-
-/// The data of RISC-V section `name` with its add/subtract relocations
-/// applied (R_RISCV_ADD8..64, SUB8..64, SUB6, SET6..32); None if it has
-/// none or one lies outside the section.
-fn riscv_resolved(file: &object::File, name: &str) -> Option<Vec<u8>> {
-    let sec = file.section_by_name(name)?;
-    let mut data = sec.data().ok()?.to_vec();
-    let mut any = false;
-    for (offset, r) in sec.relocations() {
-        let RelocationFlags::Elf { r_type } = r.flags() else {
-            continue;
-        };
-        let RelocationTarget::Symbol(si) = r.target() else {
-            continue;
-        };
-        let Ok(sym) = file.symbol_by_index(si) else {
-            continue;
-        };
-        let value = (sym.address() as i64).wrapping_add(r.addend()) as u64;
-        // (bytes, op): op 0 add, 1 subtract, 2 set; SET6/SUB6 are 6-bit.
-        let (bytes, op) = match r_type {
-            elf::R_RISCV_ADD8 => (1, 0),
-            elf::R_RISCV_ADD16 => (2, 0),
-            elf::R_RISCV_ADD32 => (4, 0),
-            elf::R_RISCV_ADD64 => (8, 0),
-            elf::R_RISCV_SUB8 => (1, 1),
-            elf::R_RISCV_SUB16 => (2, 1),
-            elf::R_RISCV_SUB32 => (4, 1),
-            elf::R_RISCV_SUB64 => (8, 1),
-            elf::R_RISCV_SET8 => (1, 2),
-            elf::R_RISCV_SET16 => (2, 2),
-            elf::R_RISCV_SET32 => (4, 2),
-            elf::R_RISCV_SUB6 => (0, 1),
-            elf::R_RISCV_SET6 => (0, 2),
-            _ => continue,
-        };
-        let at = offset as usize;
-        let place = data.get_mut(at..at + bytes.max(1))?;
-        let mut old = [0u8; 8];
-        old[..place.len()].copy_from_slice(place);
-        let old = u64::from_le_bytes(old);
-        let mask = if bytes == 0 {
-            0x3f
-        } else {
-            u64::MAX >> (64 - 8 * bytes)
-        };
-        let new = match op {
-            0 => old.wrapping_add(value),
-            1 => old.wrapping_sub(value),
-            _ => value,
-        } & mask;
-        let new = if bytes == 0 { (old & !0x3f) | new } else { new };
-        place.copy_from_slice(&new.to_le_bytes()[..place.len()]);
-        any = true;
-    }
-    any.then_some(data)
 }
 
 /// Relocations inside code sections, by place.
