@@ -137,18 +137,49 @@ const AARCH64: Toolchain = Toolchain {
     )),
 };
 
+const RISCV64: Toolchain = Toolchain {
+    cc: Tool {
+        program: "riscv64-linux-gnu-gcc",
+        packages: &["gcc-riscv64-linux-gnu", "libc6-dev-riscv64-cross"],
+    },
+    arch_flags: &[],
+    // Static, so qemu-riscv64 needs no sysroot.
+    link_flags: &["-static"],
+    objdump: Tool {
+        program: "riscv64-linux-gnu-objdump",
+        // binutils-riscv64-linux-gnu, pulled in by the compiler.
+        packages: &["gcc-riscv64-linux-gnu"],
+    },
+    runner: Some((
+        Tool {
+            program: "qemu-riscv64",
+            packages: &["qemu-user"],
+        },
+        &[],
+    )),
+};
+
+/// What boots a RISC-V kernel (`qemu-system-riscv64` with OpenSBI's
+/// firmware): not run by copygen itself, listed so `verify/install-deps`
+/// installs it for the kernel boot test.
+pub const RISCV64_SYSTEM: Tool = Tool {
+    program: "qemu-system-riscv64",
+    packages: &["qemu-system-misc", "opensbi"],
+};
+
 pub fn toolchain(arch: Arch) -> &'static Toolchain {
     match arch {
         Arch::X86_64 => &X86_64,
         Arch::I386 => &I386,
         Arch::Armv6 => &ARMV6,
         Arch::Aarch64 => &AARCH64,
+        Arch::Riscv64 => &RISCV64,
     }
 }
 
 /// Every tool of every architecture (for the install script's test).
 pub fn all_tools() -> Vec<Tool> {
-    let mut v = vec![GIT];
+    let mut v = vec![GIT, RISCV64_SYSTEM];
     for arch in Arch::ALL {
         let tc = toolchain(arch);
         v.extend([tc.cc, tc.objdump]);

@@ -44,8 +44,10 @@
 #define PC(uc) ((uc)->uc_mcontext.arm_pc)
 #elif defined(__aarch64__)
 #define PC(uc) ((uc)->uc_mcontext.pc)
+#elif defined(__riscv) && __riscv_xlen == 64
+#define PC(uc) ((uc)->uc_mcontext.__gregs[REG_PC])
 #else
-#error "copygen harness: x86_64, i386, 32-bit ARM or AArch64 only"
+#error "copygen harness: x86_64, i386, 32-bit ARM, AArch64 or RV64 only"
 #endif
 
 /* Standalone entries: two words, each relative to its own address. */
@@ -182,6 +184,8 @@ struct sock_fprog {
 #define NATIVE_ARCH 0x40000028u
 #elif defined(__aarch64__)
 #define NATIVE_ARCH 0xc00000b7u
+#elif defined(__riscv)
+#define NATIVE_ARCH 0xc00000f3u
 #endif
 
 #if defined(__i386__)

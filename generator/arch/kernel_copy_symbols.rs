@@ -15,10 +15,13 @@
 //! | i386    | `_copy_from_user` / `_copy_to_user`             | eax edx ecx     | the symbol      | `+0(%sp)`    |
 //! | armv6   | `arm_copy_from_user` / `arm_copy_to_user`       | r0 r1 r2        | the symbol      | `%lr`        |
 //! | aarch64 | `__arch_copy_from_user` / `__arch_copy_to_user` | x0 x1 x2        | the symbol      | `%lr`        |
+//! | riscv64 | `__asm_copy_to_user` (= `__asm_copy_from_user`) | a0 a1 a2        | by user pointer | `%ra`        |
+//! | riscv64 | `copygen_copy_user` / `fallback_scalar_usercopy` (copygen-patched 6.1 / 6.12) | a0 a1 a2 | by user pointer | `%ra` |
 //!
 //! The register columns are the ABI tables' ([`super::x86_64::LINUX_C`],
 //! [`super::x86_64::REP_MOVS`], [`super::i386::REGPARM`],
-//! [`super::armv6::AAPCS`], [`super::aarch64::AAPCS64`]); the tests check
+//! [`super::armv6::AAPCS`], [`super::aarch64::AAPCS64`],
+//! [`super::riscv64::LP64`]); the tests check
 //! that the names here are those registers.
 //!
 //! A probe keeps only what a workload trace holds: the low 12 bits of each
@@ -102,6 +105,7 @@ const X86_64_REP: [&str; 3] = ["%di", "%si", "%cx"];
 const I386_REGPARM: [&str; 3] = ["%ax", "%dx", "%cx"];
 const ARM: [&str; 3] = ["%r0", "%r1", "%r2"];
 const A64: [&str; 3] = ["%x0", "%x1", "%x2"];
+const RV64: [&str; 3] = ["%a0", "%a1", "%a2"];
 
 pub const X86_64: ArchProbes = ArchProbes {
     arch: Arch::X86_64,
@@ -227,6 +231,43 @@ pub const AARCH64: ArchProbes = ArchProbes {
     }],
 };
 
+/// RISC-V: `__asm_copy_from_user` is the same address as
+/// `__asm_copy_to_user` in 6.1 (two labels) and 6.12 (`SYM_FUNC_ALIAS`), so
+/// one probe serves both and the direction comes from the pointers.
+pub const RISCV64: ArchProbes = ArchProbes {
+    arch: Arch::Riscv64,
+    ptr_bits: 64,
+    caller: "%ra:x64",
+    kernel_bits: 1,
+    probes: &[
+        CopyProbe {
+            name: "copygen_copy_user",
+            symbols: &[sym(
+                "copygen_copy_user",
+                Both,
+                RV64,
+                "6.1 patched by copygen kernel-patch",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "fallback_scalar_usercopy",
+            symbols: &[sym(
+                "fallback_scalar_usercopy",
+                Both,
+                RV64,
+                "6.12 (generated there by copygen kernel-patch)",
+            )],
+            whole_request: false,
+        },
+        CopyProbe {
+            name: "__asm_copy_user",
+            symbols: &[sym("__asm_copy_to_user", Both, RV64, "every kernel")],
+            whole_request: false,
+        },
+    ],
+};
+
 /// The table of an arch.
 pub fn probes(arch: Arch) -> &'static ArchProbes {
     match arch {
@@ -234,6 +275,7 @@ pub fn probes(arch: Arch) -> &'static ArchProbes {
         Arch::I386 => &I386,
         Arch::Armv6 => &ARMV6,
         Arch::Aarch64 => &AARCH64,
+        Arch::Riscv64 => &RISCV64,
     }
 }
 
@@ -257,7 +299,7 @@ impl ArchProbes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::{aarch64, armv6, i386, x86_64, Abi, Args};
+    use crate::arch::{aarch64, armv6, i386, riscv64, x86_64, Abi, Args};
 
     /// tracefs's name of a hardware register number.
     fn name(arch: Arch, reg: u8) -> String {
@@ -266,6 +308,7 @@ mod tests {
             Arch::X86_64 | Arch::I386 => format!("%{}", x86[reg as usize]),
             Arch::Armv6 => format!("%r{reg}"),
             Arch::Aarch64 => format!("%x{reg}"),
+            Arch::Riscv64 => format!("%{}", crate::arch::riscv64::NAMES[reg as usize]),
         }
     }
 
@@ -278,7 +321,7 @@ mod tests {
 
     #[test]
     fn the_registers_are_the_abi_tables() {
-        let cases: [(&ArchProbes, &str, &Abi); 7] = [
+        let cases: [(&ArchProbes, &str, &Abi); 9] = [
             (&X86_64, "_copy_from_user", &x86_64::LINUX_C),
             (&X86_64, "rep_movs_alternative", &x86_64::REP_MOVS),
             (&X86_64, "copygen_copy_user:rep_movs", &x86_64::REP_MOVS),
@@ -286,6 +329,8 @@ mod tests {
             (&I386, "__copy_user_ll", &i386::REGPARM),
             (&ARMV6, "arm_copy_to_user", &armv6::AAPCS),
             (&AARCH64, "__arch_copy_from_user", &aarch64::AAPCS64),
+            (&RISCV64, "__asm_copy_to_user", &riscv64::LP64),
+            (&RISCV64, "fallback_scalar_usercopy", &riscv64::LP64),
         ];
         for (table, probe, abi) in cases {
             let p = table.find(probe).unwrap();
@@ -304,5 +349,7 @@ mod tests {
         assert!(!I386.is_kernel(0x8000_0000));
         assert!(AARCH64.is_kernel(0xffff_0000_0800_0000));
         assert!(!AARCH64.is_kernel(0x0000_ffff_f000_0000));
+        assert!(RISCV64.is_kernel(0xffff_ffd8_0000_1000));
+        assert!(!RISCV64.is_kernel(0x0000_003f_ffff_f000));
     }
 }

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod i386;
 pub mod kernel;
 pub mod kernel_copy_symbols;
+pub mod riscv64;
 pub mod symbols;
 pub mod x86_64;
 
@@ -89,6 +90,7 @@ pub fn abi(arch: Arch, flavor: Flavor, convention: Convention) -> &'static Abi {
         Arch::I386 => i386::abi(flavor),
         Arch::Armv6 => &armv6::AAPCS,
         Arch::Aarch64 => &aarch64::AAPCS64,
+        Arch::Riscv64 => &riscv64::LP64,
     }
 }
 
@@ -108,6 +110,10 @@ pub struct Capabilities {
     /// pair (AArch64's 16: `ldp`/`stp` on the kernel side, two single
     /// accesses on the user side) and takes two scratch registers.
     pub register_bytes: u32,
+    /// Has the `shift_combine` method: aligned word loads of a misaligned
+    /// source, shifted and or-ed into aligned stores (RISC-V, whose
+    /// misaligned accesses may trap).
+    pub shift_combine: bool,
 }
 
 impl Capabilities {
@@ -139,6 +145,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 0,
             byte_registers: 6,
             register_bytes: 8,
+            shift_combine: false,
         },
         Arch::I386 => &Capabilities {
             widths: &[1, 2, 4],
@@ -149,6 +156,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 0,
             byte_registers: 3,
             register_bytes: 4,
+            shift_combine: false,
         },
         Arch::Armv6 => &Capabilities {
             widths: &[1, 4],
@@ -165,6 +173,7 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 8,
             byte_registers: 8,
             register_bytes: 4,
+            shift_combine: false,
         },
         Arch::Aarch64 => &Capabilities {
             // 16: a register pair, `ldp`/`stp` on the kernel side only
@@ -179,6 +188,22 @@ pub fn capabilities(arch: Arch) -> &'static Capabilities {
             max_multiple: 0,
             byte_registers: 12,
             register_bytes: 8,
+            shift_combine: false,
+        },
+        Arch::Riscv64 => &Capabilities {
+            widths: &[1, 2, 4, 8],
+            rep_strings: false,
+            // Zicbop's prefetch.r is not RV64GC: only a touch load.
+            prefetch: &[PrefetchKind::Touch],
+            groupings: &[Grouping::LoadsFirst, Grouping::Interleaved],
+            // Overlap and a word loop on a misaligned source are misaligned
+            // accesses: legal in RV64GC, trapped and emulated on cores
+            // without them in hardware (slow, but exact).
+            tails: &[Tail::Bytes, Tail::Words, Tail::Overlap],
+            max_multiple: 0,
+            byte_registers: 10,
+            register_bytes: 8,
+            shift_combine: true,
         },
     }
 }
@@ -203,6 +228,7 @@ mod tests {
             &i386::REGPARM,
             &armv6::AAPCS,
             &aarch64::AAPCS64,
+            &riscv64::LP64,
         ]
     }
 

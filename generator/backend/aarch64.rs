@@ -584,6 +584,9 @@ impl Selector<'_> {
             }
             Op::UaccessBegin | Op::UaccessEnd => unreachable!("%s has no STAC/CLAC"),
             Op::MachineCheckExit { .. } => unreachable!("validated: _ASM_EXTABLE_CPY is x86_64's"),
+            Op::ShiftSetup { .. } | Op::LoadAligned { .. } | Op::Combine { .. } => {
+                unreachable!("validated: shift_combine is riscv64's")
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod aarch64;
 pub mod armv6;
+pub mod riscv64;
 pub mod x86;
 
 use crate::front::strategy::{Arch, Flavor, Strategy};
@@ -153,6 +154,7 @@ pub enum Selected {
     },
     Armv6(Vec<armv6::Line>),
     Aarch64(Vec<aarch64::Line>),
+    Riscv64(Vec<riscv64::Line>),
 }
 
 /// One entry point compiled: the lowered routine (ops and fixups) and its
@@ -182,6 +184,7 @@ pub fn compile(s: &Strategy, flavor: Flavor) -> Vec<Compiled> {
                     lines: x86::select(&routine, abi),
                 },
                 (None, Arch::Aarch64) => Selected::Aarch64(aarch64::select(&routine)),
+                (None, Arch::Riscv64) => Selected::Riscv64(riscv64::select(&routine)),
                 (None, _) => Selected::Armv6(armv6::select(&routine)),
             };
             Compiled {
@@ -200,6 +203,7 @@ impl Compiled {
             Selected::X86 { ptr_width, lines } => x86::print(lines, *ptr_width, self.flavor),
             Selected::Armv6(lines) => armv6::print(lines, self.flavor),
             Selected::Aarch64(lines) => aarch64::print(lines, self.flavor),
+            Selected::Riscv64(lines) => riscv64::print(lines),
         };
         f.symbol = self.routine.symbol.clone();
         f.aliases = self

@@ -18,6 +18,11 @@ pub use crate::checks::sandbox::BadInput;
 use crate::checks::sandbox::{bound_assembler, exceeded, AS_CPU_SECS, AS_MEMORY, AS_OUTPUT};
 use crate::front::strategy::{Arch, Flavor};
 
+mod lines;
+mod riscv;
+
+use lines::read_lines;
+
 /// A place in a code section.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Loc {
@@ -229,6 +234,9 @@ pub fn shim_dir_for(arch: Arch) -> PathBuf {
         Arch::Aarch64 => crate::front::catalog::repo_root()
             .join("verify")
             .join("shim-arm64"),
+        Arch::Riscv64 => crate::front::catalog::repo_root()
+            .join("verify")
+            .join("shim-riscv64"),
         _ => shim_dir(),
     }
 }
@@ -305,8 +313,9 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
         object::Architecture::I386 => Arch::I386,
         object::Architecture::Arm => Arch::Armv6,
         object::Architecture::Aarch64 => Arch::Aarch64,
+        object::Architecture::Riscv64 => Arch::Riscv64,
         a => bail!(
-            "unsupported architecture {a:?}: copygen reads x86_64, i386, ARM and AArch64 objects"
+            "unsupported architecture {a:?}: copygen reads x86_64, i386, ARM, AArch64 and RISC-V (rv64) objects"
         ),
     };
     let mut code = BTreeMap::new();
@@ -413,7 +422,7 @@ pub fn read(data: &[u8]) -> Result<ObjectFile> {
     let code_relocs = read_code_relocs(&file)?;
     let alternatives = match arch {
         Arch::X86_64 | Arch::I386 => read_alternatives(&file, arch)?,
-        Arch::Armv6 | Arch::Aarch64 => Vec::new(),
+        Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => Vec::new(),
     };
     let replacement_relocs = match file.section_by_name(".altinstr_replacement") {
         Some(sec) => read_relocs(&file, &sec)?,
@@ -451,6 +460,11 @@ fn relocated_words(
 ) -> Result<BTreeMap<u64, (elf::RelocationType, Loc)>> {
     let data = sec.data()?;
     let mut words = BTreeMap::new();
+    // RISC-V writes `.long x - .` as R_RISCV_ADD32 x with R_RISCV_SUB32 of
+    // the word's own place (linker relaxation may move code): the pair is
+    // one place-relative word.
+    let riscv = file.architecture() == object::Architecture::Riscv64;
+    let mut subtracted = std::collections::BTreeSet::new();
     for (offset, r) in sec.relocations() {
         let RelocationFlags::Elf { r_type } = r.flags() else {
             bail!("{name}+{offset:#x}: not an ELF relocation");
@@ -478,7 +492,15 @@ fn relocated_words(
             section,
             offset: (sym.address() as i64 + addend) as u64,
         };
+        if riscv && r_type == elf::R_RISCV_SUB32 {
+            riscv::subtracted_place(name, offset, &target)?;
+            subtracted.insert(offset);
+            continue;
+        }
         words.insert(offset, (r_type, target));
+    }
+    if riscv {
+        riscv::check_pairs(name, &words, subtracted)?;
     }
     Ok(words)
 }
@@ -497,6 +519,8 @@ fn read_extable(file: &object::File, arch: Arch) -> Result<(Vec<ExtableEntry>, u
             (Arch::Armv6, elf::R_ARM_REL32) => EntryKind::Relative,
             (Arch::Armv6, elf::R_ARM_ABS32) => EntryKind::Absolute,
             (Arch::Aarch64, elf::R_AARCH64_PREL32) => EntryKind::Relative,
+            // (paired with R_RISCV_SUB32 of its place: `relocated_words`)
+            (Arch::Riscv64, elf::R_RISCV_ADD32) => EntryKind::Relative,
             (_, t) => bail!(
                 "__ex_table+{offset:#x}: unexpected {arch} relocation type {}",
                 t.0
@@ -662,80 +686,6 @@ fn symbol_target(file: &object::File, si: object::SymbolIndex) -> Result<RelocTa
     })
 }
 
-/// Code-section address → line from DWARF `.debug_line` (objects built
-/// with `-g`), per section. In a relocatable object each sequence starts
-/// with a `DW_LNE_set_address` relocated against its section (REL: the
-/// addend sits in the bytes, so the raw address already holds it; RELA: 0
-/// there, the addend in the relocation). gas writes one sequence per code
-/// section, in the order of those relocations, which names the section.
-fn read_lines(file: &object::File) -> Result<BTreeMap<String, Vec<(u64, u32)>>> {
-    let endian = gimli::RunTimeEndian::Little;
-    let load = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
-        let data = file.section_by_name(id.name()).and_then(|s| s.data().ok()).unwrap_or(&[]);
-        Ok(gimli::EndianSlice::new(data, endian))
-    };
-    // (section, base) of each sequence, in order.
-    let mut bases: Vec<(String, u64)> = Vec::new();
-    if let Some(sec) = file.section_by_name(".debug_line") {
-        let mut rel: Vec<_> = sec.relocations().collect();
-        rel.sort_by_key(|(o, _)| *o);
-        for (_, r) in rel {
-            let RelocationTarget::Symbol(si) = r.target() else {
-                continue;
-            };
-            let sym = file.symbol_by_index(si)?;
-            let Some(sx) = sym.section_index() else {
-                continue;
-            };
-            let target = file.section_by_index(sx)?;
-            if target.kind() != object::SectionKind::Text {
-                continue;
-            }
-            let addend = if r.has_implicit_addend() {
-                0
-            } else {
-                r.addend()
-            };
-            bases.push((
-                target.name()?.to_string(),
-                (sym.address() as i64 + addend) as u64,
-            ));
-        }
-    }
-    let dwarf = gimli::Dwarf::load(load)?;
-    let mut out: BTreeMap<String, Vec<(u64, u32)>> = BTreeMap::new();
-    let mut units = dwarf.units();
-    let mut sequence = 0;
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        let Some(program) = unit.line_program.clone() else {
-            continue;
-        };
-        let mut rows = program.rows();
-        while let Some((_, row)) = rows.next_row()? {
-            if row.end_sequence() {
-                sequence += 1;
-                continue;
-            }
-            // Without relocations (a linked file) everything is `.text`.
-            let (section, base) = bases
-                .get(sequence)
-                .cloned()
-                .unwrap_or_else(|| (".text".to_string(), 0));
-            if let Some(line) = row.line() {
-                out.entry(section)
-                    .or_default()
-                    .push((base + row.address(), line.get() as u32));
-            }
-        }
-    }
-    for v in out.values_mut() {
-        v.sort();
-        v.dedup_by_key(|p| p.0);
-    }
-    Ok(out)
-}
-
 /// Relocations inside code sections, by place.
 fn read_code_relocs(file: &object::File) -> Result<BTreeMap<Loc, RelocTarget>> {
     let mut out = BTreeMap::new();
@@ -765,7 +715,7 @@ pub fn decode_x86(arch: Arch, bytes: &[u8], start: u64) -> Vec<iced_x86::Instruc
     let bitness = match arch {
         Arch::X86_64 => 64,
         Arch::I386 => 32,
-        Arch::Armv6 | Arch::Aarch64 => panic!("decode_x86 on ARM code"),
+        Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => panic!("decode_x86 on {arch} code"),
     };
     let mut d = iced_x86::Decoder::with_ip(bitness, bytes, start, iced_x86::DecoderOptions::NONE);
     let mut v = Vec::new();

@@ -374,7 +374,7 @@ pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Stra
     match s.arch {
         Arch::X86_64 => {}
         // Their code runs on this host only under qemu's translation.
-        Arch::Armv6 | Arch::Aarch64 => {
+        Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => {
             return Err(Failure::Input(format!(
                 "error: `{name}` is {0} code, which this x86_64 host runs only under qemu emulation: \
                  emulated timings say nothing about a real {0} CPU, so the bench does not time it \

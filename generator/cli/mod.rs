@@ -87,7 +87,7 @@ pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
         None => Ok(None),
         Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
             Failure::Input(format!(
-                "error: unknown architecture `{a}`; copygen targets i386, x86_64, armv6 and aarch64"
+                "error: unknown architecture `{a}`; copygen targets i386, x86_64, armv6, aarch64 and riscv64"
             ))
         }),
     }

@@ -95,8 +95,8 @@ impl Thread {
     }
 }
 
-/// The five kernel threads copygen's catalog and benchmark tables grew from.
-pub const THREADS: [Thread; 5] = [
+/// The six kernel threads copygen's catalog and benchmark tables grew from.
+pub const THREADS: [Thread; 6] = [
     Thread {
         key: "anand",
         author: "Mala Anand",
@@ -133,10 +133,18 @@ pub const THREADS: [Thread; 5] = [
         date: "21 June 2017",
         venue: "LKML and x86@kernel.org",
     },
+    Thread {
+        key: "tsukamoto",
+        author: "Akira Tsukamoto",
+        subject:
+            "riscv: __asm_copy_to-from_user: Optimize unaligned memory access and pipeline stall",
+        date: "June 2021",
+        venue: "linux-riscv, merged for Linux 5.14",
+    },
 ];
 
 /// The thread with this key. Panics on a key not in [`THREADS`]: every
-/// caller names one of the five, and a test checks each is found.
+/// caller names one of the six, and a test checks each is found.
 pub fn thread(key: &str) -> &'static Thread {
     THREADS
         .iter()
@@ -170,6 +178,9 @@ pub const ORIGINS: &[(&str, Origin)] = &[
     ("ldm-stm", Origin { thread: Some("whitchurch"), note: "`ldm`/`stm` blocks with fixups" }),
     ("movs-alternative", Origin { thread: None, note: "Linux 6.12's `rep_movs_alternative` (`arch/x86/lib/copy_user_64.S`)" }),
     ("movsl", Origin { thread: Some("anand"), note: "the Linux 2.5.19 baseline it measured against" }),
+    ("riscv-misaligned-fast", Origin { thread: Some("tsukamoto"), note: "its word copy on any source alignment, for cores with fast misaligned loads" }),
+    ("riscv-uaccess", Origin { thread: Some("tsukamoto"), note: "`__asm_copy_{to,from}_user` (`arch/riscv/lib/uaccess.S`, Linux 6.1 and 6.12): unrolled words, shift-and-combine" }),
+    ("riscv-word-loop", Origin { thread: Some("tsukamoto"), note: "a plain word loop, the kind of code it replaced" }),
     ("rep-movsb", Origin { thread: None, note: "the x86_64 kernel's FSRM path (`copy_user_generic()`)" }),
     ("short-unrolled", Origin { thread: Some("abeni"), note: "unrolled moves up to 64 bytes" }),
     ("tuned-zen4", Origin { thread: None, note: "`copygen tune` on an AMD EPYC Zen 4 ([figures](results/amd-epyc-zen4.md))" }),

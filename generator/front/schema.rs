@@ -88,6 +88,7 @@ pub(super) enum RawKind {
     HeadTail,
     Unrolled,
     RepMovs,
+    ShiftCombine,
 }
 
 #[derive(Deserialize)]

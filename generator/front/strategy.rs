@@ -16,16 +16,25 @@ pub enum Arch {
     Armv6,
     #[serde(rename = "aarch64")]
     Aarch64,
+    #[serde(rename = "riscv64")]
+    Riscv64,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 4] = [Arch::I386, Arch::X86_64, Arch::Armv6, Arch::Aarch64];
+    pub const ALL: [Arch; 5] = [
+        Arch::I386,
+        Arch::X86_64,
+        Arch::Armv6,
+        Arch::Aarch64,
+        Arch::Riscv64,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::I386 => "i386",
             Arch::Armv6 => "armv6",
             Arch::Aarch64 => "aarch64",
+            Arch::Riscv64 => "riscv64",
         }
     }
     pub fn parse(s: &str) -> Option<Arch> {
@@ -300,6 +309,12 @@ pub enum MethodKind {
     /// x86 `rep movs` of `unit` bytes, then `rep movsb` for the rest,
     /// optionally after an alignment prologue.
     RepMovs { unit: u32, align: Option<Align> },
+    /// RISC-V's copy of a source misaligned to the destination: align
+    /// `dst` to `width` (`align`), then aligned `width`-byte loads of the
+    /// source shifted and or-ed into aligned stores, then bytes (the
+    /// `.Lshift_copy` of arch/riscv/lib/uaccess.S). A co-aligned source
+    /// takes a plain word loop instead.
+    ShiftCombine { width: u32, align: Align },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

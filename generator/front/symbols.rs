@@ -97,11 +97,12 @@ fn reserved_list(arch: Arch) -> &'static str {
         Arch::I386 => include_str!("reserved/i386.txt"),
         Arch::Armv6 => include_str!("reserved/armv6.txt"),
         Arch::Aarch64 => include_str!("reserved/aarch64.txt"),
+        Arch::Riscv64 => include_str!("reserved/riscv64.txt"),
     }
 }
 
 fn reserved_set(arch: Arch) -> &'static HashSet<&'static str> {
-    static SETS: OnceLock<[HashSet<&'static str>; 4]> = OnceLock::new();
+    static SETS: OnceLock<[HashSet<&'static str>; 5]> = OnceLock::new();
     let sets = SETS.get_or_init(|| {
         Arch::ALL.map(|a| {
             reserved_list(a)

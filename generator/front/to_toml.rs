@@ -190,6 +190,13 @@ fn method(t: &mut String, m: &Method) {
                 let _ = writeln!(t, "align = {}", align_text(a));
             }
         }
+        MethodKind::ShiftCombine { width, align } => {
+            let _ = writeln!(
+                t,
+                "kind = \"shift_combine\"\nwidth = {width}\nalign = {}",
+                align_text(align)
+            );
+        }
         MethodKind::Unrolled(u) => {
             let _ = writeln!(
                 t,

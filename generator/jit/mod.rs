@@ -57,7 +57,7 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
     match arch {
         Arch::X86_64 => Ok(Mode::X64),
         Arch::I386 => Ok(Mode::X86),
-        Arch::Armv6 | Arch::Aarch64 => Err(JitError::NotX86(arch)),
+        Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => Err(JitError::NotX86(arch)),
     }
 }
 
@@ -65,7 +65,9 @@ fn mode(arch: Arch) -> Result<Mode, JitError> {
 fn x86_lines(c: backend::Compiled) -> (Routine, Vec<x86::Line>) {
     match c.lines {
         backend::Selected::X86 { lines, .. } => (c.routine, lines),
-        backend::Selected::Armv6(_) | backend::Selected::Aarch64(_) => {
+        backend::Selected::Armv6(_)
+        | backend::Selected::Aarch64(_)
+        | backend::Selected::Riscv64(_) => {
             unreachable!("checked: an x86 arch")
         }
     }

@@ -9,6 +9,7 @@ pub mod call_site;
 mod copy_ops;
 mod fixup_code;
 pub mod routine;
+mod shift_combine;
 pub mod variants;
 
 use std::collections::{BTreeSet, HashMap};
@@ -88,9 +89,12 @@ struct Progress {
 
 impl<'a> Lowering<'a> {
     fn new(s: &'a Strategy, target: Target, dir: Direction, fixed: Option<u32>) -> Self {
+        // RISC-V routines open user access themselves (SR_SUM), as
+        // arch/riscv/lib/uaccess.S does.
         let uaccess_in_routine = target.flavor == Flavor::Linux
-            && matches!(target.arch, Arch::X86_64 | Arch::I386)
-            && s.linux.uaccess == Uaccess::Routine;
+            && (target.arch == Arch::Riscv64
+                || matches!(target.arch, Arch::X86_64 | Arch::I386)
+                    && s.linux.uaccess == Uaccess::Routine);
         let both = s.routine == RoutineShape::Both;
         Lowering {
             s,
@@ -505,6 +509,9 @@ impl<'a> Lowering<'a> {
                 }
                 self.rep_movs(*unit);
                 self.ret(true);
+            }
+            MethodKind::ShiftCombine { width, align } => {
+                self.shift_combine(&m.name, *width, align, lo)
             }
         }
     }

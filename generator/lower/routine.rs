@@ -160,6 +160,33 @@ pub enum Op {
     Return {
         zero: bool,
     },
+    /// Shift-and-combine (RISC-V): scratch `lo` = 8 * (src mod `width`),
+    /// scratch `hi` = 8 * `width` - `lo`, the bit shifts that join two
+    /// aligned source words into the `width` bytes at `src`.
+    ShiftSetup {
+        width: u32,
+        lo: u8,
+        hi: u8,
+    },
+    /// Load the aligned `width`-byte word at `(src & -width) + at` into
+    /// scratch `reg`: it holds at least one byte of the source, and lies
+    /// in one page with it.
+    LoadAligned {
+        width: u32,
+        reg: u8,
+        at: u32,
+        user: Option<UserSite>,
+    },
+    /// Scratch `out` = (scratch `prev` >> `lo`) | (scratch `next` << `hi`):
+    /// the `width` source bytes at `src`, from the aligned words around
+    /// them (little-endian).
+    Combine {
+        out: u8,
+        prev: u8,
+        next: u8,
+        lo: u8,
+        hi: u8,
+    },
 }
 
 /// How the state is repaired when a user access faults.
@@ -214,9 +241,9 @@ impl Routine {
         for op in &self.ops {
             match op {
                 Op::Load(a) | Op::Store(a) => v.extend(a.user.as_ref()),
-                Op::LoadMultiple { user, .. } | Op::StoreMultiple { user, .. } => {
-                    v.extend(user.as_ref())
-                }
+                Op::LoadMultiple { user, .. }
+                | Op::StoreMultiple { user, .. }
+                | Op::LoadAligned { user, .. } => v.extend(user.as_ref()),
                 Op::RepMovs { main, rest, .. } => {
                     v.extend(main.as_ref());
                     v.extend(rest.as_ref());
@@ -236,6 +263,15 @@ impl Routine {
                 Op::Load(a) | Op::Store(a) => a.reg + if a.width > 8 { 2 } else { 1 },
                 Op::LoadMultiple { count, .. } | Op::StoreMultiple { count, .. } => *count,
                 Op::JumpIfAlias { .. } | Op::JumpIfPtr { .. } => 1,
+                Op::ShiftSetup { lo, hi, .. } => 1 + *lo.max(hi),
+                Op::LoadAligned { reg, .. } => reg + 1,
+                Op::Combine {
+                    out,
+                    prev,
+                    next,
+                    lo,
+                    hi,
+                } => 1 + *[out, prev, next, lo, hi].into_iter().max().expect("five"),
                 _ => 0,
             };
             n = n.max(used);

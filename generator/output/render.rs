@@ -38,6 +38,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         "aarch64-linux",
         include_str!("../../templates/aarch64-linux.S.tera"),
     ),
+    (
+        "riscv64-standalone",
+        include_str!("../../templates/riscv64-standalone.S.tera"),
+    ),
+    (
+        "riscv64-linux",
+        include_str!("../../templates/riscv64-linux.S.tera"),
+    ),
 ];
 
 fn tera() -> &'static Tera {
@@ -109,6 +117,7 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),
         Arch::Armv6 => format!("armv6-{}", flavor.name()),
         Arch::Aarch64 => format!("aarch64-{}", flavor.name()),
+        Arch::Riscv64 => format!("riscv64-{}", flavor.name()),
     };
     let ctx = Context::from_serialize(&ctx).expect("context serialises");
     let mut out = tera()

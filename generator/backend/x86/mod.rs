@@ -573,6 +573,9 @@ impl Selector<'_> {
                     self.emit(Inst::Cond(Cpp::Endif));
                 }
             }
+            Op::ShiftSetup { .. } | Op::LoadAligned { .. } | Op::Combine { .. } => {
+                unreachable!("validated: shift_combine is riscv64's")
+            }
             Op::BeginFixups => {
                 self.place_out_of_line();
                 self.lines.begin_fixups();

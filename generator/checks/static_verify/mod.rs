@@ -47,6 +47,7 @@ mod dispatch;
 mod domain;
 mod isa;
 mod report;
+mod rv64;
 pub mod site;
 mod x86;
 

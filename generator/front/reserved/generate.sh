@@ -11,7 +11,8 @@
 #   generator/front/reserved/generate.sh /usr/src/linux-source-6.1.tar.xz \
 #       /usr/src/linux-source-6.12.tar.xz
 #
-# Needs gcc, arm-linux-gnueabi-gcc and aarch64-linux-gnu-gcc. Each tree is
+# Needs gcc, arm-linux-gnueabi-gcc, aarch64-linux-gnu-gcc and
+# riscv64-linux-gnu-gcc. Each tree is
 # preprocessed twice, with no options set and with every `CONFIG_*` a
 # Debian amd64 config sets (/usr/src/linux-config-*), so macros defined
 # only under an option are listed too.
@@ -48,6 +49,13 @@ arm64='#include <linux/linkage.h>
 #include <asm/asm-uaccess.h>
 #include <asm/assembler.h>'
 
+riscv='#include <linux/linkage.h>
+#include <linux/version.h>
+#include <linux/export.h>
+#include <asm/export.h>
+#include <asm/asm.h>
+#include <asm/asm-extable.h>
+#include <asm/csr.h>'
 # The names the templates #define.
 templates='COPYGEN_EXTABLE'
 
@@ -143,3 +151,4 @@ scan x86_64 x86 gcc "-m64" "$x86"
 scan i386 x86 gcc "-m32" "$x86"
 scan armv6 arm arm-linux-gnueabi-gcc "-march=armv6 -marm" "$arm"
 scan aarch64 arm64 aarch64-linux-gnu-gcc "" "$arm64"
+scan riscv64 riscv riscv64-linux-gnu-gcc "" "$riscv"

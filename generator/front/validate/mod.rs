@@ -6,6 +6,7 @@
 
 mod dispatch;
 mod shadow;
+mod shift_combine;
 mod tuned_on;
 mod variants;
 
@@ -63,7 +64,7 @@ fn largest_bound(arch: Arch) -> u64 {
     match arch {
         Arch::X86_64 => i32::MAX as u64,
         Arch::I386 | Arch::Armv6 => u32::MAX as u64,
-        Arch::Aarch64 => i64::MAX as u64,
+        Arch::Aarch64 | Arch::Riscv64 => i64::MAX as u64,
     }
 }
 
@@ -73,6 +74,9 @@ fn bound_reason(arch: Arch) -> &'static str {
         Arch::X86_64 => "x86_64 compares the length with a 32-bit sign-extended immediate",
         Arch::I386 | Arch::Armv6 => "lengths are 32-bit",
         Arch::Aarch64 => "AArch64 builds a bound in a register (movz/movk) only up to 2^63 - 1",
+        Arch::Riscv64 => {
+            "no user copy on RV64 is longer than 2^63 - 1 bytes (access_ok refuses it)"
+        }
     }
 }
 
@@ -150,7 +154,7 @@ impl Validator<'_> {
             self.err(
                 &root.key("arch"),
                 format!(
-                    "unknown architecture `{}`; copygen targets i386, x86_64, armv6 and aarch64",
+                    "unknown architecture `{}`; copygen targets i386, x86_64, armv6, aarch64 and riscv64",
                     raw.arch
                 ),
             )
@@ -382,6 +386,12 @@ impl Validator<'_> {
                 format!("only x86_64 offers a choice of convention; {arch} has one"),
             ));
         }
+        if raw.uaccess.is_some() && arch == Arch::Riscv64 {
+            return Err(self.err(
+                &path.key("uaccess"),
+                "STAC/CLAC bracketing is an x86 option; a riscv64 routine sets and clears SR_SUM itself, as arch/riscv/lib/uaccess.S does",
+            ));
+        }
         if raw.uaccess.is_some() && matches!(arch, Arch::Armv6 | Arch::Aarch64) {
             return Err(self.err(
                 &path.key("uaccess"),
@@ -571,6 +581,7 @@ impl Validator<'_> {
                 "tail",
             ],
             RawKind::RepMovs => &["unit", "align"],
+            RawKind::ShiftCombine => &["width", "align"],
         };
         let present = [
             ("width", m.width.is_some()),
@@ -627,6 +638,7 @@ impl Validator<'_> {
             RawKind::Unrolled => self
                 .unrolled(arch, caps, budget, path, m)
                 .map(MethodKind::Unrolled),
+            RawKind::ShiftCombine => self.shift_combine(arch, caps, budget, path, m),
         }
     }
 

@@ -238,10 +238,10 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
                 }
             };
             let dump = match obj.arch {
-                Arch::Armv6 | Arch::Aarch64 => match objdump_all(&path, obj.arch) {
+                Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => match objdump_all(&path, obj.arch) {
                     Ok(d) => Some(d),
                     Err(e) => {
-                        let note = format!("no ARM listings: {e:#}");
+                        let note = format!("no {} listings: {e:#}", obj.arch);
                         if !notes.contains(&note) {
                             notes.push(note);
                         }
@@ -253,7 +253,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
             for f in &obj.functions {
                 let insns = match obj.arch {
                     Arch::X86_64 | Arch::I386 => Some(insns_x86(&obj, f)),
-                    Arch::Armv6 | Arch::Aarch64 => dump.as_ref().map(|d| {
+                    Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => dump.as_ref().map(|d| {
                         d.get(&f.section)
                             .map(|v| {
                                 v.iter()

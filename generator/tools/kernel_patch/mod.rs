@@ -101,6 +101,11 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
         t.fixed_sizes.clear();
     }
     let file = match s.arch {
+        Arch::Riscv64 => {
+            return Err(unfit(
+                "kernel-patch does not wire riscv64 trees yet (the linux flavour's file drops in for arch/riscv/lib/uaccess.S's copy routine by hand)".into(),
+            ))
+        }
         Arch::X86_64 | Arch::I386 => {
             if s.zero_tail {
                 return Err(unfit(
@@ -408,6 +413,7 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                 "# copygen: arm_copy_{from,to}_user come from copygen_user.S (generated)\n# instead of copy_from_user.o and copy_to_user.o\nmmu-y\t\t:= clear_user.o copy_page.o getuser.o putuser.o       \\\n\t\t   copygen_user.o\n".into(),
             )],
         )],
+        Arch::Riscv64 => Vec::new(),
         Arch::Aarch64 => vec![edit(
             excerpts::aarch64_makefile(kernel),
             &[(
@@ -789,6 +795,11 @@ fn subject(t: &Strategy) -> String {
             "arm64: uaccess",
             "Generate the user copy routines from copygen's {}",
             "Generate __arch_copy_{from,to}_user with copygen",
+        ),
+        Arch::Riscv64 => (
+            "riscv: uaccess",
+            "Generate the user copy routine from copygen's {}",
+            "Generate __asm_copy_{to,from}_user with copygen",
         ),
     };
     mail::subject(prefix, long, short, &t.name)

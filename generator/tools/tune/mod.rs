@@ -416,7 +416,11 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
 
 /// The final report's run: `rep movsb`, `rep movsq`, the tuned strategy
 /// (subject 2) and the catalog, each called.
-fn final_report(sweep: &bench::Sweep, strategy: &Strategy, opts: &bench::Options) -> Result<Results> {
+fn final_report(
+    sweep: &bench::Sweep,
+    strategy: &Strategy,
+    opts: &bench::Options,
+) -> Result<Results> {
     let mut subjects = vec![
         bench::baseline("rep_movsb").expect("built in"),
         bench::baseline("rep_movsq").expect("built in"),
