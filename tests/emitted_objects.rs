@@ -117,7 +117,7 @@ fn expected_format(s: &Strategy, flavor: Flavor) -> (u64, EntryKind, u32, Option
         (Arch::I386, Flavor::Linux, ExtableFormat::Copy) => {
             unreachable!("_ASM_EXTABLE_CPY is x86_64's (validated)")
         }
-        (Arch::Armv6 | Arch::Aarch64, ..) => unreachable!("x86 only"),
+        (Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64, ..) => unreachable!("x86 only"),
     }
 }
 

@@ -152,6 +152,7 @@ fn method_toml(
     let i386 = arch == Arch::I386;
     let arm = arch == Arch::Armv6;
     let a64 = arch == Arch::Aarch64;
+    let rv = arch == Arch::Riscv64;
     // i386: no 8-byte registers, and only eax, edx, ebx have a byte form;
     // armv6: bytes and words only; aarch64: up to 16-byte register pairs
     // (`unit` only matters to rep_movs, which aarch64 has not).
@@ -160,6 +161,7 @@ fn method_toml(
         Arch::Armv6 => [1, 4][m.width as usize % 2],
         Arch::X86_64 => 1u32 << m.width,
         Arch::Aarch64 => [1, 2, 4, 8, 16][(m.width + m.unit) as usize % 5],
+        Arch::Riscv64 => 1u32 << m.width,
     };
     let budget = if i386 && width == 1 {
         budget.min(3)
@@ -197,7 +199,7 @@ fn method_toml(
                 1 => "words",
                 2 if lo >= width as u64 => "overlap",
                 2 => "words",
-                _ if arm || a64 => "words",
+                _ if arm || a64 || rv => "words",
                 _ => "rep_movsb",
             };
             let _ = writeln!(out, "tail = \"{tail}\"");
@@ -206,6 +208,8 @@ fn method_toml(
                     ["pld", "touch"][*kind as usize % 2]
                 } else if a64 {
                     ["pldl1keep", "pldl1strm"][*kind as usize % 2]
+                } else if rv {
+                    "touch"
                 } else {
                     ["nta", "t0", "touch"][*kind as usize]
                 };
@@ -235,6 +239,14 @@ fn method_toml(
                     to + extra
                 );
             }
+        }
+        // riscv64's own: shift-and-combine (its alignment is dst's word).
+        3 if rv => {
+            let _ = writeln!(
+                out,
+                "kind = \"shift_combine\"\nalign = {{ pointer = \"dst\", to = 8, min_size = {} }}",
+                8 + m.regs % 64
+            );
         }
         3 if !arm && !a64 => {
             let units: &[u32] = if i386 { &[1, 4] } else { &[1, 4, 8] };
@@ -285,6 +297,7 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
         Arch::I386 => 4,
         Arch::Armv6 => 8,
         Arch::Aarch64 => 12,
+        Arch::Riscv64 => 10,
         _ if s.rep_movs_convention => 1,
         _ => 6,
     };

@@ -32,9 +32,14 @@ impl AbiSpec {
         // Hardware numbers, or A64's slots (the checker tracks 16 registers).
         let reg = |r: u8| match arch {
             Arch::Aarch64 => a64::slot(r),
+            Arch::Riscv64 => super::rv64::abi_slot(r),
             _ => r as usize,
         };
         let mut clobber: Vec<usize> = table.clobbers.iter().map(|&r| reg(r)).collect();
+        if arch == Arch::Riscv64 {
+            // t0-t4 share a slot: name it once.
+            clobber.sort_unstable();
+        }
         clobber.dedup();
         let isa = isa_for(arch);
         let names: Vec<&str> = clobber.iter().map(|&r| isa.reg_name(r)).collect();
@@ -49,7 +54,7 @@ impl AbiSpec {
                 crate::arch::Args::Regs(r) => Some(r.map(reg)),
                 crate::arch::Args::Stack => None,
             },
-            ret: table.ret as usize,
+            ret: reg(table.ret),
             clobber,
             sp: reg(table.sp),
             pc: table.pc.map(usize::from),

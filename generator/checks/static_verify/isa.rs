@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::abi::AbiSpec;
 use super::domain::State;
-use super::{a64, arm, x86};
+use super::{a64, arm, rv64, x86};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
 
@@ -53,7 +53,7 @@ pub(super) fn isa_for(arch: Arch) -> Box<dyn Isa> {
         Arch::Armv6 => Box::new(arm::Arm),
         Arch::Aarch64 => Box::new(a64::A64),
         Arch::X86_64 | Arch::I386 => Box::new(x86::X86 { arch }),
-        Arch::Riscv64 => unreachable!("check_file refuses riscv64 objects: no RISC-V decoder"),
+        Arch::Riscv64 => Box::new(rv64::Rv64),
     }
 }
 

@@ -47,6 +47,7 @@ mod dispatch;
 mod domain;
 mod isa;
 mod report;
+mod rv64;
 mod x86;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -231,13 +232,6 @@ pub fn check_file(
     options: &Options,
 ) -> Result<Report> {
     let arch = obj.arch;
-    if arch == Arch::Riscv64 {
-        return Err(objfile::BadInput(format!(
-            "{}: the static verifier has no RISC-V decoder; check riscv64 routines with `copygen verify` (fault injection under qemu-riscv64)",
-            path.display()
-        ))
-        .into());
-    }
     let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
     let abi = AbiSpec::new(arch, flavor, convention, regparm);
     let owners = if arch == Arch::Armv6 {
