@@ -233,3 +233,66 @@ fn both_versions_pass_their_trees_checkpatch_strict() {
         }
     }
 }
+
+#[test]
+fn a_per_direction_strategy_is_emitted_as_one_routine_for_both() {
+    // riscv-word-loop has one routine per direction; the kernel has one
+    // body behind both entry points (6.1) and one fallback for both (6.12).
+    for (version, name) in [
+        ("6.1", "copygen_copy_user"),
+        ("6.12", "fallback_scalar_usercopy"),
+    ] {
+        let p = patch("riscv-word-loop", version);
+        assert!(
+            p.contains("The strategy is emitted as one routine serving both"),
+            "{p}"
+        );
+        assert!(p.contains(&format!("+SYM_FUNC_START({name})\n")), "{p}");
+        assert_eq!(p.matches("+SYM_FUNC_START(").count(), 1, "{p}");
+    }
+}
+
+#[test]
+fn unfit_riscv64_strategies_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.patch");
+    let bytes = "[methods.b]\nkind = \"bytes\"\n";
+    for (name, body, why) in [
+        (
+            "zeroing",
+            format!("[fault]\nzero_tail = true\n{bytes}[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n"),
+            "__asm_copy_from_user does not zero; copy_from_user zeroes the rest in C: drop zero_tail",
+        ),
+        (
+            "per-cpu",
+            format!(
+                "{bytes}[[variants]]\nname = \"a\"\nwhen = [\"erms\"]\n[[variants.dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n\
+                 [[variants]]\nname = \"d\"\ndefault = true\n[[variants.dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n"
+            ),
+            "per-CPU variants",
+        ),
+    ] {
+        let file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!("name = \"{name}\"\ndescription = \"d\"\narch = \"riscv64\"\n{body}"),
+        )
+        .unwrap();
+        for version in ["6.1", "6.12"] {
+            let o = copygen(&[
+                file.to_str().unwrap(),
+                "--kernel",
+                version,
+                "--no-verify",
+                "--author",
+                AUTHOR,
+                "-o",
+                out.to_str().unwrap(),
+            ]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {version}: {err}");
+            assert!(err.contains(why), "{name} {version}: {err}");
+            assert!(!out.exists());
+        }
+    }
+}

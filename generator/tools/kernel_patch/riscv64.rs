@@ -56,7 +56,7 @@ pub fn wire(
     // clears SR_SUM itself, as the callers need; validation refuses the key.)
     if !s.variants.is_empty() {
         return Err(unfit(
-            "per-CPU variants are chosen by x86 ALTERNATIVEs; riscv64 has no such glue: use a strategy without [[variant]]",
+            "per-CPU variants are chosen by x86 ALTERNATIVEs; riscv64 has no such glue: use a strategy without [[variants]]",
         ));
     }
     let name = routine_name(kernel);
