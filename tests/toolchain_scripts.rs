@@ -35,11 +35,12 @@ fn lib_sh() -> String {
     std::fs::read_to_string(p).unwrap()
 }
 
-const ARCHES: [(&str, Arch); 4] = [
+const ARCHES: [(&str, Arch); 5] = [
     ("x86_64", Arch::X86_64),
     ("i386", Arch::I386),
     ("armv6", Arch::Armv6),
     ("aarch64", Arch::Aarch64),
+    ("riscv64", Arch::Riscv64),
 ];
 
 /// What lib.sh's `kernel_init_cc` must be for `arch`.

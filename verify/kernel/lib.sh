@@ -16,16 +16,17 @@ kernel_tarball() { echo "/usr/src/linux-source-$1.tar.xz"; }
 kernel_src() { echo "$kernel_cache/linux-$1"; }
 
 # ---- arches ----------------------------------------------------------------------------
-kernel_arches=(x86_64 i386 armv6 aarch64)
+kernel_arches=(x86_64 i386 armv6 aarch64 riscv64)
 # make variables selecting the arch
 declare -A kernel_make_args=(
 	[x86_64]="ARCH=x86_64"
 	[i386]="ARCH=i386"
 	[armv6]="ARCH=arm CROSS_COMPILE=arm-linux-gnueabi-"
 	[aarch64]="ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-"
+	[riscv64]="ARCH=riscv CROSS_COMPILE=riscv64-linux-gnu-"
 )
 # binutils prefix
-declare -A kernel_cross=([x86_64]="" [i386]="" [armv6]="arm-linux-gnueabi-" [aarch64]="aarch64-linux-gnu-")
+declare -A kernel_cross=([x86_64]="" [i386]="" [armv6]="arm-linux-gnueabi-" [aarch64]="aarch64-linux-gnu-" [riscv64]="riscv64-linux-gnu-")
 # kernel-tree: the configuration each file is built in ("TARGET -OPTION..." = a make
 # target, then options switched off)
 declare -A kernel_tree_config=(
@@ -33,25 +34,30 @@ declare -A kernel_tree_config=(
 	[i386]="defconfig"
 	[armv6]="bcm2835_defconfig -ARCH_MULTI_V7"
 	[aarch64]="defconfig"
+	[riscv64]="defconfig"
 )
 # kernel-boot: the base configuration the fragments are merged over
 # (verify/kernel/boot-<arch>.config, boot-<arch>-<version>.config, boot-<version>.config)
-declare -A kernel_boot_base=([x86_64]=tinyconfig [i386]=tinyconfig [armv6]=bcm2835_defconfig [aarch64]=tinyconfig)
-declare -A kernel_boot_targets=([x86_64]="bzImage modules" [i386]="bzImage modules" [armv6]="zImage modules" [aarch64]="Image modules")
-declare -A kernel_boot_image=([x86_64]=arch/x86/boot/bzImage [i386]=arch/x86/boot/bzImage [armv6]=arch/arm/boot/zImage [aarch64]=arch/arm64/boot/Image)
+declare -A kernel_boot_base=([x86_64]=tinyconfig [i386]=tinyconfig [armv6]=bcm2835_defconfig [aarch64]=tinyconfig [riscv64]=tinyconfig)
+declare -A kernel_boot_targets=([x86_64]="bzImage modules" [i386]="bzImage modules" [armv6]="zImage modules" [aarch64]="Image modules" [riscv64]="Image modules")
+declare -A kernel_boot_image=([x86_64]=arch/x86/boot/bzImage [i386]=arch/x86/boot/bzImage [armv6]=arch/arm/boot/zImage [aarch64]=arch/arm64/boot/Image [riscv64]=arch/riscv/boot/Image)
 # the device tree (make target per version, relative to arch/arm/boot/dts)
 declare -A kernel_boot_dtb=([armv6 - 6.1]=bcm2835-rpi-zero.dtb [armv6 - 6.12]=broadcom/bcm2835-rpi-zero.dtb)
 # qemu, TCG only. x86: `-cpu max` has SMAP (a missing STAC oopses); fsrm=off so that 6.12
 # really calls rep_movs_alternative (qemu 7.2's TCG lacks FSRM anyway).
 # aarch64: virt's `-cpu max` has PAN (a kernel-side ldr/str of user memory faults; the
 # unprivileged ldtr/sttr the copy routines use do not).
+# riscv64: virt with qemu's own OpenSBI (-bios default: fw_dynamic from qemu's firmware
+# folder); an S-mode load or store of a user page faults unless SSTATUS.SUM is set, as the
+# copy routine does around its accesses.
 declare -A kernel_qemu=(
 	[x86_64]="qemu-system-x86_64 -accel tcg -cpu max,fsrm=off -smp 1 -m 256M"
 	[i386]="qemu-system-i386 -accel tcg -cpu max,fsrm=off -smp 1 -m 256M"
 	[armv6]="qemu-system-arm -M raspi0"
 	[aarch64]="qemu-system-aarch64 -M virt -cpu max -accel tcg -smp 1 -m 256M"
+	[riscv64]="qemu-system-riscv64 -M virt -bios default -accel tcg -smp 1 -m 256M"
 )
-declare -A kernel_console=([x86_64]=ttyS0 [i386]=ttyS0 [armv6]=ttyAMA0 [aarch64]=ttyAMA0)
+declare -A kernel_console=([x86_64]=ttyS0 [i386]=ttyS0 [armv6]=ttyAMA0 [aarch64]=ttyAMA0 [riscv64]=ttyS0)
 # kernel-boot's init, a user-space program: generator/toolchain.rs's compiler and arch
 # flags, always -static (tests/toolchain_scripts.rs checks both this and kernel_cross).
 # The kernel build itself takes its flags from kbuild (which passes -marm for ARM).
@@ -60,6 +66,7 @@ declare -A kernel_init_cc=(
 	[i386]="gcc -m32 -static"
 	[armv6]="arm-linux-gnueabi-gcc -march=armv6 -marm -static"
 	[aarch64]="aarch64-linux-gnu-gcc -static"
+	[riscv64]="riscv64-linux-gnu-gcc -static"
 )
 # Debian packages: PKG:CHECK (a command or an absolute path)
 declare -A kernel_tools=(
@@ -67,6 +74,7 @@ declare -A kernel_tools=(
 	[i386]="qemu-system-x86:qemu-system-i386 gcc-12-multilib:/usr/lib32/libc.a"
 	[armv6]="qemu-system-arm:qemu-system-arm gcc-arm-linux-gnueabi:arm-linux-gnueabi-gcc libc6-dev-armel-cross:/usr/arm-linux-gnueabi/lib/libc.a"
 	[aarch64]="qemu-system-arm:qemu-system-aarch64 gcc-aarch64-linux-gnu:aarch64-linux-gnu-gcc libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/lib/libc.a"
+	[riscv64]="qemu-system-misc:qemu-system-riscv64 gcc-riscv64-linux-gnu:riscv64-linux-gnu-gcc libc6-dev-riscv64-cross:/usr/riscv64-linux-gnu/lib/libc.a"
 )
 
 kernel_die() { echo "$(basename "$0"): $*" >&2; exit 1; }

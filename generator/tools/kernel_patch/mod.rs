@@ -23,9 +23,13 @@
 //!   `copy_{from,to}_user.S` export them), built instead of those two files;
 //!   `raw_copy_{from,to}_user` already switch TTBR0 (SW PAN) around the call
 //!   and mask the user pointer, and the routine's `ldtr`/`sttr` pass PAN.
+//! - riscv64: uaccess.S keeps `__asm_copy_{to,from}_user` (and on 6.12
+//!   the vector path); their scalar body is the generated routine, one for
+//!   both directions that sets and clears SR_SUM itself (riscv64.rs).
 
 mod excerpts;
 pub mod mail;
+mod riscv64;
 pub mod site;
 
 use std::fmt::Write as _;
@@ -101,11 +105,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
         t.fixed_sizes.clear();
     }
     let file = match s.arch {
-        Arch::Riscv64 => {
-            return Err(unfit(
-                "kernel-patch does not wire riscv64 trees yet (the linux flavour's file drops in for arch/riscv/lib/uaccess.S's copy routine by hand)".into(),
-            ))
-        }
+        Arch::Riscv64 => riscv64::wire(s, &mut t, kernel, &mut notes)?,
         Arch::X86_64 | Arch::I386 => {
             if s.zero_tail {
                 return Err(unfit(
@@ -413,7 +413,7 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                 "# copygen: arm_copy_{from,to}_user come from copygen_user.S (generated)\n# instead of copy_from_user.o and copy_to_user.o\nmmu-y\t\t:= clear_user.o copy_page.o getuser.o putuser.o       \\\n\t\t   copygen_user.o\n".into(),
             )],
         )],
-        Arch::Riscv64 => Vec::new(),
+        Arch::Riscv64 => riscv64::glue(kernel),
         Arch::Aarch64 => vec![edit(
             excerpts::aarch64_makefile(kernel),
             &[(
@@ -797,9 +797,9 @@ fn subject(t: &Strategy) -> String {
             "Generate __arch_copy_{from,to}_user with copygen",
         ),
         Arch::Riscv64 => (
-            "riscv: uaccess",
+            riscv64::SUBJECT_PREFIX,
             "Generate the user copy routine from copygen's {}",
-            "Generate __asm_copy_{to,from}_user with copygen",
+            "Generate the scalar user copy with copygen",
         ),
     };
     mail::subject(prefix, long, short, &t.name)
