@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::front::strategy::KernelVersion;
+use crate::front::strategy::{Arch, KernelVersion};
 
 /// A kernel release, `major.minor`, ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,12 +74,21 @@ impl KernelVersion {
     }
 
     /// The header that declares `EXPORT_SYMBOL` for assembly.
-    pub fn export_header(self) -> &'static str {
+    pub fn export_header(self, arch: Arch) -> &'static str {
         if self.release() < EXPORT_H_MOVED {
-            "asm/export.h"
+            export_header_before_move(arch)
         } else {
             "linux/export.h"
         }
+    }
+}
+
+/// Before [`EXPORT_H_MOVED`]: `<asm/export.h>`, except on RISC-V, which has
+/// none (6.1's arch/riscv/lib/uaccess.S includes `<asm-generic/export.h>`).
+pub fn export_header_before_move(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Riscv64 => "asm-generic/export.h",
+        _ => "asm/export.h",
     }
 }
 
@@ -101,8 +110,18 @@ mod tests {
         assert_eq!(EX_TYPE_COPY_REMOVED.c_args(), "6, 4, 0");
         assert!(!KernelVersion::V6_1.x86_64_calls_rep_movs_alternative());
         assert!(KernelVersion::V6_12.x86_64_calls_rep_movs_alternative());
-        assert_eq!(KernelVersion::V6_1.export_header(), "asm/export.h");
-        assert_eq!(KernelVersion::V6_12.export_header(), "linux/export.h");
+        assert_eq!(
+            KernelVersion::V6_1.export_header(Arch::X86_64),
+            "asm/export.h"
+        );
+        assert_eq!(
+            KernelVersion::V6_1.export_header(Arch::Riscv64),
+            "asm-generic/export.h"
+        );
+        assert_eq!(
+            KernelVersion::V6_12.export_header(Arch::Riscv64),
+            "linux/export.h"
+        );
     }
 
     #[test]

@@ -75,6 +75,7 @@ struct FileContext<'a> {
     /// The header of `EXPORT_SYMBOL` in the tree the linux flavour is for,
     /// or "" for a file for every tree (which picks it by version).
     export_header: &'static str,
+    export_before_move: &'static str,
     /// `KERNEL_VERSION` arguments of the releases a file for every tree
     /// tests (`arch/kernel.rs`): `EXPORT_SYMBOL`'s header moved, and
     /// `EX_TYPE_COPY` removed (also in prose, `6.4`).
@@ -107,7 +108,8 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
             crate::front::strategy::ExtableFormat::Copy => "copy",
         },
         alternatives: !s.variants.is_empty(),
-        export_header: s.linux.kernel.map_or("", |k| k.export_header()),
+        export_header: s.linux.kernel.map_or("", |k| k.export_header(s.arch)),
+        export_before_move: kernel::export_header_before_move(s.arch),
         export_moved: kernel::EXPORT_H_MOVED.c_args(),
         export_moved_name: kernel::EXPORT_H_MOVED.to_string(),
         copy_removed: kernel::EX_TYPE_COPY_REMOVED.c_args(),

@@ -59,7 +59,7 @@
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
 #include <linux/export.h>	/* exports from assembly since 6.5 */
 #else
-#include <asm/export.h>
+#include <asm-generic/export.h>
 #endif
 #include <asm/asm.h>
 #include <asm/asm-extable.h>

@@ -1,4 +1,4 @@
-/* Shim of <asm/export.h> (asm-generic/export.h in 6.1, CONFIG_MODULES=y,
+/* Shim of 6.1's <asm-generic/export.h> (riscv has no <asm/export.h>; CONFIG_MODULES=y,
  * tests only): riscv does not select HAVE_ARCH_PREL32_RELOCATIONS, so the
  * ___ksymtab entry is three pointers: value, name, namespace (0). */
 #ifndef COPYGEN_SHIM_RISCV_EXPORT_H
