@@ -233,13 +233,21 @@ pub const AARCH64: ArchProbes = ArchProbes {
 
 /// RISC-V: `__asm_copy_from_user` is the same address as
 /// `__asm_copy_to_user` in 6.1 (two labels) and 6.12 (`SYM_FUNC_ALIAS`), so
-/// one probe serves both and the direction comes from the pointers.
+/// one probe serves both and the direction comes from the pointers. It is
+/// tried first: a copygen-patched kernel keeps it as the entry, which
+/// tail-calls the generated routine (6.12 without the vector path reaches
+/// `fallback_scalar_usercopy` the same way).
 pub const RISCV64: ArchProbes = ArchProbes {
     arch: Arch::Riscv64,
     ptr_bits: 64,
     caller: "%ra:x64",
     kernel_bits: 1,
     probes: &[
+        CopyProbe {
+            name: "__asm_copy_user",
+            symbols: &[sym("__asm_copy_to_user", Both, RV64, "every kernel")],
+            whole_request: false,
+        },
         CopyProbe {
             name: "copygen_copy_user",
             symbols: &[sym(
@@ -258,11 +266,6 @@ pub const RISCV64: ArchProbes = ArchProbes {
                 RV64,
                 "6.12 (generated there by copygen kernel-patch)",
             )],
-            whole_request: false,
-        },
-        CopyProbe {
-            name: "__asm_copy_user",
-            symbols: &[sym("__asm_copy_to_user", Both, RV64, "every kernel")],
             whole_request: false,
         },
     ],
