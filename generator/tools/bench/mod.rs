@@ -511,7 +511,38 @@ pub fn run_with(
             progress(done, total);
         }
     }
-    let cells = samples
+    let cells = measurements(samples, &iters);
+    let names: Vec<String> = subjects.iter().map(|s| s.name.clone()).collect();
+    Results {
+        sweep: sweep.clone(),
+        baseline: default_baseline(&names),
+        subjects: names,
+        repeats,
+        tsc_hz: tsc_hz(),
+        cpu: cpu_name(),
+        command: String::new(),
+        cells,
+    }
+}
+
+/// Linear-interpolated quantile of sorted, non-empty `v`.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (i, frac) = (pos.floor() as usize, pos.fract());
+    if i + 1 < v.len() {
+        v[i] * (1.0 - frac) + v[i + 1] * frac
+    } else {
+        v[i]
+    }
+}
+
+/// Each cell's rounds (`samples[row][subject]`) summarised: median,
+/// quartiles and extremes, with the calls each round timed.
+pub(crate) fn measurements(
+    samples: Vec<Vec<Vec<f64>>>,
+    iters: &[Vec<u32>],
+) -> Vec<Vec<Measurement>> {
+    samples
         .into_iter()
         .enumerate()
         .map(|(r, per_subject)| {
@@ -535,27 +566,5 @@ pub fn run_with(
                 })
                 .collect()
         })
-        .collect();
-    let names: Vec<String> = subjects.iter().map(|s| s.name.clone()).collect();
-    Results {
-        sweep: sweep.clone(),
-        baseline: default_baseline(&names),
-        subjects: names,
-        repeats,
-        tsc_hz: tsc_hz(),
-        cpu: cpu_name(),
-        command: String::new(),
-        cells,
-    }
-}
-
-/// Linear-interpolated quantile of sorted, non-empty `v`.
-pub fn quantile(v: &[f64], q: f64) -> f64 {
-    let pos = q * (v.len() - 1) as f64;
-    let (i, frac) = (pos.floor() as usize, pos.fract());
-    if i + 1 < v.len() {
-        v[i] * (1.0 - frac) + v[i + 1] * frac
-    } else {
-        v[i]
-    }
+        .collect()
 }

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
-use super::{quantile, round_sequences, tsc_end, tsc_start, Buffers, Measurement, Options};
+use super::{quantile, round_sequences, tsc_end, tsc_start, Buffers, Options};
 use super::{Results, Rng, Sweep};
 use crate::arch::cpu::{CpuFeatures, Cpuid};
 use crate::front::strategy::{KernelVersion, Strategy};
@@ -206,31 +206,7 @@ pub fn run_sites(
             progress(done, total);
         }
     }
-    let cells = samples
-        .into_iter()
-        .enumerate()
-        .map(|(r, per_subject)| {
-            per_subject
-                .into_iter()
-                .enumerate()
-                .map(|(s, rounds)| {
-                    let mut v = rounds.clone();
-                    v.sort_by(|a, b| a.total_cmp(b));
-                    Measurement {
-                        row: r,
-                        subject: s,
-                        cycles: quantile(&v, 0.5),
-                        q1: quantile(&v, 0.25),
-                        q3: quantile(&v, 0.75),
-                        min: v[0],
-                        max: v[v.len() - 1],
-                        iterations: iters[r][s],
-                        rounds,
-                    }
-                })
-                .collect()
-        })
-        .collect();
+    let cells = super::measurements(samples, &iters);
     Results {
         sweep: sweep.clone(),
         subjects: subjects.iter().map(|s| s.name.clone()).collect(),
