@@ -219,17 +219,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     }
     results.command = command_line();
     out!("{}", bench::text_table(&results));
-    if let Some(p) = &a.json {
-        let text =
-            serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
-        copygen::output::write::write_file(p, &(text + "\n"))?;
-        errln!("wrote {}", p.display());
-    }
-    if let Some(p) = &a.plot {
-        bench::plot_svg(&results, p)?;
-        errln!("wrote {}", p.display());
-    }
-    Ok(ExitCode::SUCCESS)
+    write_outputs(&a, &results)
 }
 
 /// The subjects named on the command line after `pre` (the kernel column),
@@ -464,14 +454,23 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     let mut results = with_progress(&sweep.name, |p| site::run_sites(sweep, &subjects, &opts, p));
     results.command = command_line();
     out!("{}", site::site_text(&results, &codes));
+    write_outputs(a, &results)
+}
+
+/// `--json` and `--plot` of a finished run.
+fn write_outputs(
+    a: &BenchArgs,
+    results: &copygen::tools::bench::Results,
+) -> Result<ExitCode, Failure> {
     if let Some(p) = &a.json {
         let text =
-            serde_json::to_string_pretty(&bench::google_benchmark_json(&results)).expect("json");
+            serde_json::to_string_pretty(&copygen::tools::bench::google_benchmark_json(results))
+                .expect("json");
         copygen::output::write::write_file(p, &(text + "\n"))?;
         errln!("wrote {}", p.display());
     }
     if let Some(p) = &a.plot {
-        bench::plot_svg(&results, p)?;
+        copygen::tools::bench::plot_svg(results, p)?;
         errln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
