@@ -186,6 +186,34 @@ fn signal_ends_the_recording(sig: libc::c_int) {
     );
 }
 
+/// The calls the kernel wrote before the recording was told to end are read
+/// after the events are disabled: `--seconds` ends the loop after at most
+/// one read of the 64 KiB buffer here, yet every call of the pipe is kept.
+#[test]
+fn the_end_drains_what_the_ring_buffer_holds() {
+    let n = 10_000;
+    let f = fake(
+        "rep_movs_alternative",
+        &(0..n).map(call).collect::<String>(),
+    );
+    let o = f.run(&["--calls", "100000", "--seconds", "0.000001"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{n} calls, --seconds reached")),
+        "{}",
+        stderr(&o)
+    );
+    let csv = std::fs::read_to_string(&f.out).unwrap();
+    assert_eq!(csv.lines().filter(|l| l.starts_with("to,")).count(), n);
+    assert!(csv.ends_with(&format!(
+        "to,{},{},0,filemap_read\n",
+        512 + n - 1,
+        (n - 1) % 4096
+    )));
+    assert!(net_probes(&f.log()).is_empty(), "{}", f.log());
+    assert_eq!(f.enable("copygen_any"), "0");
+}
+
 #[test]
 fn sigint_removes_the_probes() {
     signal_ends_the_recording(libc::SIGINT);

@@ -125,15 +125,24 @@ impl ProbeGuard {
             .with_context(|| format!("{}: cannot enable the event", path.display()))
     }
 
-    /// Undo everything; the errors of the steps that failed.
-    pub fn cleanup(&mut self) -> Vec<String> {
+    /// Disable the enabled events (they stay defined; one that would not
+    /// disable is tried again by [`Self::cleanup`]); the errors of the
+    /// writes that failed.
+    pub fn disable(&mut self) -> Vec<String> {
         let mut errors = Vec::new();
         for e in std::mem::take(&mut self.enabled) {
             let path = self.event_file(&e, "enable");
             if let Err(err) = write_file(&path, "0", false) {
                 errors.push(format!("{}: {err}", path.display()));
+                self.enabled.push(e);
             }
         }
+        errors
+    }
+
+    /// Undo everything; the errors of the steps that failed.
+    pub fn cleanup(&mut self) -> Vec<String> {
+        let mut errors = self.disable();
         for e in std::mem::take(&mut self.added).iter().rev() {
             let path = self.root.join("kprobe_events");
             if let Err(err) = write_file(&path, &format!("-:{GROUP}/{e}\n"), true) {
@@ -153,6 +162,58 @@ impl Drop for ProbeGuard {
         for e in self.cleanup() {
             crate::output::write::to_stderr(format_args!("copygen record: {e}\n"));
         }
+    }
+}
+
+/// `trace_pipe`, opened non-blocking, and the partial line read so far.
+struct PipeReader<'k> {
+    pipe: std::fs::File,
+    origin: String,
+    parser: Parser<'k>,
+    pending: Vec<u8>,
+    line: usize,
+}
+
+impl PipeReader<'_> {
+    /// Wait up to `ms` milliseconds for something to read.
+    fn poll(&self, ms: libc::c_int) {
+        let mut pfd = libc::pollfd {
+            fd: self.pipe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        unsafe { libc::poll(&mut pfd, 1, ms) };
+    }
+
+    /// One read of the pipe, its complete lines parsed into `rec` (rows
+    /// beyond `calls` are dropped). `Some(bytes)`, or `None` when nothing
+    /// was there to read (`EAGAIN`) or a signal interrupted the read.
+    fn read_some(&mut self, rec: &mut Recording, calls: usize) -> Result<Option<usize>> {
+        let mut buf = [0u8; 1 << 16];
+        let got = match self.pipe.read(&mut buf) {
+            Ok(k) => k,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(anyhow!("{}: read failed: {e}", escape(&self.origin, false))),
+        };
+        self.pending.extend_from_slice(&buf[..got]);
+        while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=nl).collect();
+            self.line += 1;
+            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+            match self.parser.line(self.line, &text)? {
+                Line::Call(r) if rec.rows.len() < calls => rec.rows.push(r),
+                Line::Call(_) | Line::Skipped => {}
+                Line::Lost(k) => rec.lost += k,
+                Line::NoUserSide => rec.no_user_side += 1,
+            }
+        }
+        Ok(Some(got))
     }
 }
 
@@ -310,12 +371,12 @@ pub fn record(o: &Options) -> Result<Recording> {
     }
     let pipe_path = root.join("trace_pipe");
     let origin = pipe_path.display().to_string();
-    let mut pipe = OpenOptions::new()
+    let pipe = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(&pipe_path)
         .with_context(|| format!("{}: cannot open", escape(&origin, false)))?;
-    let mut parser = Parser::new(&origin, Some(o.arch), kallsyms.as_ref());
+    let parser = Parser::new(&origin, Some(o.arch), kallsyms.as_ref());
     let start = Instant::now();
     let mut rec = Recording {
         probe,
@@ -326,9 +387,13 @@ pub fn record(o: &Options) -> Result<Recording> {
         notes,
         release,
     };
-    let mut buf = vec![0u8; 1 << 16];
-    let mut pending: Vec<u8> = Vec::new();
-    let mut ln = 0;
+    let mut reader = PipeReader {
+        pipe,
+        origin,
+        parser,
+        pending: Vec::new(),
+        line: 0,
+    };
     rec.ended = loop {
         if o.stop.load(Ordering::SeqCst) {
             break "stopped by a signal";
@@ -341,41 +406,24 @@ pub fn record(o: &Options) -> Result<Recording> {
         {
             break "--seconds reached";
         }
-        let mut pfd = libc::pollfd {
-            fd: pipe.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        unsafe { libc::poll(&mut pfd, 1, 100) };
-        let got = match pipe.read(&mut buf) {
-            Ok(0) => {
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-            Ok(k) => k,
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::Interrupted =>
-            {
-                continue
-            }
-            Err(e) => return Err(anyhow!("{}: read failed: {e}", escape(&origin, false))),
-        };
-        pending.extend_from_slice(&buf[..got]);
-        while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=nl).collect();
-            ln += 1;
-            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-            match parser.line(ln, &text)? {
-                Line::Call(r) if rec.rows.len() < o.calls => rec.rows.push(r),
-                Line::Call(_) | Line::Skipped => {}
-                Line::Lost(k) => rec.lost += k,
-                Line::NoUserSide => rec.no_user_side += 1,
-            }
+        reader.poll(100);
+        if reader.read_some(&mut rec, o.calls)? == Some(0) {
+            std::thread::sleep(Duration::from_millis(50));
         }
     };
-    drop(pipe);
+    // What the kernel wrote before the events were disabled is still in the
+    // ring buffer: read it, so a signal or --seconds loses no call.
+    let errors = guard.disable();
+    if !errors.is_empty() {
+        return Err(anyhow!("disabling the probes: {}", errors.join("; ")));
+    }
+    while rec.rows.len() < o.calls {
+        match reader.read_some(&mut rec, o.calls)? {
+            Some(0) | None => break,
+            Some(_) => {}
+        }
+    }
+    drop(reader);
     let errors = guard.cleanup();
     if !errors.is_empty() {
         return Err(anyhow!("removing the probes: {}", errors.join("; ")));
