@@ -392,3 +392,43 @@ fn succeeded(out: &std::process::Output) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+unsafe extern "sysv64" fn nothing(_to: *mut u8, _from: *const u8, _n: usize) -> usize {
+    0
+}
+
+/// A trace in phases (the first 300 calls at distance 16, then 690 at 64+,
+/// then 10 large ones): a round's segment of 500 calls often misses the
+/// first phase, yet the cell gets a cost from the rounds that hold it; a
+/// cell no segment holds 32 calls of gets none.
+#[test]
+fn a_cell_gets_a_cost_from_the_rounds_whose_segment_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("phases.csv");
+    let mut text = String::from("direction,size,dst_offset,src_offset\n");
+    for _ in 0..300 {
+        text.push_str("to,100,16,0\n");
+    }
+    for _ in 0..690 {
+        text.push_str("to,100,200,0\n");
+    }
+    for _ in 0..10 {
+        text.push_str("to,2000,0,0\n");
+    }
+    std::fs::write(&path, text).unwrap();
+    let replay = Replay::new(Trace::load(&path).unwrap(), 500, 256 << 10);
+    let subjects = [Subject {
+        name: "nothing".into(),
+        f: nothing,
+        _owner: None,
+    }];
+    let opts = bench::Options {
+        repeats: 15,
+        ..bench::Options::default()
+    };
+    let res = bench::run_replay(&replay, &subjects, &opts, &|_, _| {});
+    let cells = &res.figures[0].cells;
+    assert!(cells[2][2].is_some(), "64-255 B at 16..31: {cells:?}");
+    assert!(cells[2][4].is_some(), "64-255 B at 64+: {cells:?}");
+    assert!(cells[4][0].is_none(), "1K-4K at 0 (10 calls): {cells:?}");
+}

@@ -21,7 +21,9 @@ use super::{quantile, tsc_end, tsc_start, CopyFn, Options, Rng, Subject};
 
 /// The default working set: L2-resident on current x86 cores.
 pub const DEFAULT_WORKING_SET: usize = 256 << 10;
-/// The fewest calls a cell must have in every round's segment to get a cost.
+/// The fewest calls of a cell a round's segment must hold for that round to
+/// count towards the cell's cost; a cell gets a cost when at least half the
+/// rounds count (a trace's phases put some cells in few segments).
 pub const MIN_CELL_CALLS: u32 = 32;
 
 /// What a replay measures.
@@ -123,7 +125,8 @@ pub struct ReplayFigure {
     pub ticks: f64,
     pub q1: f64,
     pub q3: f64,
-    /// `cells[class][band]`: median ticks per call, or None with too few calls.
+    /// `cells[class][band]`: median ticks per call over the rounds that held
+    /// enough calls of the cell, or None when under half the rounds did.
     pub cells: Vec<Vec<Option<f64>>>,
 }
 
@@ -155,7 +158,6 @@ pub fn run_replay(
     let mut rng = Rng::new(opts.seed);
     let mut totals = vec![Vec::with_capacity(repeats); subjects.len()];
     let mut cell_rounds = vec![vec![vec![Vec::new(); 5]; 6]; subjects.len()];
-    let mut fewest = [[u32::MAX; 5]; 6];
     let mut ticks = Vec::with_capacity(r.calls);
     // The timer's cost: timestamps around an empty routine.
     let probe = workload::place(
@@ -182,11 +184,6 @@ pub fn run_replay(
         );
         let cells: Vec<(usize, usize)> = seg.iter().map(workload::cell).collect();
         let counts = workload::cell_counts(&seg);
-        for (c, row) in counts.iter().enumerate() {
-            for (b, &k) in row.iter().enumerate() {
-                fewest[c][b] = fewest[c][b].min(k);
-            }
-        }
         let timed = workload::place(&seg, r.region_pages());
         let warm = workload::place(&warm_seg, r.region_pages());
         rng.shuffle(&mut order);
@@ -201,7 +198,7 @@ pub fn run_replay(
             }
             for (c, row) in counts.iter().enumerate() {
                 for (b, &k) in row.iter().enumerate() {
-                    if k > 0 {
+                    if k >= MIN_CELL_CALLS {
                         let per = sum[c][b] as f64 / k as f64 - timer;
                         cell_rounds[s][c][b].push(per.max(0.0));
                     }
@@ -219,7 +216,7 @@ pub fn run_replay(
                 .map(|c| {
                     (0..5)
                         .map(|b| {
-                            (fewest[c][b] >= MIN_CELL_CALLS && fewest[c][b] != u32::MAX)
+                            (2 * cell_rounds[s][c][b].len() >= repeats)
                                 .then(|| spread(&cell_rounds[s][c][b]).0)
                         })
                         .collect()
@@ -314,7 +311,7 @@ impl ReplayResults {
         }
         let _ = writeln!(
             out,
-            "\nby size class and (dst - src) mod 4096: calls in the trace; ticks per call (median of rounds, each call timed alone, {:.1} ticks of timer subtracted; `-` where a segment holds under {MIN_CELL_CALLS} calls of the cell)",
+            "\nby size class and (dst - src) mod 4096: calls in the trace; ticks per call (median of rounds, each call timed alone, {:.1} ticks of timer subtracted; over the rounds whose segment holds {MIN_CELL_CALLS} calls of the cell or more; `-` where under half the rounds do)",
             self.timer_ticks
         );
         let mut cols = vec!["size".to_string(), "distance".into(), "calls".into()];
