@@ -18,6 +18,16 @@ pub const ALIAS_CLASSES: &[(&str, usize, usize)] = &[
     ("far", 64, 4095),
 ];
 
+/// One `rep movsb` for every size, no guard, no per-CPU variant: what the
+/// tune chooses where no band is worth a guard, and the baseline's code.
+pub fn is_bare_rep_movsb(s: &crate::front::strategy::Strategy) -> bool {
+    use crate::front::strategy::MethodKind;
+    s.variants.is_empty()
+        && matches!(s.classes.as_slice(), [c] if c.lo == 0 && c.hi.is_none()
+            && c.guards.is_empty()
+            && matches!(c.method.kind, MethodKind::RepMovs { unit: 1, align: None }))
+}
+
 /// Worst ratio to `rep movsb` of `subject` per size class x alias class.
 pub fn class_table(res: &Results, subject: usize) -> Vec<Vec<Option<f64>>> {
     let ratios = round_ratios(res, subject);
@@ -145,6 +155,13 @@ pub fn report_text(o: &Outcome) -> String {
         sc.worst.2,
         met(sc.worst.0 <= BOUND)
     );
+    if is_bare_rep_movsb(&o.strategy) && (worst_d > 1.0 || sc.worst.0 > BOUND) {
+        let _ = writeln!(
+            out,
+            "  (`{}` is one unguarded `rep movsb` for every size, the baseline's own instruction: what is above 1.00x is the noise of identical code in this run)",
+            o.strategy.name
+        );
+    }
     if let Some(w) = sc.worst_band {
         let _ = writeln!(
             out,
@@ -228,4 +245,26 @@ pub fn plot_results(res: &Results) -> Results {
     out.sweep.rows = keep.iter().map(|&i| res.sweep.rows[i].clone()).collect();
     out.cells = keep.iter().map(|&i| res.cells[i].clone()).collect();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_bare_rep_movsb;
+    use crate::front::parse::parse;
+
+    const HEAD: &str = "name = \"t\"\ndescription = \"d\"\narch = \"x86_64\"\n[linux]\nuaccess = \"routine\"\nextable = \"copy\"\n[fault]\nprecision = \"exact\"\n";
+
+    fn strategy(rest: &str) -> crate::front::strategy::Strategy {
+        parse("t.toml".as_ref(), &format!("{HEAD}{rest}"), None).unwrap()
+    }
+
+    #[test]
+    fn only_one_unguarded_rep_movsb_counts_as_the_baseline_itself() {
+        let bare = "[methods.movsb]\nkind = \"rep_movs\"\nunit = 1\n[[dispatch]]\nsizes = \"0..\"\nuse = \"movsb\"\n";
+        assert!(is_bare_rep_movsb(&strategy(bare)));
+        let movsq = bare.replace("unit = 1", "unit = 8");
+        assert!(!is_bare_rep_movsb(&strategy(&movsq)));
+        let split = "[methods.movsb]\nkind = \"rep_movs\"\nunit = 1\n[methods.bytes]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..8\"\nuse = \"bytes\"\n[[dispatch]]\nsizes = \"8..\"\nuse = \"movsb\"\n";
+        assert!(!is_bare_rep_movsb(&strategy(split)));
+    }
 }
