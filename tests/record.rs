@@ -141,6 +141,58 @@ fn trace_lines_in_real_formats() {
     );
 }
 
+/// i386's two-way probe keeps the top two bits of each pointer: a kernel
+/// address (0xC0000000 and up) has both set, and a user stack buffer
+/// (0xBFxxxxxx, top bits `2`) is still the user's side.
+#[test]
+fn i386_top_bits_tell_user_from_kernel() {
+    let line = |to_k: u64, from_k: u64| {
+        format!("sh-50 [000] d.... 3.25: copygen_any: (__copy_user_ll+0x0/0x70) to_off=2352 from_off=16 n=64 to_kernel={to_k} from_kernel={from_k} caller=0xc10a1234")
+    };
+    // Named by the --script marker or --arch, or known from the symbol alone.
+    for arch in [Some(Arch::I386), None] {
+        let mut p = Parser::new("t.trace", arch, None);
+        let row = |dir| {
+            Line::Call(Row {
+                dir,
+                n: 64,
+                dst_off: 2352,
+                src_off: 16,
+                caller: None,
+            })
+        };
+        assert_eq!(p.line(1, &line(2, 3)).unwrap(), row(Direction::ToUser));
+        assert_eq!(p.line(2, &line(3, 1)).unwrap(), row(Direction::FromUser));
+        assert_eq!(p.line(3, &line(0, 3)).unwrap(), row(Direction::ToUser));
+        assert_eq!(p.line(4, &line(3, 3)).unwrap(), Line::NoUserSide);
+        assert_eq!(p.line(5, &line(1, 2)).unwrap(), Line::NoUserSide);
+        let e = format!("{:#}", p.line(6, &line(4, 3)).unwrap_err());
+        assert!(
+            e.starts_with("t.trace:6:93: error: field `to_kernel`: 4 is not the top 2 bit(s) of a pointer (0 to 3)"),
+            "{e}"
+        );
+    }
+    // copygen_copy_user is probed both ways on x86_64 and riscv64 (one bit) and
+    // i386 (two): without an arch a flag is not read as either.
+    let amb = "sh-50 [000] d.... 3.25: copygen_any: (copygen_copy_user+0x0/0x70) to_off=0 from_off=0 n=8 to_kernel=1 from_kernel=0";
+    let mut p = Parser::new("t.trace", None, None);
+    let e = format!("{:#}", p.line(1, amb).unwrap_err());
+    assert!(
+        e.starts_with(
+            "t.trace:1:91: error: field `to_kernel`: the top bits of a pointer, and no arch"
+        ),
+        "{e}"
+    );
+    let mut p = Parser::new("t.trace", Some(Arch::X86_64), None);
+    assert!(matches!(
+        p.line(1, amb).unwrap(),
+        Line::Call(Row {
+            dir: Direction::FromUser,
+            ..
+        })
+    ));
+}
+
 /// The traces shipped under generator/workloads/ are workload traces a
 /// bench can load, at least six per arch, each saying how it was recorded.
 #[test]

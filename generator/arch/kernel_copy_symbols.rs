@@ -299,6 +299,25 @@ impl ArchProbes {
     }
 }
 
+/// The `kernel_bits` a trace of `symbol`'s two-way probe has when its arch
+/// is not named: that of every arch probing `symbol` both ways, if they
+/// agree (`__copy_user_ll`: i386's 2; `copygen_copy_user`: none, x86_64 and
+/// riscv64 have 1, i386 2).
+pub fn kernel_bits_of(symbol: &str) -> Option<u32> {
+    let mut bits = [&X86_64, &I386, &ARMV6, &AARCH64, &RISCV64]
+        .into_iter()
+        .filter(|t| {
+            t.probes.iter().any(|p| {
+                p.symbols
+                    .iter()
+                    .any(|s| s.symbol == symbol && s.direction == SymbolDirection::ByUserPointer)
+            })
+        })
+        .map(|t| t.kernel_bits);
+    let first = bits.next()?;
+    bits.all(|b| b == first).then_some(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use anyhow::{bail, Result};
 
 use super::kallsyms::Kallsyms;
 use super::Row;
-use crate::arch::kernel_copy_symbols::{probes, ArchProbes};
+use crate::arch::kernel_copy_symbols::{kernel_bits_of, probes, ArchProbes};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::{Arch, Direction};
 use crate::tools::bench::workload::{MAX_CALLER, MAX_SIZE};
@@ -289,8 +289,31 @@ impl<'k> Parser<'k> {
             Some(d) => d,
             None => {
                 let kernel = |flag: &str, v: u64, is_off: bool, c: usize| -> Result<bool> {
-                    if let Some((k, _)) = field(flag) {
-                        return Ok(k != 0);
+                    if let Some((k, kc)) = field(flag) {
+                        // The pointer's top bits: a kernel address has all of them set.
+                        let bits = match self.arch {
+                            Some(arch) => table(arch).kernel_bits,
+                            None => match kernel_bits_of(ev.symbol) {
+                                Some(bits) => bits,
+                                None => bail!(self.fail(
+                                    ln,
+                                    kc,
+                                    format!(
+                                        "field `{flag}`: the top bits of a pointer, and no arch: copygen's probes of `{}` do not keep the same number of them on every arch; name it (--arch)",
+                                        escape(ev.symbol, false)
+                                    )
+                                )),
+                            },
+                        };
+                        let all = (1u64 << bits) - 1;
+                        if k > all {
+                            bail!(self.fail(
+                                ln,
+                                kc,
+                                format!("field `{flag}`: {k} is not the top {bits} bit(s) of a pointer (0 to {all})")
+                            ));
+                        }
+                        return Ok(k == all);
                     }
                     if is_off {
                         bail!(self.fail(
