@@ -139,6 +139,34 @@ fn trace_lines_in_real_formats() {
             caller: None
         })
     );
+    // As a 6.12 i386 guest printed it: a copy to user space at 0xBFxxxxxx (the
+    // stack; top bits 2).
+    let i386 = "         timeout-34      [000] d.Z..     0.846936: copygen_any: (__copy_user_ll+0x0/0x36) to_off=3936 from_off=1764 n=20 to_kernel=3 from_kernel=2 caller=0xc111ba8c";
+    let mut p = Parser::new("t.trace", Some(Arch::I386), None);
+    assert_eq!(
+        p.line(1, i386).unwrap(),
+        Line::Call(Row {
+            dir: Direction::FromUser,
+            n: 20,
+            dst_off: 3936,
+            src_off: 1764,
+            caller: None
+        })
+    );
+    // As a 6.12 armv6 guest printed it: arm_copy_to_user's address is also
+    // __copy_to_user_std's, and tracefs names the probe by that.
+    let arm = "              dd-54      [000] d....     4.608116: copygen_to: (__copy_to_user_std+0x0/0x358) to_off=3952 from_off=340 n=4 caller=0xc028e998";
+    let mut p = Parser::new("t.trace", Some(Arch::Armv6), None);
+    assert_eq!(
+        p.line(1, arm).unwrap(),
+        Line::Call(Row {
+            dir: Direction::ToUser,
+            n: 4,
+            dst_off: 3952,
+            src_off: 340,
+            caller: None
+        })
+    );
 }
 
 /// i386's two-way probe keeps the top two bits of each pointer: a kernel
@@ -198,7 +226,7 @@ fn i386_top_bits_tell_user_from_kernel() {
 #[test]
 fn shipped_workloads_load() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generator/workloads");
-    for arch in ["x86_64", "aarch64"] {
+    for arch in ["x86_64", "i386", "armv6", "aarch64"] {
         let dir = root.join(arch);
         let mut n = 0;
         for e in std::fs::read_dir(&dir).unwrap() {
