@@ -397,3 +397,44 @@ fn from_trace_and_summary_on_the_command_line() {
     );
     assert!(!bad.exists());
 }
+
+/// verify/kernel-record's fragments: kprobe events on every arch it records,
+/// and what each guest's user space needs of the kernel.
+#[test]
+fn record_fragments_hold_what_the_guests_need() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("verify/kernel");
+    let lines = |arch: &str| -> Vec<String> {
+        let p = dir.join(format!("record-{arch}.config"));
+        std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    for arch in ["x86_64", "i386", "armv6", "aarch64"] {
+        let l = lines(arch);
+        for want in [
+            "CONFIG_KPROBES=y",
+            "CONFIG_KPROBE_EVENTS=y",
+            "CONFIG_INET=y",
+        ] {
+            assert!(l.iter().any(|x| x == want), "record-{arch}.config: {want}");
+        }
+    }
+    // Debian's i386 glibc (32-bit time_t) sleeps through the time32 nanosleep:
+    // without it busybox's sleep and timeout return at once.
+    assert!(lines("i386")
+        .iter()
+        .any(|x| x == "CONFIG_COMPAT_32BIT_TIME=y"));
+    // armv6: the probed arm_copy_to_user is the assembly routine, and -O2 keeps
+    // raw_copy_{to,from}_user inline (the callers are the functions that copy).
+    let arm = lines("armv6");
+    for want in [
+        "# CONFIG_UACCESS_WITH_MEMCPY is not set",
+        "CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE=y",
+        "CONFIG_FTRACE=y",
+        "CONFIG_NET=y",
+    ] {
+        assert!(arm.iter().any(|x| x == want), "record-armv6.config: {want}");
+    }
+}
