@@ -173,6 +173,8 @@ pub struct Parser<'k> {
     kallsyms: Option<&'k Kallsyms>,
     /// Callers symbolised, by address.
     callers: HashMap<u64, Option<String>>,
+    /// The probes' hits the marker line counted.
+    hits: Option<u64>,
 }
 
 impl<'k> Parser<'k> {
@@ -182,11 +184,18 @@ impl<'k> Parser<'k> {
             arch,
             kallsyms,
             callers: HashMap::new(),
+            hits: None,
         }
     }
 
     pub fn arch(&self) -> Option<Arch> {
         self.arch
+    }
+
+    /// How many times the kernel hit the probes while they were enabled
+    /// (any process's calls), as the `--script` marker line says.
+    pub fn hits(&self) -> Option<u64> {
+        self.hits
     }
 
     fn fail(&self, ln: usize, col: usize, msg: impl std::fmt::Display) -> anyhow::Error {
@@ -196,9 +205,21 @@ impl<'k> Parser<'k> {
         )))
     }
 
-    /// The marker line of `--script` names the arch.
+    /// The marker line of `--script` names the arch, and the probes' hit
+    /// count where the kernel has `kprobe_profile` (the words before
+    /// `command:`; what follows is the command's).
     fn mark(&mut self, ln: usize, line: &str) -> Result<()> {
-        let Some(arch) = line
+        let head = line.split(" command:").next().unwrap_or(line);
+        if let Some(h) = head
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("hits="))
+        {
+            let Some(n) = number(h) else {
+                bail!(self.fail(ln, 1, format!("`hits={}`: not a number", escape(h, false))));
+            };
+            self.hits = Some(n);
+        }
+        let Some(arch) = head
             .split_whitespace()
             .find_map(|w| w.strip_prefix("arch="))
         else {
@@ -382,6 +403,29 @@ pub struct Parsed {
     pub lost: u64,
     pub no_user_side: usize,
     pub arch: Option<Arch>,
+    /// The probes' hits, from the marker line.
+    pub hits: Option<u64>,
+}
+
+/// What to add to "no calls in the trace" when the marker line counted
+/// hits: the kernel ran the probes and its ring buffer kept none of their
+/// events. On riscv64 that is the kernel's doing: it takes a kprobe in
+/// kernel mode as an NMI (`do_trap_break`), and its ring buffer refuses
+/// events in NMI context on an arch without `ARCH_HAVE_NMI_SAFE_CMPXCHG`,
+/// which riscv does not select (6.12).
+pub fn no_calls_why(hits: Option<u64>, arch: Option<Arch>) -> String {
+    let Some(h) = hits.filter(|&h| h > 0) else {
+        return String::new();
+    };
+    let mut why = format!(
+        "; yet the kernel hit the probes {h} times while they were enabled (any process's calls)"
+    );
+    if arch == Some(Arch::Riscv64) {
+        why.push_str(
+            ": riscv64 Linux (6.12) runs a kprobe as an NMI, and its ring buffer keeps no event in NMI context (riscv does not select ARCH_HAVE_NMI_SAFE_CMPXCHG), so kprobe events cannot record its copies",
+        );
+    }
+    why
 }
 
 /// Every line of `text`; rows past `limit` are counted, not kept.
@@ -404,5 +448,6 @@ pub fn parse_text(
         }
     }
     out.arch = p.arch();
+    out.hits = p.hits();
     Ok(out)
 }
