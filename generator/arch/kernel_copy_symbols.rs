@@ -236,7 +236,10 @@ pub const AARCH64: ArchProbes = ArchProbes {
 /// one probe serves both and the direction comes from the pointers. It is
 /// tried first: a copygen-patched kernel keeps it as the entry, which
 /// tail-calls the generated routine (6.12 without the vector path reaches
-/// `fallback_scalar_usercopy` the same way).
+/// `fallback_scalar_usercopy` the same way). A 6.12 kernel accepts these
+/// probes and counts their hits, but keeps no event of them: it runs a
+/// kernel-mode kprobe as an NMI, and its ring buffer takes no event there
+/// (riscv does not select `ARCH_HAVE_NMI_SAFE_CMPXCHG`).
 pub const RISCV64: ArchProbes = ArchProbes {
     arch: Arch::Riscv64,
     ptr_bits: 64,
