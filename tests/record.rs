@@ -139,6 +139,86 @@ fn trace_lines_in_real_formats() {
             caller: None
         })
     );
+    // As a 6.12 i386 guest printed it: a copy to user space at 0xBFxxxxxx (the
+    // stack; top bits 2).
+    let i386 = "         timeout-34      [000] d.Z..     0.846936: copygen_any: (__copy_user_ll+0x0/0x36) to_off=3936 from_off=1764 n=20 to_kernel=3 from_kernel=2 caller=0xc111ba8c";
+    let mut p = Parser::new("t.trace", Some(Arch::I386), None);
+    assert_eq!(
+        p.line(1, i386).unwrap(),
+        Line::Call(Row {
+            dir: Direction::FromUser,
+            n: 20,
+            dst_off: 3936,
+            src_off: 1764,
+            caller: None
+        })
+    );
+    // As a 6.12 armv6 guest printed it: arm_copy_to_user's address is also
+    // __copy_to_user_std's, and tracefs names the probe by that.
+    let arm = "              dd-54      [000] d....     4.608116: copygen_to: (__copy_to_user_std+0x0/0x358) to_off=3952 from_off=340 n=4 caller=0xc028e998";
+    let mut p = Parser::new("t.trace", Some(Arch::Armv6), None);
+    assert_eq!(
+        p.line(1, arm).unwrap(),
+        Line::Call(Row {
+            dir: Direction::ToUser,
+            n: 4,
+            dst_off: 3952,
+            src_off: 340,
+            caller: None
+        })
+    );
+}
+
+/// i386's two-way probe keeps the top two bits of each pointer: a kernel
+/// address (0xC0000000 and up) has both set, and a user stack buffer
+/// (0xBFxxxxxx, top bits `2`) is still the user's side.
+#[test]
+fn i386_top_bits_tell_user_from_kernel() {
+    let line = |to_k: u64, from_k: u64| {
+        format!("sh-50 [000] d.... 3.25: copygen_any: (__copy_user_ll+0x0/0x70) to_off=2352 from_off=16 n=64 to_kernel={to_k} from_kernel={from_k} caller=0xc10a1234")
+    };
+    // Named by the --script marker or --arch, or known from the symbol alone.
+    for arch in [Some(Arch::I386), None] {
+        let mut p = Parser::new("t.trace", arch, None);
+        let row = |dir| {
+            Line::Call(Row {
+                dir,
+                n: 64,
+                dst_off: 2352,
+                src_off: 16,
+                caller: None,
+            })
+        };
+        assert_eq!(p.line(1, &line(2, 3)).unwrap(), row(Direction::ToUser));
+        assert_eq!(p.line(2, &line(3, 1)).unwrap(), row(Direction::FromUser));
+        assert_eq!(p.line(3, &line(0, 3)).unwrap(), row(Direction::ToUser));
+        assert_eq!(p.line(4, &line(3, 3)).unwrap(), Line::NoUserSide);
+        assert_eq!(p.line(5, &line(1, 2)).unwrap(), Line::NoUserSide);
+        let e = format!("{:#}", p.line(6, &line(4, 3)).unwrap_err());
+        assert!(
+            e.starts_with("t.trace:6:93: error: field `to_kernel`: 4 is not the top 2 bit(s) of a pointer (0 to 3)"),
+            "{e}"
+        );
+    }
+    // copygen_copy_user is probed both ways on x86_64 and riscv64 (one bit) and
+    // i386 (two): without an arch a flag is not read as either.
+    let amb = "sh-50 [000] d.... 3.25: copygen_any: (copygen_copy_user+0x0/0x70) to_off=0 from_off=0 n=8 to_kernel=1 from_kernel=0";
+    let mut p = Parser::new("t.trace", None, None);
+    let e = format!("{:#}", p.line(1, amb).unwrap_err());
+    assert!(
+        e.starts_with(
+            "t.trace:1:91: error: field `to_kernel`: the top bits of a pointer, and no arch"
+        ),
+        "{e}"
+    );
+    let mut p = Parser::new("t.trace", Some(Arch::X86_64), None);
+    assert!(matches!(
+        p.line(1, amb).unwrap(),
+        Line::Call(Row {
+            dir: Direction::FromUser,
+            ..
+        })
+    ));
 }
 
 /// The traces shipped under generator/workloads/ are workload traces a
@@ -146,7 +226,7 @@ fn trace_lines_in_real_formats() {
 #[test]
 fn shipped_workloads_load() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("generator/workloads");
-    for arch in ["x86_64", "aarch64"] {
+    for arch in ["x86_64", "i386", "armv6", "aarch64"] {
         let dir = root.join(arch);
         let mut n = 0;
         for e in std::fs::read_dir(&dir).unwrap() {
@@ -316,4 +396,45 @@ fn from_trace_and_summary_on_the_command_line() {
         "{e}"
     );
     assert!(!bad.exists());
+}
+
+/// verify/kernel-record's fragments: kprobe events on every arch it records,
+/// and what each guest's user space needs of the kernel.
+#[test]
+fn record_fragments_hold_what_the_guests_need() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("verify/kernel");
+    let lines = |arch: &str| -> Vec<String> {
+        let p = dir.join(format!("record-{arch}.config"));
+        std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    for arch in ["x86_64", "i386", "armv6", "aarch64"] {
+        let l = lines(arch);
+        for want in [
+            "CONFIG_KPROBES=y",
+            "CONFIG_KPROBE_EVENTS=y",
+            "CONFIG_INET=y",
+        ] {
+            assert!(l.iter().any(|x| x == want), "record-{arch}.config: {want}");
+        }
+    }
+    // Debian's i386 glibc (32-bit time_t) sleeps through the time32 nanosleep:
+    // without it busybox's sleep and timeout return at once.
+    assert!(lines("i386")
+        .iter()
+        .any(|x| x == "CONFIG_COMPAT_32BIT_TIME=y"));
+    // armv6: the probed arm_copy_to_user is the assembly routine, and -O2 keeps
+    // raw_copy_{to,from}_user inline (the callers are the functions that copy).
+    let arm = lines("armv6");
+    for want in [
+        "# CONFIG_UACCESS_WITH_MEMCPY is not set",
+        "CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE=y",
+        "CONFIG_FTRACE=y",
+        "CONFIG_NET=y",
+    ] {
+        assert!(arm.iter().any(|x| x == want), "record-armv6.config: {want}");
+    }
 }

@@ -476,3 +476,93 @@ fn the_script_adds_the_same_probes_and_removes_them_on_every_way_out() {
         stderr(&o)
     );
 }
+
+/// A kernel that hits the probes and keeps no event (riscv64 6.12 takes a
+/// kprobe as an NMI, where its ring buffer refuses events): the script's
+/// marker line carries the hit count from `kprobe_profile`, and
+/// `--from-trace` says so instead of only "no calls".
+#[test]
+fn a_trace_without_events_says_the_probes_were_hit() {
+    let f = fake("rep_movs_alternative", "");
+    std::fs::create_dir_all(f.root.join("options")).unwrap();
+    let profile = f.root.join("kprobe_profile");
+    std::fs::write(
+        &profile,
+        "  copygen_any                                   292               0\n  other_any        5        0\n",
+    )
+    .unwrap();
+    let dir = f.root.parent().unwrap().to_path_buf();
+    let ks = dir.join("kallsyms");
+    let csv = dir.join("t.csv");
+    let from_trace = || {
+        copygen()
+            .args(["record", "--from-trace"])
+            .arg(&f.out)
+            .arg("-o")
+            .arg(&csv)
+            .output()
+            .unwrap()
+    };
+
+    std::fs::write(&ks, "ffffffff8022e830 T __asm_copy_to_user\n").unwrap();
+    let s = script(&dir, &["--arch", "riscv64"]);
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = run_script(&f, &s, &ks, "true");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read_to_string(&f.out).unwrap();
+    assert!(
+        out.starts_with(
+            "# copygen-record arch=riscv64 symbol=__asm_copy_user rc=0 hits=292 command: sh -c true"
+        ),
+        "{out}"
+    );
+    let o = from_trace();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("error: no calls of copygen's probes in it; yet the kernel hit the probes 292 times while they were enabled")
+            && e.contains("riscv64 Linux (6.12) runs a kprobe as an NMI"),
+        "{e}"
+    );
+    assert!(!csv.exists());
+
+    // Elsewhere the count, not riscv64's cause; never hit: the plain message.
+    std::fs::write(&ks, "ffffffff81000000 T rep_movs_alternative\n").unwrap();
+    let s = script(&dir, &["--arch", "x86_64"]);
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = run_script(&f, &s, &ks, "true");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&from_trace());
+    assert!(
+        e.contains("yet the kernel hit the probes 292 times") && !e.contains("NMI"),
+        "{e}"
+    );
+    std::fs::write(&profile, "  copygen_any  0  0\n").unwrap();
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = run_script(&f, &s, &ks, "echo hits=7 >/dev/null");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&f.out)
+        .unwrap()
+        .contains(" rc=0 hits=0 command: sh -c echo hits=7"));
+    let e = stderr(&from_trace());
+    assert!(
+        e.trim_end()
+            .ends_with("error: no calls of copygen's probes in it"),
+        "{e}"
+    );
+    // A kernel without kprobe_profile: no count, and the command's words are
+    // not read as the marker's.
+    std::fs::remove_file(&profile).unwrap();
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = run_script(&f, &s, &ks, "echo hits=7 >/dev/null");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&f.out)
+        .unwrap()
+        .contains(" rc=0 command: sh -c echo hits=7"));
+    let e = stderr(&from_trace());
+    assert!(
+        e.trim_end()
+            .ends_with("error: no calls of copygen's probes in it"),
+        "{e}"
+    );
+}

@@ -236,7 +236,10 @@ pub const AARCH64: ArchProbes = ArchProbes {
 /// one probe serves both and the direction comes from the pointers. It is
 /// tried first: a copygen-patched kernel keeps it as the entry, which
 /// tail-calls the generated routine (6.12 without the vector path reaches
-/// `fallback_scalar_usercopy` the same way).
+/// `fallback_scalar_usercopy` the same way). A 6.12 kernel accepts these
+/// probes and counts their hits, but keeps no event of them: it runs a
+/// kernel-mode kprobe as an NMI, and its ring buffer takes no event there
+/// (riscv does not select `ARCH_HAVE_NMI_SAFE_CMPXCHG`).
 pub const RISCV64: ArchProbes = ArchProbes {
     arch: Arch::Riscv64,
     ptr_bits: 64,
@@ -297,6 +300,25 @@ impl ArchProbes {
         let top = ptr >> (self.ptr_bits - self.kernel_bits);
         top == (1 << self.kernel_bits) - 1
     }
+}
+
+/// The `kernel_bits` a trace of `symbol`'s two-way probe has when its arch
+/// is not named: that of every arch probing `symbol` both ways, if they
+/// agree (`__copy_user_ll`: i386's 2; `copygen_copy_user`: none, x86_64 and
+/// riscv64 have 1, i386 2).
+pub fn kernel_bits_of(symbol: &str) -> Option<u32> {
+    let mut bits = [&X86_64, &I386, &ARMV6, &AARCH64, &RISCV64]
+        .into_iter()
+        .filter(|t| {
+            t.probes.iter().any(|p| {
+                p.symbols
+                    .iter()
+                    .any(|s| s.symbol == symbol && s.direction == SymbolDirection::ByUserPointer)
+            })
+        })
+        .map(|t| t.kernel_bits);
+    let first = bits.next()?;
+    bits.all(|b| b == first).then_some(first)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use copygen::front::strategy::Arch;
 use copygen::tools::bench::workload::{Trace, MAX_CALLS};
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::live::{self, Refused};
-use copygen::tools::record::parse::{parse_text, BadTrace};
+use copygen::tools::record::parse::{no_calls_why, parse_text, BadTrace};
 use copygen::tools::record::{pick, script, summary, to_csv};
 
 use super::{parse_arch, write_stdout, Failure};
@@ -178,8 +178,9 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         let p = parse_text(&origin, &text, arch, kallsyms.as_ref(), a.calls).map_err(classify)?;
         if p.rows.is_empty() {
             return Err(Failure::Input(format!(
-                "{}: error: no calls of copygen's probes in it",
-                escape(&origin, false)
+                "{}: error: no calls of copygen's probes in it{}",
+                escape(&origin, false),
+                no_calls_why(p.hits, p.arch)
             )));
         }
         let mut comments = a.note.clone();

@@ -18,7 +18,7 @@ use anyhow::{bail, Result};
 
 use super::kallsyms::Kallsyms;
 use super::Row;
-use crate::arch::kernel_copy_symbols::{probes, ArchProbes};
+use crate::arch::kernel_copy_symbols::{kernel_bits_of, probes, ArchProbes};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::{Arch, Direction};
 use crate::tools::bench::workload::{MAX_CALLER, MAX_SIZE};
@@ -173,6 +173,8 @@ pub struct Parser<'k> {
     kallsyms: Option<&'k Kallsyms>,
     /// Callers symbolised, by address.
     callers: HashMap<u64, Option<String>>,
+    /// The probes' hits the marker line counted.
+    hits: Option<u64>,
 }
 
 impl<'k> Parser<'k> {
@@ -182,11 +184,18 @@ impl<'k> Parser<'k> {
             arch,
             kallsyms,
             callers: HashMap::new(),
+            hits: None,
         }
     }
 
     pub fn arch(&self) -> Option<Arch> {
         self.arch
+    }
+
+    /// How many times the kernel hit the probes while they were enabled
+    /// (any process's calls), as the `--script` marker line says.
+    pub fn hits(&self) -> Option<u64> {
+        self.hits
     }
 
     fn fail(&self, ln: usize, col: usize, msg: impl std::fmt::Display) -> anyhow::Error {
@@ -196,9 +205,21 @@ impl<'k> Parser<'k> {
         )))
     }
 
-    /// The marker line of `--script` names the arch.
+    /// The marker line of `--script` names the arch, and the probes' hit
+    /// count where the kernel has `kprobe_profile` (the words before
+    /// `command:`; what follows is the command's).
     fn mark(&mut self, ln: usize, line: &str) -> Result<()> {
-        let Some(arch) = line
+        let head = line.split(" command:").next().unwrap_or(line);
+        if let Some(h) = head
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("hits="))
+        {
+            let Some(n) = number(h) else {
+                bail!(self.fail(ln, 1, format!("`hits={}`: not a number", escape(h, false))));
+            };
+            self.hits = Some(n);
+        }
+        let Some(arch) = head
             .split_whitespace()
             .find_map(|w| w.strip_prefix("arch="))
         else {
@@ -289,8 +310,31 @@ impl<'k> Parser<'k> {
             Some(d) => d,
             None => {
                 let kernel = |flag: &str, v: u64, is_off: bool, c: usize| -> Result<bool> {
-                    if let Some((k, _)) = field(flag) {
-                        return Ok(k != 0);
+                    if let Some((k, kc)) = field(flag) {
+                        // The pointer's top bits: a kernel address has all of them set.
+                        let bits = match self.arch {
+                            Some(arch) => table(arch).kernel_bits,
+                            None => match kernel_bits_of(ev.symbol) {
+                                Some(bits) => bits,
+                                None => bail!(self.fail(
+                                    ln,
+                                    kc,
+                                    format!(
+                                        "field `{flag}`: the top bits of a pointer, and no arch: copygen's probes of `{}` do not keep the same number of them on every arch; name it (--arch)",
+                                        escape(ev.symbol, false)
+                                    )
+                                )),
+                            },
+                        };
+                        let all = (1u64 << bits) - 1;
+                        if k > all {
+                            bail!(self.fail(
+                                ln,
+                                kc,
+                                format!("field `{flag}`: {k} is not the top {bits} bit(s) of a pointer (0 to {all})")
+                            ));
+                        }
+                        return Ok(k == all);
                     }
                     if is_off {
                         bail!(self.fail(
@@ -359,6 +403,29 @@ pub struct Parsed {
     pub lost: u64,
     pub no_user_side: usize,
     pub arch: Option<Arch>,
+    /// The probes' hits, from the marker line.
+    pub hits: Option<u64>,
+}
+
+/// What to add to "no calls in the trace" when the marker line counted
+/// hits: the kernel ran the probes and its ring buffer kept none of their
+/// events. On riscv64 that is the kernel's doing: it takes a kprobe in
+/// kernel mode as an NMI (`do_trap_break`), and its ring buffer refuses
+/// events in NMI context on an arch without `ARCH_HAVE_NMI_SAFE_CMPXCHG`,
+/// which riscv does not select (6.12).
+pub fn no_calls_why(hits: Option<u64>, arch: Option<Arch>) -> String {
+    let Some(h) = hits.filter(|&h| h > 0) else {
+        return String::new();
+    };
+    let mut why = format!(
+        "; yet the kernel hit the probes {h} times while they were enabled (any process's calls)"
+    );
+    if arch == Some(Arch::Riscv64) {
+        why.push_str(
+            ": riscv64 Linux (6.12) runs a kprobe as an NMI, and its ring buffer keeps no event in NMI context (riscv does not select ARCH_HAVE_NMI_SAFE_CMPXCHG), so kprobe events cannot record its copies",
+        );
+    }
+    why
 }
 
 /// Every line of `text`; rows past `limit` are counted, not kept.
@@ -381,5 +448,6 @@ pub fn parse_text(
         }
     }
     out.arch = p.arch();
+    out.hits = p.hits();
     Ok(out)
 }

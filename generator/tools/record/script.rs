@@ -93,10 +93,16 @@ sh -c 'echo $$ >"$0/set_event_pid" && echo 1 >"$0/tracing_on" && exec "$@"' "$T"
 rc=$?
 echo 0 >"$T/tracing_on"
 for e in $EVENTS; do echo 0 >"$T/events/$G/$e/enable"; done
+# How often the kernel hit the probes (every process's calls, while enabled): a trace
+# with no event then tells a kernel that kept none from probes that were never hit.
+hits=
+if [ -r "$T/kprobe_profile" ]; then
+	hits=$(awk -v ev=" $EVENTS " 'index(ev, " " $1 " ") {{ n += $2 }} END {{ printf " hits=%d", n }}' "$T/kprobe_profile")
+fi
 if [ "$out" = - ]; then
-	{{ echo "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc command: $*"; cat "$T/trace"; }}
+	{{ echo "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc$hits command: $*"; cat "$T/trace"; }}
 else
-	{{ echo "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc command: $*"; cat "$T/trace"; }} >"$out" || die "cannot write $out"
+	{{ echo "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc$hits command: $*"; cat "$T/trace"; }} >"$out" || die "cannot write $out"
 fi
 cleanup
 exit $rc
