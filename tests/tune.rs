@@ -310,6 +310,28 @@ fn ctrl_c_returns_the_best_so_far() {
 }
 
 #[test]
+fn a_catalog_name_is_a_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.toml");
+    let run = copygen()
+        .args(["tune", "tuned-zen4", "--distribution", "MemcpyGoogleQ"])
+        .args(["--budget", "2", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    check_output(&out, "MemcpyGoogleQ");
+    // The base's name is kept.
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("name = \"tuned-zen4\""));
+}
+
+#[test]
 fn bad_tune_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let arm = dir.path().join("arm.toml");
@@ -323,6 +345,10 @@ fn bad_tune_input_exits_2() {
         vec!["--distribution", "MemcpyGoogleQ", "--budget", "0"],
         vec!["--distribution", "MemcpyGoogleQ", "--name", "a b"],
         vec![arm.to_str().unwrap(), "--distribution", "MemcpyGoogleQ"],
+        // A catalog name that is not there, and a per-CPU strategy (tune
+        // searches one CPU's strategy; --merge combines them).
+        vec!["no-such-strategy", "--distribution", "MemcpyGoogleQ"],
+        vec!["guarded-movsb", "--distribution", "MemcpyGoogleQ"],
     ] {
         let out = dir.path().join("never.toml");
         let run = copygen()

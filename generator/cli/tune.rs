@@ -12,7 +12,7 @@ use super::{command_line, Failure};
 
 #[derive(clap::Args)]
 pub struct TuneArgs {
-    /// A strategy to start from: its name, directions, linux options and
+    /// A strategy (file or catalog name) to start from: its name, directions, linux options and
     /// precision are kept, and it competes as it is.
     base: Option<PathBuf>,
     /// Size distribution to tune on (llvm-libc CSV; a file or a built-in
@@ -117,13 +117,21 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     let base = a
         .base
         .as_deref()
-        .map(|p| parse::load(p, None))
+        .map(|p| super::strategy_arg(p, None))
         .transpose()?;
     if let Some(b) = &base {
         if b.arch != Arch::X86_64 {
             return Err(Failure::Input(format!(
                 "error: {}: tune measures x86_64 strategies on this CPU; this one is {}",
                 b.source, b.arch
+            )));
+        }
+        if !b.variants.is_empty() {
+            return Err(Failure::Input(format!(
+                "error: {}: tune starts from a strategy without per-CPU variants; this one has {} \
+                 (tune each CPU from a plain strategy and combine the results with --merge)",
+                b.source,
+                b.variants.len()
             )));
         }
     }
