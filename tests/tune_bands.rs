@@ -181,7 +181,7 @@ fn alias_guards(s: &copygen::front::strategy::Strategy) -> Vec<(u64, u32, u32)> 
 fn the_search_over_measured_bands_uses_only_them() {
     let per = detect_bands(&amd_like());
     let space = BandSpace::from_detected(&per);
-    assert_eq!(space.options, vec![(1, 15, 65), (16, 31, 65)]);
+    assert_eq!(space.options, vec![(1, 15, 65, None), (16, 31, 65, None)]);
     let seeds = Candidate::band_seeds(&space, &space.size_sets(&per));
     // A seed guards both bands from just above the size below the first
     // that showed them, with the branch-light loop.
@@ -227,6 +227,85 @@ fn the_search_over_measured_bands_uses_only_them() {
         }
     }
     assert!(block_tails > 0, "the branch-light loop is in the space");
+}
+
+/// Like an AMD EPYC of family 0x1a (Zen 5): 1..63 at about 5x up to
+/// 256 B, and no band from 1 KiB; a register loop at 1.2x rep movsb's best.
+fn zen5_like() -> BandTable {
+    let base = |n: usize| 8.0 + n as f64 / 32.0;
+    table(
+        |n, d| {
+            if n <= 256 && (1..=63).contains(&d) {
+                base(n) * 4.8
+            } else {
+                base(n)
+            }
+        },
+        |n, _| base(n) * 1.2,
+    )
+}
+
+#[test]
+fn a_band_only_at_short_sizes_is_guarded_only_there() {
+    let per = detect_bands(&zen5_like());
+    assert_eq!(
+        bands_of(&per),
+        vec![
+            (16, vec![(1, 63)]),
+            (64, vec![(1, 63)]),
+            (256, vec![(1, 63)]),
+            (1024, vec![]),
+            (4096, vec![]),
+        ]
+    );
+    // The seed guards from the smallest size up to the first measured
+    // size that no longer shows the band.
+    let space = BandSpace::from_detected(&per);
+    assert_eq!(space.options, vec![(1, 63, 0, Some(1024))]);
+    let seeds = Candidate::band_seeds(&space, &space.size_sets(&per));
+    let seed = seeds.iter().find(|c| !c.bands.is_empty()).unwrap();
+    let s = strategy_of(seed);
+    let guarded: Vec<(u64, Option<u64>)> = s
+        .classes
+        .iter()
+        .filter(|k| !k.guards.is_empty())
+        .map(|k| (k.lo, k.hi))
+        .collect();
+    assert_eq!(
+        guarded,
+        vec![(0, Some(1023))],
+        "{}",
+        seed.toml(&CandidateBase::new("t"))
+    );
+    assert!(s
+        .classes
+        .iter()
+        .any(|k| k.lo == 1024 && k.guards.is_empty()));
+    // Every neighbour keeps each guard inside its from..until.
+    let mut rng = Rng::new(3);
+    let mut pool = seeds.clone();
+    let mut bounded = 0;
+    for i in 0..300 {
+        let c = pool[i % pool.len()].mutate_bands(&mut rng, &space);
+        pool.push(c);
+    }
+    for c in &pool {
+        let s = strategy_of(c);
+        for k in &s.classes {
+            for g in &k.guards {
+                let Condition::Alias { lo, .. } = g.condition else {
+                    panic!("not an alias guard")
+                };
+                let band = c.bands.iter().find(|b| b.lo == lo).unwrap();
+                assert!(k.lo >= band.from as u64, "{c:?}");
+                if let Some(u) = band.until {
+                    assert!(k.hi.is_some_and(|h| h < u as u64), "{c:?}");
+                    bounded += 1;
+                }
+            }
+        }
+    }
+    assert!(bounded > 0, "bounded guards are in the space");
 }
 
 #[test]

@@ -250,13 +250,17 @@ pub fn measure_bands(seed: u64) -> BandTable {
 /// size it was seen at and the largest measured size below that.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BandSpace {
-    /// `(lo, hi, seed_from)`: a band and the size its seed guards from.
-    pub options: Vec<(u32, u32, u32)>,
+    /// `(lo, hi, seed_from, seed_until)`: a band, the size its seed guards
+    /// from and, where a larger measured size no longer shows it, the size
+    /// the seed stops at.
+    pub options: Vec<(u32, u32, u32, Option<u32>)>,
 }
 
 impl BandSpace {
     pub fn from_detected(per_size: &[SizeBands]) -> BandSpace {
-        let mut options: Vec<(u32, u32, u32)> = Vec::new();
+        let mut options: Vec<(u32, u32, u32, Option<u32>)> = Vec::new();
+        let shows =
+            |sb: &SizeBands, lo: u32, hi: u32| sb.bands.iter().any(|b| (b.lo, b.hi) == (lo, hi));
         for (i, sb) in per_size.iter().enumerate() {
             // Guard from just above the largest size measured below.
             let from = if i == 0 {
@@ -265,9 +269,17 @@ impl BandSpace {
                 per_size[i - 1].size as u32 + 1
             };
             for b in &sb.bands {
-                if !options.iter().any(|o| (o.0, o.1) == (b.lo, b.hi)) {
-                    options.push((b.lo, b.hi, from));
+                if options.iter().any(|o| (o.0, o.1) == (b.lo, b.hi)) {
+                    continue;
                 }
+                // Until the first larger size where it no longer shows, when
+                // no size above that shows it again.
+                let last = per_size
+                    .iter()
+                    .rposition(|s| shows(s, b.lo, b.hi))
+                    .unwrap_or(i);
+                let until = per_size.get(last + 1).map(|s| s.size as u32);
+                options.push((b.lo, b.hi, from, until));
             }
         }
         BandSpace { options }
@@ -393,10 +405,10 @@ pub fn bands_text(
             let g = guards.iter().find(|g| g.lo <= b.hi && b.lo <= g.hi);
             let what = match g {
                 Some(g) => format!(
-                    "guard {}..={} from {} B -> {}",
+                    "guard {}..={} {} -> {}",
                     g.lo,
                     g.hi,
-                    g.from,
+                    g.sizes(),
                     g.method.describe()
                 ),
                 None => "no guard (rep movsb)".into(),
@@ -418,6 +430,17 @@ pub fn bands_text(
 
 /// Sizes a band guard may start at.
 const GUARD_FROM: &[u32] = &[0, 17, 65, 128, 257, 512, 1025, 2048];
+/// Sizes a band guard may stop at (none: it covers every size from its
+/// start up).
+const GUARD_UNTIL: &[Option<u32>] = &[
+    None,
+    Some(256),
+    Some(512),
+    Some(768),
+    Some(1024),
+    Some(2048),
+    Some(4096),
+];
 const SHORT_MAX: &[u32] = &[0, 8, 16, 32, 64, 128];
 const BLOCK: &[u32] = &[32, 64, 128];
 const REGS: &[u32] = &[2, 4];
@@ -465,11 +488,12 @@ impl Candidate {
                 let mut bands: Vec<BandGuard> = set
                     .iter()
                     .map(|&i| {
-                        let (lo, hi, from) = space.options[i];
+                        let (lo, hi, from, until) = space.options[i];
                         BandGuard {
                             lo,
                             hi,
                             from,
+                            until,
                             method: seed_loop(block_tail),
                         }
                     })
@@ -502,7 +526,7 @@ impl Candidate {
                 1 => c.short_registers = pick(rng, &[2, 4]),
                 2 => {
                     // Add a band not overlapping a guarded one.
-                    let (lo, hi, from) = pick(rng, &space.options);
+                    let (lo, hi, from, until) = pick(rng, &space.options);
                     if !c.bands.iter().any(|g| g.lo <= hi && lo <= g.hi) {
                         let method = c
                             .bands
@@ -513,6 +537,7 @@ impl Candidate {
                             lo,
                             hi,
                             from,
+                            until,
                             method,
                         });
                         c.bands.sort_by_key(|g| g.lo);
@@ -523,8 +548,18 @@ impl Candidate {
                     c.bands.remove(i);
                 }
                 4 if !c.bands.is_empty() => {
+                    // Move one end of a guard's size range, keeping
+                    // from < until.
                     let i = (rng.next_u64() % c.bands.len() as u64) as usize;
-                    c.bands[i].from = pick(rng, GUARD_FROM);
+                    let g = &mut c.bands[i];
+                    if rng.next_u64() % 2 == 0 {
+                        g.from = pick(rng, GUARD_FROM);
+                    } else {
+                        g.until = pick(rng, GUARD_UNTIL);
+                    }
+                    if g.until.is_some_and(|u| u <= g.from) {
+                        g.until = None;
+                    }
                 }
                 _ if !c.bands.is_empty() => {
                     let i = (rng.next_u64() % c.bands.len() as u64) as usize;
@@ -574,10 +609,10 @@ pub fn file_comments(per_size: &[SizeBands], chosen: Option<&Candidate>) -> Vec<
     }
     for g in guards {
         c.push(format!(
-            "Guard {}..={} from {} B: {}.",
+            "Guard {}..={} {}: {}.",
             g.lo,
             g.hi,
-            g.from,
+            g.sizes(),
             g.method.describe()
         ));
     }

@@ -102,13 +102,32 @@ impl LoopShape {
 }
 
 /// A guard from the measured bands ([`super::bands`]): `(dst - src) mod
-/// 4096` in `lo..=hi`, from size `from` up, sent to a loop of its own.
+/// 4096` in `lo..=hi`, for sizes `from..until` (no `until`: every size from
+/// `from` up), sent to a loop of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct BandGuard {
     pub lo: u32,
     pub hi: u32,
     pub from: u32,
+    /// The first size the guard no longer covers (a CPU whose band shows
+    /// only at short sizes); above `from`.
+    pub until: Option<u32>,
     pub method: LoopShape,
+}
+
+impl BandGuard {
+    /// Whether the guard covers size `n`.
+    pub fn covers(&self, n: u64) -> bool {
+        self.from as u64 <= n && self.until.is_none_or(|u| n < u as u64)
+    }
+
+    /// `from 65 B` or `65..1024 B`.
+    pub fn sizes(&self) -> String {
+        match self.until {
+            Some(u) => format!("sizes {}..{u} B", self.from),
+            None => format!("from {} B", self.from),
+        }
+    }
 }
 
 /// One point of the search space (see the module comment).
@@ -212,13 +231,14 @@ impl Candidate {
         let mut cuts: Vec<u64> = [self.guard_from as u64, self.wide_until as u64]
             .into_iter()
             .chain(self.bands.iter().map(|b| b.from as u64))
+            .chain(self.bands.iter().filter_map(|b| b.until.map(u64::from)))
             .filter(|&c| c > start)
             .collect();
         cuts.sort();
         cuts.dedup();
         let active = |n: u64| -> Vec<usize> {
             (0..self.bands.len())
-                .filter(|&i| self.bands[i].from as u64 <= n)
+                .filter(|&i| self.bands[i].covers(n))
                 .collect()
         };
         let mut out: Vec<(u64, Option<u64>, u32, Vec<usize>)> = Vec::new();
