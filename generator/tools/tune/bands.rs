@@ -272,8 +272,8 @@ impl BandSpace {
                 if options.iter().any(|o| (o.0, o.1) == (b.lo, b.hi)) {
                     continue;
                 }
-                // Until the first larger size where it no longer shows, when
-                // no size above that shows it again.
+                // Until the measured size after the largest that shows it
+                // (none when the largest measured size shows it).
                 let last = per_size
                     .iter()
                     .rposition(|s| shows(s, b.lo, b.hi))

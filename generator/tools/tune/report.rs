@@ -69,7 +69,8 @@ pub fn report_text(o: &Outcome) -> String {
         None => {
             let _ = writeln!(
                 out,
-                "rep movsb alias cliff: no (under 4x at 1 KiB in 1..=15; bands at other sizes and distances: `Alias bands` below)"
+                "rep movsb alias cliff: no (under {}x at 1 KiB in 1..=15; bands at other sizes and distances: `Alias bands` below)",
+                super::CLIFF_RATIO
             );
         }
     }

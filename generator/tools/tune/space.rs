@@ -121,7 +121,7 @@ impl BandGuard {
         self.from as u64 <= n && self.until.is_none_or(|u| n < u as u64)
     }
 
-    /// `from 65 B` or `65..1024 B`.
+    /// `from 65 B` or `sizes 65..1024 B`.
     pub fn sizes(&self) -> String {
         match self.until {
             Some(u) => format!("sizes {}..{u} B", self.from),
