@@ -149,3 +149,15 @@ kernel_install_if_changed() {
 
 kernel_now() { date +%s.%N; }
 kernel_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# The arches whose recorder (verify/kernel-record) reuses kernel-boot's build: their boot
+# configuration also takes record-<arch>.config (verify/kernel/build.sh). x86_64 only:
+# CI records on x86_64, and the others' record fragments would make CI's boot builds of
+# them larger for no step of CI (armv6's also undoes boot-armv6.config's build-time cuts
+# and switches to -O2); their recorder builds in record/<version>/<arch>[-<preset>].
+kernel_record_shared=(x86_64)
+kernel_record_shares() {
+	local a
+	for a in "${kernel_record_shared[@]}"; do [[ $1 == "$a" ]] && return 0; done
+	return 1
+}
