@@ -143,7 +143,8 @@ kernel_build_prepare() {
 	kernel_record_shares "$arch" && fragments+=("$kernel_root/verify/kernel/record-$arch.config")
 	base=${kernel_boot_base[$arch]}
 	kernel_build_config="$base + ${fragments[*]##*/}"
-	frag_sum=$( (echo "$base"; cat "${fragments[@]}") | sha256sum | cut -c1-16)
+	# (the option lines only: a comment edit keeps the build)
+	frag_sum=$( (echo "$base"; cat "${fragments[@]}" | grep -E '^CONFIG_|^# CONFIG_.* is not set$') | sha256sum | cut -c1-16)
 	if [[ ! -f $out/.config || $(cat "$dir/config.sum" 2>/dev/null) != "$frag_sum" ]]; then
 		# (a new configuration starts from an empty folder: no object of an older one stays
 		# behind, so a build after it is a fresh one)
