@@ -171,7 +171,7 @@ kernel_build_prepare() {
 # up; warnings fail (objtool's included; the log keeps them). Then the checks of a switch
 # (above). Sets build_time.
 kernel_build_make() {
-	local version=$1 arch=$2 t log fresh_build=0 f o deps stale n_dep n_all key fp ref
+	local version=$1 arch=$2 t log fresh_build=0 f o deps stale linked n_dep n_all key fp ref
 	shift 2
 	local -a kargs
 	read -r -a kargs <<<"${kernel_make_args[$arch]}"
@@ -196,6 +196,13 @@ kernel_build_make() {
 			o=$(basename "$c" .cmd) o=$(dirname "$c")/${o#.}
 			[[ ! -f $o || $o -nt $dir/switched ]] || echo "${o#"$out"/}"
 		done <<<"$deps")
+		# (an object of an earlier preset that this build no longer links is no matter: only
+		# the members of the build's archives and the modules' objects count)
+		if [[ -n $stale ]]; then
+			linked=$( (cd "$out" && find . -name '*.a' -exec ar t {} + 2>/dev/null
+				find . -name '*.mod' -exec cat {} + 2>/dev/null) | sed 's|^\./||' | tr ' ' '\n' | sort -u)
+			stale=$(grep -xF -f <(printf '%s\n' "$linked") <<<"$stale" || true)
+		fi
 		[[ -z $stale ]] || kernel_die "$f changed, but kbuild kept objects built from the old one: $(head -5 <<<"$stale" | tr '\n' ' ')"
 		echo "$(basename "$0"): $f changed: $n_dep of $n_all objects depend on it, all rebuilt" >&2
 	done
