@@ -27,6 +27,11 @@
 # And every object whose kbuild dependencies (.cmd) name a file installed by the switch
 # must be newer than the switch.
 
+# The patch's author (a fixed identity: the build must not depend on the machine's git
+# config). One for both scripts: the patch's MAINTAINERS entry names it, and a file that
+# differs would make the same preset two sources.
+kernel_build_author="copygen kernel-boot <kernel-boot@copygen.invalid>"
+
 # kernel_build_prepare VERSION ARCH PRESET AUTHOR [FILE.S] — the patch (PRESET empty: the
 # stock kernel), the shared tree and its configuration. Sets dir src out patch new_file
 # variants glue touched_now, and holds a lock on the folder until the script ends.
