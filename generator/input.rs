@@ -104,8 +104,58 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
     read_bytes_limited(path, MAX_INPUT)
 }
 
+/// What the environment lacks when `e` is the cause, not the input: too
+/// few file descriptors, memory, a file size limit, disk space.
+pub fn environment_lack(e: &std::io::Error) -> Option<&'static str> {
+    use std::io::ErrorKind;
+    // By kind first: a wrapped error (tempfile's, naming its path) keeps
+    // its kind but not its number.
+    match e.kind() {
+        ErrorKind::FileTooLarge => {
+            return Some("the file size limit (`ulimit -f`) is below the file's size")
+        }
+        ErrorKind::StorageFull => return Some("no space left on the device"),
+        ErrorKind::QuotaExceeded => return Some("the disk quota is used up"),
+        ErrorKind::OutOfMemory => return Some("out of memory"),
+        _ => {}
+    }
+    match e.raw_os_error()? {
+        libc::EMFILE => Some("too few file descriptors for this process: raise `ulimit -n`"),
+        libc::ENFILE => Some("the system's open-file table is full"),
+        libc::ENOMEM => Some("out of memory"),
+        libc::EFBIG => Some("the file size limit (`ulimit -f`) is below the file's size"),
+        libc::ENOSPC => Some("no space left on the device"),
+        libc::EDQUOT => Some("the disk quota is used up"),
+        _ => None,
+    }
+}
+
+static ENVIRONMENT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// The first reason an input could not be read that lies in the
+/// environment ([`environment_lack`]), not in the input. A command that
+/// would report the input as bad exits 1 with this instead.
+pub fn environment_failure() -> Option<&'static str> {
+    ENVIRONMENT.get().copied()
+}
+
 /// [`read_bytes`] with another limit.
 pub fn read_bytes_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+    let read = read_bytes_unnoted(path, limit);
+    if let Err(InputError::Io(e)) = &read {
+        note_environment(e);
+    }
+    read
+}
+
+/// Remember `e` for [`environment_failure`] if the environment caused it.
+pub fn note_environment(e: &std::io::Error) {
+    if let Some(lack) = environment_lack(e) {
+        let _ = ENVIRONMENT.set(lack);
+    }
+}
+
+fn read_bytes_unnoted(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     if path.as_os_str() == "-" {
         return read_bounded(std::io::stdin().lock(), 0, limit);
     }

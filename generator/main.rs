@@ -74,8 +74,61 @@ enum Command {
     Man,
 }
 
+/// Standard input, output and error that were closed when copygen started
+/// get `/dev/null`, so that no file copygen opens takes their descriptor
+/// (and receives its output); a closed standard output makes every write to
+/// it an error instead of text dropped.
+fn guard_standard_descriptors() {
+    // Rust's runtime has already done this before `main`: it opens
+    // `/dev/null` read-write on each closed one. A standard output that is
+    // `/dev/null` opened read-write is taken to be that (a shell's
+    // `>/dev/null` opens it write-only).
+    // SAFETY: fcntl and fstat on descriptor 1 into a zeroed stat.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        let flags = libc::fcntl(1, libc::F_GETFL);
+        if flags != -1
+            && flags & libc::O_ACCMODE == libc::O_RDWR
+            && libc::fstat(1, &mut st) == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && st.st_rdev == libc::makedev(1, 3)
+        {
+            copygen::output::write::mark_stdout_closed();
+        }
+    }
+    for fd in 0..3 {
+        // SAFETY: fcntl and open on plain descriptors.
+        let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
+        if !closed {
+            continue;
+        }
+        let flags = if fd == 0 {
+            libc::O_RDONLY
+        } else {
+            libc::O_WRONLY
+        };
+        // SAFETY: a constant NUL-terminated path. The lowest free
+        // descriptor is the closed one, as the lower ones are open.
+        unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
+        if fd == 1 {
+            copygen::output::write::mark_stdout_closed();
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    guard_standard_descriptors();
+    // A file size limit (`ulimit -f`) is then a write error (EFBIG) that
+    // copygen reports and cleans up after, not a SIGXFSZ that kills it
+    // with its temporaries left behind.
+    // SAFETY: ignoring a signal.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    // Arguments are read as OS strings: one that is not UTF-8 is a usage
+    // error naming it (or a path, where a path is taken), never a panic.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(e),
+    };
     let result = match cli.command {
         Command::Emit(args) => emit::cmd_emit(args),
         Command::List(args) => list::cmd_list(args),
@@ -108,10 +161,40 @@ fn main() -> ExitCode {
             .map_err(|e| Failure::Write(copygen::output::write::StdoutFailed(e)))?;
         Ok(code)
     });
+    report(result)
+}
+
+/// `--help`, `--version` (standard output: a failed write is an error) or
+/// a usage error (standard error, exit 2).
+fn usage(e: clap::Error) -> ExitCode {
+    if e.use_stderr() {
+        let _ = e.print();
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    let text = e.render().to_string();
+    report(write_stdout(text.as_bytes()).and_then(|code| {
+        use std::io::Write;
+        std::io::stdout()
+            .flush()
+            .map_err(|e| Failure::Write(copygen::output::write::StdoutFailed(e)))?;
+        Ok(code)
+    }))
+}
+
+/// A command's outcome as its exit status, with its message.
+fn report(result: Result<ExitCode, Failure>) -> ExitCode {
     // Every message is escaped here, whatever produced it: text from an
     // input (a file name, a key, a CSV field) cannot drive the terminal.
     match result {
         Ok(code) => code,
+        // The input could not be read because of the environment (too
+        // few descriptors, a file size limit): not the input's fault.
+        Err(Failure::Input(msg)) if copygen::input::environment_failure().is_some() => {
+            let lack = copygen::input::environment_failure().unwrap_or_default();
+            errln!("{}", escape(&msg, true));
+            errln!("error: {lack}");
+            ExitCode::from(1)
+        }
         Err(Failure::Input(msg)) => {
             errln!("{}", escape(&msg, true));
             ExitCode::from(2)

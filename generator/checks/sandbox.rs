@@ -365,7 +365,7 @@ pub const AS_CPU_SECS: u64 = 20;
 /// assembler it runs: limits are inherited).
 pub(crate) fn bound_assembler(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit only, between fork and exec.
+    // SAFETY: setrlimit and signal only, between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
             for (what, n) in [
@@ -382,6 +382,9 @@ pub(crate) fn bound_assembler(cmd: &mut std::process::Command) {
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            // copygen ignores SIGXFSZ (a file size limit is a write error
+            // it reports); the assembler is stopped by it, as before.
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
             Ok(())
         });
     }

@@ -120,7 +120,12 @@ pub fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, 
 /// What was run, for plot titles and JSON: `copygen` and its arguments.
 pub fn command_line() -> String {
     std::iter::once("copygen".to_string())
-        .chain(std::env::args().skip(1))
+        // `args` would panic on an argument that is not UTF-8.
+        .chain(
+            std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned()),
+        )
         .collect::<Vec<_>>()
         .join(" ")
 }

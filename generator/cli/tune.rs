@@ -140,15 +140,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         None => tune::CandidateBase::new("tuned"),
     };
     if let Some(n) = &a.name {
-        if n.is_empty()
-            || !n
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(Failure::Input(format!(
-                "error: --name `{n}`: letters, digits, - and _ only"
-            )));
-        }
+        check_name_option(n)?;
         header.name = n.clone();
     }
     let opts = tune::Options {
@@ -227,6 +219,20 @@ fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVe
     }
 }
 
+/// `--name`: a strategy name (letters, digits, `-` and `_`).
+fn check_name_option(n: &str) -> Result<(), Failure> {
+    if n.is_empty()
+        || !n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(Failure::Input(format!(
+            "error: --name `{n}`: letters, digits, - and _ only"
+        )));
+    }
+    Ok(())
+}
+
 /// `copygen tune --merge`: validated (the text parses back to the merged
 /// strategy) and fault-checked (every variant) before anything is written.
 fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
@@ -242,12 +248,43 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
             })
         })
         .collect::<Result<Vec<_>, Failure>>()?;
+    if let Some(n) = &a.name {
+        check_name_option(n)?;
+    }
     let (_, text) = merge(&inputs, a.name.as_deref()).map_err(Failure::Input)?;
     let out_name = a
         .output
         .as_deref()
         .unwrap_or(std::path::Path::new("merged.toml"));
-    let s = parse::parse(out_name, &text, None).map_err(|e| Failure::Input(e.to_string()))?;
+    // The merged text is checked as any strategy file is; what fails is
+    // reported at what caused it (the --name option or the inputs), not at
+    // a line of a file that is never written.
+    let s = match parse::parse(out_name, &text, None) {
+        Ok(s) => s,
+        Err(e) => {
+            let unnamed_ok = a.name.is_some()
+                && merge(&inputs, None)
+                    .is_ok_and(|(_, t)| parse::parse(out_name, &t, None).is_ok());
+            let shown: Vec<String> = std::iter::once(&e)
+                .chain(e.also.iter())
+                .map(|e| e.message.clone())
+                .collect();
+            return Err(Failure::Input(if unnamed_ok {
+                format!(
+                    "error: --name `{}`: {}",
+                    a.name.as_deref().unwrap_or_default(),
+                    shown.join("; ")
+                )
+            } else {
+                let files: Vec<String> = a.merge.iter().map(|p| p.display().to_string()).collect();
+                format!(
+                    "error: {} do not merge into a valid strategy (nothing written): {}",
+                    files.join(", "),
+                    shown.join("; ")
+                )
+            }));
+        }
+    };
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(anyhow::Error::from)?;
     err!("{report}");
     if !ok {

@@ -189,7 +189,11 @@ pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyEr
             return (None, errors);
         }
         only_unknown_keys &= raw_message.starts_with("unknown field");
-        errors.push(loc.at_span(text.original_span(&span), &field, humanize(&raw_message)));
+        let mut message = humanize(&raw_message);
+        if raw_message.starts_with("invalid type") && at_header(&text.text, span.start) {
+            message.push_str(&header_hint(&text.text, span.start));
+        }
+        errors.push(loc.at_span(text.original_span(&span), &field, message));
         parsed += 2 * text.text.len();
         if doc.is_none() || errors.len() >= 50 || parsed >= 8 << 20 {
             return (None, errors);
@@ -198,6 +202,11 @@ pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyEr
             blank_line(&text.text, span.start).map(|t| (t, None))
         } else if let Some(m) = missing {
             with_placeholder(&text.text, missing_key_edit(&text.text, &span, m))
+        } else if at_header(&text.text, span.start) {
+            // A table of the wrong kind (`[[tuned_on]]` for `[tuned_on]`,
+            // `[dispatch]` for `[[dispatch]]`): its keys go with it, or
+            // they would be read, and reported, as the previous table's.
+            blank_table(&text.text, span.start).map(|t| (t, None))
         } else {
             with_placeholder(&text.text, Some((span.clone(), String::new())))
                 .or_else(|| blank_line(&text.text, span.start).map(|t| (t, None)))
@@ -330,6 +339,56 @@ fn table_spanning(table: &toml::de::DeTable, span: &Range<usize>) -> FieldPath {
 
 /// `text` with the line holding `offset` replaced by spaces (same length,
 /// so every span stays valid); `None` if that line is blank already.
+/// What a header of the wrong kind should have been.
+fn header_hint(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("").trim();
+    let name = line.trim_matches(|c| c == '[' || c == ']').trim();
+    if line.starts_with("[[") {
+        format!(" (`[[{name}]]` makes an array of tables; this key takes one table: `[{name}]`)")
+    } else {
+        format!(" (`[{name}]` makes one table; this key takes an array of tables: `[[{name}]]` for each)")
+    }
+}
+
+/// Whether the line at `offset` is a table header (`[x]`, `[[x]]`).
+fn at_header(text: &str, offset: usize) -> bool {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    text[start..].trim_start().starts_with('[')
+}
+
+/// `text` with the table whose header is on the line at `offset` blanked:
+/// the header and every line up to the next header.
+fn blank_table(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let first_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let mut end = first_end;
+    while end < text.len() {
+        let next = end + 1;
+        let line_end = text[next..].find('\n').map_or(text.len(), |i| next + i);
+        if text[next..line_end].trim_start().starts_with('[') {
+            break;
+        }
+        end = line_end;
+    }
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..start]);
+    // A character becomes as many spaces as it has bytes: offsets after
+    // the table still point where they did.
+    for c in text[start..end].chars() {
+        if c == '\n' {
+            out.push('\n');
+        } else {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        }
+    }
+    out.push_str(&text[end..]);
+    Some(out)
+}
+
 fn blank_line(text: &str, offset: usize) -> Option<String> {
     let offset = offset.min(text.len());
     let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);

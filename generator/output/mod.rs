@@ -2,6 +2,7 @@
 //! `emitted/` tree, and writing files.
 
 pub mod catalog_doc;
+pub mod cleanup;
 pub mod header;
 pub mod render;
 pub mod tree;

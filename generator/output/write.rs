@@ -43,9 +43,28 @@ impl std::fmt::Display for StdoutFailed {
 
 impl std::error::Error for StdoutFailed {}
 
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Standard output was closed when the program started (as by the shell's
+/// `>&-`); the command line has put `/dev/null` on the descriptor so that
+/// no file opened later takes it. Writing standard output is then an error
+/// (Rust's standard output would drop the text silently).
+pub fn mark_stdout_closed() {
+    STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The error writing to a standard output that was closed at start.
+fn stdout_closed() -> std::io::Result<()> {
+    if STDOUT_CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(std::io::Error::from_raw_os_error(libc::EBADF));
+    }
+    Ok(())
+}
+
 /// Text for standard output, all of it, flushed; a failure is a
 /// [`StdoutFailed`] (Rust's `print!` would panic instead).
 pub fn to_stdout(args: std::fmt::Arguments) -> std::result::Result<(), StdoutFailed> {
+    stdout_closed().map_err(StdoutFailed)?;
     let mut out = std::io::stdout().lock();
     out.write_fmt(args)
         .and_then(|()| out.flush())
@@ -130,6 +149,15 @@ pub fn write_file(path: &Path, contents: &str) -> Result<()> {
 struct Staged {
     tmp: tempfile::TempPath,
     path: PathBuf,
+    /// Removes the temporary if a signal stops the run first.
+    _on_signal: super::cleanup::Registered,
+}
+
+/// A folder made for the outputs: removed again if the set fails or a
+/// signal stops the run, kept once every file is in place.
+struct MadeDir {
+    path: PathBuf,
+    on_signal: super::cleanup::Registered,
 }
 
 /// Write every `(path, contents)`, all or nothing (module documentation).
@@ -148,7 +176,7 @@ pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
     }
 
     // Stage the regular files; on failure, undo the folders made for them.
-    let mut made_dirs: Vec<PathBuf> = Vec::new();
+    let mut made_dirs: Vec<MadeDir> = Vec::new();
     let staged = stage(outputs, &targets, &mut made_dirs);
     let staged = match staged {
         Ok(s) => s,
@@ -162,10 +190,10 @@ pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
     // regular file has changed yet.
     for ((given, text), t) in outputs.iter().zip(&targets) {
         let written = match t {
-            Target::Stdout => {
+            Target::Stdout => stdout_closed().and_then(|()| {
                 let mut out = std::io::stdout().lock();
                 out.write_all(text.as_bytes()).and_then(|()| out.flush())
-            }
+            }),
             Target::Stream(p) => fs::OpenOptions::new()
                 .write(true)
                 .open(p)
@@ -181,13 +209,17 @@ pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
             bail!("writing {}: {e}", given.display());
         }
     }
-    commit(staged)
+    commit(staged)?;
+    for d in made_dirs {
+        d.on_signal.keep();
+    }
+    Ok(())
 }
 
 fn stage(
     outputs: &[(PathBuf, String)],
     targets: &[Target],
-    made_dirs: &mut Vec<PathBuf>,
+    made_dirs: &mut Vec<MadeDir>,
 ) -> Result<Vec<Staged>> {
     let mut staged = Vec::new();
     for ((given, text), t) in outputs.iter().zip(targets) {
@@ -206,39 +238,59 @@ fn stage(
             .suffix(".tmp")
             .permissions(fs::Permissions::from_mode(0o666))
             .tempfile_in(&dir)
-            .with_context(|| format!("a temporary file in {}", dir.display()))?;
+            .map_err(|e| with_hint(e, &format!("a temporary file in {}", dir.display())))?;
+        let on_signal = super::cleanup::file(tmp.path());
         if let Some(mode) = mode {
             fs::set_permissions(tmp.path(), fs::Permissions::from_mode(*mode))
                 .with_context(|| format!("keeping the mode of {}", given.display()))?;
         }
         tmp.write_all(text.as_bytes())
             .and_then(|()| tmp.as_file().sync_all())
-            .with_context(|| format!("writing {}", given.display()))?;
+            .map_err(|e| with_hint(e, &format!("writing {}", given.display())))?;
         staged.push(Staged {
             // Closes the file; the path is still removed on failure.
             tmp: tmp.into_temp_path(),
             path: path.clone(),
+            _on_signal: on_signal,
         });
     }
     Ok(staged)
 }
 
+/// An I/O error in `what`, with what the environment lacks when that is
+/// the cause (a file size limit, descriptors, space).
+fn with_hint(e: std::io::Error, what: &str) -> anyhow::Error {
+    match crate::input::environment_lack(&e) {
+        Some(lack) => anyhow!("{what}: {e} ({lack})"),
+        None => anyhow!("{what}: {e}"),
+    }
+}
+
 /// `create_dir_all`, remembering each folder it made (outermost first).
-fn create_dirs(dir: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Another process making the same folder at the same time is no error
+/// (`create_dir_all` semantics): the folder is then not this run's to
+/// remove.
+fn create_dirs(dir: &Path, made: &mut Vec<MadeDir>) -> std::io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_dirs(parent, made)?;
     }
-    fs::create_dir(dir)?;
-    made.push(dir.to_path_buf());
+    match fs::create_dir(dir) {
+        Ok(()) => made.push(MadeDir {
+            path: dir.to_path_buf(),
+            on_signal: super::cleanup::folder(dir),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        Err(e) => return Err(e),
+    }
     Ok(())
 }
 
-fn remove_made_dirs(made: &[PathBuf]) {
+fn remove_made_dirs(made: &[MadeDir]) {
     for d in made.iter().rev() {
-        let _ = fs::remove_dir(d);
+        let _ = fs::remove_dir(&d.path);
     }
 }
 
@@ -246,9 +298,15 @@ fn remove_made_dirs(made: &[PathBuf]) {
 /// ones already renamed.
 fn commit(staged: Vec<Staged>) -> Result<()> {
     // (target, backup of its old contents if it had any)
-    let mut done: Vec<(PathBuf, Option<tempfile::TempPath>)> = Vec::new();
+    let mut done: Vec<(PathBuf, Option<Backup>)> = Vec::new();
     let mut failure = None;
-    for Staged { tmp, path } in staged {
+    // Each temporary stays registered for a signal until it is renamed.
+    for Staged {
+        tmp,
+        path,
+        _on_signal: _registered,
+    } in staged
+    {
         let backup = match backup_of(&path) {
             Ok(b) => b,
             Err(e) => {
@@ -269,16 +327,23 @@ fn commit(staged: Vec<Staged>) -> Result<()> {
     };
     for (path, backup) in done.into_iter().rev() {
         let _ = match backup {
-            Some(b) => b.persist(&path).map_err(|e| e.error),
+            Some(b) => b.link.persist(&path).map_err(|e| e.error),
             None => fs::remove_file(&path),
         };
     }
     Err(e.context("nothing was changed"))
 }
 
+/// A hard link to a target's old contents (removed when dropped, or by a
+/// signal that stops the run).
+struct Backup {
+    link: tempfile::TempPath,
+    _on_signal: super::cleanup::Registered,
+}
+
 /// A hard link to `path`'s current contents beside it (removed when
 /// dropped), so a failed set can restore it; `None` if there is no file.
-fn backup_of(path: &Path) -> Result<Option<tempfile::TempPath>> {
+fn backup_of(path: &Path) -> Result<Option<Backup>> {
     if !path.exists() {
         return Ok(None);
     }
@@ -295,6 +360,10 @@ fn backup_of(path: &Path) -> Result<Option<tempfile::TempPath>> {
         .with_context(|| format!("a backup of {}", path.display()))?
         .into_temp_path();
     fs::remove_file(&tmp)?;
+    let on_signal = super::cleanup::file(&tmp);
     fs::hard_link(path, &tmp).with_context(|| format!("a backup of {}", path.display()))?;
-    Ok(Some(tmp))
+    Ok(Some(Backup {
+        link: tmp,
+        _on_signal: on_signal,
+    }))
 }

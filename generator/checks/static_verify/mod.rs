@@ -152,6 +152,27 @@ impl FunctionSpec {
         })
     }
 }
+/// The most code bytes (all code sections together) the static check
+/// analyses in one object: its memory and time grow with the instructions
+/// it holds (some kilobytes per instruction), and the largest routine
+/// copygen emits is under 2 KiB. A `.rept` of a million `nop`s is refused
+/// here, before any analysis.
+pub const MAX_CODE_BYTES: usize = 64 << 10;
+
+/// [`MAX_CODE_BYTES`], checked.
+fn within_code_limit(obj: &ObjectFile, path: &Path) -> Result<()> {
+    let bytes: usize = obj.code.values().map(Vec::len).sum();
+    if bytes > MAX_CODE_BYTES {
+        return Err(objfile::BadInput(format!(
+            "{}: {bytes} bytes of code, more than the {} KiB the static check analyses in one object",
+            path.display(),
+            MAX_CODE_BYTES >> 10
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// Check the `.S` or `.o` at `path`.
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
@@ -209,6 +230,7 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
             None,
         )
     };
+    within_code_limit(&obj, path)?;
     if let Some(c) = options.convention {
         convention = Some(c);
     }

@@ -105,22 +105,29 @@ pub fn format_bloat(t: &Table, kind: &str) -> String {
         -(t.down as i64),
         t.net
     );
-    let rows: Vec<&Row> = t.rows.iter().filter(|r| r.delta != 0).collect();
+    // A name is one cell of one row, whatever it holds (a newline in a
+    // file name would forge a row).
+    let rows: Vec<(std::borrow::Cow<'_, str>, &Row)> = t
+        .rows
+        .iter()
+        .filter(|r| r.delta != 0)
+        .map(|r| (crate::front::diagnostics::escape(&r.name, false), r))
+        .collect();
     // bloat-o-meter's 40 columns, wider when a name needs it, so the
     // figures stay in columns.
     let w = rows
         .iter()
-        .map(|r| r.name.chars().count())
+        .map(|(name, _)| name.chars().count())
         .chain([kind.chars().count(), 40])
         .max()
         .unwrap_or(40);
     let _ = writeln!(s, "{:<w$} {:>7} {:>7} {:>7}", kind, "old", "new", "delta");
     let dash = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    for r in rows {
+    for (name, r) in rows {
         let _ = writeln!(
             s,
             "{:<w$} {:>7} {:>7} {:>+7}",
-            r.name,
+            name,
             dash(r.old),
             dash(r.new),
             r.delta

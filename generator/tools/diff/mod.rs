@@ -353,13 +353,16 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
         }
         let diff = match (&lo, &ln) {
             (Some(a), Some(b)) if a != b => {
+                // A name (a file name from git, a symbol) is one line of
+                // the header, whatever it holds.
+                let shown = crate::front::diagnostics::escape(name, false);
                 let ha = if o.is_some() {
-                    format!("a/{name}")
+                    format!("a/{shown}")
                 } else {
                     "/dev/null".into()
                 };
                 let hb = if n.is_some() {
-                    format!("b/{name}")
+                    format!("b/{shown}")
                 } else {
                     "/dev/null".into()
                 };
@@ -404,6 +407,35 @@ pub fn run(old: &str, new: &str, opts: &Options) -> Result<DiffReport> {
 
 // ---------------------------------------------------------------------------
 // Output
+
+/// `r` with every text from the inputs escaped
+/// ([`crate::front::diagnostics::escape`]); listings keep their lines.
+fn escaped(r: &DiffReport) -> DiffReport {
+    use crate::front::diagnostics::escape;
+    let one = |s: &mut String| *s = escape(s, false).into_owned();
+    let opt = |s: &mut Option<String>| s.iter_mut().for_each(one);
+    let mut r = r.clone();
+    one(&mut r.old);
+    one(&mut r.new);
+    for f in &mut r.files {
+        opt(&mut f.old);
+        opt(&mut f.new);
+    }
+    for row in r.text.rows.iter_mut().chain(r.entries.rows.iter_mut()) {
+        one(&mut row.name);
+    }
+    for c in &mut r.changed {
+        one(&mut c.name);
+        one(&mut c.symbol);
+        opt(&mut c.old_file);
+        opt(&mut c.new_file);
+        c.diff = escape(&c.diff, true).into_owned();
+    }
+    for n in &mut r.notes {
+        *n = escape(n, true).into_owned();
+    }
+    r
+}
 
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
@@ -483,9 +515,12 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
     s
 }
 
-/// The report as JSON (the same figures as the text).
+/// The report as JSON (the same figures as the text), its text from the
+/// inputs (arguments, file and symbol names, listings) escaped as the text
+/// report's is: a JSON string may hold an ESC or an RLO that a reader's
+/// terminal would obey.
 pub fn render_json(r: &DiffReport) -> String {
-    let mut s = serde_json::to_string_pretty(r).expect("report serialises");
+    let mut s = serde_json::to_string_pretty(&escaped(r)).expect("report serialises");
     s.push('\n');
     s
 }

@@ -87,21 +87,46 @@ pub(super) fn run_git(dir: &Path, args: &[&str]) -> Result<std::process::Output>
     crate::toolchain::GIT
         .command()
         .current_dir(dir)
+        // Its messages in English: "not a git repository" is matched.
+        .env("LC_ALL", "C")
         .args(args)
         .output()
-        .map_err(|e| anyhow!("running git (Debian package `git`): {e}"))
+        .map_err(|e| {
+            crate::input::note_environment(&e);
+            if e.kind() == std::io::ErrorKind::NotFound {
+                anyhow!("git is not installed or not in PATH (Debian package `git`): {e}")
+            } else if let Some(lack) = crate::input::environment_lack(&e) {
+                anyhow!("running git: {e} ({lack})")
+            } else {
+                anyhow!("running git (Debian package `git`): {e}")
+            }
+        })
 }
 
-pub(super) fn git_toplevel(cwd: &Path) -> Option<PathBuf> {
-    let out = run_git(cwd, &["rev-parse", "--show-toplevel"]).ok()?;
-    out.status
-        .success()
-        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+/// The top of the git checkout holding `cwd`; `None` when it is in none.
+/// Git that cannot be run, or fails otherwise, is an error (exit 1), not
+/// "not in a git repository".
+pub(super) fn git_toplevel(cwd: &Path) -> Result<Option<PathBuf>> {
+    let out = run_git(cwd, &["rev-parse", "--show-toplevel"])?;
+    if out.status.success() {
+        return Ok(Some(PathBuf::from(
+            String::from_utf8_lossy(&out.stdout).trim(),
+        )));
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("not a git repository") {
+        return Ok(None);
+    }
+    Err(anyhow!(
+        "git rev-parse --show-toplevel in {}: {}",
+        cwd.display(),
+        err.trim()
+    ))
 }
 
 /// `emitted/**.S` at a git revision.
 pub(super) fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Side> {
-    let top = git_toplevel(cwd).ok_or_else(|| {
+    let top = git_toplevel(cwd)?.ok_or_else(|| {
         input(format!(
             "error: `{rev}` is not a file, a folder or `{WORKTREE}`, and {} is not in a git repository",
             cwd.display()
@@ -134,6 +159,13 @@ pub(super) fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Sid
             String::from_utf8_lossy(&ls.stderr)
         ));
     }
+    if ls.stdout.is_empty() {
+        // Not "everything removed": a revision before emitted/ existed, or
+        // of another repository's history.
+        return Err(input(format!(
+            "error: `{rev}` has no emitted/ folder: a revision side is the emitted/ tree committed there"
+        )));
+    }
     let mut files = Vec::new();
     // -z: names as they are, not quoted.
     for path in String::from_utf8_lossy(&ls.stdout).split('\0') {
@@ -158,6 +190,11 @@ pub(super) fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Sid
             &format!("{rev}:{path}"),
             opts,
         )?);
+    }
+    if files.is_empty() {
+        return Err(input(format!(
+            "error: `{rev}`: no .S files under its emitted/ folder; a revision side is an emitted tree"
+        )));
     }
     Ok(Side {
         label: rev.to_string(),
@@ -188,8 +225,10 @@ pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Sid
     let mut files = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).map_err(|e| input(format!("error: {}: {e}", d.display())))?;
+        let entries = std::fs::read_dir(&d).map_err(|e| {
+            crate::input::note_environment(&e);
+            input(format!("error: {}: {e}", d.display()))
+        })?;
         for e in entries {
             let e = e.map_err(|e| input(format!("error: {}: {e}", d.display())))?;
             let p = e.path();
@@ -267,7 +306,10 @@ pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
         ));
     }
     if arg == WORKTREE {
-        let top = git_toplevel(&cwd).unwrap_or_else(crate::front::catalog::repo_root);
+        let top = git_toplevel(&cwd)
+            .ok()
+            .flatten()
+            .unwrap_or_else(crate::front::catalog::repo_root);
         return folder_side(arg, &top.join("emitted"), opts);
     }
     let path = cwd.join(arg);

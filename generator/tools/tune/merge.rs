@@ -142,6 +142,28 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
             ));
         }
     }
+    // A variant is named after its CPU's vendor, family and model; vendors
+    // copygen does not know share one word, so two of them can meet.
+    for (i, t) in tuned.iter().enumerate() {
+        if let Some(u) = tuned[..i]
+            .iter()
+            .find(|u| u.cpu.variant_name() == t.cpu.variant_name())
+        {
+            return Err(located(
+                &t.input.path,
+                t.cpu_line,
+                format!(
+                    "{} and this file would both be variant `{}`: vendors `{}` and `{}` are \
+                     both unknown to copygen, which names a variant after the vendor (amd, \
+                     intel, hygon, else cpu), family and model",
+                    u.input.path.display(),
+                    t.cpu.variant_name(),
+                    u.cpu.vendor,
+                    t.cpu.vendor
+                ),
+            ));
+        }
+    }
     // Most required bits first; the input order breaks ties (stable sort).
     tuned.sort_by_key(|t| std::cmp::Reverse(t.cpu.features().len()));
     let last = tuned.len() - 1;
