@@ -22,7 +22,8 @@ fn stderr(o: &Output) -> String {
 
 const HEAD: &str = "              dd-93      [000] d....    12.345678: ";
 const ANY: &str = "copygen_any: (rep_movs_alternative+0x0/0x70)";
-const FIELDS: &str = "to_off=16 from_off=0 n=4096 to_kernel=0 from_kernel=1 caller=0xffffffff81000150";
+const FIELDS: &str =
+    "to_off=16 from_off=0 n=4096 to_kernel=0 from_kernel=1 caller=0xffffffff81000150";
 
 fn kallsyms(text: &str) -> Kallsyms {
     Kallsyms::parse("k", text).unwrap().unwrap()
@@ -64,14 +65,18 @@ fn multi_byte_spaces_before_sliced_columns() {
     assert_eq!(col, line.chars().count(), "{msg}");
     let line = format!("  dd-93 [000] d.... 12.5\u{3000}: {ANY} {FIELDS}");
     let (col, msg) = event(&line).unwrap_err();
-    assert_eq!(col, line.find("12.5").unwrap() + 1, "{msg}");
+    // The word before the event is `:`, the ideographic space ending the stamp.
+    let at = line.find("\u{3000}:").unwrap();
+    assert_eq!(col, line[..at].chars().count() + 2, "{msg}");
     let line = format!("{HEAD}cop\u{3000}ygen_any\u{3000}: (x+0/1)");
     let (col, msg) = event(&line).unwrap_err();
+    // The name is `ygen_any`; the word before it, `cop`, is no timestamp.
     assert_eq!(
         col,
-        line.chars().position(|c| c == 'y').unwrap() + 1,
+        line[..line.find("cop").unwrap()].chars().count() + 1,
         "{msg}"
     );
+    assert!(msg.contains("`cop` is not a timestamp"), "{msg}");
 
     // From the command line: exit 2 with a located error, never 101.
     let dir = tempfile::tempdir().unwrap();
@@ -97,14 +102,18 @@ fn multi_byte_spaces_before_sliced_columns() {
 fn bytes_that_are_not_utf8() {
     let mut text = format!("{HEAD}{ANY} {FIELDS}\n").into_bytes();
     text.extend_from_slice(b"  caf\xe9-12 [001] d.... 13.000001: ");
-    text.extend_from_slice(format!("{ANY} to_off=1 from_off=0 n=8 to_kernel=1 from_kernel=0\n").as_bytes());
+    text.extend_from_slice(
+        format!("{ANY} to_off=1 from_off=0 n=8 to_kernel=1 from_kernel=0\n").as_bytes(),
+    );
     let p = parse_bytes("t", &text, None, None, 10).unwrap();
     assert_eq!(p.rows.len(), 2);
     assert_eq!((p.rows[1].n, p.rows[1].dst_off), (8, 1));
 
     let mut bad = format!("# tracer: nop\n{HEAD}{ANY} to_off=1 from_off=0 n=").into_bytes();
     bad.extend_from_slice(b"\xe98 to_kernel=1 from_kernel=0\n");
-    let e = parse_bytes("t", &bad, None, None, 10).unwrap_err().to_string();
+    let e = parse_bytes("t", &bad, None, None, 10)
+        .unwrap_err()
+        .to_string();
     let col = HEAD.len() + ANY.len() + " to_off=1 from_off=0 n=".len() + 1;
     assert!(
         e.starts_with(&format!("t:2:{col}: error: not UTF-8 text: byte 0xe9")),
@@ -123,7 +132,9 @@ fn bytes_that_are_not_utf8() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(std::fs::read_to_string(&out).unwrap().ends_with("\nto,4096,16,0,\nfrom,8,1,0,\n"));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .ends_with("\nto,4096,16,0,\nfrom,8,1,0,\n"));
 
     std::fs::write(&t, &bad).unwrap();
     let o = copygen()
@@ -142,7 +153,10 @@ fn bytes_that_are_not_utf8() {
     let e = Kallsyms::parse_bytes("map", b"ffffffff81000000 T a\nffffffff81000100 t b\xff\n")
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("map:2:21: error: not UTF-8 text: byte 0xff"), "{e}");
+    assert!(
+        e.starts_with("map:2:21: error: not UTF-8 text: byte 0xff"),
+        "{e}"
+    );
 }
 
 /// `[LOST N EVENTS]` counts add up without wrapping: past 2^64 - 1 they
@@ -156,7 +170,10 @@ fn lost_counts_saturate() {
     assert_eq!(p.lost, u64::MAX);
     assert_eq!(p.rows.len(), 1);
     let text = format!("CPU:3 [LOST 99999999999999999999999999 EVENTS]\n{HEAD}{ANY} {FIELDS}\n");
-    assert_eq!(parse_text("t", &text, None, None, 10).unwrap().lost, u64::MAX);
+    assert_eq!(
+        parse_text("t", &text, None, None, 10).unwrap().lost,
+        u64::MAX
+    );
     let text = "CPU:3 [LOST 12 EVENTS]\nCPU:0 [LOST 30 EVENTS]\n";
     assert_eq!(parse_text("t", text, None, None, 10).unwrap().lost, 42);
 }
@@ -174,11 +191,19 @@ fn callers_read_back_or_are_refused() {
             .to_string();
         let col = format!("{HEAD}{ANY} {FIELDS}").find("caller=").unwrap() + 1;
         assert!(
-            e.starts_with(&format!("t:2:{col}: error: field `caller`: 0xffffffff81000150 is `")),
+            e.starts_with(&format!(
+                "t:2:{col}: error: field `caller`: 0xffffffff81000150 is `"
+            )),
             "{bad}: {e}"
         );
     }
-    for good in ["vfs_read", "foo.isra.0", "café", "a\u{1b}[31mb", "_RNvCs1234_4core3fmt5write"] {
+    for good in [
+        "vfs_read",
+        "foo.isra.0",
+        "café",
+        "a\u{1b}[31mb",
+        "_RNvCs1234_4core3fmt5write",
+    ] {
         let k = kallsyms(&format!("ffffffff81000100 t {good}\n"));
         let p = parse_text("t", &format!("{HEAD}{ANY} {FIELDS}\n"), None, Some(&k), 10).unwrap();
         let csv = to_csv(&["a note".into()], &p.rows);
@@ -204,7 +229,11 @@ fn callers_read_back_or_are_refused() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("caller column cannot hold"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("caller column cannot hold"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!out.exists());
 }
 

@@ -171,8 +171,8 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
                 let t = copygen::input::read_bytes(k).map_err(|e| {
                     Failure::Input(format!("{}: error: {e}", escape(&shown, false)))
                 })?;
-                let parsed = Kallsyms::parse_bytes(&shown, &t)
-                    .map_err(|e| Failure::Input(e.to_string()))?;
+                let parsed =
+                    Kallsyms::parse_bytes(&shown, &t).map_err(|e| Failure::Input(e.to_string()))?;
                 if parsed.is_none() {
                     return Err(Failure::Input(format!(
                         "{}: error: every address is 0 (read as a user kptr_restrict hides them from): use the build's System.map, or read kallsyms as root",

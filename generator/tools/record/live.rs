@@ -20,8 +20,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -209,8 +209,7 @@ impl ProbeGuard {
         let before = crate::input::read_string(&path)
             .with_context(|| format!("{}: cannot read", path.display()))?;
         self.saved.push((path.clone(), before));
-        write_file(&path, value, false)
-            .with_context(|| format!("{}: cannot write", path.display()))
+        write_file(&path, value, false).with_context(|| format!("{}: cannot write", path.display()))
     }
 
     pub fn filter(&self, event: &str, filter: &str) -> Result<()> {
@@ -328,7 +327,10 @@ impl PipeReader<'_> {
         };
         self.pending.extend_from_slice(&buf[..got]);
         let mut start = 0;
-        while let Some(nl) = self.pending[self.scanned..].iter().position(|&b| b == b'\n') {
+        while let Some(nl) = self.pending[self.scanned..]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
             let end = self.scanned + nl;
             self.line += 1;
             let text = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
@@ -545,7 +547,10 @@ pub fn record(o: &Options) -> Result<Recording> {
             c.args(defs.iter().rev().map(|d| d.event.as_str()))
                 .arg("--")
                 .args(argv);
-            child = Some(c.spawn().map_err(|e| anyhow!("cannot start sh to run the command: {e}"))?);
+            child = Some(
+                c.spawn()
+                    .map_err(|e| anyhow!("cannot start sh to run the command: {e}"))?,
+            );
         }
     }
     let pipe_path = here.join("trace_pipe");

@@ -127,7 +127,11 @@ pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
     };
     let mut words = head[cpu + 2..].split_whitespace().rev();
     let name = words.next().unwrap_or("");
-    let name_at = if name.is_empty() { at } else { offset(line, name) };
+    let name_at = if name.is_empty() {
+        at
+    } else {
+        offset(line, name)
+    };
     if !is_ident(name) {
         return Err((
             col(line, name_at),
@@ -447,9 +451,7 @@ impl<'k> Parser<'k> {
 /// Whether a name can be a workload trace's `caller` field: what
 /// [`super::to_csv`] writes of it is read back as the same name.
 pub fn caller_writable(name: &str) -> bool {
-    !name.starts_with('#')
-        && name.trim() == name
-        && !name.contains([',', '"', '\n', '\r'])
+    !name.starts_with('#') && name.trim() == name && !name.contains([',', '"', '\n', '\r'])
 }
 
 fn table(arch: Arch) -> &'static ArchProbes {
