@@ -32,6 +32,27 @@ fn call(i: usize) -> String {
     )
 }
 
+/// Global settings and what the fake holds in them.
+const GLOBALS: [(&str, &str); 6] = [
+    ("tracing_on", "1\n"),
+    ("buffer_size_kb", "1408\n"),
+    ("options/overwrite", "1\n"),
+    ("options/event-fork", "0\n"),
+    ("set_event_pid", "4242\n4243\n"),
+    ("current_tracer", "function\n"),
+];
+
+/// Every global setting reads as the fake began.
+fn globals_as_before(root: &Path) {
+    for (f, v) in GLOBALS {
+        assert_eq!(
+            std::fs::read_to_string(root.join(f)).unwrap(),
+            v,
+            "{f} changed"
+        );
+    }
+}
+
 struct Fake {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -55,6 +76,12 @@ fn fake(symbol: &str, pipe: &str) -> Fake {
     }
     for f in ["kprobe_events", "trace"] {
         std::fs::write(root.join(f), "").unwrap();
+    }
+    // Top-level settings another tracing user left, which a recording must
+    // leave as they are.
+    std::fs::create_dir_all(root.join("options")).unwrap();
+    for (f, v) in GLOBALS {
+        std::fs::write(root.join(f), v).unwrap();
     }
     std::fs::write(root.join("trace_pipe"), pipe).unwrap();
     std::fs::write(
@@ -402,9 +429,8 @@ fn the_script_adds_the_same_probes_and_removes_them_on_every_way_out() {
         f.log()
     );
     assert_eq!(f.enable("copygen_any").trim(), "0");
-    // The pid filter was the command's shell's.
-    let pid = std::fs::read_to_string(f.root.join("set_event_pid")).unwrap();
-    assert_eq!(pid.trim(), "", "cleared at the end");
+    // The pid filter and event-fork were the command's; they read as before.
+    globals_as_before(&f.root);
     // What it wrote converts on the host.
     let csv = dir.join("t.csv");
     let o = copygen()
@@ -444,7 +470,8 @@ fn the_script_adds_the_same_probes_and_removes_them_on_every_way_out() {
     std::fs::remove_file(&enable).unwrap();
     std::fs::create_dir(&enable).unwrap();
     let o = run_script(&f, &s, &ks, "true");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(126), "{}", stderr(&o));
+    globals_as_before(&f.root);
     assert!(
         stderr(&o).contains("cannot enable copygen/copygen_any"),
         "{}",
@@ -556,4 +583,387 @@ fn a_trace_without_events_says_the_probes_were_hit() {
     plain(" rc=0 hits=0 command: sh -c echo hits=7");
     std::fs::remove_file(&profile).unwrap();
     plain(" rc=0 command: sh -c echo hits=7");
+}
+
+// ---- a stuck tracefs, instances, -p and -- COMMAND ----------------------------------
+
+/// Spawn `cmd` and wait for it with a bound on a hang (not a timing
+/// assertion): past it the child is killed and the test fails.
+fn wait_bounded(mut child: Child, what: &str) -> Output {
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("{what}: still running after 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A `trace_pipe` that never runs dry (a FIFO that `yes` fills with events
+/// of another group, without end): a signal ends the loop, the final read
+/// ends at its limit (or whenever the pipe happens to be empty), the
+/// probes are removed and the calls read before are written.
+#[test]
+fn a_trace_pipe_that_never_ends_does_not_hold_the_recorder() {
+    let f = fake("rep_movs_alternative", "");
+    let pipe = f.root.join("trace_pipe");
+    std::fs::remove_file(&pipe).unwrap();
+    let c = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // Held open read-write: the FIFO never reports end of file, and its
+    // buffer is made 1 MiB so that `yes` stays ahead of the reader.
+    let hold = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&pipe)
+        .unwrap();
+    {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(hold.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        use std::io::Write;
+        (&hold).write_all(call(0).as_bytes()).unwrap();
+    }
+    let mut yes = Command::new("yes")
+        .arg("  other-1 [000] d.... 1.500000: other_event: (vfs_read+0x0/0x10) a=1")
+        .stdout(std::fs::OpenOptions::new().write(true).open(&pipe).unwrap())
+        .spawn()
+        .unwrap();
+    let child = f
+        .cmd(&["--calls", "1000000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the event is enabled", || f.enable("copygen_any") == "1");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let o = wait_bounded(child, "the drain of an endless trace_pipe");
+    let _ = yes.kill();
+    let _ = yes.wait();
+    drop(hold);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 calls, stopped by a signal"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(net_probes(&f.log()).is_empty(), "{}", f.log());
+    assert_eq!(f.enable("copygen_any"), "0");
+    assert!(std::fs::read_to_string(&f.out)
+        .unwrap()
+        .ends_with("\nto,512,0,0,filemap_read\n"));
+}
+
+/// A `trace_pipe` of bytes without a newline (`/dev/zero`): the unfinished
+/// line is not buffered past its bound; exit 2, the probes removed.
+#[test]
+fn an_endless_line_is_refused_not_buffered() {
+    let f = fake("rep_movs_alternative", "");
+    let pipe = f.root.join("trace_pipe");
+    std::fs::remove_file(&pipe).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &pipe).unwrap();
+    let child = f
+        .cmd(&["--calls", "10"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(child, "an endless line");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("trace_pipe:1:1: error: a line of more than 65536 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(net_probes(&f.log()).is_empty(), "{}", f.log());
+    assert!(!f.out.exists());
+}
+
+/// The fake kernel's `mkdir` of an instance: the instance's files (a
+/// template beside the fake tracefs). Its `rmdir` keeps the folder aside
+/// as `removed-NAME`, so the test can read what was written in it.
+fn fake_create(p: &Path) -> std::io::Result<()> {
+    let root = p.parent().unwrap().parent().unwrap();
+    let template = root.parent().unwrap().join("instance-template");
+    let o = Command::new("cp")
+        .arg("-r")
+        .arg(&template)
+        .arg(p)
+        .output()?;
+    if !o.status.success() {
+        return Err(std::io::Error::other("cp failed"));
+    }
+    Ok(())
+}
+
+fn fake_remove(p: &Path) -> std::io::Result<()> {
+    let name = p.file_name().unwrap().to_str().unwrap();
+    std::fs::rename(p, p.with_file_name(format!("removed-{name}")))
+}
+
+/// An instance template for `fake`: the events, a `trace_pipe` holding
+/// `pipe`, the instance's own settings.
+fn instance_template(f: &Fake, pipe: &str) {
+    let t = f.root.parent().unwrap().join("instance-template");
+    std::fs::create_dir_all(t.join("options")).unwrap();
+    let src = f.root.join("events");
+    let o = Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(t.join("events"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(t.join("trace_pipe"), pipe).unwrap();
+    for (file, v) in [
+        ("tracing_on", "1\n"),
+        ("set_event_pid", ""),
+        ("options/event-fork", "0\n"),
+        ("options/overwrite", "1\n"),
+        ("buffer_size_kb", "1408\n"),
+        ("trace", ""),
+    ] {
+        std::fs::write(t.join(file), v).unwrap();
+    }
+    std::fs::create_dir_all(f.root.join("instances")).unwrap();
+}
+
+/// Where the kernel has instances the live recorder makes its own, enables
+/// and reads its events there, and removes it: the top-level settings,
+/// its buffer and its events' switches read as before, `kprobe_events`
+/// holds what it held.
+#[test]
+fn the_live_recorder_works_in_its_own_instance() {
+    use copygen::tools::record::live::{record, InstanceOps, Options, Target};
+    use std::sync::atomic::AtomicBool;
+    let f = fake("rep_movs_alternative", "a top-level line nobody may read\n");
+    std::fs::write(f.root.join("kprobe_events"), "p:other/keep vfs_read\n").unwrap();
+    instance_template(&f, &(0..4).map(call).collect::<String>());
+    let stop = AtomicBool::new(false);
+    let o = Options {
+        tracefs: f.root.clone(),
+        proc_dir: f.proc_dir.clone(),
+        arch: Arch::X86_64,
+        symbol: None,
+        calls: 3,
+        seconds: None,
+        stop: &stop,
+        target: Target::All,
+        instance_ops: InstanceOps {
+            create: fake_create,
+            remove: fake_remove,
+        },
+    };
+    let rec = record(&o).unwrap();
+    assert_eq!(rec.rows.len(), 3);
+    assert_eq!(rec.ended, "--calls reached");
+    let name = format!("copygen-{}", std::process::id());
+    assert!(!f.root.join("instances").join(&name).exists(), "removed");
+    let inst = f.root.join("instances").join(format!("removed-{name}"));
+    let ev = inst.join("events/copygen/copygen_any");
+    assert_eq!(std::fs::read_to_string(ev.join("enable")).unwrap(), "0");
+    assert!(std::fs::read_to_string(ev.join("filter"))
+        .unwrap()
+        .starts_with("common_pid != "));
+    // The top level: untouched.
+    globals_as_before(&f.root);
+    assert_eq!(f.enable("copygen_any"), "0");
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("events/copygen/copygen_any/filter")).unwrap(),
+        "none"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("trace_pipe")).unwrap(),
+        "a top-level line nobody may read\n"
+    );
+    assert_eq!(
+        net_probes(&f.log()),
+        BTreeSet::from(["other/keep".to_string()])
+    );
+}
+
+/// `-- COMMAND` without instances: the command's shell sets the pid
+/// filter and enables the events, the recording ends with the command,
+/// its status is reported, and `set_event_pid` and `event-fork` read as
+/// before; a live summary follows.
+#[test]
+fn a_command_is_recorded_and_the_top_level_put_back() {
+    let f = fake("rep_movs_alternative", "");
+    let pipe = f.root.join("trace_pipe");
+    let cmd = format!(
+        "cat \"$0/set_event_pid\" > \"$0/seen_pid\"; printf '%s' '{}' >> \"$0/trace_pipe\"; exit 3",
+        call(9).replace('\'', "")
+    );
+    let o = f
+        .cmd(&["--calls", "100", "--", "sh", "-c", &cmd])
+        .arg(&f.root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("1 calls, the command ended; the command exited with exit status: 3"),
+        "{e}"
+    );
+    assert!(e.contains("| size | calls | share |"), "{e}");
+    assert!(e.contains("top callers: filemap_read (100.0%)"), "{e}");
+    // The shell wrote its own pid; it became the command (same pid).
+    let seen = std::fs::read_to_string(f.root.join("seen_pid")).unwrap();
+    assert!(seen.trim().parse::<u32>().is_ok(), "{seen}");
+    globals_as_before(&f.root);
+    assert!(net_probes(&f.log()).is_empty());
+    assert_eq!(f.enable("copygen_any"), "0");
+    assert!(std::fs::read_to_string(&f.out)
+        .unwrap()
+        .ends_with("to,521,9,0,filemap_read\n"));
+    drop(pipe);
+}
+
+/// `-p PID`: the process's threads go into `set_event_pid`, the recording
+/// ends when the process does, and the settings read as before.
+#[test]
+fn a_pid_is_recorded_until_it_ends() {
+    let f = fake("rep_movs_alternative", &call(1));
+    let task = f.proc_dir.join("777/task");
+    std::fs::create_dir_all(task.join("777")).unwrap();
+    std::fs::create_dir_all(task.join("779")).unwrap();
+    let child = f
+        .cmd(&["-p", "777"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the pid filter", || {
+        std::fs::read_to_string(f.root.join("set_event_pid")).unwrap() == "777 779"
+    });
+    assert_eq!(
+        std::fs::read_to_string(f.root.join("options/event-fork")).unwrap(),
+        "1"
+    );
+    std::fs::remove_dir_all(f.proc_dir.join("777")).unwrap();
+    let o = wait_bounded(child, "-p after the process ended");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 calls, the process ended"),
+        "{}",
+        stderr(&o)
+    );
+    globals_as_before(&f.root);
+    assert!(net_probes(&f.log()).is_empty());
+    std::fs::write(f.root.join("kprobe_events"), "").unwrap();
+    let o = f.run(&["-p", "4000000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("-p 4000000: no such process"),
+        "{}",
+        stderr(&o)
+    );
+    globals_as_before(&f.root);
+}
+
+/// The script's marker line takes the command's words as data: a `\n`
+/// (which dash's echo turns into a newline) and a real newline stay on
+/// the one line, and `--from-trace` reads the recording.
+#[test]
+fn the_script_writes_arguments_as_data() {
+    let f = fake("rep_movs_alternative", "");
+    let dir = f.root.parent().unwrap().to_path_buf();
+    let s = script(&dir, &["--arch", "x86_64"]);
+    let ks = dir.join("kallsyms");
+    std::fs::write(&ks, "ffffffff81000000 T rep_movs_alternative\n").unwrap();
+    let line = call(7);
+    let o = Command::new("sh")
+        .arg(&s)
+        .arg(&f.out)
+        .args(["sh", "-c"])
+        .arg(format!(
+            "printf '%s' '{}' >>\"$TRACEFS/trace\"",
+            line.trim_end()
+        ))
+        .args(["a\\nb", "two\nlines", "-e", "\\c"])
+        .env("TRACEFS", &f.root)
+        .env("KALLSYMS", &ks)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read_to_string(&f.out).unwrap();
+    let first = out.lines().next().unwrap();
+    assert!(first.ends_with(" a\\nb two lines -e \\c"), "{out}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let o = copygen()
+        .args(["record", "--from-trace"])
+        .arg(&f.out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    globals_as_before(&f.root);
+}
+
+/// The script in a kernel with instances: it makes `instances/copygen-PID`
+/// (the fake's `mkdir` on PATH fills it as the kernel would), records
+/// there, removes it, and leaves every top-level setting as it was.
+#[test]
+fn the_script_works_in_its_own_instance() {
+    let f = fake("rep_movs_alternative", "");
+    instance_template(&f, "");
+    let dir = f.root.parent().unwrap().to_path_buf();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let t = dir.join("instance-template");
+    for (name, body) in [
+        (
+            "mkdir",
+            format!("#!/bin/sh\nexec cp -r '{}' \"$1\"\n", t.display()),
+        ),
+        (
+            "rmdir",
+            "#!/bin/sh\nexec mv \"$1\" \"$(dirname \"$1\")/removed-$(basename \"$1\")\"\n".into(),
+        ),
+    ] {
+        let p = bin.join(name);
+        std::fs::write(&p, body).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let s = script(&dir, &["--arch", "x86_64"]);
+    let ks = dir.join("kallsyms");
+    std::fs::write(&ks, "ffffffff81000000 T rep_movs_alternative\n").unwrap();
+    let line = call(5);
+    let o = Command::new("sh")
+        .arg(&s)
+        .arg(&f.out)
+        .args(["sh", "-c"])
+        .arg(format!(
+            "printf '%s' '{}' >>\"$(dirname \"$(cat /dev/null; echo \"$TRACEFS\")\")/tracing/instances/copygen-$PPID/trace\"",
+            line.trim_end()
+        ))
+        .env("TRACEFS", &f.root)
+        .env("KALLSYMS", &ks)
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read_to_string(&f.out).unwrap();
+    assert!(out.contains(line.trim_end()), "{out}");
+    globals_as_before(&f.root);
+    assert_eq!(
+        f.enable("copygen_any"),
+        "0",
+        "the top level's switch untouched"
+    );
+    assert!(net_probes(&f.log()).is_empty() && f.log().contains("p:copygen/copygen_any"));
+    let inst: Vec<_> = std::fs::read_dir(f.root.join("instances"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(inst.len(), 1, "{inst:?}");
+    assert!(inst[0].starts_with("removed-copygen-"), "{inst:?}");
+    let i = f.root.join("instances").join(&inst[0]);
+    let read = |p: &str| std::fs::read_to_string(i.join(p)).unwrap();
+    assert_eq!(read("buffer_size_kb"), "8192\n");
+    assert_eq!(read("options/overwrite").trim(), "0");
+    assert_eq!(read("events/copygen/copygen_any/enable").trim(), "0");
 }

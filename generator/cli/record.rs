@@ -12,7 +12,7 @@ use copygen::front::strategy::Arch;
 use copygen::tools::bench::workload::{Trace, MAX_CALLS};
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::live::{self, Refused};
-use copygen::tools::record::parse::{no_calls_why, parse_text, BadTrace};
+use copygen::tools::record::parse::{no_calls_why, parse_bytes, BadTrace};
 use copygen::tools::record::{pick, script, summary, to_csv};
 
 use super::{parse_arch, write_stdout, Failure};
@@ -58,6 +58,14 @@ pub struct RecordArgs {
     /// Print the histograms of a workload trace (sizes, distances, callers).
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
+    /// Record only this process, its threads and the children it starts;
+    /// the recording ends when it does.
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with_all = ["script", "from_trace", "summary"])]
+    pid: Option<u32>,
+    /// Run this command and record only it and its children; the recording
+    /// ends when it does.
+    #[arg(last = true, value_name = "COMMAND", conflicts_with_all = ["pid", "script", "from_trace", "summary"])]
+    command: Vec<std::ffi::OsString>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -155,16 +163,16 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
     }
     if let Some(path) = &a.from_trace {
         let origin = path.display().to_string();
-        let text = copygen::input::read_string(path)
+        let text = copygen::input::read_bytes(path)
             .map_err(|e| Failure::Input(format!("{}: error: {e}", escape(&origin, false))))?;
         let kallsyms = match &a.kallsyms {
             Some(k) => {
                 let shown = k.display().to_string();
-                let t = copygen::input::read_string(k).map_err(|e| {
+                let t = copygen::input::read_bytes(k).map_err(|e| {
                     Failure::Input(format!("{}: error: {e}", escape(&shown, false)))
                 })?;
                 let parsed =
-                    Kallsyms::parse(&shown, &t).map_err(|e| Failure::Input(e.to_string()))?;
+                    Kallsyms::parse_bytes(&shown, &t).map_err(|e| Failure::Input(e.to_string()))?;
                 if parsed.is_none() {
                     return Err(Failure::Input(format!(
                         "{}: error: every address is 0 (read as a user kptr_restrict hides them from): use the build's System.map, or read kallsyms as root",
@@ -175,7 +183,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
             }
             None => None,
         };
-        let p = parse_text(&origin, &text, arch, kallsyms.as_ref(), a.calls).map_err(classify)?;
+        let p = parse_bytes(&origin, &text, arch, kallsyms.as_ref(), a.calls).map_err(classify)?;
         if p.rows.is_empty() {
             return Err(Failure::Input(format!(
                 "{}: error: no calls of copygen's probes in it{}",
@@ -193,7 +201,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
             line.push_str(&format!(" (the first of {total}: --calls {})", a.calls));
         }
         if p.lost > 0 {
-            line.push_str(&format!("; the ring buffer lost {} events", p.lost));
+            line.push_str(&format!("; the ring buffer lost {} events", lost(p.lost)));
         }
         if p.no_user_side > 0 {
             line.push_str(&format!(
@@ -219,6 +227,12 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         calls: a.calls,
         seconds: a.seconds,
         stop: &STOP,
+        target: match (a.pid, a.command.is_empty()) {
+            (Some(pid), _) => live::Target::Pid(pid),
+            (None, false) => live::Target::Command(a.command.clone()),
+            (None, true) => live::Target::All,
+        },
+        instance_ops: live::InstanceOps::KERNEL,
     };
     errln!(
         "copygen record: probing {} (Ctrl-C to stop)",
@@ -241,8 +255,11 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         rec.rows.len(),
         rec.ended
     );
+    if let Some(status) = rec.status {
+        line.push_str(&format!("; the command exited with {status}"));
+    }
     if rec.lost > 0 {
-        line.push_str(&format!("; the ring buffer lost {} events", rec.lost));
+        line.push_str(&format!("; the ring buffer lost {} events", lost(rec.lost)));
     }
     if rec.no_user_side > 0 {
         line.push_str(&format!(
@@ -256,6 +273,27 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
     errln!("{line}");
     let mut comments = vec![line];
     comments.extend(rec.notes.iter().cloned());
-    emit(a.output.as_deref(), &to_csv(&comments, &rec.rows))?;
+    let csv = to_csv(&comments, &rec.rows);
+    emit(a.output.as_deref(), &csv)?;
+    // The histograms `--summary` prints, of the trace as written (read
+    // back: what it shows is what the file holds).
+    let name = a
+        .output
+        .as_deref()
+        .and_then(Path::file_stem)
+        .map_or("recorded".into(), |n| n.to_string_lossy().into_owned());
+    match Trace::parse(&name, &name, &csv) {
+        Ok(trace) => errln!("\n{}", summary::summary(&trace).trim_end()),
+        Err(e) => errln!("copygen record: the trace written does not read back: {e}"),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A count of lost events; one that saturated says so.
+fn lost(k: u64) -> String {
+    if k == u64::MAX {
+        format!("at least {k}")
+    } else {
+        k.to_string()
+    }
 }

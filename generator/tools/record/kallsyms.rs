@@ -16,9 +16,30 @@ impl Kallsyms {
     /// hides them from this user). A line that is not `ADDRESS TYPE NAME`
     /// is an error naming the line.
     pub fn parse(origin: &str, text: &str) -> Result<Option<Kallsyms>> {
+        Kallsyms::parse_bytes(origin, text.as_bytes())
+    }
+
+    /// [`Kallsyms::parse`] of bytes: a line that is not UTF-8 is an error
+    /// naming its line and the column of the first stray byte.
+    pub fn parse_bytes(origin: &str, bytes: &[u8]) -> Result<Option<Kallsyms>> {
         let mut syms = Vec::new();
         let mut any_nonzero = false;
-        for (i, line) in text.lines().enumerate() {
+        let text = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            let line = match std::str::from_utf8(raw) {
+                Ok(l) => l,
+                Err(e) => {
+                    let valid = std::str::from_utf8(&raw[..e.valid_up_to()]).unwrap_or("");
+                    bail!(
+                        "{}:{}:{}: error: not UTF-8 text: byte 0x{:02x} does not begin a UTF-8 character",
+                        escape(origin, false),
+                        i + 1,
+                        valid.chars().count() + 1,
+                        raw[e.valid_up_to()]
+                    );
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }

@@ -1,17 +1,26 @@
-//! Recording the running kernel: the probes of [`super::definitions`] go
-//! into `kprobe_events` (appended, never truncated: other tools' probes stay),
-//! each gets a pid filter that leaves out copygen's own reads of
-//! `trace_pipe`, is enabled, and `trace_pipe` is read until enough calls,
-//! enough seconds, or a signal's flag. What was added is removed on every
-//! way out by [`ProbeGuard`]: explicitly at the end (its errors reported),
-//! and by its `Drop` on an error or a panic.
+//! Recording the running kernel without disturbing its other tracing
+//! users. The probes of [`super::definitions`] go into the top-level
+//! `kprobe_events` (appended, never truncated: other tools' probes stay);
+//! everything else happens in a private tracefs instance,
+//! `instances/copygen-PID`, made for the run where the kernel has
+//! instances: the events are enabled there, with a filter that leaves out
+//! copygen's own reads of `trace_pipe` (and, with `-p PID` or a command,
+//! the instance's `set_event_pid`), and that instance's `trace_pipe` is
+//! read, so the top-level buffer, `tracing_on` and every other global
+//! setting stay as they were. Without instances it works in the top level
+//! and saves every setting it changes beforehand. Reading stops at enough
+//! calls, enough seconds, the end of the traced process, or a signal's
+//! flag. [`ProbeGuard`] undoes all of it on every way out: explicitly at
+//! the end (its errors reported), and by its `Drop` on an error or a panic.
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -41,6 +50,45 @@ fn refuse(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Refused(msg.into()))
 }
 
+/// How an instance folder is made and removed: `mkdir` and `rmdir` on
+/// tracefs, where the kernel fills the new folder with the instance's files
+/// and removes them with it. Tests give a fake tracefs's own.
+#[derive(Clone, Copy)]
+pub struct InstanceOps {
+    pub create: fn(&Path) -> std::io::Result<()>,
+    pub remove: fn(&Path) -> std::io::Result<()>,
+}
+
+impl InstanceOps {
+    /// tracefs's.
+    pub const KERNEL: InstanceOps = InstanceOps {
+        create: |p| std::fs::create_dir(p),
+        remove: |p| std::fs::remove_dir(p),
+    };
+}
+
+/// Which processes to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Every process but copygen.
+    All,
+    /// One process, its threads and the children it forks while recorded
+    /// (`-p PID`); the recording ends when it does.
+    Pid(u32),
+    /// A command copygen starts, and its children (`-- COMMAND`); the
+    /// recording ends when it does.
+    Command(Vec<OsString>),
+}
+
+/// How long the final read of what the ring buffer holds may take: a
+/// tracefs whose `trace_pipe` never runs dry (a stuck or hostile one) does
+/// not hold the recorder, and its probes, for longer.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// The longest line read from `trace_pipe`: the probes' lines are a few
+/// hundred bytes; a longer one is not theirs, and is not buffered further.
+pub const MAX_LINE: usize = 64 << 10;
+
 pub struct Options<'a> {
     /// The tracefs mount (`/sys/kernel/tracing`).
     pub tracefs: PathBuf,
@@ -50,8 +98,11 @@ pub struct Options<'a> {
     pub symbol: Option<String>,
     pub calls: usize,
     pub seconds: Option<f64>,
-    /// Set by the signal handler; the reader loop stops when it is.
+    /// Set by the signal handler; the reader loop stops when it is, and
+    /// the final drain when it is set again.
     pub stop: &'a AtomicBool,
+    pub target: Target,
+    pub instance_ops: InstanceOps,
 }
 
 /// What a recording got.
@@ -66,36 +117,76 @@ pub struct Recording {
     /// Facts for the trace's header comments and the terminal.
     pub notes: Vec<String>,
     pub release: Option<String>,
+    /// The command's exit status (`-- COMMAND`), where it ended.
+    pub status: Option<std::process::ExitStatus>,
 }
 
-/// Removes the probes it was told about: disables the enabled ones, then
-/// deletes every added one from `kprobe_events`.
+/// Undoes what a recording did: disables the enabled events, puts back the
+/// settings it changed, removes the instance it made, then deletes every
+/// added probe from `kprobe_events`.
 pub struct ProbeGuard {
+    /// The tracefs mount: `kprobe_events` is there.
     root: PathBuf,
+    /// Where the events are enabled and read: the instance, or `root`.
+    here: PathBuf,
+    /// The instance made for the run, and how to remove it.
+    instance: Option<InstanceOps>,
     added: Vec<String>,
     enabled: Vec<String>,
+    /// Settings changed, with what they held before (in order of change).
+    saved: Vec<(PathBuf, String)>,
 }
 
 fn write_file(path: &Path, text: &str, append: bool) -> std::io::Result<()> {
     let mut f = OpenOptions::new()
         .write(true)
         .append(append)
+        .truncate(!append)
         .custom_flags(libc::O_NOCTTY)
         .open(path)?;
     f.write_all(text.as_bytes())
 }
 
 impl ProbeGuard {
+    /// A guard working in the top level of `root`.
     pub fn new(root: &Path) -> ProbeGuard {
         ProbeGuard {
             root: root.to_path_buf(),
+            here: root.to_path_buf(),
+            instance: None,
             added: Vec::new(),
             enabled: Vec::new(),
+            saved: Vec::new(),
         }
     }
 
+    /// Make the instance `instances/NAME` and work in it from now on; it is
+    /// the guard's to remove.
+    pub fn use_instance(&mut self, name: &str, ops: InstanceOps) -> Result<()> {
+        let path = self.root.join("instances").join(name);
+        (ops.create)(&path).map_err(|e| {
+            refuse(format!(
+                "cannot make the tracefs instance {}: {e}{}",
+                escape(&path.display().to_string(), false),
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    " (another recorder of this pid, in another pid namespace, or one killed with SIGKILL: remove it with rmdir)"
+                } else {
+                    " (run as root)"
+                }
+            ))
+        })?;
+        self.here = path;
+        self.instance = Some(ops);
+        Ok(())
+    }
+
+    /// Where events are enabled and read.
+    pub fn here(&self) -> &Path {
+        &self.here
+    }
+
     fn event_file(&self, event: &str, file: &str) -> PathBuf {
-        self.root.join("events").join(GROUP).join(event).join(file)
+        self.here.join("events").join(GROUP).join(event).join(file)
     }
 
     /// Append a probe definition; on success it is the guard's to remove.
@@ -109,6 +200,16 @@ impl ProbeGuard {
             })?;
         self.added.push(def.event.clone());
         Ok(())
+    }
+
+    /// Write a setting of the instance (or, without one, of the top level)
+    /// after keeping what it held, which [`Self::cleanup`] writes back.
+    pub fn set(&mut self, file: &str, value: &str) -> Result<()> {
+        let path = self.here.join(file);
+        let before = crate::input::read_string(&path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        self.saved.push((path.clone(), before));
+        write_file(&path, value, false).with_context(|| format!("{}: cannot write", path.display()))
     }
 
     pub fn filter(&self, event: &str, filter: &str) -> Result<()> {
@@ -143,6 +244,26 @@ impl ProbeGuard {
     /// Undo everything; the errors of the steps that failed.
     pub fn cleanup(&mut self) -> Vec<String> {
         let mut errors = self.disable();
+        while let Some((path, before)) = self.saved.pop() {
+            // `set_event_pid` lists one pid a line; it takes them separated
+            // by blanks, and an empty write (with O_TRUNC) clears it.
+            if let Err(err) = write_file(&path, &before, false) {
+                errors.push(format!(
+                    "{}: could not put back `{}` ({err})",
+                    path.display(),
+                    escape(before.trim_end(), false)
+                ));
+            }
+        }
+        if let Some(ops) = self.instance.take() {
+            if let Err(err) = (ops.remove)(&self.here) {
+                errors.push(format!(
+                    "{}: could not remove the instance ({err}): remove it with `rmdir {}`",
+                    self.here.display(),
+                    self.here.display()
+                ));
+            }
+        }
         for e in std::mem::take(&mut self.added).iter().rev() {
             let path = self.root.join("kprobe_events");
             if let Err(err) = write_file(&path, &format!("-:{GROUP}/{e}\n"), true) {
@@ -165,12 +286,15 @@ impl Drop for ProbeGuard {
     }
 }
 
-/// `trace_pipe`, opened non-blocking, and the partial line read so far.
+/// `trace_pipe`, opened non-blocking, and the partial line read so far
+/// (at most [`MAX_LINE`] bytes).
 struct PipeReader<'k> {
     pipe: std::fs::File,
     origin: String,
     parser: Parser<'k>,
     pending: Vec<u8>,
+    /// How much of `pending` holds no newline: each byte is looked at once.
+    scanned: usize,
     line: usize,
 }
 
@@ -202,16 +326,31 @@ impl PipeReader<'_> {
             Err(e) => return Err(anyhow!("{}: read failed: {e}", escape(&self.origin, false))),
         };
         self.pending.extend_from_slice(&buf[..got]);
-        while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=nl).collect();
+        let mut start = 0;
+        while let Some(nl) = self.pending[self.scanned..]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
+            let end = self.scanned + nl;
             self.line += 1;
-            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+            let text = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
+            start = end + 1;
+            self.scanned = start;
             match self.parser.line(self.line, &text)? {
                 Line::Call(r) if rec.rows.len() < calls => rec.rows.push(r),
                 Line::Call(_) | Line::Skipped => {}
-                Line::Lost(k) => rec.lost += k,
+                Line::Lost(k) => rec.lost = rec.lost.saturating_add(k),
                 Line::NoUserSide => rec.no_user_side += 1,
             }
+        }
+        self.pending.drain(..start);
+        self.scanned = self.pending.len();
+        if self.pending.len() > MAX_LINE {
+            return Err(anyhow::Error::new(super::parse::BadTrace(format!(
+                "{}:{}:1: error: a line of more than {MAX_LINE} bytes: not a trace event line of copygen's probes",
+                escape(&self.origin, false),
+                self.line + 1
+            ))));
         }
         Ok(Some(got))
     }
@@ -359,17 +498,62 @@ pub fn record(o: &Options) -> Result<Recording> {
 
     let defs = definitions(probes(o.arch), probe);
     let mut guard = ProbeGuard::new(root);
+    let me = std::process::id();
+    if root.join("instances").is_dir() {
+        guard.use_instance(&format!("{GROUP}-{me}"), o.instance_ops)?;
+    } else {
+        notes.push(
+            "this tracefs has no instances: recorded in its top level, which reading trace_pipe empties for every other reader; the settings changed were put back".into(),
+        );
+    }
+    let here = guard.here().to_path_buf();
     for d in &defs {
         guard.add(d)?;
     }
-    let me = std::process::id();
     for d in &defs {
         guard.filter(&d.event, &format!("common_pid != {me}"))?;
     }
-    for d in &defs {
-        guard.enable(&d.event)?;
+    let mut child: Option<Child> = None;
+    match &o.target {
+        Target::All => {
+            for d in &defs {
+                guard.enable(&d.event)?;
+            }
+        }
+        Target::Pid(pid) => {
+            let tids = threads(&o.proc_dir, *pid)?;
+            guard.set("options/event-fork", "1")?;
+            guard.set("set_event_pid", &tids)?;
+            for d in &defs {
+                guard.enable(&d.event)?;
+            }
+        }
+        Target::Command(argv) => {
+            guard.set("options/event-fork", "1")?;
+            guard.set("set_event_pid", "")?;
+            // The command's own shell puts its pid in the filter, enables
+            // the events (the last one after its own write, so that write
+            // is not recorded) and becomes the command: only it and its
+            // children are recorded, from their first instruction.
+            for d in &defs {
+                guard.enabled.push(d.event.clone());
+            }
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!(
+                    r#"h=$0; fail() {{ printf 'copygen record: cannot %s\n' "$*" >&2; exit 126; }}; echo $$ >"$h/set_event_pid" || fail "write $h/set_event_pid"; while [ "$1" != -- ]; do echo 1 >"$h/events/{GROUP}/$1/enable" || fail "enable {GROUP}/$1"; shift; done; shift; exec "$@""#
+                ))
+                .arg(&here);
+            c.args(defs.iter().rev().map(|d| d.event.as_str()))
+                .arg("--")
+                .args(argv);
+            child = Some(
+                c.spawn()
+                    .map_err(|e| anyhow!("cannot start sh to run the command: {e}"))?,
+            );
+        }
     }
-    let pipe_path = root.join("trace_pipe");
+    let pipe_path = here.join("trace_pipe");
     let origin = pipe_path.display().to_string();
     let pipe = OpenOptions::new()
         .read(true)
@@ -386,12 +570,14 @@ pub fn record(o: &Options) -> Result<Recording> {
         ended: "",
         notes,
         release,
+        status: None,
     };
     let mut reader = PipeReader {
         pipe,
         origin,
         parser,
         pending: Vec::new(),
+        scanned: 0,
         line: 0,
     };
     rec.ended = loop {
@@ -406,18 +592,46 @@ pub fn record(o: &Options) -> Result<Recording> {
         {
             break "--seconds reached";
         }
+        if let Target::Pid(pid) = o.target {
+            if !o.proc_dir.join(pid.to_string()).exists() {
+                break "the process ended";
+            }
+        }
+        if let Some(c) = child.as_mut() {
+            if let Some(status) = c.try_wait()? {
+                rec.status = Some(status);
+                break "the command ended";
+            }
+        }
         reader.poll(100);
         if reader.read_some(&mut rec, o.calls)? == Some(0) {
             std::thread::sleep(Duration::from_millis(50));
         }
     };
     // What the kernel wrote before the events were disabled is still in the
-    // ring buffer: read it, so a signal or --seconds loses no call.
+    // ring buffer: read it, so a signal or --seconds loses no call. The
+    // read ends when the buffer is empty, at DRAIN_LIMIT, or at another
+    // signal (the flag is cleared for it).
     let errors = guard.disable();
     if !errors.is_empty() {
         return Err(anyhow!("disabling the probes: {}", errors.join("; ")));
     }
+    o.stop.store(false, Ordering::SeqCst);
+    let until = Instant::now() + DRAIN_LIMIT;
     while rec.rows.len() < o.calls {
+        if o.stop.load(Ordering::SeqCst) {
+            rec.notes
+                .push("a second signal ended the read of what the ring buffer held".into());
+            break;
+        }
+        if Instant::now() >= until {
+            rec.notes.push(format!(
+                "{} was still not empty {} s after the events were disabled: the rest left unread",
+                escape(&reader.origin, false),
+                DRAIN_LIMIT.as_secs()
+            ));
+            break;
+        }
         match reader.read_some(&mut rec, o.calls)? {
             Some(0) | None => break,
             Some(_) => {}
@@ -429,4 +643,27 @@ pub fn record(o: &Options) -> Result<Recording> {
         return Err(anyhow!("removing the probes: {}", errors.join("; ")));
     }
     Ok(rec)
+}
+
+/// The threads of process `pid`, blank-separated, for `set_event_pid`
+/// (its `task` folder; only `pid` where that is unreadable).
+fn threads(proc_dir: &Path, pid: u32) -> Result<String> {
+    if pid == 0 || !proc_dir.join(pid.to_string()).is_dir() {
+        return Err(refuse(format!("-p {pid}: no such process")));
+    }
+    let mut tids: Vec<u32> = std::fs::read_dir(proc_dir.join(pid.to_string()).join("task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !tids.contains(&pid) {
+        tids.push(pid);
+    }
+    tids.sort_unstable();
+    Ok(tids
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" "))
 }

@@ -61,8 +61,41 @@ pub struct Event<'a> {
     pub fields: Vec<(&'a str, u64, usize)>,
 }
 
+/// The 1-based column (in characters) of byte `byte` of `line`; a byte
+/// inside a character counts as that character.
 fn col(line: &str, byte: usize) -> usize {
-    line[..byte].chars().count() + 1
+    col_bytes(line.as_bytes(), byte)
+}
+
+fn col_bytes(bytes: &[u8], byte: usize) -> usize {
+    let starts = |b: &u8| (*b as i8) >= -0x40;
+    let byte = byte.min(bytes.len());
+    let before = bytes[..byte].iter().filter(|b| starts(b)).count();
+    before + usize::from(bytes.get(byte).is_none_or(starts))
+}
+
+/// Where `sub`, a slice of `line`, begins in it (bytes).
+fn offset(line: &str, sub: &str) -> usize {
+    sub.as_ptr() as usize - line.as_ptr() as usize
+}
+
+/// Columns of increasing byte offsets of one line, counted from the last
+/// one asked for: linear in the line however many fields it holds.
+struct Columns<'a> {
+    line: &'a str,
+    byte: usize,
+    col: usize,
+}
+
+impl Columns<'_> {
+    fn at(&mut self, byte: usize) -> usize {
+        if byte < self.byte {
+            return col(self.line, byte);
+        }
+        self.col += col_bytes(&self.line.as_bytes()[self.byte..], byte - self.byte) - 1;
+        self.byte = byte;
+        self.col
+    }
 }
 
 fn number(t: &str) -> Option<u64> {
@@ -94,7 +127,11 @@ pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
     };
     let mut words = head[cpu + 2..].split_whitespace().rev();
     let name = words.next().unwrap_or("");
-    let name_at = at - name.len();
+    let name_at = if name.is_empty() {
+        at
+    } else {
+        offset(line, name)
+    };
     if !is_ident(name) {
         return Err((
             col(line, name_at),
@@ -108,7 +145,7 @@ pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
     if !ts_ok {
         let stamp_at = match stamp {
             "" => cpu + 2,
-            s => line[..name_at].rfind(s).unwrap_or(cpu + 2),
+            s => offset(line, s),
         };
         return Err((
             col(line, stamp_at),
@@ -135,6 +172,11 @@ pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
     }
     let mut fields = Vec::new();
     let mut pos = loc_at + close + 1;
+    let mut cols = Columns {
+        line,
+        byte: 0,
+        col: 1,
+    };
     for word in line[pos..].split(' ') {
         let here = pos;
         pos += word.len() + 1;
@@ -143,13 +185,13 @@ pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
         }
         let Some((k, v)) = word.split_once('=') else {
             return Err((
-                col(line, here),
+                cols.at(here),
                 format!("`{}` is not a field (NAME=VALUE)", escape(word, false)),
             ));
         };
         let Some(v) = number(v) else {
             return Err((
-                col(line, here + k.len() + 1),
+                cols.at(here + k.len() + 1),
                 format!(
                     "field `{}`: `{}` is not a number (decimal or 0x hex)",
                     escape(k, false),
@@ -157,7 +199,7 @@ pub fn event(line: &str) -> std::result::Result<Event<'_>, (usize, String)> {
                 ),
             ));
         };
-        fields.push((k, v, col(line, here)));
+        fields.push((k, v, cols.at(here)));
     }
     Ok(Event {
         name,
@@ -257,9 +299,11 @@ impl<'k> Parser<'k> {
             if let Some(k) = rest
                 .split_once("[LOST ")
                 .and_then(|(_, r)| r.split_once(' '))
-                .and_then(|(k, _)| k.parse().ok())
+                .map(|(k, _)| k)
+                .filter(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
             {
-                return Ok(Line::Lost(k));
+                // A count past 2^64 - 1 is as many as a u64 says.
+                return Ok(Line::Lost(k.parse().unwrap_or(u64::MAX)));
             }
         }
         let ev = event(line).map_err(|(c, m)| self.fail(ln, c, m))?;
@@ -365,7 +409,7 @@ impl<'k> Parser<'k> {
             }
         };
         let caller = match field("caller") {
-            Some((addr, _)) => self.caller(addr),
+            Some((addr, c)) => self.caller(addr).map_err(|m| self.fail(ln, c, m))?,
             None => None,
         };
         Ok(Line::Call(Row {
@@ -377,17 +421,37 @@ impl<'k> Parser<'k> {
         }))
     }
 
-    fn caller(&mut self, addr: u64) -> Option<String> {
-        let k = self.kallsyms?;
-        self.callers
+    /// The function name of a return address; an error where the name
+    /// cannot be a workload trace's `caller` field as it is written (a
+    /// comma would split it, a quote or a leading `#` would be read
+    /// otherwise), so every trace copygen writes reads back.
+    fn caller(&mut self, addr: u64) -> std::result::Result<Option<String>, String> {
+        let Some(k) = self.kallsyms else {
+            return Ok(None);
+        };
+        let name = self
+            .callers
             .entry(addr)
             .or_insert_with(|| {
                 k.lookup(addr)
                     .filter(|s| s.chars().count() <= MAX_CALLER)
                     .map(str::to_string)
             })
-            .clone()
+            .clone();
+        match name {
+            Some(n) if !caller_writable(&n) => Err(format!(
+                "field `caller`: {addr:#x} is `{}` in the symbol table, which a workload trace's caller column cannot hold (a comma, a quote, a `#` or a blank at either end)",
+                escape(&n, false)
+            )),
+            n => Ok(n),
+        }
     }
+}
+
+/// Whether a name can be a workload trace's `caller` field: what
+/// [`super::to_csv`] writes of it is read back as the same name.
+pub fn caller_writable(name: &str) -> bool {
+    !name.starts_with('#') && name.trim() == name && !name.contains([',', '"', '\n', '\r'])
 }
 
 fn table(arch: Arch) -> &'static ArchProbes {
@@ -428,6 +492,68 @@ pub fn no_calls_why(hits: Option<u64>, arch: Option<Arch>) -> String {
     why
 }
 
+/// Every line of the bytes of a trace; rows past `limit` are counted, not
+/// kept. A line that is not UTF-8 is read with its stray bytes replaced
+/// (a task name may be Latin-1: the parser does not read task names);
+/// where the line is not one the parser takes that way, the error names
+/// the line and the column of the first byte that is not UTF-8.
+pub fn parse_bytes(
+    origin: &str,
+    bytes: &[u8],
+    arch: Option<Arch>,
+    kallsyms: Option<&Kallsyms>,
+    limit: usize,
+) -> Result<Parsed> {
+    let mut p = Parser::new(origin, arch, kallsyms);
+    let mut out = Parsed::default();
+    let mut lines = bytes.split(|&b| b == b'\n').peekable();
+    let mut ln = 0;
+    while let Some(raw) = lines.next() {
+        if raw.is_empty() && lines.peek().is_none() {
+            break;
+        }
+        ln += 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let got = match std::str::from_utf8(raw) {
+            Ok(line) => p.line(ln, line)?,
+            Err(e) => {
+                let line = String::from_utf8_lossy(raw);
+                match p.line(ln, &line) {
+                    Ok(got) => got,
+                    Err(_) => {
+                        let at = e.valid_up_to();
+                        let valid = std::str::from_utf8(&raw[..at]).unwrap_or("");
+                        bail!(p.fail(
+                            ln,
+                            valid.chars().count() + 1,
+                            format!(
+                                "not UTF-8 text: byte 0x{:02x} does not begin a UTF-8 character",
+                                raw[at]
+                            )
+                        ));
+                    }
+                }
+            }
+        };
+        out.add(got, limit);
+    }
+    out.arch = p.arch();
+    out.hits = p.hits();
+    Ok(out)
+}
+
+impl Parsed {
+    fn add(&mut self, line: Line, limit: usize) {
+        match line {
+            Line::Call(r) if self.rows.len() < limit => self.rows.push(r),
+            Line::Call(_) => self.dropped += 1,
+            Line::Lost(k) => self.lost = self.lost.saturating_add(k),
+            Line::NoUserSide => self.no_user_side += 1,
+            Line::Skipped => {}
+        }
+    }
+}
+
 /// Every line of `text`; rows past `limit` are counted, not kept.
 pub fn parse_text(
     origin: &str,
@@ -436,18 +562,5 @@ pub fn parse_text(
     kallsyms: Option<&Kallsyms>,
     limit: usize,
 ) -> Result<Parsed> {
-    let mut p = Parser::new(origin, arch, kallsyms);
-    let mut out = Parsed::default();
-    for (i, line) in text.lines().enumerate() {
-        match p.line(i + 1, line)? {
-            Line::Call(r) if out.rows.len() < limit => out.rows.push(r),
-            Line::Call(_) => out.dropped += 1,
-            Line::Lost(k) => out.lost += k,
-            Line::NoUserSide => out.no_user_side += 1,
-            Line::Skipped => {}
-        }
-    }
-    out.arch = p.arch();
-    out.hits = p.hits();
-    Ok(out)
+    parse_bytes(origin, text.as_bytes(), arch, kallsyms, limit)
 }

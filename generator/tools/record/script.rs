@@ -3,8 +3,14 @@
 //! on. It adds the probes, traces one command (and its children: the pid
 //! filter follows forks), writes the `trace` text with a marker line naming
 //! the arch, and removes the probes on every way out (a normal end, a
-//! failed step, SIGINT, SIGTERM). `copygen record --from-trace` reads what
-//! it wrote.
+//! failed step, SIGINT, SIGTERM). Like the live recorder it works in a
+//! private tracefs instance (`instances/copygen-PID`) where the kernel has
+//! them, so the top-level buffer and settings are not touched; without
+//! instances it changes only `set_event_pid` and `options/event-fork` of
+//! the top level, and puts back what they held. Every text from outside
+//! (paths, the command's arguments) is printed with `printf '%s'`, never
+//! `echo`, which some shells read escapes in. `copygen record
+//! --from-trace` reads what it wrote.
 
 use std::fmt::Write as _;
 
@@ -28,13 +34,13 @@ pub fn script(arch: Arch, probe: &CopyProbe) -> String {
 #   sh record.sh OUT COMMAND [ARG...]
 # Convert OUT on any machine copygen runs on:
 #   copygen record --from-trace OUT [--kallsyms System.map] -o trace.csv
-# Environment: TRACEFS (default /sys/kernel/tracing), KALLSYMS (default /proc/kallsyms), BUFFER_KB (default 8192, per CPU;
-# when it fills, later calls are dropped and the trace keeps the first ones).
+# Environment: TRACEFS (default /sys/kernel/tracing), KALLSYMS (default /proc/kallsyms), BUFFER_KB (default 8192, per CPU,
+# of the private instance; when it fills, later calls are dropped and the trace keeps the first ones).
 set -u
 T=${{TRACEFS:-/sys/kernel/tracing}}
 G={GROUP}
 EVENTS="{events}"
-die() {{ echo "record: $*" >&2; exit 2; }}
+die() {{ printf 'record: %s\n' "$*" >&2; exit 2; }}
 [ $# -ge 2 ] || die "usage: $0 OUT COMMAND [ARG...]"
 out=$1
 shift
@@ -55,20 +61,47 @@ if grep -q "^[a-z]:$G/" "$T/kprobe_events"; then
 	die "$T/kprobe_events already holds probes of group $G (another recording, or one killed with SIGKILL): remove them with: echo '-:$G/NAME' >> $T/kprobe_events"
 fi
 added=
+# Where the events are enabled and the trace is read: a private instance
+# where the kernel has them, else the top level.
+I=$T
+inst=
+saved=
 cleanup() {{
-	for e in $added; do echo 0 >"$T/events/$G/$e/enable" 2>/dev/null; done
+	for e in $added; do echo 0 >"$I/events/$G/$e/enable" 2>/dev/null; done
+	if [ -n "$saved" ]; then
+		printf '%s' "$pids" >"$T/set_event_pid" 2>/dev/null
+		printf '%s' "$fork" >"$T/options/event-fork" 2>/dev/null
+		saved=
+	fi
+	if [ -n "$inst" ]; then
+		rmdir "$inst" || printf 'record: could not remove the instance %s: rmdir it\n' "$inst" >&2
+		inst=
+	fi
 	for e in $added; do
-		echo "-:$G/$e" >>"$T/kprobe_events" || echo "record: could not remove $G/$e from $T/kprobe_events" >&2
+		printf '%s\n' "-:$G/$e" >>"$T/kprobe_events" || printf 'record: could not remove %s from %s\n' "$G/$e" "$T/kprobe_events" >&2
 	done
 	added=
-	echo >"$T/set_event_pid" 2>/dev/null
-	echo 1 >"$T/tracing_on" 2>/dev/null
 }}
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
+if [ -d "$T/instances" ]; then
+	I=$T/instances/$G-$$
+	mkdir "$I" || die "cannot make the tracefs instance $I (run as root; or rmdir one left by a killed run)"
+	inst=$I
+else
+	# No instances: the top level's pid filter and event-fork are changed,
+	# and put back at the end; its buffer and tracing_on are left alone.
+	[ "$(cat "$T/tracing_on" 2>/dev/null)" = 0 ] &&
+		die "tracing is off ($T/tracing_on is 0) and this kernel has no instances: turn it on first"
+	# (Read with a sentinel: $(...) would drop trailing newlines.)
+	pids=$(cat "$T/set_event_pid" && echo x) || die "cannot read $T/set_event_pid (run as root)"
+	fork=$(cat "$T/options/event-fork" && echo x) || die "cannot read $T/options/event-fork"
+	pids=${{pids%x}} fork=${{fork%x}}
+	saved=1
+fi
 add() {{
-	echo "$2" >>"$T/kprobe_events" || die "the kernel refused the probe: $2"
+	printf '%s\n' "$2" >>"$T/kprobe_events" || die "the kernel refused the probe: $2"
 	added="$added $1"
 }}
 "#,
@@ -81,32 +114,46 @@ add() {{
     }
     let _ = write!(
         s,
-        r#"echo 0 >"$T/tracing_on" || die "cannot write $T/tracing_on (run as root)"
-echo "${{BUFFER_KB:-8192}}" >"$T/buffer_size_kb" || die "cannot set $T/buffer_size_kb"
-echo 0 >"$T/options/overwrite"
-echo 1 >"$T/options/event-fork"
-echo >"$T/trace"
-for e in $EVENTS; do echo 1 >"$T/events/$G/$e/enable" || die "cannot enable $G/$e"; done
-# The command's own shell sets the pid filter and starts tracing, then becomes the
-# command: only it and its children are recorded, and not these writes.
-sh -c 'echo $$ >"$0/set_event_pid" && echo 1 >"$0/tracing_on" && exec "$@"' "$T" "$@"
+        r#"if [ -n "$inst" ]; then
+	echo 0 >"$I/tracing_on" || die "cannot write $I/tracing_on"
+	printf '%s\n' "${{BUFFER_KB:-8192}}" >"$I/buffer_size_kb" || die "cannot set $I/buffer_size_kb"
+	echo 0 >"$I/options/overwrite"
+fi
+echo 1 >"$I/options/event-fork" || die "cannot write $I/options/event-fork"
+# The command's own shell sets the pid filter, enables the events (the last
+# one after its own write, so that write is not recorded) and, in an
+# instance, starts its tracing, then becomes the command: only it and its
+# children are recorded, and not these writes.
+sh -c 'I=$0 inst=$1; shift
+fail() {{ printf "record: cannot %s\\n" "$*" >&2; exit 126; }}
+echo $$ >"$I/set_event_pid" || fail "write $I/set_event_pid"
+while [ "$1" != -- ]; do echo 1 >"$I/events/{GROUP}/$1/enable" || fail "enable {GROUP}/$1"; shift; done; shift
+[ -z "$inst" ] || echo 1 >"$I/tracing_on" || fail "write $I/tracing_on"
+exec "$@"' "$I" "$inst" {rev_events} -- "$@"
 rc=$?
-echo 0 >"$T/tracing_on"
-for e in $EVENTS; do echo 0 >"$T/events/$G/$e/enable"; done
+[ -n "$inst" ] && echo 0 >"$I/tracing_on"
+for e in $EVENTS; do echo 0 >"$I/events/$G/$e/enable"; done
 # How often the kernel hit the probes (every process's calls, while enabled): a trace
 # with no event then tells a kernel that kept none from probes that were never hit.
 hits=
 if [ -r "$T/kprobe_profile" ]; then
 	hits=$(awk -v ev=" $EVENTS " 'index(ev, " " $1 " ") {{ n += $2 }} END {{ printf " hits=%d", n }}' "$T/kprobe_profile")
 fi
+# The marker line: the command's words as data, one line whatever they hold.
+mark() {{
+	printf '%s' "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc$hits command:"
+	for a in "$@"; do printf ' %s' "$a"; done | tr '\n\r' '  '
+	printf '\n'
+}}
 if [ "$out" = - ]; then
-	{{ echo "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc$hits command: $*"; cat "$T/trace"; }}
+	{{ mark "$@"; cat "$I/trace"; }}
 else
-	{{ echo "{SCRIPT_MARK} arch={arch} symbol={name} rc=$rc$hits command: $*"; cat "$T/trace"; }} >"$out" || die "cannot write $out"
+	{{ mark "$@"; cat "$I/trace"; }} >"$out" || die "cannot write $out"
 fi
 cleanup
 exit $rc
 "#,
+        rev_events = events.iter().rev().copied().collect::<Vec<_>>().join(" "),
         name = probe.name,
     );
     s

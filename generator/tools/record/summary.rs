@@ -1,11 +1,13 @@
 //! `copygen record --summary FILE`: what a workload trace holds, as the
 //! bench's tables class it: calls per direction, a size histogram (the
 //! bench's size classes, then the most common sizes), a distance histogram
-//! (`(dst - src) mod 4096`, the bench's bands) and the top callers.
+//! (`(dst - src) mod 4096`, the bench's bands) and the top callers
+//! (escaped: a name from the trace prints no control or bidi character).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use crate::front::diagnostics::escape;
 use crate::front::strategy::Direction;
 use crate::tools::bench::workload::{Trace, BANDS, SIZE_CLASSES};
 
@@ -30,7 +32,7 @@ pub fn summary(trace: &Trace) -> String {
     let _ = writeln!(
         s,
         "{}: {n} calls ({from} from user, {} to user), {bytes} bytes, mean {:.0} bytes per call\n",
-        trace.name,
+        escape(&trace.name, false),
         n - from,
         bytes as f64 / n.max(1) as f64
     );
@@ -71,8 +73,10 @@ pub fn summary(trace: &Trace) -> String {
         .iter()
         .take(6)
         .map(|(c, k)| {
+            // A caller is the trace's text: escaped as messages are, so a
+            // name cannot move the cursor or reorder the line.
             let name = c.map_or("(unknown)", |i| trace.callers[i as usize].as_str());
-            format!("{name} ({:.1}%)", pct(*k, n))
+            format!("{} ({:.1}%)", escape(name, false), pct(*k, n))
         })
         .collect();
     let _ = writeln!(s, "top callers: {}", list.join(", "));
