@@ -48,6 +48,7 @@ fn cpu(vendor: &str, family: u32, model: u32, erms: bool, fsrm: bool) -> CpuInfo
         stepping: 0,
         erms,
         fsrm,
+        rep_good: true,
         name: String::new(),
     }
 }
