@@ -364,3 +364,52 @@ fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
         }
     }
 }
+
+/// A strategy naming `zen5` for `kernel` (none: both trees).
+fn zen5_strategy(kernel: Option<&str>) -> String {
+    let linux = kernel.map_or(String::new(), |k| format!("[linux]\nkernel = \"{k}\"\n"));
+    format!(
+        r#"name = "zen5_only"
+description = "A variant for Zen 5."
+arch = "x86_64"
+{linux}
+[methods.movsb]
+kind = "rep_movs"
+unit = 1
+
+[[variants]]
+name = "five"
+when = ["erms", "zen5"]
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+
+[[variants]]
+name = "other"
+default = true
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+"#
+    )
+}
+
+#[test]
+fn zen5_is_refused_where_the_tree_lacks_it_with_its_line() {
+    use copygen::front::parse::parse;
+    use std::path::Path;
+    for kernel in [Some("6.1"), None] {
+        let text = zen5_strategy(kernel);
+        let line = text.lines().position(|l| l.contains("zen5\"]")).unwrap() + 1;
+        let err = parse(Path::new("z.toml"), &text, None)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.contains(&format!("z.toml:{line}:")) && err.contains("X86_FEATURE_ZEN5"),
+            "{kernel:?}: {err}"
+        );
+    }
+    let s = parse(Path::new("z.toml"), &zen5_strategy(Some("6.12")), None).unwrap();
+    let when = s.variants[0].when.as_ref().unwrap();
+    assert_eq!(when.kernel_text(), "X86_FEATURE_ERMS && X86_FEATURE_ZEN5");
+}
