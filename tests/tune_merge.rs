@@ -48,6 +48,7 @@ fn cpu(vendor: &str, family: u32, model: u32, erms: bool, fsrm: bool) -> CpuInfo
         stepping: 0,
         erms,
         fsrm,
+        rep_good: true,
         name: String::new(),
     }
 }
@@ -138,6 +139,35 @@ fn the_merge_gives_each_cpu_its_own_result_under_its_feature_bits() {
     assert_eq!(s.variants[1].name, "intel_f6_ma7");
     assert!(s.variants[1].when.is_none());
     assert!(s.variants[1].classes[0].guards.is_empty());
+    // Without another input of the same zen/fsrm/erms bits, no generation bit.
+    assert!(!when.require.contains(&CpuFeature::Zen4), "{when}");
+}
+
+#[test]
+fn a_zen_3_and_a_zen_4_result_are_told_apart_by_the_generation_bit() {
+    let zen4 = cpu("AuthenticAMD", 0x19, 0x11, true, true);
+    let zen3 = cpu("AuthenticAMD", 0x19, 0x01, true, true);
+    let intel = cpu("GenuineIntel", 0x6, 0xa7, true, true);
+    let c = Candidate::bare_guarded();
+    let inputs = [
+        tuned(&c, &zen3, "zen3.toml"),
+        tuned(&c, &zen4, "zen4.toml"),
+        tuned(&c, &intel, "intel.toml"),
+    ];
+    let (s, text) = merge(&inputs, None).unwrap();
+    let when = |i: usize| s.variants[i].when.as_ref().map(|c| c.to_string());
+    assert_eq!(
+        when(0).as_deref(),
+        Some("zen && zen3 && fsrm && erms"),
+        "{text}"
+    );
+    assert_eq!(
+        when(1).as_deref(),
+        Some("zen && zen4 && fsrm && erms"),
+        "{text}"
+    );
+    assert_eq!(when(2), None);
+    assert_eq!(merged_parses_back(&inputs).variants.len(), 3);
 }
 
 /// Writes the inputs into a fresh folder and runs `copygen tune --merge`.
@@ -185,7 +215,8 @@ fn bad_merge_inputs_are_located_errors_and_write_nothing() {
     let dir = std::env::temp_dir().join(format!("copygen-merge-bad-{}", std::process::id()));
     let c = Candidate::bare_guarded();
     let zen = cpu("AuthenticAMD", 0x19, 0x11, true, true);
-    let zen3 = cpu("AuthenticAMD", 0x19, 0x01, true, true);
+    // Another Zen 4 model: the same bits, the Zen generation included.
+    let zen3 = cpu("AuthenticAMD", 0x19, 0x61, true, true);
     let intel = cpu("GenuineIntel", 0x6, 0xa7, true, true);
     let a = tuned(&c, &zen, "a").text;
     let i386 = a.replace("arch = \"x86_64\"", "arch = \"i386\"");
@@ -306,7 +337,16 @@ fn the_tuned_on_table_is_validated_with_located_errors() {
         (t.vendor.as_str(), t.family, t.model),
         ("AuthenticAMD", 0x19, 0x11)
     );
-    assert_eq!(t.features, CpuFeature::ALL.to_vec());
+    assert_eq!(
+        t.features,
+        [
+            CpuFeature::Erms,
+            CpuFeature::Fsrm,
+            CpuFeature::Zen,
+            CpuFeature::Zen4,
+            CpuFeature::RepGood
+        ]
+    );
     let cases: Vec<(String, String, &str)> = vec![
         (
             tuned_on_error(|t| t.replace("\"AuthenticAMD\"", "\"Authentic\\nAMD\"")),
@@ -324,9 +364,14 @@ fn the_tuned_on_table_is_validated_with_located_errors() {
             "the largest CPUID reports",
         ),
         (
-            tuned_on_error(|t| t.replace(", \"zen\"]", "]")),
+            tuned_on_error(|t| t.replace("\"zen\", ", "")),
             format!("t.toml:{}", line("features")),
             "so list it",
+        ),
+        (
+            tuned_on_error(|t| t.replace("\"zen4\"", "\"zen3\"")),
+            format!("t.toml:{}", line("features")),
+            "is `zen4`, so list it and no other",
         ),
         (
             tuned_on_error(|t| t.replace("\"erms\"", "\"fsrm\"")),

@@ -2,7 +2,12 @@
 //! condition means — the kernel's `X86_FEATURE_*` bit, the CPUID test the
 //! standalone resolver emits (`backend/x86/entry.rs`), and the same test in
 //! Rust for `copygen bench` and `copygen tune` ([`Cpuid`]).
+//!
+//! The synthetic bits (`zen`, `zen1`..`zen5`, `rep_good`) are decoded the
+//! way `arch/x86/kernel/cpu/{amd,hygon,intel}.c` of Linux 6.1 and 6.12 set
+//! them, from the vendor, family, model and leaf-1 signature.
 
+use crate::front::strategy::KernelVersion;
 use crate::front::variant::{CpuCondition, CpuFeature};
 
 /// How user space finds a feature.
@@ -12,6 +17,15 @@ pub enum Detect {
     Leaf7 { reg: Leaf7Reg, bit: u32 },
     /// A Zen vendor ([`ZEN_VENDORS`]), family >= [`ZEN_FAMILY`].
     ZenFamily,
+    /// An AMD CPU of `family` whose model is in one of `models` (inclusive
+    /// ranges): amd.c's "Figure out Zen generations" switch.
+    ZenGeneration {
+        family: u32,
+        models: &'static [(u32, u32)],
+    },
+    /// The kernel's `X86_FEATURE_REP_GOOD` on x86_64, by vendor
+    /// ([`rep_good`]).
+    RepGood,
 }
 
 /// The leaf-7 output register a feature bit is in.
@@ -31,6 +45,9 @@ pub struct FeatureInfo {
     /// 6.12's `cpufeatures.h`), which `.altinstructions` entries carry.
     pub kernel_bit: u16,
     pub detect: Detect,
+    /// The oldest tree copygen writes for that defines the bit
+    /// (`X86_FEATURE_ZEN5` is not in 6.1).
+    pub since: KernelVersion,
 }
 
 /// Every feature, in the order of its bit in the resolver's feature mask
@@ -44,6 +61,7 @@ pub const FEATURES: &[FeatureInfo] = &[
             reg: Leaf7Reg::Ebx,
             bit: 9,
         },
+        since: KernelVersion::V6_1,
     },
     FeatureInfo {
         feature: CpuFeature::Fsrm,
@@ -53,14 +71,127 @@ pub const FEATURES: &[FeatureInfo] = &[
             reg: Leaf7Reg::Edx,
             bit: 4,
         },
+        since: KernelVersion::V6_1,
     },
     FeatureInfo {
         feature: CpuFeature::Zen,
         kernel: "X86_FEATURE_ZEN",
         kernel_bit: 7 * 32 + 28,
         detect: Detect::ZenFamily,
+        since: KernelVersion::V6_1,
+    },
+    FeatureInfo {
+        feature: CpuFeature::Zen1,
+        kernel: "X86_FEATURE_ZEN1",
+        kernel_bit: 11 * 32 + 31,
+        detect: Detect::ZenGeneration {
+            family: 0x17,
+            models: &[(0x00, 0x2f), (0x50, 0x5f)],
+        },
+        since: KernelVersion::V6_1,
+    },
+    FeatureInfo {
+        feature: CpuFeature::Zen2,
+        kernel: "X86_FEATURE_ZEN2",
+        kernel_bit: 11 * 32 + 28,
+        detect: Detect::ZenGeneration {
+            family: 0x17,
+            models: &[(0x30, 0x4f), (0x60, 0x7f), (0x90, 0x91), (0xa0, 0xaf)],
+        },
+        since: KernelVersion::V6_1,
+    },
+    FeatureInfo {
+        feature: CpuFeature::Zen3,
+        kernel: "X86_FEATURE_ZEN3",
+        kernel_bit: 11 * 32 + 29,
+        detect: Detect::ZenGeneration {
+            family: 0x19,
+            models: &[(0x00, 0x0f), (0x20, 0x5f)],
+        },
+        since: KernelVersion::V6_1,
+    },
+    FeatureInfo {
+        feature: CpuFeature::Zen4,
+        kernel: "X86_FEATURE_ZEN4",
+        kernel_bit: 11 * 32 + 30,
+        detect: Detect::ZenGeneration {
+            family: 0x19,
+            models: &[(0x10, 0x1f), (0x60, 0xaf)],
+        },
+        since: KernelVersion::V6_1,
+    },
+    // 6.12 only: Debian's 6.1 has ZEN1..ZEN4 and no family 0x1a case.
+    FeatureInfo {
+        feature: CpuFeature::Zen5,
+        kernel: "X86_FEATURE_ZEN5",
+        kernel_bit: 3 * 32 + 5,
+        detect: Detect::ZenGeneration {
+            family: 0x1a,
+            models: &[(0x00, 0x2f), (0x40, 0x4f), (0x60, 0x7f), (0xd0, 0xd7)],
+        },
+        since: KernelVersion::V6_12,
+    },
+    FeatureInfo {
+        feature: CpuFeature::RepGood,
+        kernel: "X86_FEATURE_REP_GOOD",
+        kernel_bit: 3 * 32 + 16,
+        detect: Detect::RepGood,
+        since: KernelVersion::V6_1,
     },
 ];
+
+/// The vendor whose Zen generations amd.c names (Hygon sets only
+/// `X86_FEATURE_ZEN`).
+pub const AMD: [u32; 3] = ZEN_VENDORS[0].1;
+/// `GenuineIntel`, for [`rep_good`].
+pub const INTEL: [u32; 3] = [0x756e_6547, 0x4965_6e69, 0x6c65_746e];
+
+/// On AMD, the leaf-1 signatures (eax) amd.c marks `REP_GOOD` from:
+/// K8 revision C (`0x0f48..0x0f50`) and from `0x0f58` on, which covers
+/// every family from 0x10 (init_amd sets it there too).
+pub const AMD_REP_GOOD_K8C: (u32, u32) = (0x0f48, 0x0f50);
+pub const AMD_REP_GOOD_FROM: u32 = 0x0f58;
+/// The Intel family intel.c marks `REP_GOOD` on x86_64.
+pub const INTEL_REP_GOOD_FAMILY: u32 = 6;
+
+/// Whether the x86_64 kernel sets `X86_FEATURE_REP_GOOD` on a CPU of this
+/// vendor (leaf 0) and leaf-1 signature: AMD by signature (amd.c), Hygon
+/// always (hygon.c), Intel family 6 (intel.c; the kernel clears it again
+/// when IA32_MISC_ENABLE has fast strings off, which CPUID cannot show).
+/// Centaur and Zhaoxin, which set it by their own rules, are not decoded.
+pub fn rep_good(vendor: [u32; 3], leaf1_eax: u32) -> bool {
+    let id = Cpuid::from_words(1, vendor, leaf1_eax, None);
+    if vendor == AMD {
+        (AMD_REP_GOOD_K8C.0..AMD_REP_GOOD_K8C.1).contains(&leaf1_eax)
+            || leaf1_eax >= AMD_REP_GOOD_FROM
+    } else if vendor == ZEN_VENDORS[1].1 {
+        true
+    } else if vendor == INTEL {
+        id.family() == INTEL_REP_GOOD_FAMILY
+    } else {
+        false
+    }
+}
+
+/// Whether `f` is one of the Zen generation bits (`zen1`..`zen5`).
+pub fn is_zen_generation(f: CpuFeature) -> bool {
+    matches!(f.info().detect, Detect::ZenGeneration { .. })
+}
+
+/// The Zen generation bit amd.c sets for an AMD `family` and `model`.
+pub fn zen_generation(vendor: &str, family: u32, model: u32) -> Option<CpuFeature> {
+    if vendor != ZEN_VENDORS[0].0 {
+        return None;
+    }
+    FEATURES.iter().find_map(|i| match i.detect {
+        Detect::ZenGeneration { family: f, models }
+            if f == family && models.iter().any(|&(lo, hi)| (lo..=hi).contains(&model)) =>
+        {
+            Some(i.feature)
+        }
+        _ => None,
+    })
+}
 
 /// Lowest family the kernel marks `X86_FEATURE_ZEN` (amd.c, hygon.c).
 pub const ZEN_FAMILY: u32 = 0x17;
@@ -93,6 +224,10 @@ impl CpuFeature {
     /// The kernel's `X86_FEATURE_*` macro.
     pub fn kernel_macro(self) -> &'static str {
         self.info().kernel
+    }
+    /// Whether the kernel tree `k` defines the feature's bit.
+    pub fn in_tree(self, k: KernelVersion) -> bool {
+        k >= self.info().since
     }
     /// The feature the kernel numbers `bit`, if copygen knows it.
     pub fn from_kernel_bit(bit: u16) -> Option<CpuFeature> {
@@ -270,6 +405,11 @@ impl Cpuid {
                     ZEN_VENDORS.iter().any(|(_, v)| *v == self.vendor)
                         && self.family() >= ZEN_FAMILY
                 }
+                Detect::ZenGeneration { .. } => {
+                    zen_generation(&self.vendor_string(), self.family(), self.model())
+                        == Some(info.feature)
+                }
+                Detect::RepGood => rep_good(self.vendor, self.leaf1_eax),
             };
             if has {
                 found |= info.feature.bit();
@@ -306,17 +446,48 @@ mod tests {
         assert_eq!(zen4.vendor_string(), "AuthenticAMD");
         assert_eq!(
             zen4.features().list(),
-            [CpuFeature::Erms, CpuFeature::Fsrm, CpuFeature::Zen]
+            [
+                CpuFeature::Erms,
+                CpuFeature::Fsrm,
+                CpuFeature::Zen,
+                CpuFeature::Zen4,
+                CpuFeature::RepGood
+            ]
         );
         // An Intel without leaf 7: the leaf-7 words are ignored.
-        let intel = [0x756e_6547, 0x4965_6e69, 0x6c65_746e];
-        let old = Cpuid::from_words(5, intel, 0x0000_06f6, Some((!0, !0)));
+        let old = Cpuid::from_words(5, INTEL, 0x0000_06f6, Some((!0, !0)));
         assert_eq!(old.vendor_string(), "GenuineIntel");
         assert_eq!((old.family(), old.model()), (6, 0xf));
-        assert_eq!(old.features(), CpuFeatures::default());
+        assert_eq!(old.features().list(), [CpuFeature::RepGood]);
+        // A Pentium 4 (family 0xf): no REP_GOOD on x86_64.
+        let p4 = Cpuid::from_words(5, INTEL, 0x0000_0f41, None);
+        assert_eq!(p4.features(), CpuFeatures::default());
         // Family 0x15 AMD is not Zen.
         let bulldozer = Cpuid::from_words(0xd, amd, 0x0060_0f20, None);
         assert_eq!(bulldozer.family(), 0x15);
         assert!(!bulldozer.features().has(CpuFeature::Zen));
+        assert!(bulldozer.features().has(CpuFeature::RepGood));
+        // K8: revision C (0x0f48) has REP_GOOD, revision B (0x0f40) not.
+        assert!(rep_good(amd, 0x0000_0f48));
+        assert!(!rep_good(amd, 0x0000_0f40));
+        assert!(!rep_good(amd, 0x0000_0f50));
+        assert!(rep_good(amd, 0x0002_0f32));
+    }
+
+    #[test]
+    fn zen_generations_are_amd_c_s_model_ranges() {
+        let gen = |f, m| zen_generation("AuthenticAMD", f, m);
+        assert_eq!(gen(0x17, 0x01), Some(CpuFeature::Zen1));
+        assert_eq!(gen(0x17, 0x31), Some(CpuFeature::Zen2));
+        assert_eq!(gen(0x17, 0x8f), None);
+        assert_eq!(gen(0x19, 0x01), Some(CpuFeature::Zen3));
+        assert_eq!(gen(0x19, 0x11), Some(CpuFeature::Zen4));
+        assert_eq!(gen(0x19, 0xb0), None);
+        assert_eq!(gen(0x1a, 0x02), Some(CpuFeature::Zen5));
+        assert_eq!(gen(0x1a, 0x30), None);
+        assert_eq!(zen_generation("HygonGenuine", 0x18, 0x01), None);
+        assert!(!CpuFeature::Zen5.in_tree(KernelVersion::V6_1));
+        assert!(CpuFeature::Zen4.in_tree(KernelVersion::V6_1));
+        assert!(CpuFeature::Zen5.in_tree(KernelVersion::V6_12));
     }
 }

@@ -27,11 +27,32 @@ pub enum CpuFeature {
     Fsrm,
     /// AMD Zen or later (the kernel's synthetic `X86_FEATURE_ZEN`).
     Zen,
+    /// The kernel's Zen generations, by AMD family and model
+    /// (`X86_FEATURE_ZEN1`..`ZEN5`; Linux 6.1 has `ZEN1`..`ZEN4`).
+    Zen1,
+    Zen2,
+    Zen3,
+    Zen4,
+    Zen5,
+    /// The kernel's `X86_FEATURE_REP_GOOD` ("REP microcode works well"),
+    /// set by vendor and family.
+    #[serde(rename = "rep_good")]
+    RepGood,
 }
 
 impl CpuFeature {
     /// Every feature, in the order of its bit in the resolver's feature mask.
-    pub const ALL: [CpuFeature; 3] = [CpuFeature::Erms, CpuFeature::Fsrm, CpuFeature::Zen];
+    pub const ALL: [CpuFeature; 9] = [
+        CpuFeature::Erms,
+        CpuFeature::Fsrm,
+        CpuFeature::Zen,
+        CpuFeature::Zen1,
+        CpuFeature::Zen2,
+        CpuFeature::Zen3,
+        CpuFeature::Zen4,
+        CpuFeature::Zen5,
+        CpuFeature::RepGood,
+    ];
 
     /// The strategy file's spelling.
     pub fn name(self) -> String {
@@ -101,7 +122,10 @@ mod tests {
 
     #[test]
     fn spellings_come_from_serde_and_parse_back() {
-        assert_eq!(CpuFeature::names(), ["erms", "fsrm", "zen"]);
+        assert_eq!(
+            CpuFeature::names(),
+            ["erms", "fsrm", "zen", "zen1", "zen2", "zen3", "zen4", "zen5", "rep_good"]
+        );
         for f in CpuFeature::ALL {
             assert_eq!(CpuFeature::parse(&f.name()), Some(f));
         }
@@ -114,7 +138,8 @@ mod tests {
 /// input's variant). Validated: a CPUID vendor string (1 to 12 printable
 /// ASCII characters), a family and model CPUID can report, and the
 /// features of [`CpuFeature`] the CPU has, in [`CpuFeature::ALL`] order,
-/// `zen` exactly when the vendor and family say Zen.
+/// `zen` and the Zen generations exactly when the vendor, family and model
+/// say so.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunedOn {
     pub vendor: String,

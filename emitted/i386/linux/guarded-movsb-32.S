@@ -7,8 +7,11 @@
  * Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
  * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  * collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- * FSRM: plain `rep movsb`. Elsewhere: a 32-byte loop of 4-byte registers with
- * the destination aligned, head/tail copies below 32 bytes.
+ * FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
+ * bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
+ * 32-byte loop of 4-byte registers with the destination aligned up to 256,
+ * then a destination-aligned `rep movsl` (the stock i386 routine's own
+ * method).
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_32_from_user: 0
@@ -17,8 +20,10 @@
  *   guarded_movsb_32__zen_to_user: 8
  *   guarded_movsb_32__fsrm_from_user: 2
  *   guarded_movsb_32__fsrm_to_user: 2
- *   guarded_movsb_32__loop_from_user: 29
- *   guarded_movsb_32__loop_to_user: 29
+ *   guarded_movsb_32__erms_from_user: 19
+ *   guarded_movsb_32__erms_to_user: 19
+ *   guarded_movsb_32__loop_from_user: 32
+ *   guarded_movsb_32__loop_to_user: 32
  *
  * The strategy, as written:
  *
@@ -27,8 +32,11 @@
  *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
  *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  *   collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- *   FSRM: plain `rep movsb`. Elsewhere: a 32-byte loop of 4-byte registers with
- *   the destination aligned, head/tail copies below 32 bytes.
+ *   FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
+ *   bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
+ *   32-byte loop of 4-byte registers with the destination aligned up to 256,
+ *   then a destination-aligned `rep movsl` (the stock i386 routine's own
+ *   method).
  *   """
  *   arch = "i386"
  *
@@ -47,6 +55,12 @@
  *   [methods.movsb]
  *   kind = "rep_movs"
  *   unit = 1
+ *
+ *   # Above 256 bytes without ERMS: `rep movsl` with the destination aligned.
+ *   [methods.movsl]
+ *   kind = "rep_movs"
+ *   unit = 4
+ *   align = { pointer = "dst", to = 4, min_size = 32 }
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -85,7 +99,19 @@
  *   sizes = "0.."
  *   use = "movsb"
  *
- *   # No fast rep movsb: the unrolled loop, head/tail copies below 32 bytes.
+ *   # ERMS without FSRM: head/tail copies below 32 bytes, then `rep movsb`.
+ *   [[variants]]
+ *   name = "erms"
+ *   when = ["erms"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=32"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "33.."
+ *   use = "movsb"
+ *
+ *   # No fast rep movsb: head/tail copies below 32 bytes, the unrolled loop up
+ *   # to 256, then `rep movsl`, which the stock routine runs at every size.
  *   [[variants]]
  *   name = "loop"
  *   default = true
@@ -93,8 +119,11 @@
  *   sizes = "0..=32"
  *   use = "small"
  *   [[variants.dispatch]]
- *   sizes = "33.."
+ *   sizes = "33..=256"
  *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "257.."
+ *   use = "movsl"
  */
 
 #include <linux/linkage.h>
@@ -121,6 +150,10 @@ SYM_FUNC_START(guarded_movsb_32_from_user)
 	ALTERNATIVE "jmp .Lguarded_movsb_32_from_not_fsrm", "", X86_FEATURE_FSRM
 	jmp	guarded_movsb_32__fsrm_from_user
 .Lguarded_movsb_32_from_not_fsrm:
+	/* variant `erms`: erms */
+	ALTERNATIVE "jmp .Lguarded_movsb_32_from_not_erms", "", X86_FEATURE_ERMS
+	jmp	guarded_movsb_32__erms_from_user
+.Lguarded_movsb_32_from_not_erms:
 	/* variant `loop`: default */
 	jmp	guarded_movsb_32__loop_from_user
 
@@ -137,6 +170,10 @@ SYM_FUNC_START(guarded_movsb_32_to_user)
 	ALTERNATIVE "jmp .Lguarded_movsb_32_to_not_fsrm", "", X86_FEATURE_FSRM
 	jmp	guarded_movsb_32__fsrm_to_user
 .Lguarded_movsb_32_to_not_fsrm:
+	/* variant `erms`: erms */
+	ALTERNATIVE "jmp .Lguarded_movsb_32_to_not_erms", "", X86_FEATURE_ERMS
+	jmp	guarded_movsb_32__erms_to_user
+.Lguarded_movsb_32_to_not_erms:
 	/* variant `loop`: default */
 	jmp	guarded_movsb_32__loop_to_user
 
@@ -471,6 +508,378 @@ SYM_FUNC_START(guarded_movsb_32__fsrm_to_user)
 SYM_FUNC_END(guarded_movsb_32__fsrm_to_user)
 EXPORT_SYMBOL(guarded_movsb_32__fsrm_to_user)
 
+SYM_FUNC_START(guarded_movsb_32__erms_from_user)
+	pushl	%edi
+	pushl	%esi
+	movl	%eax, %edi
+	movl	%edx, %esi
+	ASM_STAC
+	/* class 0: 0..=32 bytes → method `small` */
+	cmpl	$32, %ecx
+	ja	.Lerms_from_class1
+	/* here: 0 <= len <= 32 */
+	cmpl	$4, %ecx
+	jae	.Lerms_from_small_from4
+	cmpl	$1, %ecx
+	jae	.Lerms_from_small_from1
+	/* here: len == 0 */
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_from_small_from1:
+	cmpl	$2, %ecx
+	jae	.Lerms_from_small_from2
+	/* here: len == 1 */
+.Lerms_from_small_1_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lerms_from_small_2_load0:
+	movw	(%esi), %ax
+.Lerms_from_small_2_load1:
+	movw	-2(%esi,%ecx), %dx
+	movw	%ax, (%edi)
+	movw	%dx, -2(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_from_small_from4:
+	cmpl	$8, %ecx
+	jae	.Lerms_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lerms_from_small_4_load0:
+	movl	(%esi), %eax
+.Lerms_from_small_4_load1:
+	movl	-4(%esi,%ecx), %edx
+	movl	%eax, (%edi)
+	movl	%edx, -4(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_from_small_from8:
+	cmpl	$16, %ecx
+	jae	.Lerms_from_small_from16
+	/* here: 8 <= len <= 15 */
+.Lerms_from_small_8_load0:
+	movl	(%esi), %eax
+.Lerms_from_small_8_load1:
+	movl	4(%esi), %edx
+	movl	%eax, (%edi)
+	movl	%edx, 4(%edi)
+.Lerms_from_small_8_load2:
+	movl	-8(%esi,%ecx), %eax
+.Lerms_from_small_8_load3:
+	movl	-4(%esi,%ecx), %edx
+	movl	%eax, -8(%edi,%ecx)
+	movl	%edx, -4(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_from_small_from16:
+	/* here: 16 <= len <= 32 */
+.Lerms_from_small_16_load0:
+	movl	(%esi), %eax
+.Lerms_from_small_16_load1:
+	movl	4(%esi), %edx
+	movl	%eax, (%edi)
+	movl	%edx, 4(%edi)
+.Lerms_from_small_16_load2:
+	movl	8(%esi), %eax
+.Lerms_from_small_16_load3:
+	movl	12(%esi), %edx
+	movl	%eax, 8(%edi)
+	movl	%edx, 12(%edi)
+.Lerms_from_small_16_load4:
+	movl	-16(%esi,%ecx), %eax
+.Lerms_from_small_16_load5:
+	movl	-12(%esi,%ecx), %edx
+	movl	%eax, -16(%edi,%ecx)
+	movl	%edx, -12(%edi,%ecx)
+.Lerms_from_small_16_load6:
+	movl	-8(%esi,%ecx), %eax
+.Lerms_from_small_16_load7:
+	movl	-4(%esi,%ecx), %edx
+	movl	%eax, -8(%edi,%ecx)
+	movl	%edx, -4(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_from_class1:
+	/* class 1: 33.. bytes → method `movsb` */
+	/* here: len >= 33 */
+.Lerms_from_rep_movsb:
+	rep movsb
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lerms_from_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addl	$8, %esi
+	addl	$8, %edi
+	subl	$8, %ecx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addl	$16, %esi
+	addl	$16, %edi
+	subl	$16, %ecx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lerms_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testl	%ecx, %ecx
+	je	.Lerms_from_fixup_done
+.Lerms_from_retry_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_done:
+	ASM_CLAC
+	movl	%ecx, %eax
+	popl	%esi
+	popl	%edi
+	RET
+
+	_ASM_EXTABLE_UA(.Lerms_from_small_1_load, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_2_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_2_load1, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_4_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_4_load1, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_8_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_8_load1, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_8_load2, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_8_load3, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load1, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load2, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load3, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load4, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load5, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load6, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load7, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_rep_movsb, .Lerms_from_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_retry_load, .Lerms_from_fixup_done)
+SYM_FUNC_END(guarded_movsb_32__erms_from_user)
+EXPORT_SYMBOL(guarded_movsb_32__erms_from_user)
+
+SYM_FUNC_START(guarded_movsb_32__erms_to_user)
+	pushl	%edi
+	pushl	%esi
+	movl	%eax, %edi
+	movl	%edx, %esi
+	ASM_STAC
+	/* class 0: 0..=32 bytes → method `small` */
+	cmpl	$32, %ecx
+	ja	.Lerms_to_class1
+	/* here: 0 <= len <= 32 */
+	cmpl	$4, %ecx
+	jae	.Lerms_to_small_from4
+	cmpl	$1, %ecx
+	jae	.Lerms_to_small_from1
+	/* here: len == 0 */
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_to_small_from1:
+	cmpl	$2, %ecx
+	jae	.Lerms_to_small_from2
+	/* here: len == 1 */
+	movb	(%esi), %al
+.Lerms_to_small_1_store:
+	movb	%al, (%edi)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%esi), %ax
+	movw	-2(%esi,%ecx), %dx
+.Lerms_to_small_2_store0:
+	movw	%ax, (%edi)
+.Lerms_to_small_2_store1:
+	movw	%dx, -2(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_to_small_from4:
+	cmpl	$8, %ecx
+	jae	.Lerms_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%esi), %eax
+	movl	-4(%esi,%ecx), %edx
+.Lerms_to_small_4_store0:
+	movl	%eax, (%edi)
+.Lerms_to_small_4_store1:
+	movl	%edx, -4(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_to_small_from8:
+	cmpl	$16, %ecx
+	jae	.Lerms_to_small_from16
+	/* here: 8 <= len <= 15 */
+	movl	(%esi), %eax
+	movl	4(%esi), %edx
+.Lerms_to_small_8_store0:
+	movl	%eax, (%edi)
+.Lerms_to_small_8_store1:
+	movl	%edx, 4(%edi)
+	movl	-8(%esi,%ecx), %eax
+	movl	-4(%esi,%ecx), %edx
+.Lerms_to_small_8_store2:
+	movl	%eax, -8(%edi,%ecx)
+.Lerms_to_small_8_store3:
+	movl	%edx, -4(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_to_small_from16:
+	/* here: 16 <= len <= 32 */
+	movl	(%esi), %eax
+	movl	4(%esi), %edx
+.Lerms_to_small_16_store0:
+	movl	%eax, (%edi)
+.Lerms_to_small_16_store1:
+	movl	%edx, 4(%edi)
+	movl	8(%esi), %eax
+	movl	12(%esi), %edx
+.Lerms_to_small_16_store2:
+	movl	%eax, 8(%edi)
+.Lerms_to_small_16_store3:
+	movl	%edx, 12(%edi)
+	movl	-16(%esi,%ecx), %eax
+	movl	-12(%esi,%ecx), %edx
+.Lerms_to_small_16_store4:
+	movl	%eax, -16(%edi,%ecx)
+.Lerms_to_small_16_store5:
+	movl	%edx, -12(%edi,%ecx)
+	movl	-8(%esi,%ecx), %eax
+	movl	-4(%esi,%ecx), %edx
+.Lerms_to_small_16_store6:
+	movl	%eax, -8(%edi,%ecx)
+.Lerms_to_small_16_store7:
+	movl	%edx, -4(%edi,%ecx)
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+.Lerms_to_class1:
+	/* class 1: 33.. bytes → method `movsb` */
+	/* here: len >= 33 */
+.Lerms_to_rep_movsb:
+	rep movsb
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lerms_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addl	$2, %esi
+	addl	$2, %edi
+	subl	$2, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addl	$4, %esi
+	addl	$4, %edi
+	subl	$4, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addl	$8, %esi
+	addl	$8, %edi
+	subl	$8, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_12_then_retry:
+	/* the first 12 bytes from the pointers are copied */
+	addl	$12, %esi
+	addl	$12, %edi
+	subl	$12, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addl	$16, %esi
+	addl	$16, %edi
+	subl	$16, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lerms_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testl	%ecx, %ecx
+	je	.Lerms_to_fixup_done
+	movb	(%esi), %al
+.Lerms_to_retry_store:
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_done:
+	ASM_CLAC
+	movl	%ecx, %eax
+	popl	%esi
+	popl	%edi
+	RET
+
+	_ASM_EXTABLE_UA(.Lerms_to_small_1_store, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_2_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_2_store1, .Lerms_to_fixup_2_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_4_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_4_store1, .Lerms_to_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_8_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_8_store1, .Lerms_to_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_8_store2, .Lerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_8_store3, .Lerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store1, .Lerms_to_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store2, .Lerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store3, .Lerms_to_fixup_12_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store4, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store5, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store6, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store7, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_rep_movsb, .Lerms_to_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_retry_store, .Lerms_to_fixup_done)
+SYM_FUNC_END(guarded_movsb_32__erms_to_user)
+EXPORT_SYMBOL(guarded_movsb_32__erms_to_user)
+
 SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	pushl	%edi
 	pushl	%esi
@@ -584,8 +993,10 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	popl	%edi
 	RET
 .Lloop_from_class1:
-	/* class 1: 33.. bytes → method `loop` */
-	/* here: len >= 33 */
+	/* class 1: 33..=256 bytes → method `loop` */
+	cmpl	$256, %ecx
+	ja	.Lloop_from_class2
+	/* here: 33 <= len <= 256 */
 .Lloop_from_loop_align:
 	testl	$3, %edi
 	je	.Lloop_from_loop_aligned
@@ -657,6 +1068,34 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	popl	%esi
 	popl	%edi
 	RET
+.Lloop_from_class2:
+	/* class 2: 257.. bytes → method `movsl` */
+	/* here: len >= 257 */
+.Lloop_from_movsl_align:
+	testl	$3, %edi
+	je	.Lloop_from_movsl_aligned
+.Lloop_from_movsl_align_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lloop_from_movsl_align
+.Lloop_from_movsl_aligned:
+	/* here: dst is 4-byte aligned if len was >= 32 on entry */
+	movl	%ecx, %eax
+	shrl	$2, %ecx
+	andl	$3, %eax
+.Lloop_from_rep_movsl:
+	rep movsl
+	movl	%eax, %ecx
+.Lloop_from_rep_movsb_rest:
+	rep movsb
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lloop_from_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
@@ -675,6 +1114,13 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	addl	$24, %esi
 	addl	$24, %edi
 	subl	$24, %ecx
+	jmp	.Lloop_from_fixup_retry
+.Lloop_from_fixup_rep4_then_retry:
+	/* rep movsl stopped early: recompute the bytes left */
+	leal	(%eax,%ecx,4), %ecx
+	jmp	.Lloop_from_fixup_retry
+.Lloop_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
 .Lloop_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testl	%ecx, %ecx
@@ -721,6 +1167,9 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load7, .Lloop_from_fixup_24_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_loop_word_load, .Lloop_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_loop_overlap_load, .Lloop_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lloop_from_movsl_align_load, .Lloop_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lloop_from_rep_movsl, .Lloop_from_fixup_rep4_then_retry)
+	_ASM_EXTABLE_UA(.Lloop_from_rep_movsb_rest, .Lloop_from_fixup_rep1_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_retry_load, .Lloop_from_fixup_done)
 SYM_FUNC_END(guarded_movsb_32__loop_from_user)
 EXPORT_SYMBOL(guarded_movsb_32__loop_from_user)
@@ -838,8 +1287,10 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	popl	%edi
 	RET
 .Lloop_to_class1:
-	/* class 1: 33.. bytes → method `loop` */
-	/* here: len >= 33 */
+	/* class 1: 33..=256 bytes → method `loop` */
+	cmpl	$256, %ecx
+	ja	.Lloop_to_class2
+	/* here: 33 <= len <= 256 */
 .Lloop_to_loop_align:
 	testl	$3, %edi
 	je	.Lloop_to_loop_aligned
@@ -911,6 +1362,34 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	popl	%esi
 	popl	%edi
 	RET
+.Lloop_to_class2:
+	/* class 2: 257.. bytes → method `movsl` */
+	/* here: len >= 257 */
+.Lloop_to_movsl_align:
+	testl	$3, %edi
+	je	.Lloop_to_movsl_aligned
+	movb	(%esi), %al
+.Lloop_to_movsl_align_store:
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lloop_to_movsl_align
+.Lloop_to_movsl_aligned:
+	/* here: dst is 4-byte aligned if len was >= 32 on entry */
+	movl	%ecx, %eax
+	shrl	$2, %ecx
+	andl	$3, %eax
+.Lloop_to_rep_movsl:
+	rep movsl
+	movl	%eax, %ecx
+.Lloop_to_rep_movsb_rest:
+	rep movsb
+	ASM_CLAC
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lloop_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -959,6 +1438,13 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	addl	$28, %esi
 	addl	$28, %edi
 	subl	$28, %ecx
+	jmp	.Lloop_to_fixup_retry
+.Lloop_to_fixup_rep4_then_retry:
+	/* rep movsl stopped early: recompute the bytes left */
+	leal	(%eax,%ecx,4), %ecx
+	jmp	.Lloop_to_fixup_retry
+.Lloop_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
 .Lloop_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testl	%ecx, %ecx
@@ -1005,6 +1491,9 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store7, .Lloop_to_fixup_28_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_loop_word_store, .Lloop_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_loop_overlap_store, .Lloop_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lloop_to_movsl_align_store, .Lloop_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lloop_to_rep_movsl, .Lloop_to_fixup_rep4_then_retry)
+	_ASM_EXTABLE_UA(.Lloop_to_rep_movsb_rest, .Lloop_to_fixup_rep1_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_retry_store, .Lloop_to_fixup_done)
 SYM_FUNC_END(guarded_movsb_32__loop_to_user)
 EXPORT_SYMBOL(guarded_movsb_32__loop_to_user)

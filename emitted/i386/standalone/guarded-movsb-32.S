@@ -6,8 +6,11 @@
  * Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
  * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  * collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- * FSRM: plain `rep movsb`. Elsewhere: a 32-byte loop of 4-byte registers with
- * the destination aligned, head/tail copies below 32 bytes.
+ * FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
+ * bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
+ * 32-byte loop of 4-byte registers with the destination aligned up to 256,
+ * then a destination-aligned `rep movsl` (the stock i386 routine's own
+ * method).
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_32_from_user: 0
@@ -16,8 +19,10 @@
  *   guarded_movsb_32__zen_to_user: 8
  *   guarded_movsb_32__fsrm_from_user: 2
  *   guarded_movsb_32__fsrm_to_user: 2
- *   guarded_movsb_32__loop_from_user: 29
- *   guarded_movsb_32__loop_to_user: 29
+ *   guarded_movsb_32__erms_from_user: 19
+ *   guarded_movsb_32__erms_to_user: 19
+ *   guarded_movsb_32__loop_from_user: 32
+ *   guarded_movsb_32__loop_to_user: 32
  *
  * The strategy, as written:
  *
@@ -26,8 +31,11 @@
  *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
  *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  *   collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- *   FSRM: plain `rep movsb`. Elsewhere: a 32-byte loop of 4-byte registers with
- *   the destination aligned, head/tail copies below 32 bytes.
+ *   FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
+ *   bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
+ *   32-byte loop of 4-byte registers with the destination aligned up to 256,
+ *   then a destination-aligned `rep movsl` (the stock i386 routine's own
+ *   method).
  *   """
  *   arch = "i386"
  *
@@ -46,6 +54,12 @@
  *   [methods.movsb]
  *   kind = "rep_movs"
  *   unit = 1
+ *
+ *   # Above 256 bytes without ERMS: `rep movsl` with the destination aligned.
+ *   [methods.movsl]
+ *   kind = "rep_movs"
+ *   unit = 4
+ *   align = { pointer = "dst", to = 4, min_size = 32 }
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -84,7 +98,19 @@
  *   sizes = "0.."
  *   use = "movsb"
  *
- *   # No fast rep movsb: the unrolled loop, head/tail copies below 32 bytes.
+ *   # ERMS without FSRM: head/tail copies below 32 bytes, then `rep movsb`.
+ *   [[variants]]
+ *   name = "erms"
+ *   when = ["erms"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=32"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "33.."
+ *   use = "movsb"
+ *
+ *   # No fast rep movsb: head/tail copies below 32 bytes, the unrolled loop up
+ *   # to 256, then `rep movsl`, which the stock routine runs at every size.
  *   [[variants]]
  *   name = "loop"
  *   default = true
@@ -92,8 +118,11 @@
  *   sizes = "0..=32"
  *   use = "small"
  *   [[variants.dispatch]]
- *   sizes = "33.."
+ *   sizes = "33..=256"
  *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "257.."
+ *   use = "movsl"
  */
 
 	.text
@@ -129,7 +158,7 @@ guarded_movsb_32_to_user:
 	call	.Lguarded_movsb_32_resolve
 	jmp	guarded_movsb_32_to_user
 
-	/* resolver: feature mask in %esi (bit i = erms, fsrm, zen) */
+	/* resolver: feature mask in %esi (bit i = erms, fsrm, zen, zen1, zen2, zen3, zen4, zen5, rep_good) */
 .Lguarded_movsb_32_resolve:
 	push	%ebx
 	push	%esi
@@ -156,8 +185,17 @@ guarded_movsb_32_to_user:
 	jne	.Lguarded_movsb_32_vendor1
 	cmpl	$0x656e6975, %ecx
 	jne	.Lguarded_movsb_32_vendor1
-	movl	$1, %ebp
+	movl	$2, %ebp
 .Lguarded_movsb_32_vendor1:
+	/* GenuineIntel */
+	cmpl	$0x756e6547, %ebx
+	jne	.Lguarded_movsb_32_vendor2
+	cmpl	$0x49656e69, %edx
+	jne	.Lguarded_movsb_32_vendor2
+	cmpl	$0x6c65746e, %ecx
+	jne	.Lguarded_movsb_32_vendor2
+	movl	$3, %ebp
+.Lguarded_movsb_32_vendor2:
 	/* family: base, plus extended when base is 0xf */
 	movl	$1, %eax
 	cpuid
@@ -166,16 +204,158 @@ guarded_movsb_32_to_user:
 	andl	$0xf, %ecx
 	cmpl	$0xf, %ecx
 	jne	.Lguarded_movsb_32_family
-	shrl	$20, %eax
-	andl	$0xff, %eax
-	addl	%eax, %ecx
+	movl	%eax, %edx
+	shrl	$20, %edx
+	andl	$0xff, %edx
+	addl	%edx, %ecx
 .Lguarded_movsb_32_family:
+	/* rep_good: AMD by signature, Hygon always, Intel family 6 (x86_64's amd.c, hygon.c, intel.c) */
+	cmpl	$1, %ebp
+	jne	.Lguarded_movsb_32_rep_good_not_amd
+	cmpl	$0xf58, %eax
+	jae	.Lguarded_movsb_32_rep_good
+	cmpl	$0xf48, %eax
+	jb	.Lguarded_movsb_32_no_rep_good
+	cmpl	$0xf50, %eax
+	jb	.Lguarded_movsb_32_rep_good
+	jmp	.Lguarded_movsb_32_no_rep_good
+.Lguarded_movsb_32_rep_good_not_amd:
+	cmpl	$2, %ebp
+	je	.Lguarded_movsb_32_rep_good
+	cmpl	$3, %ebp
+	jne	.Lguarded_movsb_32_no_rep_good
+	cmpl	$0x6, %ecx
+	jne	.Lguarded_movsb_32_no_rep_good
+.Lguarded_movsb_32_rep_good:
+	orl	$256, %esi
+.Lguarded_movsb_32_no_rep_good:
+	/* zen: a Zen vendor, family 0x17 and up */
 	testl	%ebp, %ebp
 	jz	.Lguarded_movsb_32_not_zen
+	cmpl	$2, %ebp
+	ja	.Lguarded_movsb_32_not_zen
 	cmpl	$0x17, %ecx
 	jb	.Lguarded_movsb_32_not_zen
 	orl	$4, %esi
 .Lguarded_movsb_32_not_zen:
+	/* Zen generation: AMD, by family and model (amd.c) */
+	cmpl	$1, %ebp
+	jne	.Lguarded_movsb_32_zen_gen_done
+	/* model: base | extended << 4 (base family 0xf on every Zen) */
+	movl	%eax, %edx
+	shrl	$4, %edx
+	andl	$0xf, %edx
+	shrl	$12, %eax
+	andl	$0xf0, %eax
+	orl	%eax, %edx
+	cmpl	$0x17, %ecx
+	jne	.Lguarded_movsb_32_not_zen1
+	cmpl	$0x2f, %edx
+	ja	.Lguarded_movsb_32_not_zen1_0
+	orl	$8, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen1_0:
+	cmpl	$0x50, %edx
+	jb	.Lguarded_movsb_32_not_zen1_1
+	cmpl	$0x5f, %edx
+	ja	.Lguarded_movsb_32_not_zen1_1
+	orl	$8, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen1_1:
+.Lguarded_movsb_32_not_zen1:
+	cmpl	$0x17, %ecx
+	jne	.Lguarded_movsb_32_not_zen2
+	cmpl	$0x30, %edx
+	jb	.Lguarded_movsb_32_not_zen2_0
+	cmpl	$0x4f, %edx
+	ja	.Lguarded_movsb_32_not_zen2_0
+	orl	$16, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen2_0:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_32_not_zen2_1
+	cmpl	$0x7f, %edx
+	ja	.Lguarded_movsb_32_not_zen2_1
+	orl	$16, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen2_1:
+	cmpl	$0x90, %edx
+	jb	.Lguarded_movsb_32_not_zen2_2
+	cmpl	$0x91, %edx
+	ja	.Lguarded_movsb_32_not_zen2_2
+	orl	$16, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen2_2:
+	cmpl	$0xa0, %edx
+	jb	.Lguarded_movsb_32_not_zen2_3
+	cmpl	$0xaf, %edx
+	ja	.Lguarded_movsb_32_not_zen2_3
+	orl	$16, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen2_3:
+.Lguarded_movsb_32_not_zen2:
+	cmpl	$0x19, %ecx
+	jne	.Lguarded_movsb_32_not_zen3
+	cmpl	$0xf, %edx
+	ja	.Lguarded_movsb_32_not_zen3_0
+	orl	$32, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen3_0:
+	cmpl	$0x20, %edx
+	jb	.Lguarded_movsb_32_not_zen3_1
+	cmpl	$0x5f, %edx
+	ja	.Lguarded_movsb_32_not_zen3_1
+	orl	$32, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen3_1:
+.Lguarded_movsb_32_not_zen3:
+	cmpl	$0x19, %ecx
+	jne	.Lguarded_movsb_32_not_zen4
+	cmpl	$0x10, %edx
+	jb	.Lguarded_movsb_32_not_zen4_0
+	cmpl	$0x1f, %edx
+	ja	.Lguarded_movsb_32_not_zen4_0
+	orl	$64, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen4_0:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_32_not_zen4_1
+	cmpl	$0xaf, %edx
+	ja	.Lguarded_movsb_32_not_zen4_1
+	orl	$64, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen4_1:
+.Lguarded_movsb_32_not_zen4:
+	cmpl	$0x1a, %ecx
+	jne	.Lguarded_movsb_32_not_zen5
+	cmpl	$0x2f, %edx
+	ja	.Lguarded_movsb_32_not_zen5_0
+	orl	$128, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen5_0:
+	cmpl	$0x40, %edx
+	jb	.Lguarded_movsb_32_not_zen5_1
+	cmpl	$0x4f, %edx
+	ja	.Lguarded_movsb_32_not_zen5_1
+	orl	$128, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen5_1:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_32_not_zen5_2
+	cmpl	$0x7f, %edx
+	ja	.Lguarded_movsb_32_not_zen5_2
+	orl	$128, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen5_2:
+	cmpl	$0xd0, %edx
+	jb	.Lguarded_movsb_32_not_zen5_3
+	cmpl	$0xd7, %edx
+	ja	.Lguarded_movsb_32_not_zen5_3
+	orl	$128, %esi
+	jmp	.Lguarded_movsb_32_zen_gen_done
+.Lguarded_movsb_32_not_zen5_3:
+.Lguarded_movsb_32_not_zen5:
+.Lguarded_movsb_32_zen_gen_done:
 	/* leaf 7, when the CPU has it */
 	cmpl	$7, %edi
 	jb	.Lguarded_movsb_32_select
@@ -204,7 +384,12 @@ guarded_movsb_32_to_user:
 	andl	$2, %eax
 	cmpl	$2, %eax
 	je	.Lguarded_movsb_32_pick1
-.Lguarded_movsb_32_pick2:
+	/* variant `erms`: erms */
+	movl	%esi, %eax
+	andl	$1, %eax
+	cmpl	$1, %eax
+	je	.Lguarded_movsb_32_pick2
+.Lguarded_movsb_32_pick3:
 	leal	(guarded_movsb_32__loop_from_user - .Lguarded_movsb_32_base)(%edx), %eax
 	movl	%eax, (guarded_movsb_32__from_ptr - .Lguarded_movsb_32_base)(%edx)
 	leal	(guarded_movsb_32__loop_to_user - .Lguarded_movsb_32_base)(%edx), %eax
@@ -220,6 +405,12 @@ guarded_movsb_32_to_user:
 	leal	(guarded_movsb_32__fsrm_from_user - .Lguarded_movsb_32_base)(%edx), %eax
 	movl	%eax, (guarded_movsb_32__from_ptr - .Lguarded_movsb_32_base)(%edx)
 	leal	(guarded_movsb_32__fsrm_to_user - .Lguarded_movsb_32_base)(%edx), %eax
+	movl	%eax, (guarded_movsb_32__to_ptr - .Lguarded_movsb_32_base)(%edx)
+	jmp	.Lguarded_movsb_32_resolved
+.Lguarded_movsb_32_pick2:
+	leal	(guarded_movsb_32__erms_from_user - .Lguarded_movsb_32_base)(%edx), %eax
+	movl	%eax, (guarded_movsb_32__from_ptr - .Lguarded_movsb_32_base)(%edx)
+	leal	(guarded_movsb_32__erms_to_user - .Lguarded_movsb_32_base)(%edx), %eax
 	movl	%eax, (guarded_movsb_32__to_ptr - .Lguarded_movsb_32_base)(%edx)
 	jmp	.Lguarded_movsb_32_resolved
 .Lguarded_movsb_32_resolved:
@@ -588,6 +779,372 @@ guarded_movsb_32__fsrm_to_user:
 	.long	.Lfsrm_to_retry_store - ., .Lfsrm_to_fixup_done - .
 	.popsection
 
+	.globl	guarded_movsb_32__erms_from_user
+	.type	guarded_movsb_32__erms_from_user, @function
+	.p2align 4
+guarded_movsb_32__erms_from_user:
+	pushl	%edi
+	pushl	%esi
+	movl	12(%esp), %edi
+	movl	16(%esp), %esi
+	movl	20(%esp), %ecx
+	/* class 0: 0..=32 bytes → method `small` */
+	cmpl	$32, %ecx
+	ja	.Lerms_from_class1
+	/* here: 0 <= len <= 32 */
+	cmpl	$4, %ecx
+	jae	.Lerms_from_small_from4
+	cmpl	$1, %ecx
+	jae	.Lerms_from_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_from_small_from1:
+	cmpl	$2, %ecx
+	jae	.Lerms_from_small_from2
+	/* here: len == 1 */
+.Lerms_from_small_1_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lerms_from_small_2_load0:
+	movw	(%esi), %ax
+.Lerms_from_small_2_load1:
+	movw	-2(%esi,%ecx), %dx
+	movw	%ax, (%edi)
+	movw	%dx, -2(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_from_small_from4:
+	cmpl	$8, %ecx
+	jae	.Lerms_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lerms_from_small_4_load0:
+	movl	(%esi), %eax
+.Lerms_from_small_4_load1:
+	movl	-4(%esi,%ecx), %edx
+	movl	%eax, (%edi)
+	movl	%edx, -4(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_from_small_from8:
+	cmpl	$16, %ecx
+	jae	.Lerms_from_small_from16
+	/* here: 8 <= len <= 15 */
+.Lerms_from_small_8_load0:
+	movl	(%esi), %eax
+.Lerms_from_small_8_load1:
+	movl	4(%esi), %edx
+	movl	%eax, (%edi)
+	movl	%edx, 4(%edi)
+.Lerms_from_small_8_load2:
+	movl	-8(%esi,%ecx), %eax
+.Lerms_from_small_8_load3:
+	movl	-4(%esi,%ecx), %edx
+	movl	%eax, -8(%edi,%ecx)
+	movl	%edx, -4(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_from_small_from16:
+	/* here: 16 <= len <= 32 */
+.Lerms_from_small_16_load0:
+	movl	(%esi), %eax
+.Lerms_from_small_16_load1:
+	movl	4(%esi), %edx
+	movl	%eax, (%edi)
+	movl	%edx, 4(%edi)
+.Lerms_from_small_16_load2:
+	movl	8(%esi), %eax
+.Lerms_from_small_16_load3:
+	movl	12(%esi), %edx
+	movl	%eax, 8(%edi)
+	movl	%edx, 12(%edi)
+.Lerms_from_small_16_load4:
+	movl	-16(%esi,%ecx), %eax
+.Lerms_from_small_16_load5:
+	movl	-12(%esi,%ecx), %edx
+	movl	%eax, -16(%edi,%ecx)
+	movl	%edx, -12(%edi,%ecx)
+.Lerms_from_small_16_load6:
+	movl	-8(%esi,%ecx), %eax
+.Lerms_from_small_16_load7:
+	movl	-4(%esi,%ecx), %edx
+	movl	%eax, -8(%edi,%ecx)
+	movl	%edx, -4(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_from_class1:
+	/* class 1: 33.. bytes → method `movsb` */
+	/* here: len >= 33 */
+.Lerms_from_rep_movsb:
+	rep movsb
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lerms_from_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addl	$8, %esi
+	addl	$8, %edi
+	subl	$8, %ecx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addl	$16, %esi
+	addl	$16, %edi
+	subl	$16, %ecx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lerms_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testl	%ecx, %ecx
+	je	.Lerms_from_fixup_done
+.Lerms_from_retry_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_done:
+	movl	%ecx, %eax
+	popl	%esi
+	popl	%edi
+	ret
+	.size	guarded_movsb_32__erms_from_user, . - guarded_movsb_32__erms_from_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lerms_from_small_1_load - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_2_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_2_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_4_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_4_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_8_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_8_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_8_load2 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_8_load3 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_16_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load2 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_16_load3 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_16_load4 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_small_16_load5 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_small_16_load6 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_small_16_load7 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_rep_movsb - ., .Lerms_from_fixup_rep1_then_retry - .
+	.long	.Lerms_from_retry_load - ., .Lerms_from_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb_32__erms_to_user
+	.type	guarded_movsb_32__erms_to_user, @function
+	.p2align 4
+guarded_movsb_32__erms_to_user:
+	pushl	%edi
+	pushl	%esi
+	movl	12(%esp), %edi
+	movl	16(%esp), %esi
+	movl	20(%esp), %ecx
+	/* class 0: 0..=32 bytes → method `small` */
+	cmpl	$32, %ecx
+	ja	.Lerms_to_class1
+	/* here: 0 <= len <= 32 */
+	cmpl	$4, %ecx
+	jae	.Lerms_to_small_from4
+	cmpl	$1, %ecx
+	jae	.Lerms_to_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_to_small_from1:
+	cmpl	$2, %ecx
+	jae	.Lerms_to_small_from2
+	/* here: len == 1 */
+	movb	(%esi), %al
+.Lerms_to_small_1_store:
+	movb	%al, (%edi)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%esi), %ax
+	movw	-2(%esi,%ecx), %dx
+.Lerms_to_small_2_store0:
+	movw	%ax, (%edi)
+.Lerms_to_small_2_store1:
+	movw	%dx, -2(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_to_small_from4:
+	cmpl	$8, %ecx
+	jae	.Lerms_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%esi), %eax
+	movl	-4(%esi,%ecx), %edx
+.Lerms_to_small_4_store0:
+	movl	%eax, (%edi)
+.Lerms_to_small_4_store1:
+	movl	%edx, -4(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_to_small_from8:
+	cmpl	$16, %ecx
+	jae	.Lerms_to_small_from16
+	/* here: 8 <= len <= 15 */
+	movl	(%esi), %eax
+	movl	4(%esi), %edx
+.Lerms_to_small_8_store0:
+	movl	%eax, (%edi)
+.Lerms_to_small_8_store1:
+	movl	%edx, 4(%edi)
+	movl	-8(%esi,%ecx), %eax
+	movl	-4(%esi,%ecx), %edx
+.Lerms_to_small_8_store2:
+	movl	%eax, -8(%edi,%ecx)
+.Lerms_to_small_8_store3:
+	movl	%edx, -4(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_to_small_from16:
+	/* here: 16 <= len <= 32 */
+	movl	(%esi), %eax
+	movl	4(%esi), %edx
+.Lerms_to_small_16_store0:
+	movl	%eax, (%edi)
+.Lerms_to_small_16_store1:
+	movl	%edx, 4(%edi)
+	movl	8(%esi), %eax
+	movl	12(%esi), %edx
+.Lerms_to_small_16_store2:
+	movl	%eax, 8(%edi)
+.Lerms_to_small_16_store3:
+	movl	%edx, 12(%edi)
+	movl	-16(%esi,%ecx), %eax
+	movl	-12(%esi,%ecx), %edx
+.Lerms_to_small_16_store4:
+	movl	%eax, -16(%edi,%ecx)
+.Lerms_to_small_16_store5:
+	movl	%edx, -12(%edi,%ecx)
+	movl	-8(%esi,%ecx), %eax
+	movl	-4(%esi,%ecx), %edx
+.Lerms_to_small_16_store6:
+	movl	%eax, -8(%edi,%ecx)
+.Lerms_to_small_16_store7:
+	movl	%edx, -4(%edi,%ecx)
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+.Lerms_to_class1:
+	/* class 1: 33.. bytes → method `movsb` */
+	/* here: len >= 33 */
+.Lerms_to_rep_movsb:
+	rep movsb
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lerms_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addl	$2, %esi
+	addl	$2, %edi
+	subl	$2, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addl	$4, %esi
+	addl	$4, %edi
+	subl	$4, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addl	$8, %esi
+	addl	$8, %edi
+	subl	$8, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_12_then_retry:
+	/* the first 12 bytes from the pointers are copied */
+	addl	$12, %esi
+	addl	$12, %edi
+	subl	$12, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addl	$16, %esi
+	addl	$16, %edi
+	subl	$16, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lerms_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testl	%ecx, %ecx
+	je	.Lerms_to_fixup_done
+	movb	(%esi), %al
+.Lerms_to_retry_store:
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_done:
+	movl	%ecx, %eax
+	popl	%esi
+	popl	%edi
+	ret
+	.size	guarded_movsb_32__erms_to_user, . - guarded_movsb_32__erms_to_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lerms_to_small_1_store - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_2_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_2_store1 - ., .Lerms_to_fixup_2_then_retry - .
+	.long	.Lerms_to_small_4_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_4_store1 - ., .Lerms_to_fixup_4_then_retry - .
+	.long	.Lerms_to_small_8_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_8_store1 - ., .Lerms_to_fixup_4_then_retry - .
+	.long	.Lerms_to_small_8_store2 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_8_store3 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_16_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_16_store1 - ., .Lerms_to_fixup_4_then_retry - .
+	.long	.Lerms_to_small_16_store2 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_16_store3 - ., .Lerms_to_fixup_12_then_retry - .
+	.long	.Lerms_to_small_16_store4 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_16_store5 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_16_store6 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_16_store7 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_rep_movsb - ., .Lerms_to_fixup_rep1_then_retry - .
+	.long	.Lerms_to_retry_store - ., .Lerms_to_fixup_done - .
+	.popsection
+
 	.globl	guarded_movsb_32__loop_from_user
 	.type	guarded_movsb_32__loop_from_user, @function
 	.p2align 4
@@ -698,8 +1255,10 @@ guarded_movsb_32__loop_from_user:
 	popl	%edi
 	ret
 .Lloop_from_class1:
-	/* class 1: 33.. bytes → method `loop` */
-	/* here: len >= 33 */
+	/* class 1: 33..=256 bytes → method `loop` */
+	cmpl	$256, %ecx
+	ja	.Lloop_from_class2
+	/* here: 33 <= len <= 256 */
 .Lloop_from_loop_align:
 	testl	$3, %edi
 	je	.Lloop_from_loop_aligned
@@ -770,6 +1329,33 @@ guarded_movsb_32__loop_from_user:
 	popl	%esi
 	popl	%edi
 	ret
+.Lloop_from_class2:
+	/* class 2: 257.. bytes → method `movsl` */
+	/* here: len >= 257 */
+.Lloop_from_movsl_align:
+	testl	$3, %edi
+	je	.Lloop_from_movsl_aligned
+.Lloop_from_movsl_align_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lloop_from_movsl_align
+.Lloop_from_movsl_aligned:
+	/* here: dst is 4-byte aligned if len was >= 32 on entry */
+	movl	%ecx, %eax
+	shrl	$2, %ecx
+	andl	$3, %eax
+.Lloop_from_rep_movsl:
+	rep movsl
+	movl	%eax, %ecx
+.Lloop_from_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lloop_from_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
@@ -788,6 +1374,13 @@ guarded_movsb_32__loop_from_user:
 	addl	$24, %esi
 	addl	$24, %edi
 	subl	$24, %ecx
+	jmp	.Lloop_from_fixup_retry
+.Lloop_from_fixup_rep4_then_retry:
+	/* rep movsl stopped early: recompute the bytes left */
+	leal	(%eax,%ecx,4), %ecx
+	jmp	.Lloop_from_fixup_retry
+.Lloop_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
 .Lloop_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testl	%ecx, %ecx
@@ -836,6 +1429,9 @@ guarded_movsb_32__loop_from_user:
 	.long	.Lloop_from_loop_loop_load7 - ., .Lloop_from_fixup_24_then_retry - .
 	.long	.Lloop_from_loop_word_load - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_loop_overlap_load - ., .Lloop_from_fixup_retry - .
+	.long	.Lloop_from_movsl_align_load - ., .Lloop_from_fixup_retry - .
+	.long	.Lloop_from_rep_movsl - ., .Lloop_from_fixup_rep4_then_retry - .
+	.long	.Lloop_from_rep_movsb_rest - ., .Lloop_from_fixup_rep1_then_retry - .
 	.long	.Lloop_from_retry_load - ., .Lloop_from_fixup_done - .
 	.popsection
 
@@ -949,8 +1545,10 @@ guarded_movsb_32__loop_to_user:
 	popl	%edi
 	ret
 .Lloop_to_class1:
-	/* class 1: 33.. bytes → method `loop` */
-	/* here: len >= 33 */
+	/* class 1: 33..=256 bytes → method `loop` */
+	cmpl	$256, %ecx
+	ja	.Lloop_to_class2
+	/* here: 33 <= len <= 256 */
 .Lloop_to_loop_align:
 	testl	$3, %edi
 	je	.Lloop_to_loop_aligned
@@ -1021,6 +1619,33 @@ guarded_movsb_32__loop_to_user:
 	popl	%esi
 	popl	%edi
 	ret
+.Lloop_to_class2:
+	/* class 2: 257.. bytes → method `movsl` */
+	/* here: len >= 257 */
+.Lloop_to_movsl_align:
+	testl	$3, %edi
+	je	.Lloop_to_movsl_aligned
+	movb	(%esi), %al
+.Lloop_to_movsl_align_store:
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lloop_to_movsl_align
+.Lloop_to_movsl_aligned:
+	/* here: dst is 4-byte aligned if len was >= 32 on entry */
+	movl	%ecx, %eax
+	shrl	$2, %ecx
+	andl	$3, %eax
+.Lloop_to_rep_movsl:
+	rep movsl
+	movl	%eax, %ecx
+.Lloop_to_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	popl	%esi
+	popl	%edi
+	ret
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lloop_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -1069,6 +1694,13 @@ guarded_movsb_32__loop_to_user:
 	addl	$28, %esi
 	addl	$28, %edi
 	subl	$28, %ecx
+	jmp	.Lloop_to_fixup_retry
+.Lloop_to_fixup_rep4_then_retry:
+	/* rep movsl stopped early: recompute the bytes left */
+	leal	(%eax,%ecx,4), %ecx
+	jmp	.Lloop_to_fixup_retry
+.Lloop_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
 .Lloop_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testl	%ecx, %ecx
@@ -1117,6 +1749,9 @@ guarded_movsb_32__loop_to_user:
 	.long	.Lloop_to_loop_loop_store7 - ., .Lloop_to_fixup_28_then_retry - .
 	.long	.Lloop_to_loop_word_store - ., .Lloop_to_fixup_retry - .
 	.long	.Lloop_to_loop_overlap_store - ., .Lloop_to_fixup_retry - .
+	.long	.Lloop_to_movsl_align_store - ., .Lloop_to_fixup_retry - .
+	.long	.Lloop_to_rep_movsl - ., .Lloop_to_fixup_rep4_then_retry - .
+	.long	.Lloop_to_rep_movsb_rest - ., .Lloop_to_fixup_rep1_then_retry - .
 	.long	.Lloop_to_retry_store - ., .Lloop_to_fixup_done - .
 	.popsection
 

@@ -12,18 +12,23 @@
  * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  * collapses; there, an unrolled general-register loop (copygen tune's
  * result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
- * such cliff: plain `rep movsb`. Elsewhere: head/tail copies up to 64 bytes,
- * then the unrolled loop.
+ * such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
+ * Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
+ * bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
+ * destination-aligned `rep movsq`. With ERMS and no FSRM: head/tail copies up
+ * to 64 bytes, then `rep movsb`.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_612_from_user: 0
  *   guarded_movsb_612_to_user: 0
+ *   guarded_movsb_612__noerms_from_user: 34
+ *   guarded_movsb_612__noerms_to_user: 34
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
  *   guarded_movsb_612__fsrm_to_user: 2
- *   guarded_movsb_612__loop_from_user: 31
- *   guarded_movsb_612__loop_to_user: 31
+ *   guarded_movsb_612__erms_from_user: 21
+ *   guarded_movsb_612__erms_to_user: 21
  *
  * The strategy, as written:
  *
@@ -36,8 +41,11 @@
  *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  *   collapses; there, an unrolled general-register loop (copygen tune's
  *   result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
- *   such cliff: plain `rep movsb`. Elsewhere: head/tail copies up to 64 bytes,
- *   then the unrolled loop.
+ *   such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
+ *   Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
+ *   bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
+ *   destination-aligned `rep movsq`. With ERMS and no FSRM: head/tail copies up
+ *   to 64 bytes, then `rep movsb`.
  *   """
  *   arch = "x86_64"
  *
@@ -64,6 +72,13 @@
  *   kind = "rep_movs"
  *   unit = 1
  *
+ *   # Above 512 bytes without ERMS: `rep movsq` with the destination aligned
+ *   # first, as the stock .Llarge_movsq.
+ *   [methods.movsq]
+ *   kind = "rep_movs"
+ *   unit = 8
+ *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *
  *   [methods.loop]
  *   kind = "unrolled"
  *   block = 64
@@ -88,9 +103,30 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
+ *   # Each variant's condition is one bit, so that the site's chain over them
+ *   # is three ALTERNATIVEs (6.12's ALTERNATIVE_3) and the FSRM site keeps the
+ *   # stock inline `rep movsb`; the first condition that holds wins.
+ *   #
+ *   # Without ERMS (Zen 1 and 2, Intel before Ivy Bridge) the stock routine
+ *   # runs .Llarge_movsq from 64 bytes: head/tail copies below, the unrolled
+ *   # loop up to 512 (it beats `rep movsq` below 1 KiB on Zen 1 and loses above
+ *   # 2 KiB), then the aligned `rep movsq`.
+ *   [[variants]]
+ *   name = "noerms"
+ *   when = ["!erms"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=64"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "65..=512"
+ *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "513.."
+ *   use = "movsq"
+ *
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen", "erms"]
+ *   when = ["zen"]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -98,7 +134,8 @@
  *   alias = [1, 15]
  *   use = "band"
  *
- *   # FSRM without the cliff (Intel): the guard is pure cost.
+ *   # FSRM without the cliff (Intel): the guard is pure cost; the site keeps
+ *   # the stock inline `rep movsb`.
  *   [[variants]]
  *   name = "fsrm"
  *   when = ["fsrm"]
@@ -106,16 +143,17 @@
  *   sizes = "0.."
  *   use = "movsb"
  *
- *   # No fast rep movsb: the unrolled loop, head/tail copies below 64 bytes.
+ *   # ERMS without FSRM (Intel Ivy Bridge to Cascade Lake): the stock routine
+ *   # runs `rep movsb` from 64 bytes, short loops below.
  *   [[variants]]
- *   name = "loop"
+ *   name = "erms"
  *   default = true
  *   [[variants.dispatch]]
  *   sizes = "0..=64"
  *   use = "small"
  *   [[variants.dispatch]]
  *   sizes = "65.."
- *   use = "loop"
+ *   use = "movsb"
  */
 
 #include <linux/linkage.h>
@@ -128,36 +166,664 @@
 	.text
 
 SYM_FUNC_START(guarded_movsb_612_from_user)
-	/* variant `zen`: zen && erms */
+	/* variant `noerms`: !erms */
+	ALTERNATIVE "", "jmp .Lguarded_movsb_612_from_not_noerms", X86_FEATURE_ERMS
+	jmp	guarded_movsb_612__noerms_from_user
+.Lguarded_movsb_612_from_not_noerms:
+	/* variant `zen`: zen */
 	ALTERNATIVE "jmp .Lguarded_movsb_612_from_not_zen", "", X86_FEATURE_ZEN
-	ALTERNATIVE "jmp .Lguarded_movsb_612_from_not_zen", "", X86_FEATURE_ERMS
 	jmp	guarded_movsb_612__zen_from_user
 .Lguarded_movsb_612_from_not_zen:
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "jmp .Lguarded_movsb_612_from_not_fsrm", "", X86_FEATURE_FSRM
 	jmp	guarded_movsb_612__fsrm_from_user
 .Lguarded_movsb_612_from_not_fsrm:
-	/* variant `loop`: default */
-	jmp	guarded_movsb_612__loop_from_user
+	/* variant `erms`: default */
+	jmp	guarded_movsb_612__erms_from_user
 
 SYM_FUNC_END(guarded_movsb_612_from_user)
 EXPORT_SYMBOL(guarded_movsb_612_from_user)
 
 SYM_FUNC_START(guarded_movsb_612_to_user)
-	/* variant `zen`: zen && erms */
+	/* variant `noerms`: !erms */
+	ALTERNATIVE "", "jmp .Lguarded_movsb_612_to_not_noerms", X86_FEATURE_ERMS
+	jmp	guarded_movsb_612__noerms_to_user
+.Lguarded_movsb_612_to_not_noerms:
+	/* variant `zen`: zen */
 	ALTERNATIVE "jmp .Lguarded_movsb_612_to_not_zen", "", X86_FEATURE_ZEN
-	ALTERNATIVE "jmp .Lguarded_movsb_612_to_not_zen", "", X86_FEATURE_ERMS
 	jmp	guarded_movsb_612__zen_to_user
 .Lguarded_movsb_612_to_not_zen:
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "jmp .Lguarded_movsb_612_to_not_fsrm", "", X86_FEATURE_FSRM
 	jmp	guarded_movsb_612__fsrm_to_user
 .Lguarded_movsb_612_to_not_fsrm:
-	/* variant `loop`: default */
-	jmp	guarded_movsb_612__loop_to_user
+	/* variant `erms`: default */
+	jmp	guarded_movsb_612__erms_to_user
 
 SYM_FUNC_END(guarded_movsb_612_to_user)
 EXPORT_SYMBOL(guarded_movsb_612_to_user)
+
+SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rcx
+	ja	.Lnoerms_from_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rcx
+	jae	.Lnoerms_from_small_from4
+	cmpq	$1, %rcx
+	jae	.Lnoerms_from_small_from1
+	/* here: len == 0 */
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_small_from1:
+	cmpq	$2, %rcx
+	jae	.Lnoerms_from_small_from2
+	/* here: len == 1 */
+.Lnoerms_from_small_1_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lnoerms_from_small_2_load0:
+	movw	(%rsi), %ax
+	movw	%ax, (%rdi)
+.Lnoerms_from_small_2_load1:
+	movw	-2(%rsi,%rcx), %ax
+	movw	%ax, -2(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_small_from4:
+	cmpq	$16, %rcx
+	jae	.Lnoerms_from_small_from16
+	cmpq	$8, %rcx
+	jae	.Lnoerms_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lnoerms_from_small_4_load0:
+	movl	(%rsi), %eax
+	movl	%eax, (%rdi)
+.Lnoerms_from_small_4_load1:
+	movl	-4(%rsi,%rcx), %eax
+	movl	%eax, -4(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_small_from8:
+	/* here: 8 <= len <= 15 */
+.Lnoerms_from_small_8_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_small_8_load1:
+	movq	-8(%rsi,%rcx), %rax
+	movq	%rax, -8(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_small_from16:
+	cmpq	$32, %rcx
+	jae	.Lnoerms_from_small_from32
+	/* here: 16 <= len <= 31 */
+.Lnoerms_from_small_16_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_small_16_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_small_16_load2:
+	movq	-16(%rsi,%rcx), %rax
+	movq	%rax, -16(%rdi,%rcx)
+.Lnoerms_from_small_16_load3:
+	movq	-8(%rsi,%rcx), %rax
+	movq	%rax, -8(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_small_from32:
+	/* here: 32 <= len <= 64 */
+.Lnoerms_from_small_32_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_small_32_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_small_32_load2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lnoerms_from_small_32_load3:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lnoerms_from_small_32_load4:
+	movq	-32(%rsi,%rcx), %rax
+	movq	%rax, -32(%rdi,%rcx)
+.Lnoerms_from_small_32_load5:
+	movq	-24(%rsi,%rcx), %rax
+	movq	%rax, -24(%rdi,%rcx)
+.Lnoerms_from_small_32_load6:
+	movq	-16(%rsi,%rcx), %rax
+	movq	%rax, -16(%rdi,%rcx)
+.Lnoerms_from_small_32_load7:
+	movq	-8(%rsi,%rcx), %rax
+	movq	%rax, -8(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rcx
+	ja	.Lnoerms_from_class2
+	/* here: 65 <= len <= 512 */
+.Lnoerms_from_loop_align:
+	testl	$7, %edi
+	je	.Lnoerms_from_loop_aligned
+.Lnoerms_from_loop_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_from_loop_align
+.Lnoerms_from_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rcx
+	jb	.Lnoerms_from_loop_tail
+.Lnoerms_from_loop_loop:
+	/* here: len >= 64 */
+.Lnoerms_from_loop_loop_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_loop_loop_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_loop_loop_load2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lnoerms_from_loop_loop_load3:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lnoerms_from_loop_loop_load4:
+	movq	32(%rsi), %rax
+	movq	%rax, 32(%rdi)
+.Lnoerms_from_loop_loop_load5:
+	movq	40(%rsi), %rax
+	movq	%rax, 40(%rdi)
+.Lnoerms_from_loop_loop_load6:
+	movq	48(%rsi), %rax
+	movq	%rax, 48(%rdi)
+.Lnoerms_from_loop_loop_load7:
+	movq	56(%rsi), %rax
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rcx
+	cmpq	$64, %rcx
+	jae	.Lnoerms_from_loop_loop
+.Lnoerms_from_loop_tail:
+	/* here: len < 64 */
+.Lnoerms_from_loop_words:
+	cmpq	$8, %rcx
+	jb	.Lnoerms_from_loop_words_done
+.Lnoerms_from_loop_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rcx
+	jmp	.Lnoerms_from_loop_words
+.Lnoerms_from_loop_words_done:
+	/* here: len < 8 */
+	testq	%rcx, %rcx
+	je	.Lnoerms_from_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lnoerms_from_loop_overlap_load:
+	movq	-8(%rsi,%rcx), %rax
+	movq	%rax, -8(%rdi,%rcx)
+.Lnoerms_from_loop_overlap_done:
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+.Lnoerms_from_movsq_align:
+	testl	$7, %edi
+	je	.Lnoerms_from_movsq_aligned
+.Lnoerms_from_movsq_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_from_movsq_align
+.Lnoerms_from_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movl	%ecx, %eax
+	shrq	$3, %rcx
+	andl	$7, %eax
+.Lnoerms_from_rep_movsq:
+	rep movsq
+	movl	%eax, %ecx
+.Lnoerms_from_rep_movsb_rest:
+	rep movsb
+	xorl	%ecx, %ecx
+	RET
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lnoerms_from_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rax,%rcx,8), %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lnoerms_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rcx, %rcx
+	je	.Lnoerms_from_fixup_done
+.Lnoerms_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_done:
+	RET
+
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_1_load, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_2_load0, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_2_load1, .Lnoerms_from_fixup_2_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_4_load0, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_4_load1, .Lnoerms_from_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_8_load0, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_8_load1, .Lnoerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_16_load0, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_16_load1, .Lnoerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_16_load2, .Lnoerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_16_load3, .Lnoerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load0, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load1, .Lnoerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load2, .Lnoerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load3, .Lnoerms_from_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load4, .Lnoerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load5, .Lnoerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load6, .Lnoerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load7, .Lnoerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_align_load, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load0, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load1, .Lnoerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load2, .Lnoerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load3, .Lnoerms_from_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load4, .Lnoerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load5, .Lnoerms_from_fixup_40_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load6, .Lnoerms_from_fixup_48_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load7, .Lnoerms_from_fixup_56_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_word_load, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_overlap_load, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_movsq_align_load, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_rep_movsq, .Lnoerms_from_fixup_rep8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_rep_movsb_rest, .Lnoerms_from_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_retry_load, .Lnoerms_from_fixup_done)
+SYM_FUNC_END(guarded_movsb_612__noerms_from_user)
+EXPORT_SYMBOL(guarded_movsb_612__noerms_from_user)
+
+SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rcx
+	ja	.Lnoerms_to_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rcx
+	jae	.Lnoerms_to_small_from4
+	cmpq	$1, %rcx
+	jae	.Lnoerms_to_small_from1
+	/* here: len == 0 */
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_small_from1:
+	cmpq	$2, %rcx
+	jae	.Lnoerms_to_small_from2
+	/* here: len == 1 */
+	movb	(%rsi), %al
+.Lnoerms_to_small_1_store:
+	movb	%al, (%rdi)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%rsi), %ax
+.Lnoerms_to_small_2_store0:
+	movw	%ax, (%rdi)
+	movw	-2(%rsi,%rcx), %ax
+.Lnoerms_to_small_2_store1:
+	movw	%ax, -2(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_small_from4:
+	cmpq	$16, %rcx
+	jae	.Lnoerms_to_small_from16
+	cmpq	$8, %rcx
+	jae	.Lnoerms_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%rsi), %eax
+.Lnoerms_to_small_4_store0:
+	movl	%eax, (%rdi)
+	movl	-4(%rsi,%rcx), %eax
+.Lnoerms_to_small_4_store1:
+	movl	%eax, -4(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_small_from8:
+	/* here: 8 <= len <= 15 */
+	movq	(%rsi), %rax
+.Lnoerms_to_small_8_store0:
+	movq	%rax, (%rdi)
+	movq	-8(%rsi,%rcx), %rax
+.Lnoerms_to_small_8_store1:
+	movq	%rax, -8(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_small_from16:
+	cmpq	$32, %rcx
+	jae	.Lnoerms_to_small_from32
+	/* here: 16 <= len <= 31 */
+	movq	(%rsi), %rax
+.Lnoerms_to_small_16_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_small_16_store1:
+	movq	%rax, 8(%rdi)
+	movq	-16(%rsi,%rcx), %rax
+.Lnoerms_to_small_16_store2:
+	movq	%rax, -16(%rdi,%rcx)
+	movq	-8(%rsi,%rcx), %rax
+.Lnoerms_to_small_16_store3:
+	movq	%rax, -8(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_small_from32:
+	/* here: 32 <= len <= 64 */
+	movq	(%rsi), %rax
+.Lnoerms_to_small_32_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_small_32_store1:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lnoerms_to_small_32_store2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lnoerms_to_small_32_store3:
+	movq	%rax, 24(%rdi)
+	movq	-32(%rsi,%rcx), %rax
+.Lnoerms_to_small_32_store4:
+	movq	%rax, -32(%rdi,%rcx)
+	movq	-24(%rsi,%rcx), %rax
+.Lnoerms_to_small_32_store5:
+	movq	%rax, -24(%rdi,%rcx)
+	movq	-16(%rsi,%rcx), %rax
+.Lnoerms_to_small_32_store6:
+	movq	%rax, -16(%rdi,%rcx)
+	movq	-8(%rsi,%rcx), %rax
+.Lnoerms_to_small_32_store7:
+	movq	%rax, -8(%rdi,%rcx)
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rcx
+	ja	.Lnoerms_to_class2
+	/* here: 65 <= len <= 512 */
+.Lnoerms_to_loop_align:
+	testl	$7, %edi
+	je	.Lnoerms_to_loop_aligned
+	movb	(%rsi), %al
+.Lnoerms_to_loop_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_to_loop_align
+.Lnoerms_to_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rcx
+	jb	.Lnoerms_to_loop_tail
+.Lnoerms_to_loop_loop:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_loop_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_loop_loop_store1:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lnoerms_to_loop_loop_store2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lnoerms_to_loop_loop_store3:
+	movq	%rax, 24(%rdi)
+	movq	32(%rsi), %rax
+.Lnoerms_to_loop_loop_store4:
+	movq	%rax, 32(%rdi)
+	movq	40(%rsi), %rax
+.Lnoerms_to_loop_loop_store5:
+	movq	%rax, 40(%rdi)
+	movq	48(%rsi), %rax
+.Lnoerms_to_loop_loop_store6:
+	movq	%rax, 48(%rdi)
+	movq	56(%rsi), %rax
+.Lnoerms_to_loop_loop_store7:
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rcx
+	cmpq	$64, %rcx
+	jae	.Lnoerms_to_loop_loop
+.Lnoerms_to_loop_tail:
+	/* here: len < 64 */
+.Lnoerms_to_loop_words:
+	cmpq	$8, %rcx
+	jb	.Lnoerms_to_loop_words_done
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_word_store:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rcx
+	jmp	.Lnoerms_to_loop_words
+.Lnoerms_to_loop_words_done:
+	/* here: len < 8 */
+	testq	%rcx, %rcx
+	je	.Lnoerms_to_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rcx), %rax
+.Lnoerms_to_loop_overlap_store:
+	movq	%rax, -8(%rdi,%rcx)
+.Lnoerms_to_loop_overlap_done:
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+.Lnoerms_to_movsq_align:
+	testl	$7, %edi
+	je	.Lnoerms_to_movsq_aligned
+	movb	(%rsi), %al
+.Lnoerms_to_movsq_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_to_movsq_align
+.Lnoerms_to_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movl	%ecx, %eax
+	shrq	$3, %rcx
+	andl	$7, %eax
+.Lnoerms_to_rep_movsq:
+	rep movsq
+	movl	%eax, %ecx
+.Lnoerms_to_rep_movsb_rest:
+	rep movsb
+	xorl	%ecx, %ecx
+	RET
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lnoerms_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rax,%rcx,8), %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lnoerms_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rcx, %rcx
+	je	.Lnoerms_to_fixup_done
+	movb	(%rsi), %al
+.Lnoerms_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_done:
+	RET
+
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_1_store, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_2_store0, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_2_store1, .Lnoerms_to_fixup_2_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_4_store0, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_4_store1, .Lnoerms_to_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_8_store0, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_8_store1, .Lnoerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_16_store0, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_16_store1, .Lnoerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_16_store2, .Lnoerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_16_store3, .Lnoerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store0, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store1, .Lnoerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store2, .Lnoerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store3, .Lnoerms_to_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store4, .Lnoerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store5, .Lnoerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store6, .Lnoerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store7, .Lnoerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_align_store, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store0, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store1, .Lnoerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store2, .Lnoerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store3, .Lnoerms_to_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store4, .Lnoerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store5, .Lnoerms_to_fixup_40_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store6, .Lnoerms_to_fixup_48_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store7, .Lnoerms_to_fixup_56_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_word_store, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_overlap_store, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_movsq_align_store, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_rep_movsq, .Lnoerms_to_fixup_rep8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_rep_movsb_rest, .Lnoerms_to_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_retry_store, .Lnoerms_to_fixup_done)
+SYM_FUNC_END(guarded_movsb_612__noerms_to_user)
+EXPORT_SYMBOL(guarded_movsb_612__noerms_to_user)
 
 SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	/* class 0: 0.. bytes → method `movsb` */
@@ -445,552 +1111,374 @@ SYM_FUNC_START(guarded_movsb_612__fsrm_to_user)
 SYM_FUNC_END(guarded_movsb_612__fsrm_to_user)
 EXPORT_SYMBOL(guarded_movsb_612__fsrm_to_user)
 
-SYM_FUNC_START(guarded_movsb_612__loop_from_user)
+SYM_FUNC_START(guarded_movsb_612__erms_from_user)
 	/* class 0: 0..=64 bytes → method `small` */
 	cmpq	$64, %rcx
-	ja	.Lloop_from_class1
+	ja	.Lerms_from_class1
 	/* here: 0 <= len <= 64 */
 	cmpq	$4, %rcx
-	jae	.Lloop_from_small_from4
+	jae	.Lerms_from_small_from4
 	cmpq	$1, %rcx
-	jae	.Lloop_from_small_from1
+	jae	.Lerms_from_small_from1
 	/* here: len == 0 */
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_small_from1:
+.Lerms_from_small_from1:
 	cmpq	$2, %rcx
-	jae	.Lloop_from_small_from2
+	jae	.Lerms_from_small_from2
 	/* here: len == 1 */
-.Lloop_from_small_1_load:
+.Lerms_from_small_1_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_small_from2:
+.Lerms_from_small_from2:
 	/* here: 2 <= len <= 3 */
-.Lloop_from_small_2_load0:
+.Lerms_from_small_2_load0:
 	movw	(%rsi), %ax
 	movw	%ax, (%rdi)
-.Lloop_from_small_2_load1:
+.Lerms_from_small_2_load1:
 	movw	-2(%rsi,%rcx), %ax
 	movw	%ax, -2(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_small_from4:
+.Lerms_from_small_from4:
 	cmpq	$16, %rcx
-	jae	.Lloop_from_small_from16
+	jae	.Lerms_from_small_from16
 	cmpq	$8, %rcx
-	jae	.Lloop_from_small_from8
+	jae	.Lerms_from_small_from8
 	/* here: 4 <= len <= 7 */
-.Lloop_from_small_4_load0:
+.Lerms_from_small_4_load0:
 	movl	(%rsi), %eax
 	movl	%eax, (%rdi)
-.Lloop_from_small_4_load1:
+.Lerms_from_small_4_load1:
 	movl	-4(%rsi,%rcx), %eax
 	movl	%eax, -4(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_small_from8:
+.Lerms_from_small_from8:
 	/* here: 8 <= len <= 15 */
-.Lloop_from_small_8_load0:
+.Lerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
-.Lloop_from_small_8_load1:
+.Lerms_from_small_8_load1:
 	movq	-8(%rsi,%rcx), %rax
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_small_from16:
+.Lerms_from_small_from16:
 	cmpq	$32, %rcx
-	jae	.Lloop_from_small_from32
+	jae	.Lerms_from_small_from32
 	/* here: 16 <= len <= 31 */
-.Lloop_from_small_16_load0:
+.Lerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
-.Lloop_from_small_16_load1:
+.Lerms_from_small_16_load1:
 	movq	8(%rsi), %rax
 	movq	%rax, 8(%rdi)
-.Lloop_from_small_16_load2:
+.Lerms_from_small_16_load2:
 	movq	-16(%rsi,%rcx), %rax
 	movq	%rax, -16(%rdi,%rcx)
-.Lloop_from_small_16_load3:
+.Lerms_from_small_16_load3:
 	movq	-8(%rsi,%rcx), %rax
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_small_from32:
+.Lerms_from_small_from32:
 	/* here: 32 <= len <= 64 */
-.Lloop_from_small_32_load0:
+.Lerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
-.Lloop_from_small_32_load1:
+.Lerms_from_small_32_load1:
 	movq	8(%rsi), %rax
 	movq	%rax, 8(%rdi)
-.Lloop_from_small_32_load2:
+.Lerms_from_small_32_load2:
 	movq	16(%rsi), %rax
 	movq	%rax, 16(%rdi)
-.Lloop_from_small_32_load3:
+.Lerms_from_small_32_load3:
 	movq	24(%rsi), %rax
 	movq	%rax, 24(%rdi)
-.Lloop_from_small_32_load4:
+.Lerms_from_small_32_load4:
 	movq	-32(%rsi,%rcx), %rax
 	movq	%rax, -32(%rdi,%rcx)
-.Lloop_from_small_32_load5:
+.Lerms_from_small_32_load5:
 	movq	-24(%rsi,%rcx), %rax
 	movq	%rax, -24(%rdi,%rcx)
-.Lloop_from_small_32_load6:
+.Lerms_from_small_32_load6:
 	movq	-16(%rsi,%rcx), %rax
 	movq	%rax, -16(%rdi,%rcx)
-.Lloop_from_small_32_load7:
+.Lerms_from_small_32_load7:
 	movq	-8(%rsi,%rcx), %rax
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_from_class1:
-	/* class 1: 65.. bytes → method `loop` */
+.Lerms_from_class1:
+	/* class 1: 65.. bytes → method `movsb` */
 	/* here: len >= 65 */
-.Lloop_from_loop_align:
-	testl	$7, %edi
-	je	.Lloop_from_loop_aligned
-.Lloop_from_loop_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lloop_from_loop_align
-.Lloop_from_loop_aligned:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-	cmpq	$64, %rcx
-	jb	.Lloop_from_loop_tail
-.Lloop_from_loop_loop:
-	/* here: len >= 64 */
-.Lloop_from_loop_loop_load0:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-.Lloop_from_loop_loop_load1:
-	movq	8(%rsi), %rax
-	movq	%rax, 8(%rdi)
-.Lloop_from_loop_loop_load2:
-	movq	16(%rsi), %rax
-	movq	%rax, 16(%rdi)
-.Lloop_from_loop_loop_load3:
-	movq	24(%rsi), %rax
-	movq	%rax, 24(%rdi)
-.Lloop_from_loop_loop_load4:
-	movq	32(%rsi), %rax
-	movq	%rax, 32(%rdi)
-.Lloop_from_loop_loop_load5:
-	movq	40(%rsi), %rax
-	movq	%rax, 40(%rdi)
-.Lloop_from_loop_loop_load6:
-	movq	48(%rsi), %rax
-	movq	%rax, 48(%rdi)
-.Lloop_from_loop_loop_load7:
-	movq	56(%rsi), %rax
-	movq	%rax, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rcx
-	cmpq	$64, %rcx
-	jae	.Lloop_from_loop_loop
-.Lloop_from_loop_tail:
-	/* here: len < 64 */
-.Lloop_from_loop_words:
-	cmpq	$8, %rcx
-	jb	.Lloop_from_loop_words_done
-.Lloop_from_loop_word_load:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rcx
-	jmp	.Lloop_from_loop_words
-.Lloop_from_loop_words_done:
-	/* here: len < 8 */
-	testq	%rcx, %rcx
-	je	.Lloop_from_loop_overlap_done
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-.Lloop_from_loop_overlap_load:
-	movq	-8(%rsi,%rcx), %rax
-	movq	%rax, -8(%rdi,%rcx)
-.Lloop_from_loop_overlap_done:
+.Lerms_from_rep_movsb:
+	rep movsb
 	xorl	%ecx, %ecx
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lloop_from_fixup_2_then_retry:
+.Lerms_from_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
 	addq	$2, %rsi
 	addq	$2, %rdi
 	subq	$2, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_4_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_4_then_retry:
 	/* the first 4 bytes from the pointers are copied */
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_8_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_16_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_16_then_retry:
 	/* the first 16 bytes from the pointers are copied */
 	addq	$16, %rsi
 	addq	$16, %rdi
 	subq	$16, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_24_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_24_then_retry:
 	/* the first 24 bytes from the pointers are copied */
 	addq	$24, %rsi
 	addq	$24, %rdi
 	subq	$24, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_32_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_32_then_retry:
 	/* the first 32 bytes from the pointers are copied */
 	addq	$32, %rsi
 	addq	$32, %rdi
 	subq	$32, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_40_then_retry:
-	/* the first 40 bytes from the pointers are copied */
-	addq	$40, %rsi
-	addq	$40, %rdi
-	subq	$40, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_48_then_retry:
-	/* the first 48 bytes from the pointers are copied */
-	addq	$48, %rsi
-	addq	$48, %rdi
-	subq	$48, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_56_then_retry:
-	/* the first 56 bytes from the pointers are copied */
-	addq	$56, %rsi
-	addq	$56, %rdi
-	subq	$56, %rcx
-.Lloop_from_fixup_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lerms_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rcx, %rcx
-	je	.Lloop_from_fixup_done
-.Lloop_from_retry_load:
+	je	.Lerms_from_fixup_done
+.Lerms_from_retry_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_done:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_done:
 	RET
 
-	_ASM_EXTABLE_UA(.Lloop_from_small_1_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_2_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_2_load1, .Lloop_from_fixup_2_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_4_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_4_load1, .Lloop_from_fixup_4_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_8_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_8_load1, .Lloop_from_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load1, .Lloop_from_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load2, .Lloop_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_16_load3, .Lloop_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load1, .Lloop_from_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load2, .Lloop_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load3, .Lloop_from_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load4, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load5, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load6, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_small_32_load7, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_align_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load0, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load1, .Lloop_from_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load2, .Lloop_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load3, .Lloop_from_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load4, .Lloop_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load5, .Lloop_from_fixup_40_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load6, .Lloop_from_fixup_48_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load7, .Lloop_from_fixup_56_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_word_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_overlap_load, .Lloop_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_retry_load, .Lloop_from_fixup_done)
-SYM_FUNC_END(guarded_movsb_612__loop_from_user)
-EXPORT_SYMBOL(guarded_movsb_612__loop_from_user)
+	_ASM_EXTABLE_UA(.Lerms_from_small_1_load, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_2_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_2_load1, .Lerms_from_fixup_2_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_4_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_4_load1, .Lerms_from_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_8_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_8_load1, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load1, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load2, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_16_load3, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load0, .Lerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load1, .Lerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load2, .Lerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load3, .Lerms_from_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load4, .Lerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load5, .Lerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load6, .Lerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_small_32_load7, .Lerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_rep_movsb, .Lerms_from_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_from_retry_load, .Lerms_from_fixup_done)
+SYM_FUNC_END(guarded_movsb_612__erms_from_user)
+EXPORT_SYMBOL(guarded_movsb_612__erms_from_user)
 
-SYM_FUNC_START(guarded_movsb_612__loop_to_user)
+SYM_FUNC_START(guarded_movsb_612__erms_to_user)
 	/* class 0: 0..=64 bytes → method `small` */
 	cmpq	$64, %rcx
-	ja	.Lloop_to_class1
+	ja	.Lerms_to_class1
 	/* here: 0 <= len <= 64 */
 	cmpq	$4, %rcx
-	jae	.Lloop_to_small_from4
+	jae	.Lerms_to_small_from4
 	cmpq	$1, %rcx
-	jae	.Lloop_to_small_from1
+	jae	.Lerms_to_small_from1
 	/* here: len == 0 */
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_small_from1:
+.Lerms_to_small_from1:
 	cmpq	$2, %rcx
-	jae	.Lloop_to_small_from2
+	jae	.Lerms_to_small_from2
 	/* here: len == 1 */
 	movb	(%rsi), %al
-.Lloop_to_small_1_store:
+.Lerms_to_small_1_store:
 	movb	%al, (%rdi)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_small_from2:
+.Lerms_to_small_from2:
 	/* here: 2 <= len <= 3 */
 	movw	(%rsi), %ax
-.Lloop_to_small_2_store0:
+.Lerms_to_small_2_store0:
 	movw	%ax, (%rdi)
 	movw	-2(%rsi,%rcx), %ax
-.Lloop_to_small_2_store1:
+.Lerms_to_small_2_store1:
 	movw	%ax, -2(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_small_from4:
+.Lerms_to_small_from4:
 	cmpq	$16, %rcx
-	jae	.Lloop_to_small_from16
+	jae	.Lerms_to_small_from16
 	cmpq	$8, %rcx
-	jae	.Lloop_to_small_from8
+	jae	.Lerms_to_small_from8
 	/* here: 4 <= len <= 7 */
 	movl	(%rsi), %eax
-.Lloop_to_small_4_store0:
+.Lerms_to_small_4_store0:
 	movl	%eax, (%rdi)
 	movl	-4(%rsi,%rcx), %eax
-.Lloop_to_small_4_store1:
+.Lerms_to_small_4_store1:
 	movl	%eax, -4(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_small_from8:
+.Lerms_to_small_from8:
 	/* here: 8 <= len <= 15 */
 	movq	(%rsi), %rax
-.Lloop_to_small_8_store0:
+.Lerms_to_small_8_store0:
 	movq	%rax, (%rdi)
 	movq	-8(%rsi,%rcx), %rax
-.Lloop_to_small_8_store1:
+.Lerms_to_small_8_store1:
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_small_from16:
+.Lerms_to_small_from16:
 	cmpq	$32, %rcx
-	jae	.Lloop_to_small_from32
+	jae	.Lerms_to_small_from32
 	/* here: 16 <= len <= 31 */
 	movq	(%rsi), %rax
-.Lloop_to_small_16_store0:
+.Lerms_to_small_16_store0:
 	movq	%rax, (%rdi)
 	movq	8(%rsi), %rax
-.Lloop_to_small_16_store1:
+.Lerms_to_small_16_store1:
 	movq	%rax, 8(%rdi)
 	movq	-16(%rsi,%rcx), %rax
-.Lloop_to_small_16_store2:
+.Lerms_to_small_16_store2:
 	movq	%rax, -16(%rdi,%rcx)
 	movq	-8(%rsi,%rcx), %rax
-.Lloop_to_small_16_store3:
+.Lerms_to_small_16_store3:
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_small_from32:
+.Lerms_to_small_from32:
 	/* here: 32 <= len <= 64 */
 	movq	(%rsi), %rax
-.Lloop_to_small_32_store0:
+.Lerms_to_small_32_store0:
 	movq	%rax, (%rdi)
 	movq	8(%rsi), %rax
-.Lloop_to_small_32_store1:
+.Lerms_to_small_32_store1:
 	movq	%rax, 8(%rdi)
 	movq	16(%rsi), %rax
-.Lloop_to_small_32_store2:
+.Lerms_to_small_32_store2:
 	movq	%rax, 16(%rdi)
 	movq	24(%rsi), %rax
-.Lloop_to_small_32_store3:
+.Lerms_to_small_32_store3:
 	movq	%rax, 24(%rdi)
 	movq	-32(%rsi,%rcx), %rax
-.Lloop_to_small_32_store4:
+.Lerms_to_small_32_store4:
 	movq	%rax, -32(%rdi,%rcx)
 	movq	-24(%rsi,%rcx), %rax
-.Lloop_to_small_32_store5:
+.Lerms_to_small_32_store5:
 	movq	%rax, -24(%rdi,%rcx)
 	movq	-16(%rsi,%rcx), %rax
-.Lloop_to_small_32_store6:
+.Lerms_to_small_32_store6:
 	movq	%rax, -16(%rdi,%rcx)
 	movq	-8(%rsi,%rcx), %rax
-.Lloop_to_small_32_store7:
+.Lerms_to_small_32_store7:
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lloop_to_class1:
-	/* class 1: 65.. bytes → method `loop` */
+.Lerms_to_class1:
+	/* class 1: 65.. bytes → method `movsb` */
 	/* here: len >= 65 */
-.Lloop_to_loop_align:
-	testl	$7, %edi
-	je	.Lloop_to_loop_aligned
-	movb	(%rsi), %al
-.Lloop_to_loop_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lloop_to_loop_align
-.Lloop_to_loop_aligned:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-	cmpq	$64, %rcx
-	jb	.Lloop_to_loop_tail
-.Lloop_to_loop_loop:
-	/* here: len >= 64 */
-	movq	(%rsi), %rax
-.Lloop_to_loop_loop_store0:
-	movq	%rax, (%rdi)
-	movq	8(%rsi), %rax
-.Lloop_to_loop_loop_store1:
-	movq	%rax, 8(%rdi)
-	movq	16(%rsi), %rax
-.Lloop_to_loop_loop_store2:
-	movq	%rax, 16(%rdi)
-	movq	24(%rsi), %rax
-.Lloop_to_loop_loop_store3:
-	movq	%rax, 24(%rdi)
-	movq	32(%rsi), %rax
-.Lloop_to_loop_loop_store4:
-	movq	%rax, 32(%rdi)
-	movq	40(%rsi), %rax
-.Lloop_to_loop_loop_store5:
-	movq	%rax, 40(%rdi)
-	movq	48(%rsi), %rax
-.Lloop_to_loop_loop_store6:
-	movq	%rax, 48(%rdi)
-	movq	56(%rsi), %rax
-.Lloop_to_loop_loop_store7:
-	movq	%rax, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rcx
-	cmpq	$64, %rcx
-	jae	.Lloop_to_loop_loop
-.Lloop_to_loop_tail:
-	/* here: len < 64 */
-.Lloop_to_loop_words:
-	cmpq	$8, %rcx
-	jb	.Lloop_to_loop_words_done
-	movq	(%rsi), %rax
-.Lloop_to_loop_word_store:
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rcx
-	jmp	.Lloop_to_loop_words
-.Lloop_to_loop_words_done:
-	/* here: len < 8 */
-	testq	%rcx, %rcx
-	je	.Lloop_to_loop_overlap_done
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-	movq	-8(%rsi,%rcx), %rax
-.Lloop_to_loop_overlap_store:
-	movq	%rax, -8(%rdi,%rcx)
-.Lloop_to_loop_overlap_done:
+.Lerms_to_rep_movsb:
+	rep movsb
 	xorl	%ecx, %ecx
 	RET
 	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lloop_to_fixup_2_then_retry:
+.Lerms_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
 	addq	$2, %rsi
 	addq	$2, %rdi
 	subq	$2, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_4_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_4_then_retry:
 	/* the first 4 bytes from the pointers are copied */
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_8_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_16_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_16_then_retry:
 	/* the first 16 bytes from the pointers are copied */
 	addq	$16, %rsi
 	addq	$16, %rdi
 	subq	$16, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_24_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_24_then_retry:
 	/* the first 24 bytes from the pointers are copied */
 	addq	$24, %rsi
 	addq	$24, %rdi
 	subq	$24, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_32_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_32_then_retry:
 	/* the first 32 bytes from the pointers are copied */
 	addq	$32, %rsi
 	addq	$32, %rdi
 	subq	$32, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_40_then_retry:
-	/* the first 40 bytes from the pointers are copied */
-	addq	$40, %rsi
-	addq	$40, %rdi
-	subq	$40, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_48_then_retry:
-	/* the first 48 bytes from the pointers are copied */
-	addq	$48, %rsi
-	addq	$48, %rdi
-	subq	$48, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_56_then_retry:
-	/* the first 56 bytes from the pointers are copied */
-	addq	$56, %rsi
-	addq	$56, %rdi
-	subq	$56, %rcx
-.Lloop_to_fixup_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lerms_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rcx, %rcx
-	je	.Lloop_to_fixup_done
+	je	.Lerms_to_fixup_done
 	movb	(%rsi), %al
-.Lloop_to_retry_store:
+.Lerms_to_retry_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_done:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_done:
 	RET
 
-	_ASM_EXTABLE_UA(.Lloop_to_small_1_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_2_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_2_store1, .Lloop_to_fixup_2_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_4_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_4_store1, .Lloop_to_fixup_4_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_8_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_8_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store2, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_16_store3, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store2, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store3, .Lloop_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store4, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store5, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store6, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_small_32_store7, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_align_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store0, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store1, .Lloop_to_fixup_8_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store2, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store3, .Lloop_to_fixup_24_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store4, .Lloop_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store5, .Lloop_to_fixup_40_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store6, .Lloop_to_fixup_48_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store7, .Lloop_to_fixup_56_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_word_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_overlap_store, .Lloop_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_retry_store, .Lloop_to_fixup_done)
-SYM_FUNC_END(guarded_movsb_612__loop_to_user)
-EXPORT_SYMBOL(guarded_movsb_612__loop_to_user)
+	_ASM_EXTABLE_UA(.Lerms_to_small_1_store, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_2_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_2_store1, .Lerms_to_fixup_2_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_4_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_4_store1, .Lerms_to_fixup_4_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_8_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_8_store1, .Lerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store1, .Lerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store2, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_16_store3, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store0, .Lerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store1, .Lerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store2, .Lerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store3, .Lerms_to_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store4, .Lerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store5, .Lerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store6, .Lerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_small_32_store7, .Lerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_rep_movsb, .Lerms_to_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lerms_to_retry_store, .Lerms_to_fixup_done)
+SYM_FUNC_END(guarded_movsb_612__erms_to_user)
+EXPORT_SYMBOL(guarded_movsb_612__erms_to_user)
 
 	.section .note.GNU-stack, "", @progbits

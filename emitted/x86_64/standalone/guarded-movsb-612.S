@@ -10,18 +10,23 @@
  * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  * collapses; there, an unrolled general-register loop (copygen tune's
  * result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
- * such cliff: plain `rep movsb`. Elsewhere: head/tail copies up to 64 bytes,
- * then the unrolled loop.
+ * such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
+ * Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
+ * bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
+ * destination-aligned `rep movsq`. With ERMS and no FSRM: head/tail copies up
+ * to 64 bytes, then `rep movsb`.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_612_from_user: 0
  *   guarded_movsb_612_to_user: 0
+ *   guarded_movsb_612__noerms_from_user: 34
+ *   guarded_movsb_612__noerms_to_user: 34
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
  *   guarded_movsb_612__fsrm_to_user: 2
- *   guarded_movsb_612__loop_from_user: 31
- *   guarded_movsb_612__loop_to_user: 31
+ *   guarded_movsb_612__erms_from_user: 21
+ *   guarded_movsb_612__erms_to_user: 21
  *
  * The strategy, as written:
  *
@@ -34,8 +39,11 @@
  *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
  *   collapses; there, an unrolled general-register loop (copygen tune's
  *   result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
- *   such cliff: plain `rep movsb`. Elsewhere: head/tail copies up to 64 bytes,
- *   then the unrolled loop.
+ *   such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
+ *   Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
+ *   bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
+ *   destination-aligned `rep movsq`. With ERMS and no FSRM: head/tail copies up
+ *   to 64 bytes, then `rep movsb`.
  *   """
  *   arch = "x86_64"
  *
@@ -62,6 +70,13 @@
  *   kind = "rep_movs"
  *   unit = 1
  *
+ *   # Above 512 bytes without ERMS: `rep movsq` with the destination aligned
+ *   # first, as the stock .Llarge_movsq.
+ *   [methods.movsq]
+ *   kind = "rep_movs"
+ *   unit = 8
+ *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *
  *   [methods.loop]
  *   kind = "unrolled"
  *   block = 64
@@ -86,9 +101,30 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
+ *   # Each variant's condition is one bit, so that the site's chain over them
+ *   # is three ALTERNATIVEs (6.12's ALTERNATIVE_3) and the FSRM site keeps the
+ *   # stock inline `rep movsb`; the first condition that holds wins.
+ *   #
+ *   # Without ERMS (Zen 1 and 2, Intel before Ivy Bridge) the stock routine
+ *   # runs .Llarge_movsq from 64 bytes: head/tail copies below, the unrolled
+ *   # loop up to 512 (it beats `rep movsq` below 1 KiB on Zen 1 and loses above
+ *   # 2 KiB), then the aligned `rep movsq`.
+ *   [[variants]]
+ *   name = "noerms"
+ *   when = ["!erms"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=64"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "65..=512"
+ *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "513.."
+ *   use = "movsq"
+ *
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen", "erms"]
+ *   when = ["zen"]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -96,7 +132,8 @@
  *   alias = [1, 15]
  *   use = "band"
  *
- *   # FSRM without the cliff (Intel): the guard is pure cost.
+ *   # FSRM without the cliff (Intel): the guard is pure cost; the site keeps
+ *   # the stock inline `rep movsb`.
  *   [[variants]]
  *   name = "fsrm"
  *   when = ["fsrm"]
@@ -104,16 +141,17 @@
  *   sizes = "0.."
  *   use = "movsb"
  *
- *   # No fast rep movsb: the unrolled loop, head/tail copies below 64 bytes.
+ *   # ERMS without FSRM (Intel Ivy Bridge to Cascade Lake): the stock routine
+ *   # runs `rep movsb` from 64 bytes, short loops below.
  *   [[variants]]
- *   name = "loop"
+ *   name = "erms"
  *   default = true
  *   [[variants.dispatch]]
  *   sizes = "0..=64"
  *   use = "small"
  *   [[variants.dispatch]]
  *   sizes = "65.."
- *   use = "loop"
+ *   use = "movsb"
  */
 
 	.text
@@ -143,7 +181,7 @@ guarded_movsb_612_to_user:
 	call	.Lguarded_movsb_612_resolve
 	jmp	guarded_movsb_612_to_user
 
-	/* resolver: feature mask in %r8d (bit i = erms, fsrm, zen) */
+	/* resolver: feature mask in %r8d (bit i = erms, fsrm, zen, zen1, zen2, zen3, zen4, zen5, rep_good) */
 .Lguarded_movsb_612_resolve:
 	push	%rbx
 	push	%rdx
@@ -168,8 +206,17 @@ guarded_movsb_612_to_user:
 	jne	.Lguarded_movsb_612_vendor1
 	cmpl	$0x656e6975, %ecx
 	jne	.Lguarded_movsb_612_vendor1
-	movl	$1, %r10d
+	movl	$2, %r10d
 .Lguarded_movsb_612_vendor1:
+	/* GenuineIntel */
+	cmpl	$0x756e6547, %ebx
+	jne	.Lguarded_movsb_612_vendor2
+	cmpl	$0x49656e69, %edx
+	jne	.Lguarded_movsb_612_vendor2
+	cmpl	$0x6c65746e, %ecx
+	jne	.Lguarded_movsb_612_vendor2
+	movl	$3, %r10d
+.Lguarded_movsb_612_vendor2:
 	/* family: base, plus extended when base is 0xf */
 	movl	$1, %eax
 	cpuid
@@ -178,16 +225,158 @@ guarded_movsb_612_to_user:
 	andl	$0xf, %ecx
 	cmpl	$0xf, %ecx
 	jne	.Lguarded_movsb_612_family
-	shrl	$20, %eax
-	andl	$0xff, %eax
-	addl	%eax, %ecx
+	movl	%eax, %edx
+	shrl	$20, %edx
+	andl	$0xff, %edx
+	addl	%edx, %ecx
 .Lguarded_movsb_612_family:
+	/* rep_good: AMD by signature, Hygon always, Intel family 6 (x86_64's amd.c, hygon.c, intel.c) */
+	cmpl	$1, %r10d
+	jne	.Lguarded_movsb_612_rep_good_not_amd
+	cmpl	$0xf58, %eax
+	jae	.Lguarded_movsb_612_rep_good
+	cmpl	$0xf48, %eax
+	jb	.Lguarded_movsb_612_no_rep_good
+	cmpl	$0xf50, %eax
+	jb	.Lguarded_movsb_612_rep_good
+	jmp	.Lguarded_movsb_612_no_rep_good
+.Lguarded_movsb_612_rep_good_not_amd:
+	cmpl	$2, %r10d
+	je	.Lguarded_movsb_612_rep_good
+	cmpl	$3, %r10d
+	jne	.Lguarded_movsb_612_no_rep_good
+	cmpl	$0x6, %ecx
+	jne	.Lguarded_movsb_612_no_rep_good
+.Lguarded_movsb_612_rep_good:
+	orl	$256, %r8d
+.Lguarded_movsb_612_no_rep_good:
+	/* zen: a Zen vendor, family 0x17 and up */
 	testl	%r10d, %r10d
 	jz	.Lguarded_movsb_612_not_zen
+	cmpl	$2, %r10d
+	ja	.Lguarded_movsb_612_not_zen
 	cmpl	$0x17, %ecx
 	jb	.Lguarded_movsb_612_not_zen
 	orl	$4, %r8d
 .Lguarded_movsb_612_not_zen:
+	/* Zen generation: AMD, by family and model (amd.c) */
+	cmpl	$1, %r10d
+	jne	.Lguarded_movsb_612_zen_gen_done
+	/* model: base | extended << 4 (base family 0xf on every Zen) */
+	movl	%eax, %edx
+	shrl	$4, %edx
+	andl	$0xf, %edx
+	shrl	$12, %eax
+	andl	$0xf0, %eax
+	orl	%eax, %edx
+	cmpl	$0x17, %ecx
+	jne	.Lguarded_movsb_612_not_zen1
+	cmpl	$0x2f, %edx
+	ja	.Lguarded_movsb_612_not_zen1_0
+	orl	$8, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen1_0:
+	cmpl	$0x50, %edx
+	jb	.Lguarded_movsb_612_not_zen1_1
+	cmpl	$0x5f, %edx
+	ja	.Lguarded_movsb_612_not_zen1_1
+	orl	$8, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen1_1:
+.Lguarded_movsb_612_not_zen1:
+	cmpl	$0x17, %ecx
+	jne	.Lguarded_movsb_612_not_zen2
+	cmpl	$0x30, %edx
+	jb	.Lguarded_movsb_612_not_zen2_0
+	cmpl	$0x4f, %edx
+	ja	.Lguarded_movsb_612_not_zen2_0
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen2_0:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_612_not_zen2_1
+	cmpl	$0x7f, %edx
+	ja	.Lguarded_movsb_612_not_zen2_1
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen2_1:
+	cmpl	$0x90, %edx
+	jb	.Lguarded_movsb_612_not_zen2_2
+	cmpl	$0x91, %edx
+	ja	.Lguarded_movsb_612_not_zen2_2
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen2_2:
+	cmpl	$0xa0, %edx
+	jb	.Lguarded_movsb_612_not_zen2_3
+	cmpl	$0xaf, %edx
+	ja	.Lguarded_movsb_612_not_zen2_3
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen2_3:
+.Lguarded_movsb_612_not_zen2:
+	cmpl	$0x19, %ecx
+	jne	.Lguarded_movsb_612_not_zen3
+	cmpl	$0xf, %edx
+	ja	.Lguarded_movsb_612_not_zen3_0
+	orl	$32, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen3_0:
+	cmpl	$0x20, %edx
+	jb	.Lguarded_movsb_612_not_zen3_1
+	cmpl	$0x5f, %edx
+	ja	.Lguarded_movsb_612_not_zen3_1
+	orl	$32, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen3_1:
+.Lguarded_movsb_612_not_zen3:
+	cmpl	$0x19, %ecx
+	jne	.Lguarded_movsb_612_not_zen4
+	cmpl	$0x10, %edx
+	jb	.Lguarded_movsb_612_not_zen4_0
+	cmpl	$0x1f, %edx
+	ja	.Lguarded_movsb_612_not_zen4_0
+	orl	$64, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen4_0:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_612_not_zen4_1
+	cmpl	$0xaf, %edx
+	ja	.Lguarded_movsb_612_not_zen4_1
+	orl	$64, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen4_1:
+.Lguarded_movsb_612_not_zen4:
+	cmpl	$0x1a, %ecx
+	jne	.Lguarded_movsb_612_not_zen5
+	cmpl	$0x2f, %edx
+	ja	.Lguarded_movsb_612_not_zen5_0
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen5_0:
+	cmpl	$0x40, %edx
+	jb	.Lguarded_movsb_612_not_zen5_1
+	cmpl	$0x4f, %edx
+	ja	.Lguarded_movsb_612_not_zen5_1
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen5_1:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_612_not_zen5_2
+	cmpl	$0x7f, %edx
+	ja	.Lguarded_movsb_612_not_zen5_2
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen5_2:
+	cmpl	$0xd0, %edx
+	jb	.Lguarded_movsb_612_not_zen5_3
+	cmpl	$0xd7, %edx
+	ja	.Lguarded_movsb_612_not_zen5_3
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_612_zen_gen_done
+.Lguarded_movsb_612_not_zen5_3:
+.Lguarded_movsb_612_not_zen5:
+.Lguarded_movsb_612_zen_gen_done:
 	/* leaf 7, when the CPU has it */
 	cmpl	$7, %r9d
 	jb	.Lguarded_movsb_612_select
@@ -203,29 +392,40 @@ guarded_movsb_612_to_user:
 	orl	$2, %r8d
 .Lguarded_movsb_612_no_fsrm:
 .Lguarded_movsb_612_select:
-	/* variant `zen`: zen && erms */
+	/* variant `noerms`: !erms */
 	movl	%r8d, %eax
-	andl	$5, %eax
-	cmpl	$5, %eax
+	andl	$1, %eax
+	cmpl	$0, %eax
 	je	.Lguarded_movsb_612_pick0
+	/* variant `zen`: zen */
+	movl	%r8d, %eax
+	andl	$4, %eax
+	cmpl	$4, %eax
+	je	.Lguarded_movsb_612_pick1
 	/* variant `fsrm`: fsrm */
 	movl	%r8d, %eax
 	andl	$2, %eax
 	cmpl	$2, %eax
-	je	.Lguarded_movsb_612_pick1
-.Lguarded_movsb_612_pick2:
-	leaq	guarded_movsb_612__loop_from_user(%rip), %rax
+	je	.Lguarded_movsb_612_pick2
+.Lguarded_movsb_612_pick3:
+	leaq	guarded_movsb_612__erms_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
-	leaq	guarded_movsb_612__loop_to_user(%rip), %rax
+	leaq	guarded_movsb_612__erms_to_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
 .Lguarded_movsb_612_pick0:
+	leaq	guarded_movsb_612__noerms_from_user(%rip), %rax
+	movq	%rax, guarded_movsb_612__from_ptr(%rip)
+	leaq	guarded_movsb_612__noerms_to_user(%rip), %rax
+	movq	%rax, guarded_movsb_612__to_ptr(%rip)
+	jmp	.Lguarded_movsb_612_resolved
+.Lguarded_movsb_612_pick1:
 	leaq	guarded_movsb_612__zen_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__zen_to_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
-.Lguarded_movsb_612_pick1:
+.Lguarded_movsb_612_pick2:
 	leaq	guarded_movsb_612__fsrm_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__fsrm_to_user(%rip), %rax
@@ -255,6 +455,642 @@ guarded_movsb_612__to_ptr:
 
 	.pushsection __ex_table, "a"
 	.balign	4
+	.popsection
+
+	.globl	guarded_movsb_612__noerms_from_user
+	.type	guarded_movsb_612__noerms_from_user, @function
+	.p2align 4
+guarded_movsb_612__noerms_from_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lnoerms_from_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lnoerms_from_small_from4
+	cmpq	$1, %rdx
+	jae	.Lnoerms_from_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lnoerms_from_small_from2
+	/* here: len == 1 */
+.Lnoerms_from_small_1_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lnoerms_from_small_2_load0:
+	movw	(%rsi), %ax
+	movw	%ax, (%rdi)
+.Lnoerms_from_small_2_load1:
+	movw	-2(%rsi,%rdx), %ax
+	movw	%ax, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lnoerms_from_small_from16
+	cmpq	$8, %rdx
+	jae	.Lnoerms_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lnoerms_from_small_4_load0:
+	movl	(%rsi), %eax
+	movl	%eax, (%rdi)
+.Lnoerms_from_small_4_load1:
+	movl	-4(%rsi,%rdx), %eax
+	movl	%eax, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_small_from8:
+	/* here: 8 <= len <= 15 */
+.Lnoerms_from_small_8_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_small_8_load1:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lnoerms_from_small_from32
+	/* here: 16 <= len <= 31 */
+.Lnoerms_from_small_16_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_small_16_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_small_16_load2:
+	movq	-16(%rsi,%rdx), %rax
+	movq	%rax, -16(%rdi,%rdx)
+.Lnoerms_from_small_16_load3:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_small_from32:
+	/* here: 32 <= len <= 64 */
+.Lnoerms_from_small_32_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_small_32_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_small_32_load2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lnoerms_from_small_32_load3:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lnoerms_from_small_32_load4:
+	movq	-32(%rsi,%rdx), %rax
+	movq	%rax, -32(%rdi,%rdx)
+.Lnoerms_from_small_32_load5:
+	movq	-24(%rsi,%rdx), %rax
+	movq	%rax, -24(%rdi,%rdx)
+.Lnoerms_from_small_32_load6:
+	movq	-16(%rsi,%rdx), %rax
+	movq	%rax, -16(%rdi,%rdx)
+.Lnoerms_from_small_32_load7:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lnoerms_from_class2
+	/* here: 65 <= len <= 512 */
+.Lnoerms_from_loop_align:
+	testl	$7, %edi
+	je	.Lnoerms_from_loop_aligned
+.Lnoerms_from_loop_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_from_loop_align
+.Lnoerms_from_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lnoerms_from_loop_tail
+.Lnoerms_from_loop_loop:
+	/* here: len >= 64 */
+.Lnoerms_from_loop_loop_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_loop_loop_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_loop_loop_load2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lnoerms_from_loop_loop_load3:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lnoerms_from_loop_loop_load4:
+	movq	32(%rsi), %rax
+	movq	%rax, 32(%rdi)
+.Lnoerms_from_loop_loop_load5:
+	movq	40(%rsi), %rax
+	movq	%rax, 40(%rdi)
+.Lnoerms_from_loop_loop_load6:
+	movq	48(%rsi), %rax
+	movq	%rax, 48(%rdi)
+.Lnoerms_from_loop_loop_load7:
+	movq	56(%rsi), %rax
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lnoerms_from_loop_loop
+.Lnoerms_from_loop_tail:
+	/* here: len < 64 */
+.Lnoerms_from_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lnoerms_from_loop_words_done
+.Lnoerms_from_loop_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lnoerms_from_loop_words
+.Lnoerms_from_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lnoerms_from_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lnoerms_from_loop_overlap_load:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+.Lnoerms_from_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lnoerms_from_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+.Lnoerms_from_movsq_align:
+	testl	$7, %edi
+	je	.Lnoerms_from_movsq_aligned
+.Lnoerms_from_movsq_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_from_movsq_align
+.Lnoerms_from_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lnoerms_from_rep_movsq:
+	rep movsq
+	movl	%edx, %ecx
+.Lnoerms_from_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lnoerms_from_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lnoerms_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lnoerms_from_fixup_done
+.Lnoerms_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_from_fixup_retry
+.Lnoerms_from_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb_612__noerms_from_user, . - guarded_movsb_612__noerms_from_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lnoerms_from_small_1_load - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_small_2_load0 - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_small_2_load1 - ., .Lnoerms_from_fixup_2_then_retry - .
+	.long	.Lnoerms_from_small_4_load0 - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_small_4_load1 - ., .Lnoerms_from_fixup_4_then_retry - .
+	.long	.Lnoerms_from_small_8_load0 - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_small_8_load1 - ., .Lnoerms_from_fixup_8_then_retry - .
+	.long	.Lnoerms_from_small_16_load0 - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_small_16_load1 - ., .Lnoerms_from_fixup_8_then_retry - .
+	.long	.Lnoerms_from_small_16_load2 - ., .Lnoerms_from_fixup_16_then_retry - .
+	.long	.Lnoerms_from_small_16_load3 - ., .Lnoerms_from_fixup_16_then_retry - .
+	.long	.Lnoerms_from_small_32_load0 - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_small_32_load1 - ., .Lnoerms_from_fixup_8_then_retry - .
+	.long	.Lnoerms_from_small_32_load2 - ., .Lnoerms_from_fixup_16_then_retry - .
+	.long	.Lnoerms_from_small_32_load3 - ., .Lnoerms_from_fixup_24_then_retry - .
+	.long	.Lnoerms_from_small_32_load4 - ., .Lnoerms_from_fixup_32_then_retry - .
+	.long	.Lnoerms_from_small_32_load5 - ., .Lnoerms_from_fixup_32_then_retry - .
+	.long	.Lnoerms_from_small_32_load6 - ., .Lnoerms_from_fixup_32_then_retry - .
+	.long	.Lnoerms_from_small_32_load7 - ., .Lnoerms_from_fixup_32_then_retry - .
+	.long	.Lnoerms_from_loop_align_load - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_loop_loop_load0 - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_loop_loop_load1 - ., .Lnoerms_from_fixup_8_then_retry - .
+	.long	.Lnoerms_from_loop_loop_load2 - ., .Lnoerms_from_fixup_16_then_retry - .
+	.long	.Lnoerms_from_loop_loop_load3 - ., .Lnoerms_from_fixup_24_then_retry - .
+	.long	.Lnoerms_from_loop_loop_load4 - ., .Lnoerms_from_fixup_32_then_retry - .
+	.long	.Lnoerms_from_loop_loop_load5 - ., .Lnoerms_from_fixup_40_then_retry - .
+	.long	.Lnoerms_from_loop_loop_load6 - ., .Lnoerms_from_fixup_48_then_retry - .
+	.long	.Lnoerms_from_loop_loop_load7 - ., .Lnoerms_from_fixup_56_then_retry - .
+	.long	.Lnoerms_from_loop_word_load - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_loop_overlap_load - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_movsq_align_load - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_rep_movsq - ., .Lnoerms_from_fixup_rep8_then_retry - .
+	.long	.Lnoerms_from_rep_movsb_rest - ., .Lnoerms_from_fixup_rep1_then_retry - .
+	.long	.Lnoerms_from_retry_load - ., .Lnoerms_from_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb_612__noerms_to_user
+	.type	guarded_movsb_612__noerms_to_user, @function
+	.p2align 4
+guarded_movsb_612__noerms_to_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lnoerms_to_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lnoerms_to_small_from4
+	cmpq	$1, %rdx
+	jae	.Lnoerms_to_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lnoerms_to_small_from2
+	/* here: len == 1 */
+	movb	(%rsi), %al
+.Lnoerms_to_small_1_store:
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%rsi), %ax
+.Lnoerms_to_small_2_store0:
+	movw	%ax, (%rdi)
+	movw	-2(%rsi,%rdx), %ax
+.Lnoerms_to_small_2_store1:
+	movw	%ax, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lnoerms_to_small_from16
+	cmpq	$8, %rdx
+	jae	.Lnoerms_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%rsi), %eax
+.Lnoerms_to_small_4_store0:
+	movl	%eax, (%rdi)
+	movl	-4(%rsi,%rdx), %eax
+.Lnoerms_to_small_4_store1:
+	movl	%eax, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_small_from8:
+	/* here: 8 <= len <= 15 */
+	movq	(%rsi), %rax
+.Lnoerms_to_small_8_store0:
+	movq	%rax, (%rdi)
+	movq	-8(%rsi,%rdx), %rax
+.Lnoerms_to_small_8_store1:
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lnoerms_to_small_from32
+	/* here: 16 <= len <= 31 */
+	movq	(%rsi), %rax
+.Lnoerms_to_small_16_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_small_16_store1:
+	movq	%rax, 8(%rdi)
+	movq	-16(%rsi,%rdx), %rax
+.Lnoerms_to_small_16_store2:
+	movq	%rax, -16(%rdi,%rdx)
+	movq	-8(%rsi,%rdx), %rax
+.Lnoerms_to_small_16_store3:
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_small_from32:
+	/* here: 32 <= len <= 64 */
+	movq	(%rsi), %rax
+.Lnoerms_to_small_32_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_small_32_store1:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lnoerms_to_small_32_store2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lnoerms_to_small_32_store3:
+	movq	%rax, 24(%rdi)
+	movq	-32(%rsi,%rdx), %rax
+.Lnoerms_to_small_32_store4:
+	movq	%rax, -32(%rdi,%rdx)
+	movq	-24(%rsi,%rdx), %rax
+.Lnoerms_to_small_32_store5:
+	movq	%rax, -24(%rdi,%rdx)
+	movq	-16(%rsi,%rdx), %rax
+.Lnoerms_to_small_32_store6:
+	movq	%rax, -16(%rdi,%rdx)
+	movq	-8(%rsi,%rdx), %rax
+.Lnoerms_to_small_32_store7:
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lnoerms_to_class2
+	/* here: 65 <= len <= 512 */
+.Lnoerms_to_loop_align:
+	testl	$7, %edi
+	je	.Lnoerms_to_loop_aligned
+	movb	(%rsi), %al
+.Lnoerms_to_loop_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_to_loop_align
+.Lnoerms_to_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lnoerms_to_loop_tail
+.Lnoerms_to_loop_loop:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_loop_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_loop_loop_store1:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lnoerms_to_loop_loop_store2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lnoerms_to_loop_loop_store3:
+	movq	%rax, 24(%rdi)
+	movq	32(%rsi), %rax
+.Lnoerms_to_loop_loop_store4:
+	movq	%rax, 32(%rdi)
+	movq	40(%rsi), %rax
+.Lnoerms_to_loop_loop_store5:
+	movq	%rax, 40(%rdi)
+	movq	48(%rsi), %rax
+.Lnoerms_to_loop_loop_store6:
+	movq	%rax, 48(%rdi)
+	movq	56(%rsi), %rax
+.Lnoerms_to_loop_loop_store7:
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lnoerms_to_loop_loop
+.Lnoerms_to_loop_tail:
+	/* here: len < 64 */
+.Lnoerms_to_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lnoerms_to_loop_words_done
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_word_store:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lnoerms_to_loop_words
+.Lnoerms_to_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lnoerms_to_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rdx), %rax
+.Lnoerms_to_loop_overlap_store:
+	movq	%rax, -8(%rdi,%rdx)
+.Lnoerms_to_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lnoerms_to_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+.Lnoerms_to_movsq_align:
+	testl	$7, %edi
+	je	.Lnoerms_to_movsq_aligned
+	movb	(%rsi), %al
+.Lnoerms_to_movsq_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_to_movsq_align
+.Lnoerms_to_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lnoerms_to_rep_movsq:
+	rep movsq
+	movl	%edx, %ecx
+.Lnoerms_to_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lnoerms_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lnoerms_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lnoerms_to_fixup_done
+	movb	(%rsi), %al
+.Lnoerms_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_to_fixup_retry
+.Lnoerms_to_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb_612__noerms_to_user, . - guarded_movsb_612__noerms_to_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lnoerms_to_small_1_store - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_small_2_store0 - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_small_2_store1 - ., .Lnoerms_to_fixup_2_then_retry - .
+	.long	.Lnoerms_to_small_4_store0 - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_small_4_store1 - ., .Lnoerms_to_fixup_4_then_retry - .
+	.long	.Lnoerms_to_small_8_store0 - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_small_8_store1 - ., .Lnoerms_to_fixup_8_then_retry - .
+	.long	.Lnoerms_to_small_16_store0 - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_small_16_store1 - ., .Lnoerms_to_fixup_8_then_retry - .
+	.long	.Lnoerms_to_small_16_store2 - ., .Lnoerms_to_fixup_16_then_retry - .
+	.long	.Lnoerms_to_small_16_store3 - ., .Lnoerms_to_fixup_16_then_retry - .
+	.long	.Lnoerms_to_small_32_store0 - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_small_32_store1 - ., .Lnoerms_to_fixup_8_then_retry - .
+	.long	.Lnoerms_to_small_32_store2 - ., .Lnoerms_to_fixup_16_then_retry - .
+	.long	.Lnoerms_to_small_32_store3 - ., .Lnoerms_to_fixup_24_then_retry - .
+	.long	.Lnoerms_to_small_32_store4 - ., .Lnoerms_to_fixup_32_then_retry - .
+	.long	.Lnoerms_to_small_32_store5 - ., .Lnoerms_to_fixup_32_then_retry - .
+	.long	.Lnoerms_to_small_32_store6 - ., .Lnoerms_to_fixup_32_then_retry - .
+	.long	.Lnoerms_to_small_32_store7 - ., .Lnoerms_to_fixup_32_then_retry - .
+	.long	.Lnoerms_to_loop_align_store - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_loop_loop_store0 - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_loop_loop_store1 - ., .Lnoerms_to_fixup_8_then_retry - .
+	.long	.Lnoerms_to_loop_loop_store2 - ., .Lnoerms_to_fixup_16_then_retry - .
+	.long	.Lnoerms_to_loop_loop_store3 - ., .Lnoerms_to_fixup_24_then_retry - .
+	.long	.Lnoerms_to_loop_loop_store4 - ., .Lnoerms_to_fixup_32_then_retry - .
+	.long	.Lnoerms_to_loop_loop_store5 - ., .Lnoerms_to_fixup_40_then_retry - .
+	.long	.Lnoerms_to_loop_loop_store6 - ., .Lnoerms_to_fixup_48_then_retry - .
+	.long	.Lnoerms_to_loop_loop_store7 - ., .Lnoerms_to_fixup_56_then_retry - .
+	.long	.Lnoerms_to_loop_word_store - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_loop_overlap_store - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_movsq_align_store - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_rep_movsq - ., .Lnoerms_to_fixup_rep8_then_retry - .
+	.long	.Lnoerms_to_rep_movsb_rest - ., .Lnoerms_to_fixup_rep1_then_retry - .
+	.long	.Lnoerms_to_retry_store - ., .Lnoerms_to_fixup_done - .
 	.popsection
 
 	.globl	guarded_movsb_612__zen_from_user
@@ -575,564 +1411,390 @@ guarded_movsb_612__fsrm_to_user:
 	.long	.Lfsrm_to_retry_store - ., .Lfsrm_to_fixup_done - .
 	.popsection
 
-	.globl	guarded_movsb_612__loop_from_user
-	.type	guarded_movsb_612__loop_from_user, @function
+	.globl	guarded_movsb_612__erms_from_user
+	.type	guarded_movsb_612__erms_from_user, @function
 	.p2align 4
-guarded_movsb_612__loop_from_user:
+guarded_movsb_612__erms_from_user:
 	/* class 0: 0..=64 bytes → method `small` */
 	cmpq	$64, %rdx
-	ja	.Lloop_from_class1
+	ja	.Lerms_from_class1
 	/* here: 0 <= len <= 64 */
 	cmpq	$4, %rdx
-	jae	.Lloop_from_small_from4
+	jae	.Lerms_from_small_from4
 	cmpq	$1, %rdx
-	jae	.Lloop_from_small_from1
+	jae	.Lerms_from_small_from1
 	/* here: len == 0 */
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from1:
+.Lerms_from_small_from1:
 	cmpq	$2, %rdx
-	jae	.Lloop_from_small_from2
+	jae	.Lerms_from_small_from2
 	/* here: len == 1 */
-.Lloop_from_small_1_load:
+.Lerms_from_small_1_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from2:
+.Lerms_from_small_from2:
 	/* here: 2 <= len <= 3 */
-.Lloop_from_small_2_load0:
+.Lerms_from_small_2_load0:
 	movw	(%rsi), %ax
 	movw	%ax, (%rdi)
-.Lloop_from_small_2_load1:
+.Lerms_from_small_2_load1:
 	movw	-2(%rsi,%rdx), %ax
 	movw	%ax, -2(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from4:
+.Lerms_from_small_from4:
 	cmpq	$16, %rdx
-	jae	.Lloop_from_small_from16
+	jae	.Lerms_from_small_from16
 	cmpq	$8, %rdx
-	jae	.Lloop_from_small_from8
+	jae	.Lerms_from_small_from8
 	/* here: 4 <= len <= 7 */
-.Lloop_from_small_4_load0:
+.Lerms_from_small_4_load0:
 	movl	(%rsi), %eax
 	movl	%eax, (%rdi)
-.Lloop_from_small_4_load1:
+.Lerms_from_small_4_load1:
 	movl	-4(%rsi,%rdx), %eax
 	movl	%eax, -4(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from8:
+.Lerms_from_small_from8:
 	/* here: 8 <= len <= 15 */
-.Lloop_from_small_8_load0:
+.Lerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
-.Lloop_from_small_8_load1:
+.Lerms_from_small_8_load1:
 	movq	-8(%rsi,%rdx), %rax
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from16:
+.Lerms_from_small_from16:
 	cmpq	$32, %rdx
-	jae	.Lloop_from_small_from32
+	jae	.Lerms_from_small_from32
 	/* here: 16 <= len <= 31 */
-.Lloop_from_small_16_load0:
+.Lerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
-.Lloop_from_small_16_load1:
+.Lerms_from_small_16_load1:
 	movq	8(%rsi), %rax
 	movq	%rax, 8(%rdi)
-.Lloop_from_small_16_load2:
+.Lerms_from_small_16_load2:
 	movq	-16(%rsi,%rdx), %rax
 	movq	%rax, -16(%rdi,%rdx)
-.Lloop_from_small_16_load3:
+.Lerms_from_small_16_load3:
 	movq	-8(%rsi,%rdx), %rax
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from32:
+.Lerms_from_small_from32:
 	/* here: 32 <= len <= 64 */
-.Lloop_from_small_32_load0:
+.Lerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
-.Lloop_from_small_32_load1:
+.Lerms_from_small_32_load1:
 	movq	8(%rsi), %rax
 	movq	%rax, 8(%rdi)
-.Lloop_from_small_32_load2:
+.Lerms_from_small_32_load2:
 	movq	16(%rsi), %rax
 	movq	%rax, 16(%rdi)
-.Lloop_from_small_32_load3:
+.Lerms_from_small_32_load3:
 	movq	24(%rsi), %rax
 	movq	%rax, 24(%rdi)
-.Lloop_from_small_32_load4:
+.Lerms_from_small_32_load4:
 	movq	-32(%rsi,%rdx), %rax
 	movq	%rax, -32(%rdi,%rdx)
-.Lloop_from_small_32_load5:
+.Lerms_from_small_32_load5:
 	movq	-24(%rsi,%rdx), %rax
 	movq	%rax, -24(%rdi,%rdx)
-.Lloop_from_small_32_load6:
+.Lerms_from_small_32_load6:
 	movq	-16(%rsi,%rdx), %rax
 	movq	%rax, -16(%rdi,%rdx)
-.Lloop_from_small_32_load7:
+.Lerms_from_small_32_load7:
 	movq	-8(%rsi,%rdx), %rax
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_class1:
-	/* class 1: 65.. bytes → method `loop` */
+.Lerms_from_class1:
+	/* class 1: 65.. bytes → method `movsb` */
 	/* here: len >= 65 */
-.Lloop_from_loop_align:
-	testl	$7, %edi
-	je	.Lloop_from_loop_aligned
-.Lloop_from_loop_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lloop_from_loop_align
-.Lloop_from_loop_aligned:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-	cmpq	$64, %rdx
-	jb	.Lloop_from_loop_tail
-.Lloop_from_loop_loop:
-	/* here: len >= 64 */
-.Lloop_from_loop_loop_load0:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-.Lloop_from_loop_loop_load1:
-	movq	8(%rsi), %rax
-	movq	%rax, 8(%rdi)
-.Lloop_from_loop_loop_load2:
-	movq	16(%rsi), %rax
-	movq	%rax, 16(%rdi)
-.Lloop_from_loop_loop_load3:
-	movq	24(%rsi), %rax
-	movq	%rax, 24(%rdi)
-.Lloop_from_loop_loop_load4:
-	movq	32(%rsi), %rax
-	movq	%rax, 32(%rdi)
-.Lloop_from_loop_loop_load5:
-	movq	40(%rsi), %rax
-	movq	%rax, 40(%rdi)
-.Lloop_from_loop_loop_load6:
-	movq	48(%rsi), %rax
-	movq	%rax, 48(%rdi)
-.Lloop_from_loop_loop_load7:
-	movq	56(%rsi), %rax
-	movq	%rax, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lloop_from_loop_loop
-.Lloop_from_loop_tail:
-	/* here: len < 64 */
-.Lloop_from_loop_words:
-	cmpq	$8, %rdx
-	jb	.Lloop_from_loop_words_done
-.Lloop_from_loop_word_load:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rdx
-	jmp	.Lloop_from_loop_words
-.Lloop_from_loop_words_done:
-	/* here: len < 8 */
-	testq	%rdx, %rdx
-	je	.Lloop_from_loop_overlap_done
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-.Lloop_from_loop_overlap_load:
-	movq	-8(%rsi,%rdx), %rax
-	movq	%rax, -8(%rdi,%rdx)
-.Lloop_from_loop_overlap_done:
+	movq	%rdx, %rcx
+.Lerms_from_rep_movsb:
+	rep movsb
 	xorl	%eax, %eax
 	ret
 	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lloop_from_fixup_2_then_retry:
+.Lerms_from_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
 	addq	$2, %rsi
 	addq	$2, %rdi
 	subq	$2, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_4_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_4_then_retry:
 	/* the first 4 bytes from the pointers are copied */
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_8_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_16_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_16_then_retry:
 	/* the first 16 bytes from the pointers are copied */
 	addq	$16, %rsi
 	addq	$16, %rdi
 	subq	$16, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_24_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_24_then_retry:
 	/* the first 24 bytes from the pointers are copied */
 	addq	$24, %rsi
 	addq	$24, %rdi
 	subq	$24, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_32_then_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_32_then_retry:
 	/* the first 32 bytes from the pointers are copied */
 	addq	$32, %rsi
 	addq	$32, %rdi
 	subq	$32, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_40_then_retry:
-	/* the first 40 bytes from the pointers are copied */
-	addq	$40, %rsi
-	addq	$40, %rdi
-	subq	$40, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_48_then_retry:
-	/* the first 48 bytes from the pointers are copied */
-	addq	$48, %rsi
-	addq	$48, %rdi
-	subq	$48, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_56_then_retry:
-	/* the first 56 bytes from the pointers are copied */
-	addq	$56, %rsi
-	addq	$56, %rdi
-	subq	$56, %rdx
-.Lloop_from_fixup_retry:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lerms_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
-	je	.Lloop_from_fixup_done
-.Lloop_from_retry_load:
+	je	.Lerms_from_fixup_done
+.Lerms_from_retry_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_done:
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_done:
 	movq	%rdx, %rax
 	ret
-	.size	guarded_movsb_612__loop_from_user, . - guarded_movsb_612__loop_from_user
+	.size	guarded_movsb_612__erms_from_user, . - guarded_movsb_612__erms_from_user
 
 	.pushsection __ex_table, "a"
 	.balign	4
-	.long	.Lloop_from_small_1_load - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_small_2_load0 - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_small_2_load1 - ., .Lloop_from_fixup_2_then_retry - .
-	.long	.Lloop_from_small_4_load0 - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_small_4_load1 - ., .Lloop_from_fixup_4_then_retry - .
-	.long	.Lloop_from_small_8_load0 - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_small_8_load1 - ., .Lloop_from_fixup_8_then_retry - .
-	.long	.Lloop_from_small_16_load0 - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_small_16_load1 - ., .Lloop_from_fixup_8_then_retry - .
-	.long	.Lloop_from_small_16_load2 - ., .Lloop_from_fixup_16_then_retry - .
-	.long	.Lloop_from_small_16_load3 - ., .Lloop_from_fixup_16_then_retry - .
-	.long	.Lloop_from_small_32_load0 - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_small_32_load1 - ., .Lloop_from_fixup_8_then_retry - .
-	.long	.Lloop_from_small_32_load2 - ., .Lloop_from_fixup_16_then_retry - .
-	.long	.Lloop_from_small_32_load3 - ., .Lloop_from_fixup_24_then_retry - .
-	.long	.Lloop_from_small_32_load4 - ., .Lloop_from_fixup_32_then_retry - .
-	.long	.Lloop_from_small_32_load5 - ., .Lloop_from_fixup_32_then_retry - .
-	.long	.Lloop_from_small_32_load6 - ., .Lloop_from_fixup_32_then_retry - .
-	.long	.Lloop_from_small_32_load7 - ., .Lloop_from_fixup_32_then_retry - .
-	.long	.Lloop_from_loop_align_load - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_loop_loop_load0 - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_loop_loop_load1 - ., .Lloop_from_fixup_8_then_retry - .
-	.long	.Lloop_from_loop_loop_load2 - ., .Lloop_from_fixup_16_then_retry - .
-	.long	.Lloop_from_loop_loop_load3 - ., .Lloop_from_fixup_24_then_retry - .
-	.long	.Lloop_from_loop_loop_load4 - ., .Lloop_from_fixup_32_then_retry - .
-	.long	.Lloop_from_loop_loop_load5 - ., .Lloop_from_fixup_40_then_retry - .
-	.long	.Lloop_from_loop_loop_load6 - ., .Lloop_from_fixup_48_then_retry - .
-	.long	.Lloop_from_loop_loop_load7 - ., .Lloop_from_fixup_56_then_retry - .
-	.long	.Lloop_from_loop_word_load - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_loop_overlap_load - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_retry_load - ., .Lloop_from_fixup_done - .
+	.long	.Lerms_from_small_1_load - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_2_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_2_load1 - ., .Lerms_from_fixup_2_then_retry - .
+	.long	.Lerms_from_small_4_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_4_load1 - ., .Lerms_from_fixup_4_then_retry - .
+	.long	.Lerms_from_small_8_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_8_load1 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_16_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load1 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_16_load2 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_small_16_load3 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_small_32_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_32_load1 - ., .Lerms_from_fixup_8_then_retry - .
+	.long	.Lerms_from_small_32_load2 - ., .Lerms_from_fixup_16_then_retry - .
+	.long	.Lerms_from_small_32_load3 - ., .Lerms_from_fixup_24_then_retry - .
+	.long	.Lerms_from_small_32_load4 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_small_32_load5 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_small_32_load6 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_small_32_load7 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_rep_movsb - ., .Lerms_from_fixup_rep1_then_retry - .
+	.long	.Lerms_from_retry_load - ., .Lerms_from_fixup_done - .
 	.popsection
 
-	.globl	guarded_movsb_612__loop_to_user
-	.type	guarded_movsb_612__loop_to_user, @function
+	.globl	guarded_movsb_612__erms_to_user
+	.type	guarded_movsb_612__erms_to_user, @function
 	.p2align 4
-guarded_movsb_612__loop_to_user:
+guarded_movsb_612__erms_to_user:
 	/* class 0: 0..=64 bytes → method `small` */
 	cmpq	$64, %rdx
-	ja	.Lloop_to_class1
+	ja	.Lerms_to_class1
 	/* here: 0 <= len <= 64 */
 	cmpq	$4, %rdx
-	jae	.Lloop_to_small_from4
+	jae	.Lerms_to_small_from4
 	cmpq	$1, %rdx
-	jae	.Lloop_to_small_from1
+	jae	.Lerms_to_small_from1
 	/* here: len == 0 */
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from1:
+.Lerms_to_small_from1:
 	cmpq	$2, %rdx
-	jae	.Lloop_to_small_from2
+	jae	.Lerms_to_small_from2
 	/* here: len == 1 */
 	movb	(%rsi), %al
-.Lloop_to_small_1_store:
+.Lerms_to_small_1_store:
 	movb	%al, (%rdi)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from2:
+.Lerms_to_small_from2:
 	/* here: 2 <= len <= 3 */
 	movw	(%rsi), %ax
-.Lloop_to_small_2_store0:
+.Lerms_to_small_2_store0:
 	movw	%ax, (%rdi)
 	movw	-2(%rsi,%rdx), %ax
-.Lloop_to_small_2_store1:
+.Lerms_to_small_2_store1:
 	movw	%ax, -2(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from4:
+.Lerms_to_small_from4:
 	cmpq	$16, %rdx
-	jae	.Lloop_to_small_from16
+	jae	.Lerms_to_small_from16
 	cmpq	$8, %rdx
-	jae	.Lloop_to_small_from8
+	jae	.Lerms_to_small_from8
 	/* here: 4 <= len <= 7 */
 	movl	(%rsi), %eax
-.Lloop_to_small_4_store0:
+.Lerms_to_small_4_store0:
 	movl	%eax, (%rdi)
 	movl	-4(%rsi,%rdx), %eax
-.Lloop_to_small_4_store1:
+.Lerms_to_small_4_store1:
 	movl	%eax, -4(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from8:
+.Lerms_to_small_from8:
 	/* here: 8 <= len <= 15 */
 	movq	(%rsi), %rax
-.Lloop_to_small_8_store0:
+.Lerms_to_small_8_store0:
 	movq	%rax, (%rdi)
 	movq	-8(%rsi,%rdx), %rax
-.Lloop_to_small_8_store1:
+.Lerms_to_small_8_store1:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from16:
+.Lerms_to_small_from16:
 	cmpq	$32, %rdx
-	jae	.Lloop_to_small_from32
+	jae	.Lerms_to_small_from32
 	/* here: 16 <= len <= 31 */
 	movq	(%rsi), %rax
-.Lloop_to_small_16_store0:
+.Lerms_to_small_16_store0:
 	movq	%rax, (%rdi)
 	movq	8(%rsi), %rax
-.Lloop_to_small_16_store1:
+.Lerms_to_small_16_store1:
 	movq	%rax, 8(%rdi)
 	movq	-16(%rsi,%rdx), %rax
-.Lloop_to_small_16_store2:
+.Lerms_to_small_16_store2:
 	movq	%rax, -16(%rdi,%rdx)
 	movq	-8(%rsi,%rdx), %rax
-.Lloop_to_small_16_store3:
+.Lerms_to_small_16_store3:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from32:
+.Lerms_to_small_from32:
 	/* here: 32 <= len <= 64 */
 	movq	(%rsi), %rax
-.Lloop_to_small_32_store0:
+.Lerms_to_small_32_store0:
 	movq	%rax, (%rdi)
 	movq	8(%rsi), %rax
-.Lloop_to_small_32_store1:
+.Lerms_to_small_32_store1:
 	movq	%rax, 8(%rdi)
 	movq	16(%rsi), %rax
-.Lloop_to_small_32_store2:
+.Lerms_to_small_32_store2:
 	movq	%rax, 16(%rdi)
 	movq	24(%rsi), %rax
-.Lloop_to_small_32_store3:
+.Lerms_to_small_32_store3:
 	movq	%rax, 24(%rdi)
 	movq	-32(%rsi,%rdx), %rax
-.Lloop_to_small_32_store4:
+.Lerms_to_small_32_store4:
 	movq	%rax, -32(%rdi,%rdx)
 	movq	-24(%rsi,%rdx), %rax
-.Lloop_to_small_32_store5:
+.Lerms_to_small_32_store5:
 	movq	%rax, -24(%rdi,%rdx)
 	movq	-16(%rsi,%rdx), %rax
-.Lloop_to_small_32_store6:
+.Lerms_to_small_32_store6:
 	movq	%rax, -16(%rdi,%rdx)
 	movq	-8(%rsi,%rdx), %rax
-.Lloop_to_small_32_store7:
+.Lerms_to_small_32_store7:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_class1:
-	/* class 1: 65.. bytes → method `loop` */
+.Lerms_to_class1:
+	/* class 1: 65.. bytes → method `movsb` */
 	/* here: len >= 65 */
-.Lloop_to_loop_align:
-	testl	$7, %edi
-	je	.Lloop_to_loop_aligned
-	movb	(%rsi), %al
-.Lloop_to_loop_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lloop_to_loop_align
-.Lloop_to_loop_aligned:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-	cmpq	$64, %rdx
-	jb	.Lloop_to_loop_tail
-.Lloop_to_loop_loop:
-	/* here: len >= 64 */
-	movq	(%rsi), %rax
-.Lloop_to_loop_loop_store0:
-	movq	%rax, (%rdi)
-	movq	8(%rsi), %rax
-.Lloop_to_loop_loop_store1:
-	movq	%rax, 8(%rdi)
-	movq	16(%rsi), %rax
-.Lloop_to_loop_loop_store2:
-	movq	%rax, 16(%rdi)
-	movq	24(%rsi), %rax
-.Lloop_to_loop_loop_store3:
-	movq	%rax, 24(%rdi)
-	movq	32(%rsi), %rax
-.Lloop_to_loop_loop_store4:
-	movq	%rax, 32(%rdi)
-	movq	40(%rsi), %rax
-.Lloop_to_loop_loop_store5:
-	movq	%rax, 40(%rdi)
-	movq	48(%rsi), %rax
-.Lloop_to_loop_loop_store6:
-	movq	%rax, 48(%rdi)
-	movq	56(%rsi), %rax
-.Lloop_to_loop_loop_store7:
-	movq	%rax, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lloop_to_loop_loop
-.Lloop_to_loop_tail:
-	/* here: len < 64 */
-.Lloop_to_loop_words:
-	cmpq	$8, %rdx
-	jb	.Lloop_to_loop_words_done
-	movq	(%rsi), %rax
-.Lloop_to_loop_word_store:
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rdx
-	jmp	.Lloop_to_loop_words
-.Lloop_to_loop_words_done:
-	/* here: len < 8 */
-	testq	%rdx, %rdx
-	je	.Lloop_to_loop_overlap_done
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-	movq	-8(%rsi,%rdx), %rax
-.Lloop_to_loop_overlap_store:
-	movq	%rax, -8(%rdi,%rdx)
-.Lloop_to_loop_overlap_done:
+	movq	%rdx, %rcx
+.Lerms_to_rep_movsb:
+	rep movsb
 	xorl	%eax, %eax
 	ret
 	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lloop_to_fixup_2_then_retry:
+.Lerms_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
 	addq	$2, %rsi
 	addq	$2, %rdi
 	subq	$2, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_4_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_4_then_retry:
 	/* the first 4 bytes from the pointers are copied */
 	addq	$4, %rsi
 	addq	$4, %rdi
 	subq	$4, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_8_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_8_then_retry:
 	/* the first 8 bytes from the pointers are copied */
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_16_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_16_then_retry:
 	/* the first 16 bytes from the pointers are copied */
 	addq	$16, %rsi
 	addq	$16, %rdi
 	subq	$16, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_24_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_24_then_retry:
 	/* the first 24 bytes from the pointers are copied */
 	addq	$24, %rsi
 	addq	$24, %rdi
 	subq	$24, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_32_then_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_32_then_retry:
 	/* the first 32 bytes from the pointers are copied */
 	addq	$32, %rsi
 	addq	$32, %rdi
 	subq	$32, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_40_then_retry:
-	/* the first 40 bytes from the pointers are copied */
-	addq	$40, %rsi
-	addq	$40, %rdi
-	subq	$40, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_48_then_retry:
-	/* the first 48 bytes from the pointers are copied */
-	addq	$48, %rsi
-	addq	$48, %rdi
-	subq	$48, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_56_then_retry:
-	/* the first 56 bytes from the pointers are copied */
-	addq	$56, %rsi
-	addq	$56, %rdi
-	subq	$56, %rdx
-.Lloop_to_fixup_retry:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lerms_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
-	je	.Lloop_to_fixup_done
+	je	.Lerms_to_fixup_done
 	movb	(%rsi), %al
-.Lloop_to_retry_store:
+.Lerms_to_retry_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_done:
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_done:
 	movq	%rdx, %rax
 	ret
-	.size	guarded_movsb_612__loop_to_user, . - guarded_movsb_612__loop_to_user
+	.size	guarded_movsb_612__erms_to_user, . - guarded_movsb_612__erms_to_user
 
 	.pushsection __ex_table, "a"
 	.balign	4
-	.long	.Lloop_to_small_1_store - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_small_2_store0 - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_small_2_store1 - ., .Lloop_to_fixup_2_then_retry - .
-	.long	.Lloop_to_small_4_store0 - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_small_4_store1 - ., .Lloop_to_fixup_4_then_retry - .
-	.long	.Lloop_to_small_8_store0 - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_small_8_store1 - ., .Lloop_to_fixup_8_then_retry - .
-	.long	.Lloop_to_small_16_store0 - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_small_16_store1 - ., .Lloop_to_fixup_8_then_retry - .
-	.long	.Lloop_to_small_16_store2 - ., .Lloop_to_fixup_16_then_retry - .
-	.long	.Lloop_to_small_16_store3 - ., .Lloop_to_fixup_16_then_retry - .
-	.long	.Lloop_to_small_32_store0 - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_small_32_store1 - ., .Lloop_to_fixup_8_then_retry - .
-	.long	.Lloop_to_small_32_store2 - ., .Lloop_to_fixup_16_then_retry - .
-	.long	.Lloop_to_small_32_store3 - ., .Lloop_to_fixup_24_then_retry - .
-	.long	.Lloop_to_small_32_store4 - ., .Lloop_to_fixup_32_then_retry - .
-	.long	.Lloop_to_small_32_store5 - ., .Lloop_to_fixup_32_then_retry - .
-	.long	.Lloop_to_small_32_store6 - ., .Lloop_to_fixup_32_then_retry - .
-	.long	.Lloop_to_small_32_store7 - ., .Lloop_to_fixup_32_then_retry - .
-	.long	.Lloop_to_loop_align_store - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_loop_loop_store0 - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_loop_loop_store1 - ., .Lloop_to_fixup_8_then_retry - .
-	.long	.Lloop_to_loop_loop_store2 - ., .Lloop_to_fixup_16_then_retry - .
-	.long	.Lloop_to_loop_loop_store3 - ., .Lloop_to_fixup_24_then_retry - .
-	.long	.Lloop_to_loop_loop_store4 - ., .Lloop_to_fixup_32_then_retry - .
-	.long	.Lloop_to_loop_loop_store5 - ., .Lloop_to_fixup_40_then_retry - .
-	.long	.Lloop_to_loop_loop_store6 - ., .Lloop_to_fixup_48_then_retry - .
-	.long	.Lloop_to_loop_loop_store7 - ., .Lloop_to_fixup_56_then_retry - .
-	.long	.Lloop_to_loop_word_store - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_loop_overlap_store - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_retry_store - ., .Lloop_to_fixup_done - .
+	.long	.Lerms_to_small_1_store - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_2_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_2_store1 - ., .Lerms_to_fixup_2_then_retry - .
+	.long	.Lerms_to_small_4_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_4_store1 - ., .Lerms_to_fixup_4_then_retry - .
+	.long	.Lerms_to_small_8_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_8_store1 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_16_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_16_store1 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_16_store2 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_16_store3 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_32_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_32_store1 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_32_store2 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_32_store3 - ., .Lerms_to_fixup_24_then_retry - .
+	.long	.Lerms_to_small_32_store4 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_small_32_store5 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_small_32_store6 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_small_32_store7 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_rep_movsb - ., .Lerms_to_fixup_rep1_then_retry - .
+	.long	.Lerms_to_retry_store - ., .Lerms_to_fixup_done - .
 	.popsection
 
 	.section .note.GNU-stack, "", @progbits

@@ -3,12 +3,18 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * guarded-movsb: x86_64, standalone flavour, SysV: rdi=to rsi=from rdx=n -> rax.
- * Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
+ * Per CPU, each class never left to a slower path than the stock kernel's.
+ * On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
  * (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
  * there, an unrolled general-register loop (copygen tune's result). On other
  * CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
- * `rep movsb`. Elsewhere: head/tail copies up to 64 bytes, then the unrolled
- * loop.
+ * `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
+ * `rep movsb`. AMD Zen without ERMS (Zen 1 and 2): head/tail copies up to 64
+ * bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
+ * (the stock path above 512 bytes). Other CPUs the kernel marks REP_GOOD:
+ * head/tail copies up to 64 bytes, then the aligned `rep movsq`. Elsewhere
+ * (neither, as the kernel's unrolled routine): head/tail copies up to 64
+ * bytes, then the unrolled loop.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_from_user: 0
@@ -17,6 +23,12 @@
  *   guarded_movsb__zen_to_user: 8
  *   guarded_movsb__fsrm_from_user: 2
  *   guarded_movsb__fsrm_to_user: 2
+ *   guarded_movsb__erms_from_user: 21
+ *   guarded_movsb__erms_to_user: 21
+ *   guarded_movsb__zen_movsq_from_user: 34
+ *   guarded_movsb__zen_movsq_to_user: 34
+ *   guarded_movsb__movsq_from_user: 23
+ *   guarded_movsb__movsq_to_user: 23
  *   guarded_movsb__loop_from_user: 31
  *   guarded_movsb__loop_to_user: 31
  *
@@ -24,12 +36,18 @@
  *
  *   name = "guarded-movsb"
  *   description = """
- *   Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
+ *   Per CPU, each class never left to a slower path than the stock kernel's.
+ *   On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
  *   (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
  *   there, an unrolled general-register loop (copygen tune's result). On other
  *   CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
- *   `rep movsb`. Elsewhere: head/tail copies up to 64 bytes, then the unrolled
- *   loop.
+ *   `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
+ *   `rep movsb`. AMD Zen without ERMS (Zen 1 and 2): head/tail copies up to 64
+ *   bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
+ *   (the stock path above 512 bytes). Other CPUs the kernel marks REP_GOOD:
+ *   head/tail copies up to 64 bytes, then the aligned `rep movsq`. Elsewhere
+ *   (neither, as the kernel's unrolled routine): head/tail copies up to 64
+ *   bytes, then the unrolled loop.
  *   """
  *   arch = "x86_64"
  *
@@ -48,6 +66,13 @@
  *   [methods.movsb]
  *   kind = "rep_movs"
  *   unit = 1
+ *
+ *   # Above 512 bytes without ERMS: `rep movsq` with the destination aligned
+ *   # first, as 6.12's .Llarge_movsq (the stock path on these CPUs).
+ *   [methods.movsq]
+ *   kind = "rep_movs"
+ *   unit = 8
+ *   align = { pointer = "dst", to = 8, min_size = 64 }
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -91,7 +116,50 @@
  *   sizes = "0.."
  *   use = "movsb"
  *
- *   # No fast rep movsb: the unrolled loop, head/tail copies below 64 bytes.
+ *   # ERMS without FSRM (Intel Ivy Bridge to Cascade Lake): the stock routines
+ *   # run `rep movsb` from 64 bytes and short loops below; head/tail copies
+ *   # below 64 bytes, `rep movsb` above.
+ *   [[variants]]
+ *   name = "erms"
+ *   when = ["erms"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=64"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "65.."
+ *   use = "movsb"
+ *
+ *   # Zen without ERMS (Zen 1 and Zen 2, and Zen 3 where the hypervisor hides
+ *   # ERMS): the stock 6.12 path is .Llarge_movsq from 64 bytes, 6.1's `rep
+ *   # movsq` + `rep movsb` from 8; an unrolled loop beats both below 1 KiB and
+ *   # loses to `rep movsq` above 2 KiB on Zen 1, so `rep movsq` takes over at 513.
+ *   [[variants]]
+ *   name = "zen_movsq"
+ *   when = ["zen", "!erms"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=64"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "65..=512"
+ *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "513.."
+ *   use = "movsq"
+ *
+ *   # REP_GOOD without ERMS (Intel before Ivy Bridge): the stock path is `rep
+ *   # movsq` from 64 bytes (6.12) or 8 (6.1); head/tail copies below 64 bytes.
+ *   [[variants]]
+ *   name = "movsq"
+ *   when = ["rep_good"]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=64"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "65.."
+ *   use = "movsq"
+ *
+ *   # Neither ERMS nor REP_GOOD (6.1 calls copy_user_generic_unrolled, a 64-byte
+ *   # loop): the unrolled loop, head/tail copies below 64 bytes.
  *   [[variants]]
  *   name = "loop"
  *   default = true
@@ -130,7 +198,7 @@ guarded_movsb_to_user:
 	call	.Lguarded_movsb_resolve
 	jmp	guarded_movsb_to_user
 
-	/* resolver: feature mask in %r8d (bit i = erms, fsrm, zen) */
+	/* resolver: feature mask in %r8d (bit i = erms, fsrm, zen, zen1, zen2, zen3, zen4, zen5, rep_good) */
 .Lguarded_movsb_resolve:
 	push	%rbx
 	push	%rdx
@@ -155,8 +223,17 @@ guarded_movsb_to_user:
 	jne	.Lguarded_movsb_vendor1
 	cmpl	$0x656e6975, %ecx
 	jne	.Lguarded_movsb_vendor1
-	movl	$1, %r10d
+	movl	$2, %r10d
 .Lguarded_movsb_vendor1:
+	/* GenuineIntel */
+	cmpl	$0x756e6547, %ebx
+	jne	.Lguarded_movsb_vendor2
+	cmpl	$0x49656e69, %edx
+	jne	.Lguarded_movsb_vendor2
+	cmpl	$0x6c65746e, %ecx
+	jne	.Lguarded_movsb_vendor2
+	movl	$3, %r10d
+.Lguarded_movsb_vendor2:
 	/* family: base, plus extended when base is 0xf */
 	movl	$1, %eax
 	cpuid
@@ -165,16 +242,158 @@ guarded_movsb_to_user:
 	andl	$0xf, %ecx
 	cmpl	$0xf, %ecx
 	jne	.Lguarded_movsb_family
-	shrl	$20, %eax
-	andl	$0xff, %eax
-	addl	%eax, %ecx
+	movl	%eax, %edx
+	shrl	$20, %edx
+	andl	$0xff, %edx
+	addl	%edx, %ecx
 .Lguarded_movsb_family:
+	/* rep_good: AMD by signature, Hygon always, Intel family 6 (x86_64's amd.c, hygon.c, intel.c) */
+	cmpl	$1, %r10d
+	jne	.Lguarded_movsb_rep_good_not_amd
+	cmpl	$0xf58, %eax
+	jae	.Lguarded_movsb_rep_good
+	cmpl	$0xf48, %eax
+	jb	.Lguarded_movsb_no_rep_good
+	cmpl	$0xf50, %eax
+	jb	.Lguarded_movsb_rep_good
+	jmp	.Lguarded_movsb_no_rep_good
+.Lguarded_movsb_rep_good_not_amd:
+	cmpl	$2, %r10d
+	je	.Lguarded_movsb_rep_good
+	cmpl	$3, %r10d
+	jne	.Lguarded_movsb_no_rep_good
+	cmpl	$0x6, %ecx
+	jne	.Lguarded_movsb_no_rep_good
+.Lguarded_movsb_rep_good:
+	orl	$256, %r8d
+.Lguarded_movsb_no_rep_good:
+	/* zen: a Zen vendor, family 0x17 and up */
 	testl	%r10d, %r10d
 	jz	.Lguarded_movsb_not_zen
+	cmpl	$2, %r10d
+	ja	.Lguarded_movsb_not_zen
 	cmpl	$0x17, %ecx
 	jb	.Lguarded_movsb_not_zen
 	orl	$4, %r8d
 .Lguarded_movsb_not_zen:
+	/* Zen generation: AMD, by family and model (amd.c) */
+	cmpl	$1, %r10d
+	jne	.Lguarded_movsb_zen_gen_done
+	/* model: base | extended << 4 (base family 0xf on every Zen) */
+	movl	%eax, %edx
+	shrl	$4, %edx
+	andl	$0xf, %edx
+	shrl	$12, %eax
+	andl	$0xf0, %eax
+	orl	%eax, %edx
+	cmpl	$0x17, %ecx
+	jne	.Lguarded_movsb_not_zen1
+	cmpl	$0x2f, %edx
+	ja	.Lguarded_movsb_not_zen1_0
+	orl	$8, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen1_0:
+	cmpl	$0x50, %edx
+	jb	.Lguarded_movsb_not_zen1_1
+	cmpl	$0x5f, %edx
+	ja	.Lguarded_movsb_not_zen1_1
+	orl	$8, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen1_1:
+.Lguarded_movsb_not_zen1:
+	cmpl	$0x17, %ecx
+	jne	.Lguarded_movsb_not_zen2
+	cmpl	$0x30, %edx
+	jb	.Lguarded_movsb_not_zen2_0
+	cmpl	$0x4f, %edx
+	ja	.Lguarded_movsb_not_zen2_0
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen2_0:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_not_zen2_1
+	cmpl	$0x7f, %edx
+	ja	.Lguarded_movsb_not_zen2_1
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen2_1:
+	cmpl	$0x90, %edx
+	jb	.Lguarded_movsb_not_zen2_2
+	cmpl	$0x91, %edx
+	ja	.Lguarded_movsb_not_zen2_2
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen2_2:
+	cmpl	$0xa0, %edx
+	jb	.Lguarded_movsb_not_zen2_3
+	cmpl	$0xaf, %edx
+	ja	.Lguarded_movsb_not_zen2_3
+	orl	$16, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen2_3:
+.Lguarded_movsb_not_zen2:
+	cmpl	$0x19, %ecx
+	jne	.Lguarded_movsb_not_zen3
+	cmpl	$0xf, %edx
+	ja	.Lguarded_movsb_not_zen3_0
+	orl	$32, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen3_0:
+	cmpl	$0x20, %edx
+	jb	.Lguarded_movsb_not_zen3_1
+	cmpl	$0x5f, %edx
+	ja	.Lguarded_movsb_not_zen3_1
+	orl	$32, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen3_1:
+.Lguarded_movsb_not_zen3:
+	cmpl	$0x19, %ecx
+	jne	.Lguarded_movsb_not_zen4
+	cmpl	$0x10, %edx
+	jb	.Lguarded_movsb_not_zen4_0
+	cmpl	$0x1f, %edx
+	ja	.Lguarded_movsb_not_zen4_0
+	orl	$64, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen4_0:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_not_zen4_1
+	cmpl	$0xaf, %edx
+	ja	.Lguarded_movsb_not_zen4_1
+	orl	$64, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen4_1:
+.Lguarded_movsb_not_zen4:
+	cmpl	$0x1a, %ecx
+	jne	.Lguarded_movsb_not_zen5
+	cmpl	$0x2f, %edx
+	ja	.Lguarded_movsb_not_zen5_0
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen5_0:
+	cmpl	$0x40, %edx
+	jb	.Lguarded_movsb_not_zen5_1
+	cmpl	$0x4f, %edx
+	ja	.Lguarded_movsb_not_zen5_1
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen5_1:
+	cmpl	$0x60, %edx
+	jb	.Lguarded_movsb_not_zen5_2
+	cmpl	$0x7f, %edx
+	ja	.Lguarded_movsb_not_zen5_2
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen5_2:
+	cmpl	$0xd0, %edx
+	jb	.Lguarded_movsb_not_zen5_3
+	cmpl	$0xd7, %edx
+	ja	.Lguarded_movsb_not_zen5_3
+	orl	$128, %r8d
+	jmp	.Lguarded_movsb_zen_gen_done
+.Lguarded_movsb_not_zen5_3:
+.Lguarded_movsb_not_zen5:
+.Lguarded_movsb_zen_gen_done:
 	/* leaf 7, when the CPU has it */
 	cmpl	$7, %r9d
 	jb	.Lguarded_movsb_select
@@ -200,7 +419,22 @@ guarded_movsb_to_user:
 	andl	$2, %eax
 	cmpl	$2, %eax
 	je	.Lguarded_movsb_pick1
-.Lguarded_movsb_pick2:
+	/* variant `erms`: erms */
+	movl	%r8d, %eax
+	andl	$1, %eax
+	cmpl	$1, %eax
+	je	.Lguarded_movsb_pick2
+	/* variant `zen_movsq`: zen && !erms */
+	movl	%r8d, %eax
+	andl	$5, %eax
+	cmpl	$4, %eax
+	je	.Lguarded_movsb_pick3
+	/* variant `movsq`: rep_good */
+	movl	%r8d, %eax
+	andl	$256, %eax
+	cmpl	$256, %eax
+	je	.Lguarded_movsb_pick4
+.Lguarded_movsb_pick5:
 	leaq	guarded_movsb__loop_from_user(%rip), %rax
 	movq	%rax, guarded_movsb__from_ptr(%rip)
 	leaq	guarded_movsb__loop_to_user(%rip), %rax
@@ -216,6 +450,24 @@ guarded_movsb_to_user:
 	leaq	guarded_movsb__fsrm_from_user(%rip), %rax
 	movq	%rax, guarded_movsb__from_ptr(%rip)
 	leaq	guarded_movsb__fsrm_to_user(%rip), %rax
+	movq	%rax, guarded_movsb__to_ptr(%rip)
+	jmp	.Lguarded_movsb_resolved
+.Lguarded_movsb_pick2:
+	leaq	guarded_movsb__erms_from_user(%rip), %rax
+	movq	%rax, guarded_movsb__from_ptr(%rip)
+	leaq	guarded_movsb__erms_to_user(%rip), %rax
+	movq	%rax, guarded_movsb__to_ptr(%rip)
+	jmp	.Lguarded_movsb_resolved
+.Lguarded_movsb_pick3:
+	leaq	guarded_movsb__zen_movsq_from_user(%rip), %rax
+	movq	%rax, guarded_movsb__from_ptr(%rip)
+	leaq	guarded_movsb__zen_movsq_to_user(%rip), %rax
+	movq	%rax, guarded_movsb__to_ptr(%rip)
+	jmp	.Lguarded_movsb_resolved
+.Lguarded_movsb_pick4:
+	leaq	guarded_movsb__movsq_from_user(%rip), %rax
+	movq	%rax, guarded_movsb__from_ptr(%rip)
+	leaq	guarded_movsb__movsq_to_user(%rip), %rax
 	movq	%rax, guarded_movsb__to_ptr(%rip)
 	jmp	.Lguarded_movsb_resolved
 .Lguarded_movsb_resolved:
@@ -548,6 +800,1352 @@ guarded_movsb__fsrm_to_user:
 	.balign	4
 	.long	.Lfsrm_to_rep_movsb - ., .Lfsrm_to_fixup_rep1_then_retry - .
 	.long	.Lfsrm_to_retry_store - ., .Lfsrm_to_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb__erms_from_user
+	.type	guarded_movsb__erms_from_user, @function
+	.p2align 4
+guarded_movsb__erms_from_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lerms_from_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lerms_from_small_from4
+	cmpq	$1, %rdx
+	jae	.Lerms_from_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lerms_from_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lerms_from_small_from2
+	/* here: len == 1 */
+.Lerms_from_small_1_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lerms_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lerms_from_small_2_load0:
+	movw	(%rsi), %ax
+.Lerms_from_small_2_load1:
+	movw	-2(%rsi,%rdx), %cx
+	movw	%ax, (%rdi)
+	movw	%cx, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_from_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lerms_from_small_from16
+	cmpq	$8, %rdx
+	jae	.Lerms_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lerms_from_small_4_load0:
+	movl	(%rsi), %eax
+.Lerms_from_small_4_load1:
+	movl	-4(%rsi,%rdx), %ecx
+	movl	%eax, (%rdi)
+	movl	%ecx, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_from_small_from8:
+	/* here: 8 <= len <= 15 */
+.Lerms_from_small_8_load0:
+	movq	(%rsi), %rax
+.Lerms_from_small_8_load1:
+	movq	-8(%rsi,%rdx), %rcx
+	movq	%rax, (%rdi)
+	movq	%rcx, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_from_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lerms_from_small_from32
+	/* here: 16 <= len <= 31 */
+.Lerms_from_small_16_load0:
+	movq	(%rsi), %rax
+.Lerms_from_small_16_load1:
+	movq	8(%rsi), %rcx
+.Lerms_from_small_16_load2:
+	movq	-16(%rsi,%rdx), %r8
+.Lerms_from_small_16_load3:
+	movq	-8(%rsi,%rdx), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, -16(%rdi,%rdx)
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_from_small_from32:
+	/* here: 32 <= len <= 64 */
+.Lerms_from_small_32_load0:
+	movq	(%rsi), %rax
+.Lerms_from_small_32_load1:
+	movq	8(%rsi), %rcx
+.Lerms_from_small_32_load2:
+	movq	16(%rsi), %r8
+.Lerms_from_small_32_load3:
+	movq	24(%rsi), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, 16(%rdi)
+	movq	%r9, 24(%rdi)
+.Lerms_from_small_32_load4:
+	movq	-32(%rsi,%rdx), %rax
+.Lerms_from_small_32_load5:
+	movq	-24(%rsi,%rdx), %rcx
+.Lerms_from_small_32_load6:
+	movq	-16(%rsi,%rdx), %r8
+.Lerms_from_small_32_load7:
+	movq	-8(%rsi,%rdx), %r9
+	movq	%rax, -32(%rdi,%rdx)
+	movq	%rcx, -24(%rdi,%rdx)
+	movq	%r8, -16(%rdi,%rdx)
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_from_class1:
+	/* class 1: 65.. bytes → method `movsb` */
+	/* here: len >= 65 */
+	movq	%rdx, %rcx
+.Lerms_from_rep_movsb:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lerms_from_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lerms_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lerms_from_fixup_done
+.Lerms_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lerms_from_fixup_retry
+.Lerms_from_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb__erms_from_user, . - guarded_movsb__erms_from_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lerms_from_small_1_load - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_2_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_2_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_4_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_4_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_8_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_8_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load2 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_16_load3 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_32_load0 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_32_load1 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_32_load2 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_32_load3 - ., .Lerms_from_fixup_retry - .
+	.long	.Lerms_from_small_32_load4 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_small_32_load5 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_small_32_load6 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_small_32_load7 - ., .Lerms_from_fixup_32_then_retry - .
+	.long	.Lerms_from_rep_movsb - ., .Lerms_from_fixup_rep1_then_retry - .
+	.long	.Lerms_from_retry_load - ., .Lerms_from_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb__erms_to_user
+	.type	guarded_movsb__erms_to_user, @function
+	.p2align 4
+guarded_movsb__erms_to_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lerms_to_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lerms_to_small_from4
+	cmpq	$1, %rdx
+	jae	.Lerms_to_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lerms_to_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lerms_to_small_from2
+	/* here: len == 1 */
+	movb	(%rsi), %al
+.Lerms_to_small_1_store:
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lerms_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%rsi), %ax
+	movw	-2(%rsi,%rdx), %cx
+.Lerms_to_small_2_store0:
+	movw	%ax, (%rdi)
+.Lerms_to_small_2_store1:
+	movw	%cx, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_to_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lerms_to_small_from16
+	cmpq	$8, %rdx
+	jae	.Lerms_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%rsi), %eax
+	movl	-4(%rsi,%rdx), %ecx
+.Lerms_to_small_4_store0:
+	movl	%eax, (%rdi)
+.Lerms_to_small_4_store1:
+	movl	%ecx, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_to_small_from8:
+	/* here: 8 <= len <= 15 */
+	movq	(%rsi), %rax
+	movq	-8(%rsi,%rdx), %rcx
+.Lerms_to_small_8_store0:
+	movq	%rax, (%rdi)
+.Lerms_to_small_8_store1:
+	movq	%rcx, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_to_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lerms_to_small_from32
+	/* here: 16 <= len <= 31 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	-16(%rsi,%rdx), %r8
+	movq	-8(%rsi,%rdx), %r9
+.Lerms_to_small_16_store0:
+	movq	%rax, (%rdi)
+.Lerms_to_small_16_store1:
+	movq	%rcx, 8(%rdi)
+.Lerms_to_small_16_store2:
+	movq	%r8, -16(%rdi,%rdx)
+.Lerms_to_small_16_store3:
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_to_small_from32:
+	/* here: 32 <= len <= 64 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	16(%rsi), %r8
+	movq	24(%rsi), %r9
+.Lerms_to_small_32_store0:
+	movq	%rax, (%rdi)
+.Lerms_to_small_32_store1:
+	movq	%rcx, 8(%rdi)
+.Lerms_to_small_32_store2:
+	movq	%r8, 16(%rdi)
+.Lerms_to_small_32_store3:
+	movq	%r9, 24(%rdi)
+	movq	-32(%rsi,%rdx), %rax
+	movq	-24(%rsi,%rdx), %rcx
+	movq	-16(%rsi,%rdx), %r8
+	movq	-8(%rsi,%rdx), %r9
+.Lerms_to_small_32_store4:
+	movq	%rax, -32(%rdi,%rdx)
+.Lerms_to_small_32_store5:
+	movq	%rcx, -24(%rdi,%rdx)
+.Lerms_to_small_32_store6:
+	movq	%r8, -16(%rdi,%rdx)
+.Lerms_to_small_32_store7:
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lerms_to_class1:
+	/* class 1: 65.. bytes → method `movsb` */
+	/* here: len >= 65 */
+	movq	%rdx, %rcx
+.Lerms_to_rep_movsb:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lerms_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lerms_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lerms_to_fixup_done
+	movb	(%rsi), %al
+.Lerms_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lerms_to_fixup_retry
+.Lerms_to_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb__erms_to_user, . - guarded_movsb__erms_to_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lerms_to_small_1_store - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_2_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_2_store1 - ., .Lerms_to_fixup_2_then_retry - .
+	.long	.Lerms_to_small_4_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_4_store1 - ., .Lerms_to_fixup_4_then_retry - .
+	.long	.Lerms_to_small_8_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_8_store1 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_16_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_16_store1 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_16_store2 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_16_store3 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_32_store0 - ., .Lerms_to_fixup_retry - .
+	.long	.Lerms_to_small_32_store1 - ., .Lerms_to_fixup_8_then_retry - .
+	.long	.Lerms_to_small_32_store2 - ., .Lerms_to_fixup_16_then_retry - .
+	.long	.Lerms_to_small_32_store3 - ., .Lerms_to_fixup_24_then_retry - .
+	.long	.Lerms_to_small_32_store4 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_small_32_store5 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_small_32_store6 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_small_32_store7 - ., .Lerms_to_fixup_32_then_retry - .
+	.long	.Lerms_to_rep_movsb - ., .Lerms_to_fixup_rep1_then_retry - .
+	.long	.Lerms_to_retry_store - ., .Lerms_to_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb__zen_movsq_from_user
+	.type	guarded_movsb__zen_movsq_from_user, @function
+	.p2align 4
+guarded_movsb__zen_movsq_from_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lzen_movsq_from_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lzen_movsq_from_small_from4
+	cmpq	$1, %rdx
+	jae	.Lzen_movsq_from_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lzen_movsq_from_small_from2
+	/* here: len == 1 */
+.Lzen_movsq_from_small_1_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lzen_movsq_from_small_2_load0:
+	movw	(%rsi), %ax
+.Lzen_movsq_from_small_2_load1:
+	movw	-2(%rsi,%rdx), %cx
+	movw	%ax, (%rdi)
+	movw	%cx, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lzen_movsq_from_small_from16
+	cmpq	$8, %rdx
+	jae	.Lzen_movsq_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lzen_movsq_from_small_4_load0:
+	movl	(%rsi), %eax
+.Lzen_movsq_from_small_4_load1:
+	movl	-4(%rsi,%rdx), %ecx
+	movl	%eax, (%rdi)
+	movl	%ecx, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_small_from8:
+	/* here: 8 <= len <= 15 */
+.Lzen_movsq_from_small_8_load0:
+	movq	(%rsi), %rax
+.Lzen_movsq_from_small_8_load1:
+	movq	-8(%rsi,%rdx), %rcx
+	movq	%rax, (%rdi)
+	movq	%rcx, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lzen_movsq_from_small_from32
+	/* here: 16 <= len <= 31 */
+.Lzen_movsq_from_small_16_load0:
+	movq	(%rsi), %rax
+.Lzen_movsq_from_small_16_load1:
+	movq	8(%rsi), %rcx
+.Lzen_movsq_from_small_16_load2:
+	movq	-16(%rsi,%rdx), %r8
+.Lzen_movsq_from_small_16_load3:
+	movq	-8(%rsi,%rdx), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, -16(%rdi,%rdx)
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_small_from32:
+	/* here: 32 <= len <= 64 */
+.Lzen_movsq_from_small_32_load0:
+	movq	(%rsi), %rax
+.Lzen_movsq_from_small_32_load1:
+	movq	8(%rsi), %rcx
+.Lzen_movsq_from_small_32_load2:
+	movq	16(%rsi), %r8
+.Lzen_movsq_from_small_32_load3:
+	movq	24(%rsi), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, 16(%rdi)
+	movq	%r9, 24(%rdi)
+.Lzen_movsq_from_small_32_load4:
+	movq	-32(%rsi,%rdx), %rax
+.Lzen_movsq_from_small_32_load5:
+	movq	-24(%rsi,%rdx), %rcx
+.Lzen_movsq_from_small_32_load6:
+	movq	-16(%rsi,%rdx), %r8
+.Lzen_movsq_from_small_32_load7:
+	movq	-8(%rsi,%rdx), %r9
+	movq	%rax, -32(%rdi,%rdx)
+	movq	%rcx, -24(%rdi,%rdx)
+	movq	%r8, -16(%rdi,%rdx)
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lzen_movsq_from_class2
+	/* here: 65 <= len <= 512 */
+.Lzen_movsq_from_loop_align:
+	testl	$7, %edi
+	je	.Lzen_movsq_from_loop_aligned
+.Lzen_movsq_from_loop_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_from_loop_align
+.Lzen_movsq_from_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lzen_movsq_from_loop_tail
+.Lzen_movsq_from_loop_loop:
+	/* here: len >= 64 */
+.Lzen_movsq_from_loop_loop_load0:
+	movq	(%rsi), %rax
+.Lzen_movsq_from_loop_loop_load1:
+	movq	8(%rsi), %rcx
+.Lzen_movsq_from_loop_loop_load2:
+	movq	16(%rsi), %r8
+.Lzen_movsq_from_loop_loop_load3:
+	movq	24(%rsi), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, 16(%rdi)
+	movq	%r9, 24(%rdi)
+.Lzen_movsq_from_loop_loop_load4:
+	movq	32(%rsi), %rax
+.Lzen_movsq_from_loop_loop_load5:
+	movq	40(%rsi), %rcx
+.Lzen_movsq_from_loop_loop_load6:
+	movq	48(%rsi), %r8
+.Lzen_movsq_from_loop_loop_load7:
+	movq	56(%rsi), %r9
+	movq	%rax, 32(%rdi)
+	movq	%rcx, 40(%rdi)
+	movq	%r8, 48(%rdi)
+	movq	%r9, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_movsq_from_loop_loop
+.Lzen_movsq_from_loop_tail:
+	/* here: len < 64 */
+.Lzen_movsq_from_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lzen_movsq_from_loop_words_done
+.Lzen_movsq_from_loop_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_movsq_from_loop_words
+.Lzen_movsq_from_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_from_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lzen_movsq_from_loop_overlap_load:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_movsq_from_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_from_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+.Lzen_movsq_from_movsq_align:
+	testl	$7, %edi
+	je	.Lzen_movsq_from_movsq_aligned
+.Lzen_movsq_from_movsq_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_from_movsq_align
+.Lzen_movsq_from_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lzen_movsq_from_rep_movsq:
+	rep movsq
+	movl	%edx, %ecx
+.Lzen_movsq_from_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lzen_movsq_from_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lzen_movsq_from_fixup_retry
+.Lzen_movsq_from_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+	jmp	.Lzen_movsq_from_fixup_retry
+.Lzen_movsq_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lzen_movsq_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_from_fixup_done
+.Lzen_movsq_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_from_fixup_retry
+.Lzen_movsq_from_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb__zen_movsq_from_user, . - guarded_movsb__zen_movsq_from_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lzen_movsq_from_small_1_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_2_load0 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_2_load1 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_4_load0 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_4_load1 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_8_load0 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_8_load1 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_16_load0 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_16_load1 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_16_load2 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_16_load3 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_32_load0 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_32_load1 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_32_load2 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_32_load3 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_small_32_load4 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_small_32_load5 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_small_32_load6 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_small_32_load7 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_loop_align_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load0 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load1 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load2 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load3 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load4 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load5 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load6 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_loop_loop_load7 - ., .Lzen_movsq_from_fixup_32_then_retry - .
+	.long	.Lzen_movsq_from_loop_word_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_overlap_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_movsq_align_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_rep_movsq - ., .Lzen_movsq_from_fixup_rep8_then_retry - .
+	.long	.Lzen_movsq_from_rep_movsb_rest - ., .Lzen_movsq_from_fixup_rep1_then_retry - .
+	.long	.Lzen_movsq_from_retry_load - ., .Lzen_movsq_from_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb__zen_movsq_to_user
+	.type	guarded_movsb__zen_movsq_to_user, @function
+	.p2align 4
+guarded_movsb__zen_movsq_to_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lzen_movsq_to_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lzen_movsq_to_small_from4
+	cmpq	$1, %rdx
+	jae	.Lzen_movsq_to_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lzen_movsq_to_small_from2
+	/* here: len == 1 */
+	movb	(%rsi), %al
+.Lzen_movsq_to_small_1_store:
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%rsi), %ax
+	movw	-2(%rsi,%rdx), %cx
+.Lzen_movsq_to_small_2_store0:
+	movw	%ax, (%rdi)
+.Lzen_movsq_to_small_2_store1:
+	movw	%cx, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lzen_movsq_to_small_from16
+	cmpq	$8, %rdx
+	jae	.Lzen_movsq_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%rsi), %eax
+	movl	-4(%rsi,%rdx), %ecx
+.Lzen_movsq_to_small_4_store0:
+	movl	%eax, (%rdi)
+.Lzen_movsq_to_small_4_store1:
+	movl	%ecx, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_small_from8:
+	/* here: 8 <= len <= 15 */
+	movq	(%rsi), %rax
+	movq	-8(%rsi,%rdx), %rcx
+.Lzen_movsq_to_small_8_store0:
+	movq	%rax, (%rdi)
+.Lzen_movsq_to_small_8_store1:
+	movq	%rcx, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lzen_movsq_to_small_from32
+	/* here: 16 <= len <= 31 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	-16(%rsi,%rdx), %r8
+	movq	-8(%rsi,%rdx), %r9
+.Lzen_movsq_to_small_16_store0:
+	movq	%rax, (%rdi)
+.Lzen_movsq_to_small_16_store1:
+	movq	%rcx, 8(%rdi)
+.Lzen_movsq_to_small_16_store2:
+	movq	%r8, -16(%rdi,%rdx)
+.Lzen_movsq_to_small_16_store3:
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_small_from32:
+	/* here: 32 <= len <= 64 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	16(%rsi), %r8
+	movq	24(%rsi), %r9
+.Lzen_movsq_to_small_32_store0:
+	movq	%rax, (%rdi)
+.Lzen_movsq_to_small_32_store1:
+	movq	%rcx, 8(%rdi)
+.Lzen_movsq_to_small_32_store2:
+	movq	%r8, 16(%rdi)
+.Lzen_movsq_to_small_32_store3:
+	movq	%r9, 24(%rdi)
+	movq	-32(%rsi,%rdx), %rax
+	movq	-24(%rsi,%rdx), %rcx
+	movq	-16(%rsi,%rdx), %r8
+	movq	-8(%rsi,%rdx), %r9
+.Lzen_movsq_to_small_32_store4:
+	movq	%rax, -32(%rdi,%rdx)
+.Lzen_movsq_to_small_32_store5:
+	movq	%rcx, -24(%rdi,%rdx)
+.Lzen_movsq_to_small_32_store6:
+	movq	%r8, -16(%rdi,%rdx)
+.Lzen_movsq_to_small_32_store7:
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lzen_movsq_to_class2
+	/* here: 65 <= len <= 512 */
+.Lzen_movsq_to_loop_align:
+	testl	$7, %edi
+	je	.Lzen_movsq_to_loop_aligned
+	movb	(%rsi), %al
+.Lzen_movsq_to_loop_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_to_loop_align
+.Lzen_movsq_to_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lzen_movsq_to_loop_tail
+.Lzen_movsq_to_loop_loop:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	16(%rsi), %r8
+	movq	24(%rsi), %r9
+.Lzen_movsq_to_loop_loop_store0:
+	movq	%rax, (%rdi)
+.Lzen_movsq_to_loop_loop_store1:
+	movq	%rcx, 8(%rdi)
+.Lzen_movsq_to_loop_loop_store2:
+	movq	%r8, 16(%rdi)
+.Lzen_movsq_to_loop_loop_store3:
+	movq	%r9, 24(%rdi)
+	movq	32(%rsi), %rax
+	movq	40(%rsi), %rcx
+	movq	48(%rsi), %r8
+	movq	56(%rsi), %r9
+.Lzen_movsq_to_loop_loop_store4:
+	movq	%rax, 32(%rdi)
+.Lzen_movsq_to_loop_loop_store5:
+	movq	%rcx, 40(%rdi)
+.Lzen_movsq_to_loop_loop_store6:
+	movq	%r8, 48(%rdi)
+.Lzen_movsq_to_loop_loop_store7:
+	movq	%r9, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_movsq_to_loop_loop
+.Lzen_movsq_to_loop_tail:
+	/* here: len < 64 */
+.Lzen_movsq_to_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lzen_movsq_to_loop_words_done
+	movq	(%rsi), %rax
+.Lzen_movsq_to_loop_word_store:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_movsq_to_loop_words
+.Lzen_movsq_to_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_to_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_movsq_to_loop_overlap_store:
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_movsq_to_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lzen_movsq_to_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+.Lzen_movsq_to_movsq_align:
+	testl	$7, %edi
+	je	.Lzen_movsq_to_movsq_aligned
+	movb	(%rsi), %al
+.Lzen_movsq_to_movsq_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_to_movsq_align
+.Lzen_movsq_to_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lzen_movsq_to_rep_movsq:
+	rep movsq
+	movl	%edx, %ecx
+.Lzen_movsq_to_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lzen_movsq_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lzen_movsq_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_to_fixup_done
+	movb	(%rsi), %al
+.Lzen_movsq_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_to_fixup_retry
+.Lzen_movsq_to_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb__zen_movsq_to_user, . - guarded_movsb__zen_movsq_to_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lzen_movsq_to_small_1_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_small_2_store0 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_small_2_store1 - ., .Lzen_movsq_to_fixup_2_then_retry - .
+	.long	.Lzen_movsq_to_small_4_store0 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_small_4_store1 - ., .Lzen_movsq_to_fixup_4_then_retry - .
+	.long	.Lzen_movsq_to_small_8_store0 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_small_8_store1 - ., .Lzen_movsq_to_fixup_8_then_retry - .
+	.long	.Lzen_movsq_to_small_16_store0 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_small_16_store1 - ., .Lzen_movsq_to_fixup_8_then_retry - .
+	.long	.Lzen_movsq_to_small_16_store2 - ., .Lzen_movsq_to_fixup_16_then_retry - .
+	.long	.Lzen_movsq_to_small_16_store3 - ., .Lzen_movsq_to_fixup_16_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store0 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_small_32_store1 - ., .Lzen_movsq_to_fixup_8_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store2 - ., .Lzen_movsq_to_fixup_16_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store3 - ., .Lzen_movsq_to_fixup_24_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store4 - ., .Lzen_movsq_to_fixup_32_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store5 - ., .Lzen_movsq_to_fixup_32_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store6 - ., .Lzen_movsq_to_fixup_32_then_retry - .
+	.long	.Lzen_movsq_to_small_32_store7 - ., .Lzen_movsq_to_fixup_32_then_retry - .
+	.long	.Lzen_movsq_to_loop_align_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store0 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store1 - ., .Lzen_movsq_to_fixup_8_then_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store2 - ., .Lzen_movsq_to_fixup_16_then_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store3 - ., .Lzen_movsq_to_fixup_24_then_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store4 - ., .Lzen_movsq_to_fixup_32_then_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store5 - ., .Lzen_movsq_to_fixup_40_then_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store6 - ., .Lzen_movsq_to_fixup_48_then_retry - .
+	.long	.Lzen_movsq_to_loop_loop_store7 - ., .Lzen_movsq_to_fixup_56_then_retry - .
+	.long	.Lzen_movsq_to_loop_word_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_loop_overlap_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_movsq_align_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_rep_movsq - ., .Lzen_movsq_to_fixup_rep8_then_retry - .
+	.long	.Lzen_movsq_to_rep_movsb_rest - ., .Lzen_movsq_to_fixup_rep1_then_retry - .
+	.long	.Lzen_movsq_to_retry_store - ., .Lzen_movsq_to_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb__movsq_from_user
+	.type	guarded_movsb__movsq_from_user, @function
+	.p2align 4
+guarded_movsb__movsq_from_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lmovsq_from_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lmovsq_from_small_from4
+	cmpq	$1, %rdx
+	jae	.Lmovsq_from_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lmovsq_from_small_from2
+	/* here: len == 1 */
+.Lmovsq_from_small_1_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lmovsq_from_small_2_load0:
+	movw	(%rsi), %ax
+.Lmovsq_from_small_2_load1:
+	movw	-2(%rsi,%rdx), %cx
+	movw	%ax, (%rdi)
+	movw	%cx, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lmovsq_from_small_from16
+	cmpq	$8, %rdx
+	jae	.Lmovsq_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lmovsq_from_small_4_load0:
+	movl	(%rsi), %eax
+.Lmovsq_from_small_4_load1:
+	movl	-4(%rsi,%rdx), %ecx
+	movl	%eax, (%rdi)
+	movl	%ecx, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_small_from8:
+	/* here: 8 <= len <= 15 */
+.Lmovsq_from_small_8_load0:
+	movq	(%rsi), %rax
+.Lmovsq_from_small_8_load1:
+	movq	-8(%rsi,%rdx), %rcx
+	movq	%rax, (%rdi)
+	movq	%rcx, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lmovsq_from_small_from32
+	/* here: 16 <= len <= 31 */
+.Lmovsq_from_small_16_load0:
+	movq	(%rsi), %rax
+.Lmovsq_from_small_16_load1:
+	movq	8(%rsi), %rcx
+.Lmovsq_from_small_16_load2:
+	movq	-16(%rsi,%rdx), %r8
+.Lmovsq_from_small_16_load3:
+	movq	-8(%rsi,%rdx), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, -16(%rdi,%rdx)
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_small_from32:
+	/* here: 32 <= len <= 64 */
+.Lmovsq_from_small_32_load0:
+	movq	(%rsi), %rax
+.Lmovsq_from_small_32_load1:
+	movq	8(%rsi), %rcx
+.Lmovsq_from_small_32_load2:
+	movq	16(%rsi), %r8
+.Lmovsq_from_small_32_load3:
+	movq	24(%rsi), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, 16(%rdi)
+	movq	%r9, 24(%rdi)
+.Lmovsq_from_small_32_load4:
+	movq	-32(%rsi,%rdx), %rax
+.Lmovsq_from_small_32_load5:
+	movq	-24(%rsi,%rdx), %rcx
+.Lmovsq_from_small_32_load6:
+	movq	-16(%rsi,%rdx), %r8
+.Lmovsq_from_small_32_load7:
+	movq	-8(%rsi,%rdx), %r9
+	movq	%rax, -32(%rdi,%rdx)
+	movq	%rcx, -24(%rdi,%rdx)
+	movq	%r8, -16(%rdi,%rdx)
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_class1:
+	/* class 1: 65.. bytes → method `movsq` */
+	/* here: len >= 65 */
+.Lmovsq_from_movsq_align:
+	testl	$7, %edi
+	je	.Lmovsq_from_movsq_aligned
+.Lmovsq_from_movsq_align_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_from_movsq_align
+.Lmovsq_from_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lmovsq_from_rep_movsq:
+	rep movsq
+	movl	%edx, %ecx
+.Lmovsq_from_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lmovsq_from_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lmovsq_from_fixup_retry
+.Lmovsq_from_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+	jmp	.Lmovsq_from_fixup_retry
+.Lmovsq_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lmovsq_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lmovsq_from_fixup_done
+.Lmovsq_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_from_fixup_retry
+.Lmovsq_from_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb__movsq_from_user, . - guarded_movsb__movsq_from_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lmovsq_from_small_1_load - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_2_load0 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_2_load1 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_4_load0 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_4_load1 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_8_load0 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_8_load1 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_16_load0 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_16_load1 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_16_load2 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_16_load3 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_32_load0 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_32_load1 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_32_load2 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_32_load3 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_small_32_load4 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_small_32_load5 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_small_32_load6 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_small_32_load7 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_movsq_align_load - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_rep_movsq - ., .Lmovsq_from_fixup_rep8_then_retry - .
+	.long	.Lmovsq_from_rep_movsb_rest - ., .Lmovsq_from_fixup_rep1_then_retry - .
+	.long	.Lmovsq_from_retry_load - ., .Lmovsq_from_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb__movsq_to_user
+	.type	guarded_movsb__movsq_to_user, @function
+	.p2align 4
+guarded_movsb__movsq_to_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lmovsq_to_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lmovsq_to_small_from4
+	cmpq	$1, %rdx
+	jae	.Lmovsq_to_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lmovsq_to_small_from2
+	/* here: len == 1 */
+	movb	(%rsi), %al
+.Lmovsq_to_small_1_store:
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%rsi), %ax
+	movw	-2(%rsi,%rdx), %cx
+.Lmovsq_to_small_2_store0:
+	movw	%ax, (%rdi)
+.Lmovsq_to_small_2_store1:
+	movw	%cx, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lmovsq_to_small_from16
+	cmpq	$8, %rdx
+	jae	.Lmovsq_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%rsi), %eax
+	movl	-4(%rsi,%rdx), %ecx
+.Lmovsq_to_small_4_store0:
+	movl	%eax, (%rdi)
+.Lmovsq_to_small_4_store1:
+	movl	%ecx, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_small_from8:
+	/* here: 8 <= len <= 15 */
+	movq	(%rsi), %rax
+	movq	-8(%rsi,%rdx), %rcx
+.Lmovsq_to_small_8_store0:
+	movq	%rax, (%rdi)
+.Lmovsq_to_small_8_store1:
+	movq	%rcx, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lmovsq_to_small_from32
+	/* here: 16 <= len <= 31 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	-16(%rsi,%rdx), %r8
+	movq	-8(%rsi,%rdx), %r9
+.Lmovsq_to_small_16_store0:
+	movq	%rax, (%rdi)
+.Lmovsq_to_small_16_store1:
+	movq	%rcx, 8(%rdi)
+.Lmovsq_to_small_16_store2:
+	movq	%r8, -16(%rdi,%rdx)
+.Lmovsq_to_small_16_store3:
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_small_from32:
+	/* here: 32 <= len <= 64 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	16(%rsi), %r8
+	movq	24(%rsi), %r9
+.Lmovsq_to_small_32_store0:
+	movq	%rax, (%rdi)
+.Lmovsq_to_small_32_store1:
+	movq	%rcx, 8(%rdi)
+.Lmovsq_to_small_32_store2:
+	movq	%r8, 16(%rdi)
+.Lmovsq_to_small_32_store3:
+	movq	%r9, 24(%rdi)
+	movq	-32(%rsi,%rdx), %rax
+	movq	-24(%rsi,%rdx), %rcx
+	movq	-16(%rsi,%rdx), %r8
+	movq	-8(%rsi,%rdx), %r9
+.Lmovsq_to_small_32_store4:
+	movq	%rax, -32(%rdi,%rdx)
+.Lmovsq_to_small_32_store5:
+	movq	%rcx, -24(%rdi,%rdx)
+.Lmovsq_to_small_32_store6:
+	movq	%r8, -16(%rdi,%rdx)
+.Lmovsq_to_small_32_store7:
+	movq	%r9, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_class1:
+	/* class 1: 65.. bytes → method `movsq` */
+	/* here: len >= 65 */
+.Lmovsq_to_movsq_align:
+	testl	$7, %edi
+	je	.Lmovsq_to_movsq_aligned
+	movb	(%rsi), %al
+.Lmovsq_to_movsq_align_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_to_movsq_align
+.Lmovsq_to_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lmovsq_to_rep_movsq:
+	rep movsq
+	movl	%edx, %ecx
+.Lmovsq_to_rep_movsb_rest:
+	rep movsb
+	xorl	%eax, %eax
+	ret
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lmovsq_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+	movq	%rcx, %rdx
+.Lmovsq_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lmovsq_to_fixup_done
+	movb	(%rsi), %al
+.Lmovsq_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb__movsq_to_user, . - guarded_movsb__movsq_to_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lmovsq_to_small_1_store - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_small_2_store0 - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_small_2_store1 - ., .Lmovsq_to_fixup_2_then_retry - .
+	.long	.Lmovsq_to_small_4_store0 - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_small_4_store1 - ., .Lmovsq_to_fixup_4_then_retry - .
+	.long	.Lmovsq_to_small_8_store0 - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_small_8_store1 - ., .Lmovsq_to_fixup_8_then_retry - .
+	.long	.Lmovsq_to_small_16_store0 - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_small_16_store1 - ., .Lmovsq_to_fixup_8_then_retry - .
+	.long	.Lmovsq_to_small_16_store2 - ., .Lmovsq_to_fixup_16_then_retry - .
+	.long	.Lmovsq_to_small_16_store3 - ., .Lmovsq_to_fixup_16_then_retry - .
+	.long	.Lmovsq_to_small_32_store0 - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_small_32_store1 - ., .Lmovsq_to_fixup_8_then_retry - .
+	.long	.Lmovsq_to_small_32_store2 - ., .Lmovsq_to_fixup_16_then_retry - .
+	.long	.Lmovsq_to_small_32_store3 - ., .Lmovsq_to_fixup_24_then_retry - .
+	.long	.Lmovsq_to_small_32_store4 - ., .Lmovsq_to_fixup_32_then_retry - .
+	.long	.Lmovsq_to_small_32_store5 - ., .Lmovsq_to_fixup_32_then_retry - .
+	.long	.Lmovsq_to_small_32_store6 - ., .Lmovsq_to_fixup_32_then_retry - .
+	.long	.Lmovsq_to_small_32_store7 - ., .Lmovsq_to_fixup_32_then_retry - .
+	.long	.Lmovsq_to_movsq_align_store - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_rep_movsq - ., .Lmovsq_to_fixup_rep8_then_retry - .
+	.long	.Lmovsq_to_rep_movsb_rest - ., .Lmovsq_to_fixup_rep1_then_retry - .
+	.long	.Lmovsq_to_retry_store - ., .Lmovsq_to_fixup_done - .
 	.popsection
 
 	.globl	guarded_movsb__loop_from_user

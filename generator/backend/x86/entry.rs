@@ -12,7 +12,10 @@
 //! in `arch/cpu.rs`.
 
 use super::inst::{Alu, Cc, Directive, Inst, Reg, SymBase, SymRef};
-use crate::arch::cpu::{Detect, Leaf7Reg, FEATURES, ZEN_FAMILY, ZEN_VENDORS};
+use crate::arch::cpu::{
+    Detect, Leaf7Reg, AMD, AMD_REP_GOOD_FROM, AMD_REP_GOOD_K8C, FEATURES, INTEL,
+    INTEL_REP_GOOD_FAMILY, ZEN_FAMILY, ZEN_VENDORS,
+};
 use crate::arch::symbols;
 use crate::backend::Function;
 use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, Strategy};
@@ -135,10 +138,11 @@ fn linux_entry(s: &Strategy, dir: Direction) -> Entry {
 
 /// Register choices of the standalone resolver.
 struct Regs {
-    /// Feature mask, highest CPUID leaf, "Zen vendor" flag: kept across `cpuid`.
+    /// Feature mask, highest CPUID leaf, vendor code ([`VENDORS`]): kept
+    /// across `cpuid`.
     found: Reg,
     max_leaf: Reg,
-    zen_vendor: Reg,
+    vendor: Reg,
     /// Saved and restored: callee-saved ones `cpuid` or the above clobber,
     /// and the argument registers `cpuid` clobbers.
     saved: &'static [Reg],
@@ -150,14 +154,14 @@ fn regs(arch: Arch) -> Regs {
         Arch::X86_64 => Regs {
             found: Reg::R8,
             max_leaf: Reg::R9,
-            zen_vendor: Reg::R10,
+            vendor: Reg::R10,
             saved: &[Reg::Bx, Reg::Dx],
         },
         // cdecl: arguments are on the stack; ebx, esi, edi, ebp are callee-saved.
         _ => Regs {
             found: Reg::Si,
             max_leaf: Reg::Di,
-            zen_vendor: Reg::Bp,
+            vendor: Reg::Bp,
             saved: &[Reg::Bx, Reg::Si, Reg::Di, Reg::Bp],
         },
     }
@@ -240,54 +244,131 @@ fn jcc(cc: Cc, target: String) -> Inst {
     Inst::Jcc { cc, target }
 }
 
+/// The vendors the resolver tells apart, by the code it keeps in
+/// `regs(arch).vendor` (0: any other): the two Zen vendors first, so that
+/// "Zen vendor" is a code in `1..=ZEN_VENDORS.len()`.
+const VENDORS: [(&str, [u32; 3]); 3] = [ZEN_VENDORS[0], ZEN_VENDORS[1], ("GenuineIntel", INTEL)];
+
+/// A vendor's code in [`VENDORS`].
+fn vendor_code(words: [u32; 3]) -> u32 {
+    1 + VENDORS
+        .iter()
+        .position(|(_, w)| *w == words)
+        .expect("a listed vendor") as u32
+}
+
 /// The resolver's feature detection: CPUID into the feature mask in
 /// `regs(arch).found`, labels named by `l`. Ends at the label `select`.
+/// Leaf 0 gives the vendor code, leaf 1 the family (ecx), model (edx) and
+/// signature (eax) for `rep_good`, `zen` and the Zen generations, leaf 7
+/// the feature bits.
 pub fn detection(arch: Arch, l: &dyn Fn(&str) -> String) -> Vec<Inst> {
     let r = regs(arch);
     let mut b = vec![
         alu(Alu::Xor, r.found, r.found),
-        alu(Alu::Xor, r.zen_vendor, r.zen_vendor),
+        alu(Alu::Xor, r.vendor, r.vendor),
         alu(Alu::Xor, Reg::Ax, Reg::Ax),
         Inst::Cpuid,
         mov(r.max_leaf, Reg::Ax),
     ];
-    for (i, (vendor, [ebx, edx, ecx])) in ZEN_VENDORS.iter().enumerate() {
+    for (i, (vendor, [ebx, edx, ecx])) in VENDORS.iter().enumerate() {
         let skip = l(&format!("vendor{i}"));
         b.push(Inst::Comment(vendor.to_string()));
         for (reg, v) in [(Reg::Bx, ebx), (Reg::Dx, edx), (Reg::Cx, ecx)] {
             b.push(alu_imm(Alu::Cmp, reg, *v, true));
             b.push(jcc(Cc::Ne, skip.clone()));
         }
-        b.push(mov_imm(r.zen_vendor, 1));
+        b.push(mov_imm(r.vendor, i as u32 + 1));
         b.push(Inst::Label(skip));
     }
+    let shr = |reg, imm| Inst::Shr { width: 4, reg, imm };
+    let set = |f: CpuFeature| alu_imm(Alu::Or, r.found, f.bit(), false);
+    let amd = vendor_code(AMD);
     b.extend([
         Inst::Comment("family: base, plus extended when base is 0xf".into()),
         mov_imm(Reg::Ax, 1),
         Inst::Cpuid,
         mov(Reg::Cx, Reg::Ax),
-        Inst::Shr {
-            width: 4,
-            reg: Reg::Cx,
-            imm: 8,
-        },
+        shr(Reg::Cx, 8),
         alu_imm(Alu::And, Reg::Cx, 0xf, true),
         alu_imm(Alu::Cmp, Reg::Cx, 0xf, true),
         jcc(Cc::Ne, l("family")),
-        Inst::Shr {
-            width: 4,
-            reg: Reg::Ax,
-            imm: 20,
-        },
-        alu_imm(Alu::And, Reg::Ax, 0xff, true),
-        alu(Alu::Add, Reg::Cx, Reg::Ax),
+        mov(Reg::Dx, Reg::Ax),
+        shr(Reg::Dx, 20),
+        alu_imm(Alu::And, Reg::Dx, 0xff, true),
+        alu(Alu::Add, Reg::Cx, Reg::Dx),
         Inst::Label(l("family")),
-        alu(Alu::Test, r.zen_vendor, r.zen_vendor),
+        Inst::Comment(
+            "rep_good: AMD by signature, Hygon always, Intel family 6 (x86_64's amd.c, hygon.c, intel.c)"
+                .into(),
+        ),
+        alu_imm(Alu::Cmp, r.vendor, amd, false),
+        jcc(Cc::Ne, l("rep_good_not_amd")),
+        alu_imm(Alu::Cmp, Reg::Ax, AMD_REP_GOOD_FROM, true),
+        jcc(Cc::Ae, l("rep_good")),
+        alu_imm(Alu::Cmp, Reg::Ax, AMD_REP_GOOD_K8C.0, true),
+        jcc(Cc::B, l("no_rep_good")),
+        alu_imm(Alu::Cmp, Reg::Ax, AMD_REP_GOOD_K8C.1, true),
+        jcc(Cc::B, l("rep_good")),
+        Inst::Jmp {
+            target: l("no_rep_good"),
+        },
+        Inst::Label(l("rep_good_not_amd")),
+        alu_imm(Alu::Cmp, r.vendor, vendor_code(ZEN_VENDORS[1].1), false),
+        jcc(Cc::E, l("rep_good")),
+        alu_imm(Alu::Cmp, r.vendor, vendor_code(INTEL), false),
+        jcc(Cc::Ne, l("no_rep_good")),
+        alu_imm(Alu::Cmp, Reg::Cx, INTEL_REP_GOOD_FAMILY, true),
+        jcc(Cc::Ne, l("no_rep_good")),
+        Inst::Label(l("rep_good")),
+        set(CpuFeature::RepGood),
+        Inst::Label(l("no_rep_good")),
+        Inst::Comment("zen: a Zen vendor, family 0x17 and up".into()),
+        alu(Alu::Test, r.vendor, r.vendor),
         jcc(Cc::Z, l("not_zen")),
+        alu_imm(Alu::Cmp, r.vendor, ZEN_VENDORS.len() as u32, false),
+        jcc(Cc::A, l("not_zen")),
         alu_imm(Alu::Cmp, Reg::Cx, ZEN_FAMILY, true),
         jcc(Cc::B, l("not_zen")),
-        alu_imm(Alu::Or, r.found, CpuFeature::Zen.bit(), false),
+        set(CpuFeature::Zen),
         Inst::Label(l("not_zen")),
+        Inst::Comment("Zen generation: AMD, by family and model (amd.c)".into()),
+        alu_imm(Alu::Cmp, r.vendor, amd, false),
+        jcc(Cc::Ne, l("zen_gen_done")),
+        Inst::Comment("model: base | extended << 4 (base family 0xf on every Zen)".into()),
+        mov(Reg::Dx, Reg::Ax),
+        shr(Reg::Dx, 4),
+        alu_imm(Alu::And, Reg::Dx, 0xf, true),
+        shr(Reg::Ax, 12),
+        alu_imm(Alu::And, Reg::Ax, 0xf0, true),
+        alu(Alu::Or, Reg::Dx, Reg::Ax),
+    ]);
+    for info in FEATURES {
+        let Detect::ZenGeneration { family, models } = info.detect else {
+            continue;
+        };
+        let name = info.feature.name();
+        let next = l(&format!("not_{name}"));
+        b.push(alu_imm(Alu::Cmp, Reg::Cx, family, true));
+        b.push(jcc(Cc::Ne, next.clone()));
+        for (i, &(lo, hi)) in models.iter().enumerate() {
+            let miss = l(&format!("not_{name}_{i}"));
+            if lo > 0 {
+                b.push(alu_imm(Alu::Cmp, Reg::Dx, lo, true));
+                b.push(jcc(Cc::B, miss.clone()));
+            }
+            b.push(alu_imm(Alu::Cmp, Reg::Dx, hi, true));
+            b.push(jcc(Cc::A, miss.clone()));
+            b.push(set(info.feature));
+            b.push(Inst::Jmp {
+                target: l("zen_gen_done"),
+            });
+            b.push(Inst::Label(miss));
+        }
+        b.push(Inst::Label(next));
+    }
+    b.extend([
+        Inst::Label(l("zen_gen_done")),
         Inst::Comment("leaf 7, when the CPU has it".into()),
         alu_imm(Alu::Cmp, r.max_leaf, 7, false),
         jcc(Cc::B, l("select")),

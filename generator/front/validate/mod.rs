@@ -217,6 +217,7 @@ impl Validator<'_> {
         // With the directions in error, judge the names against both
         // (that error is reported already).
         let both = [Direction::FromUser, Direction::ToUser];
+        let kernel = raw.linux.kernel;
         let linux = self.keep(self.linux(
             arch,
             routine,
@@ -275,7 +276,7 @@ impl Validator<'_> {
             let classes = self.dispatch(arch, &root_dispatch, &raw.dispatch, &methods, &broken);
             (classes, Some(Vec::new()))
         } else {
-            match self.keep(self.variants(arch, caps, &budget, &raw, &methods, &broken)) {
+            match self.keep(self.variants(arch, caps, &budget, &raw, kernel, &methods, &broken)) {
                 Some(Some(variants)) => {
                     let default = variants.last().expect("validated non-empty");
                     (Some(default.classes.clone()), Some(variants))

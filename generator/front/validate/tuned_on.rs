@@ -1,7 +1,7 @@
 //! `[tuned_on]`: the CPU a tuned strategy was measured on.
 
 use super::*;
-use crate::arch::cpu::{is_zen, ZEN_FAMILY};
+use crate::arch::cpu::{is_zen, zen_generation, ZEN_FAMILY};
 use crate::front::variant::TunedOn;
 
 impl Validator<'_> {
@@ -68,6 +68,26 @@ impl Validator<'_> {
                     "`zen` is listed exactly for a Zen vendor's family {ZEN_FAMILY:#x} and up; {v} family {:#x} {}",
                     raw.family,
                     if zen { "is one, so list it" } else { "is not one" }
+                ),
+            ));
+        }
+        let generation = zen_generation(v, raw.family, raw.model);
+        let listed: Vec<CpuFeature> = features
+            .iter()
+            .copied()
+            .filter(|&f| crate::arch::cpu::is_zen_generation(f))
+            .collect();
+        if listed != generation.into_iter().collect::<Vec<_>>() {
+            return Err(self.err(
+                &path.key("features"),
+                format!(
+                    "the Zen generation bit is listed as the kernel sets it, by AMD family and model: {v} family {:#x} model {:#x} {}",
+                    raw.family,
+                    raw.model,
+                    match generation {
+                        Some(g) => format!("is `{g}`, so list it and no other"),
+                        None => "has none".to_string(),
+                    }
                 ),
             ));
         }

@@ -14,6 +14,7 @@ impl Validator<'_> {
         caps: &crate::arch::Capabilities,
         budget: &Budget,
         raw: &RawStrategy,
+        kernel: Option<KernelVersion>,
         shared: &BTreeMap<String, Method>,
         broken: &BTreeSet<String>,
     ) -> R<Option<Vec<Variant>>> {
@@ -82,6 +83,9 @@ impl Validator<'_> {
                 (None, true) => None,
                 (Some(words), false) => Some(self.cpu_condition(&path.key("when"), words)?),
             };
+            if let (Some(c), Some(words)) = (&when, &v.when) {
+                self.features_in_tree(&path.key("when"), c, words, kernel)?;
+            }
             if i == last && when.is_some() {
                 return Err(self.err(
                     &path.key("when"),
@@ -131,6 +135,47 @@ impl Validator<'_> {
         }
         self.unreachable_variants(&vpath, &out);
         Ok(Some(out))
+    }
+
+    /// A condition's features must exist in every tree the linux flavour
+    /// is written for (`kernel`; none: 6.1 and 6.12), since the flavour
+    /// names each bit's `X86_FEATURE_*` macro.
+    fn features_in_tree(
+        &self,
+        path: &FieldPath,
+        c: &CpuCondition,
+        words: &[String],
+        kernel: Option<KernelVersion>,
+    ) -> R<()> {
+        let trees: Vec<KernelVersion> = match kernel {
+            Some(k) => vec![k],
+            None => KernelVersion::ALL.to_vec(),
+        };
+        for f in c.require.iter().chain(&c.exclude) {
+            let Some(&k) = trees.iter().find(|&&k| !f.in_tree(k)) else {
+                continue;
+            };
+            let i = words
+                .iter()
+                .position(|w| w.trim_start_matches('!') == f.name())
+                .unwrap_or(0);
+            let targets = match kernel {
+                Some(_) => format!("this file is for Linux {}", k.name()),
+                None => format!(
+                    "without `linux.kernel` the file builds in Linux {} too",
+                    k.name()
+                ),
+            };
+            return Err(self.err(
+                &path.index(i),
+                format!(
+                    "`{f}` is the kernel's {}, which Linux {} does not define, and {targets}: set `kernel = \"6.12\"` in [linux]",
+                    f.kernel_macro(),
+                    k.name()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// `["zen", "erms", "!fsrm"]`: every feature listed present, every `!`

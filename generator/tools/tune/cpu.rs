@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::arch::cpu::{is_zen, Cpuid};
+use crate::arch::cpu::{is_zen, zen_generation, Cpuid};
 use crate::front::variant::{CpuFeature, TunedOn};
 use crate::tools::bench;
 
@@ -18,6 +18,8 @@ pub struct CpuInfo {
     pub stepping: u32,
     pub erms: bool,
     pub fsrm: bool,
+    /// The kernel's `X86_FEATURE_REP_GOOD`, as CPUID lets copygen decode it.
+    pub rep_good: bool,
     pub name: String,
 }
 
@@ -38,6 +40,7 @@ impl CpuInfo {
             stepping: id.stepping(),
             erms: f.has(CpuFeature::Erms),
             fsrm: f.has(CpuFeature::Fsrm),
+            rep_good: f.has(CpuFeature::RepGood),
             name,
         }
     }
@@ -77,10 +80,7 @@ impl CpuInfo {
             vendor: self.vendor.clone(),
             family: self.family,
             model: self.model,
-            features: CpuFeature::ALL
-                .into_iter()
-                .filter(|f| self.features().contains(f))
-                .collect(),
+            features: self.features(),
         }
     }
 
@@ -94,12 +94,30 @@ impl CpuInfo {
             stepping: 0,
             erms: t.has(CpuFeature::Erms),
             fsrm: t.has(CpuFeature::Fsrm),
+            rep_good: t.has(CpuFeature::RepGood),
             name: String::new(),
         }
     }
 
-    /// The feature bits a per-CPU variant may test that this CPU has.
+    /// The feature bits a per-CPU variant may test that this CPU has, in
+    /// [`CpuFeature::ALL`] order.
     pub fn features(&self) -> Vec<CpuFeature> {
+        let generation = self.zen_generation();
+        CpuFeature::ALL
+            .into_iter()
+            .filter(|&f| match f {
+                CpuFeature::Erms => self.erms,
+                CpuFeature::Fsrm => self.fsrm,
+                CpuFeature::Zen => is_zen(&self.vendor, self.family),
+                CpuFeature::RepGood => self.rep_good,
+                _ => generation == Some(f),
+            })
+            .collect()
+    }
+
+    /// The bits a merged variant's condition names first: `zen`, `fsrm`,
+    /// `erms` (those the CPU has).
+    pub fn base_features(&self) -> Vec<CpuFeature> {
         let mut f = Vec::new();
         if is_zen(&self.vendor, self.family) {
             f.push(CpuFeature::Zen);
@@ -111,6 +129,11 @@ impl CpuInfo {
             f.push(CpuFeature::Erms);
         }
         f
+    }
+
+    /// The kernel's Zen generation bit for this CPU (`zen1`..`zen5`), if any.
+    pub fn zen_generation(&self) -> Option<CpuFeature> {
+        zen_generation(&self.vendor, self.family, self.model)
     }
 
     /// A variant name for this CPU: `amd_f19_m11`.

@@ -1,7 +1,9 @@
 //! `copygen tune --merge a.toml b.toml ...`: tune results from several CPUs
 //! become one per-CPU strategy. Each input's recorded CPU (the
 //! `[tuned_on]` table a tune writes) gives its variant: named after the CPU, with the
-//! feature bits that CPU has as its condition. Variants are ordered by how
+//! feature bits that CPU has as its condition (`zen`, `fsrm`, `erms`, and
+//! the kernel's Zen generation bit, `zen1`..`zen5`, where another input has
+//! the same other bits, so that the two stay apart). Variants are ordered by how
 //! many bits they require, most first, so a CPU gets the result of the
 //! input whose bits it has most of; the last becomes the default. Each
 //! input's methods are renamed `<variant>_<method>`.
@@ -12,7 +14,7 @@ use super::cpu::CpuInfo;
 use crate::front::parse;
 use crate::front::strategy::{Method, SizeClass, Strategy};
 use crate::front::to_toml;
-use crate::front::variant::{CpuCondition, Variant};
+use crate::front::variant::{CpuCondition, CpuFeature, Variant};
 
 /// One tune result to merge: its file and text.
 pub struct Input {
@@ -101,6 +103,26 @@ fn renamed_classes(classes: &[SizeClass], variant: &str) -> Vec<SizeClass> {
         .collect()
 }
 
+/// The bits `t`'s variant requires: its `zen`, `fsrm`, `erms`, then its
+/// Zen generation bit when another input shares those (a Zen 3 and a Zen 4
+/// both have all three).
+fn condition(t: &Tuned, all: &[Tuned]) -> Vec<CpuFeature> {
+    let mut bits = t.cpu.base_features();
+    let shared = all.iter().any(|u| {
+        !std::ptr::eq(u, t)
+            && u.cpu.base_features() == bits
+            && u.cpu.zen_generation() != t.cpu.zen_generation()
+    });
+    if let (true, Some(g)) = (shared, t.cpu.zen_generation()) {
+        let at = bits
+            .iter()
+            .position(|&f| f == CpuFeature::Zen)
+            .map_or(0, |i| i + 1);
+        bits.insert(at, g);
+    }
+    bits
+}
+
 /// The merged strategy and its file text (header comments, then the
 /// strategy); `name` replaces the first input's name. Errors are located
 /// (`file:line: error: ...`).
@@ -108,7 +130,7 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
     if inputs.len() < 2 {
         return Err("error: --merge needs at least two tune results".into());
     }
-    let mut tuned = inputs.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    let tuned = inputs.iter().map(read).collect::<Result<Vec<_>, _>>()?;
     let first = &tuned[0];
     for t in &tuned[1..] {
         for ((key, a), (_, b)) in shared(&first.strategy).into_iter().zip(shared(&t.strategy)) {
@@ -130,8 +152,8 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
                 == (&u.cpu.vendor, u.cpu.family, u.cpu.model);
             let why = if same_cpu {
                 "was tuned on the same CPU"
-            } else if t.cpu.features() == u.cpu.features() {
-                "was tuned on a CPU with the same feature bits (erms, fsrm, zen), so no variant condition tells the two apart"
+            } else if condition(t, &tuned) == condition(u, &tuned) {
+                "was tuned on a CPU with the same feature bits (erms, fsrm, zen and the Zen generation), so no variant condition tells the two apart"
             } else {
                 continue;
             };
@@ -165,7 +187,15 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
         }
     }
     // Most required bits first; the input order breaks ties (stable sort).
-    tuned.sort_by_key(|t| std::cmp::Reverse(t.cpu.features().len()));
+    let conditions: Vec<Vec<CpuFeature>> = tuned.iter().map(|t| condition(t, &tuned)).collect();
+    let mut order: Vec<usize> = (0..tuned.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(conditions[i].len()));
+    let mut slots: Vec<Option<Tuned>> = tuned.into_iter().map(Some).collect();
+    let tuned: Vec<Tuned> = order
+        .iter()
+        .map(|&i| slots[i].take().expect("each input once"))
+        .collect();
+    let conditions: Vec<Vec<CpuFeature>> = order.iter().map(|&i| conditions[i].clone()).collect();
     let last = tuned.len() - 1;
     let variants: Vec<Variant> = tuned
         .iter()
@@ -175,7 +205,7 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
             Variant {
                 classes: renamed_classes(&t.strategy.classes, &vname),
                 when: (i != last).then(|| CpuCondition {
-                    require: t.cpu.features(),
+                    require: conditions[i].clone(),
                     exclude: Vec::new(),
                 }),
                 name: vname,

@@ -1,0 +1,415 @@
+//! Which variant of the per-CPU catalog strategies each CPU runs: CPU
+//! models given by their CPUID words (vendor, leaf-1 signature, leaf-7
+//! ERMS/FSRM bits) go through the standalone resolver's own instructions
+//! (interpreted here, `cpuid` answered from the table) and through the
+//! linux flavour's ALTERNATIVE chain with the bits the kernel tree sets
+//! (and, for 6.12's inline site, the site chain first).
+
+use std::collections::HashMap;
+
+use copygen::arch::cpu::{CpuFeatures, Cpuid, INTEL, ZEN_VENDORS};
+use copygen::backend::x86::{entry, Alu, Cc, Inst, Reg};
+use copygen::front::catalog::catalog;
+use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
+use copygen::front::variant::CpuFeature;
+use copygen::lower::call_site::{self, SiteInsn, SiteTarget};
+use copygen::lower::variants::variant_symbol;
+
+const ERMS: u32 = 1 << 9; // leaf 7 ebx
+const FSRM: u32 = 1 << 4; // leaf 7 edx
+
+/// One CPU model: name, vendor words, leaf-1 eax, leaf-7 (ebx, edx), and
+/// the variant each strategy should pick: guarded-movsb, guarded-movsb-612,
+/// guarded-movsb-32.
+struct Model {
+    name: &'static str,
+    vendor: [u32; 3],
+    leaf1: u32,
+    leaf7: (u32, u32),
+    expect: [&'static str; 3],
+}
+
+const AMD: [u32; 3] = ZEN_VENDORS[0].1;
+
+const MODELS: &[Model] = &[
+    // AMD EPYC 7601: family 0x17 model 0x01, neither ERMS nor FSRM.
+    Model {
+        name: "Zen 1 (EPYC 7601)",
+        vendor: AMD,
+        leaf1: 0x0080_0f12,
+        leaf7: (0, 0),
+        expect: ["zen_movsq", "noerms", "loop"],
+    },
+    // qemu's `-cpu EPYC`: family 0x17 model 1 stepping 2, no ERMS, no FSRM.
+    Model {
+        name: "qemu EPYC",
+        vendor: AMD,
+        leaf1: 0x0080_0f12,
+        leaf7: (0, 0),
+        expect: ["zen_movsq", "noerms", "loop"],
+    },
+    // AMD EPYC 7742: family 0x17 model 0x31.
+    Model {
+        name: "Zen 2 (EPYC 7742)",
+        vendor: AMD,
+        leaf1: 0x0083_0f10,
+        leaf7: (0, 0),
+        expect: ["zen_movsq", "noerms", "loop"],
+    },
+    // AMD EPYC 7763: family 0x19 model 0x01, ERMS and FSRM.
+    Model {
+        name: "Zen 3 (EPYC 7763)",
+        vendor: AMD,
+        leaf1: 0x00a0_0f11,
+        leaf7: (ERMS, FSRM),
+        expect: ["zen", "zen", "zen"],
+    },
+    // qemu's `-cpu EPYC-Milan`: family 0x19 model 1, ERMS and FSRM.
+    Model {
+        name: "qemu EPYC-Milan",
+        vendor: AMD,
+        leaf1: 0x00a0_0f11,
+        leaf7: (ERMS, FSRM),
+        expect: ["zen", "zen", "zen"],
+    },
+    // A Zen 3 whose hypervisor hides ERMS and FSRM.
+    Model {
+        name: "Zen 3, ERMS hidden",
+        vendor: AMD,
+        leaf1: 0x00a0_0f11,
+        leaf7: (0, 0),
+        expect: ["zen_movsq", "noerms", "loop"],
+    },
+    // AMD EPYC 9654: family 0x19 model 0x11.
+    Model {
+        name: "Zen 4 (EPYC 9654)",
+        vendor: AMD,
+        leaf1: 0x00a1_0f11,
+        leaf7: (ERMS, FSRM),
+        expect: ["zen", "zen", "zen"],
+    },
+    // AMD EPYC 9005: family 0x1a model 0x02.
+    Model {
+        name: "Zen 5 (EPYC 9005)",
+        vendor: AMD,
+        leaf1: 0x00b0_0f21,
+        leaf7: (ERMS, FSRM),
+        expect: ["zen", "zen", "zen"],
+    },
+    // Intel Sandy Bridge: family 6 model 0x2a, no ERMS.
+    Model {
+        name: "Intel without ERMS (Sandy Bridge)",
+        vendor: INTEL,
+        leaf1: 0x0002_06a7,
+        leaf7: (0, 0),
+        expect: ["movsq", "noerms", "loop"],
+    },
+    // qemu's `-cpu Skylake-Client-v4`: family 6 model 94, ERMS, no FSRM.
+    Model {
+        name: "Intel with ERMS (qemu Skylake-Client-v4)",
+        vendor: INTEL,
+        leaf1: 0x0005_06e3,
+        leaf7: (ERMS, 0),
+        expect: ["erms", "erms", "erms"],
+    },
+    // Intel Ice Lake: family 6 model 0x7e, ERMS and FSRM.
+    Model {
+        name: "Intel with FSRM (Ice Lake)",
+        vendor: INTEL,
+        leaf1: 0x0007_06e5,
+        leaf7: (ERMS, FSRM),
+        expect: ["fsrm", "fsrm", "fsrm"],
+    },
+];
+
+const STRATEGIES: [&str; 3] = ["guarded-movsb", "guarded-movsb-612", "guarded-movsb-32"];
+
+fn strategy(name: &str) -> Strategy {
+    catalog()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("{name} is in the catalog"))
+}
+
+/// Runs the resolver's detection instructions with `cpuid` answered from
+/// `m`, and returns the feature mask it leaves.
+fn interpret_detection(m: &Model) -> CpuFeatures {
+    let l = |n: &str| format!(".Lt_{n}");
+    let insts = entry::detection(copygen::front::strategy::Arch::X86_64, &l);
+    let labels: HashMap<String, usize> = insts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, x)| match x {
+            Inst::Label(n) => Some((n.clone(), i)),
+            _ => None,
+        })
+        .collect();
+    let mut regs = [0u32; 16];
+    let (mut zf, mut cf) = (false, false);
+    let mut pc = 0;
+    let r = |reg: Reg| reg.num() as usize;
+    let mut steps = 0;
+    while pc < insts.len() {
+        steps += 1;
+        assert!(steps < 10_000, "the detection terminates");
+        let mut next = pc + 1;
+        match &insts[pc] {
+            Inst::Comment(_) | Inst::Label(_) => {}
+            Inst::Cpuid => {
+                let (a, b, c, d) = match regs[r(Reg::Ax)] {
+                    0 => (13, m.vendor[0], m.vendor[2], m.vendor[1]),
+                    1 => (m.leaf1, 0x0800, 0x7ed8_320b, 0x178b_fbff),
+                    7 => (0, m.leaf7.0, 0, m.leaf7.1),
+                    leaf => panic!("unexpected leaf {leaf}"),
+                };
+                regs[r(Reg::Ax)] = a;
+                regs[r(Reg::Bx)] = b;
+                regs[r(Reg::Cx)] = c;
+                regs[r(Reg::Dx)] = d;
+            }
+            Inst::Mov { dst, src, .. } => regs[r(*dst)] = regs[r(*src)],
+            Inst::MovImm { dst, imm, .. } => regs[r(*dst)] = *imm,
+            Inst::Shr { reg, imm, .. } => {
+                regs[r(*reg)] >>= imm;
+                zf = regs[r(*reg)] == 0;
+            }
+            Inst::AluImm { op, reg, imm, .. } => {
+                let v = alu(*op, regs[r(*reg)], *imm as u32, &mut zf, &mut cf);
+                if let Some(v) = v {
+                    regs[r(*reg)] = v;
+                }
+            }
+            Inst::AluReg { op, dst, src, .. } => {
+                let v = alu(*op, regs[r(*dst)], regs[r(*src)], &mut zf, &mut cf);
+                if let Some(v) = v {
+                    regs[r(*dst)] = v;
+                }
+            }
+            Inst::Jcc { cc, target } => {
+                let take = match cc {
+                    Cc::E | Cc::Z => zf,
+                    Cc::Ne => !zf,
+                    Cc::B => cf,
+                    Cc::Be => cf || zf,
+                    Cc::A => !cf && !zf,
+                    Cc::Ae => !cf,
+                };
+                if take {
+                    next = labels[target];
+                }
+            }
+            Inst::Jmp { target } => next = labels[target],
+            other => panic!("the detection holds no {other:?}"),
+        }
+        pc = next;
+    }
+    CpuFeatures::from_mask(regs[r(entry::mask_register(copygen::front::strategy::Arch::X86_64))])
+}
+
+/// One ALU operation: the flags it sets, and the value it writes (none for
+/// `cmp` and `test`).
+fn alu(op: Alu, a: u32, b: u32, zf: &mut bool, cf: &mut bool) -> Option<u32> {
+    let (v, write) = match op {
+        Alu::Add => (a.wrapping_add(b), true),
+        Alu::Sub => (a.wrapping_sub(b), true),
+        Alu::And => (a & b, true),
+        Alu::Or => (a | b, true),
+        Alu::Xor => (a ^ b, true),
+        Alu::Cmp => (a.wrapping_sub(b), false),
+        Alu::Test => (a & b, false),
+    };
+    *zf = v == 0;
+    *cf = op == Alu::Cmp && a < b;
+    write.then_some(v)
+}
+
+fn cpuid(m: &Model) -> Cpuid {
+    Cpuid::from_words(13, m.vendor, m.leaf1, Some(m.leaf7))
+}
+
+/// The variant the standalone resolver picks: the first whose condition
+/// holds on the mask.
+fn standalone_pick(s: &Strategy, f: CpuFeatures) -> String {
+    s.variants
+        .iter()
+        .find(|v| v.when.as_ref().is_none_or(|c| c.holds(f)))
+        .unwrap()
+        .name
+        .clone()
+}
+
+/// The kernel's bits on `m` in `tree` (6.1 has no ZEN5).
+fn kernel_bits(m: &Model, tree: KernelVersion) -> CpuFeatures {
+    let list: Vec<CpuFeature> = cpuid(m)
+        .features()
+        .list()
+        .into_iter()
+        .filter(|f| f.in_tree(tree))
+        .collect();
+    CpuFeatures::from_list(&list)
+}
+
+/// Walks the linux entry's ALTERNATIVE chain: an `AltJmp` is a `jmp` where
+/// the kernel leaves one (feature present == `if_set`), NOPs elsewhere.
+fn linux_pick(s: &Strategy, f: CpuFeatures) -> String {
+    let dir = s.directions[0];
+    let e = entry::entries(s, Flavor::Linux).remove(0);
+    let labels: HashMap<&str, usize> = e
+        .insts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, x)| match x {
+            Inst::Label(n) => Some((n.as_str(), i)),
+            _ => None,
+        })
+        .collect();
+    let by_symbol: HashMap<String, String> = s
+        .variants
+        .iter()
+        .map(|v| (variant_symbol(s, v, Flavor::Linux, dir), v.name.clone()))
+        .collect();
+    let mut pc = 0;
+    loop {
+        match &e.insts[pc] {
+            Inst::AltJmp {
+                target,
+                feature,
+                if_set,
+            } if f.has(*feature) == *if_set => pc = labels[target.as_str()],
+            Inst::Jmp { target } => match labels.get(target.as_str()) {
+                Some(&i) => pc = i,
+                None => return by_symbol[target].clone(),
+            },
+            _ => pc += 1,
+        }
+    }
+}
+
+#[test]
+fn the_resolver_decodes_the_table_s_cpus_as_the_rust_decoder_does() {
+    for m in MODELS {
+        assert_eq!(interpret_detection(m), cpuid(m).features(), "{}", m.name);
+    }
+    // And the generations: Zen 1 is zen1, the qemu EPYC too, Zen 5 zen5.
+    let gen = |i: usize| cpuid(&MODELS[i]).features();
+    assert!(gen(0).has(CpuFeature::Zen1) && gen(1).has(CpuFeature::Zen1));
+    assert!(gen(2).has(CpuFeature::Zen2));
+    assert!(gen(3).has(CpuFeature::Zen3) && gen(6).has(CpuFeature::Zen4));
+    assert!(gen(7).has(CpuFeature::Zen5));
+    assert!(MODELS
+        .iter()
+        .all(|m| cpuid(m).features().has(CpuFeature::RepGood)));
+}
+
+#[test]
+fn every_cpu_of_the_table_gets_its_class_s_variant_standalone_and_in_the_kernel() {
+    for (k, name) in STRATEGIES.iter().enumerate() {
+        let s = strategy(name);
+        for m in MODELS {
+            let want = m.expect[k];
+            let found = interpret_detection(m);
+            assert_eq!(
+                standalone_pick(&s, found),
+                want,
+                "{name} standalone on {}",
+                m.name
+            );
+            for tree in KernelVersion::ALL {
+                let bits = kernel_bits(m, tree);
+                assert_eq!(
+                    linux_pick(&s, bits),
+                    want,
+                    "{name} linux {} on {}",
+                    tree.name(),
+                    m.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
+    let s = strategy("guarded-movsb-612");
+    let chain = call_site::chain(&s, KernelVersion::V6_12);
+    assert!(chain.fallback.is_none(), "{:?}", chain.fallback);
+    let dir = Direction::FromUser;
+    for m in MODELS {
+        let bits = kernel_bits(m, KernelVersion::V6_12);
+        let want = m.expect[1];
+        let got = match chain.chosen(bits) {
+            SiteInsn::RepMovsb => "fsrm".to_string(),
+            SiteInsn::Call(SiteTarget::Routine(sym)) => {
+                match s
+                    .variants
+                    .iter()
+                    .find(|v| variant_symbol(&s, v, Flavor::Linux, dir) == *sym)
+                {
+                    Some(v) => v.name.clone(),
+                    // The entry: its own chain picks.
+                    None => linux_pick(&s, bits),
+                }
+            }
+            SiteInsn::Call(SiteTarget::RepMovsAlternative) => panic!("the stock routine"),
+        };
+        assert_eq!(got, want, "6.12 site on {}", m.name);
+        if want == "fsrm" {
+            assert_eq!(
+                call_site::site(&s, KernelVersion::V6_12, bits),
+                call_site::stock_site(KernelVersion::V6_12, bits),
+                "{}",
+                m.name
+            );
+        }
+    }
+}
+
+/// A strategy naming `zen5` for `kernel` (none: both trees).
+fn zen5_strategy(kernel: Option<&str>) -> String {
+    let linux = kernel.map_or(String::new(), |k| format!("[linux]\nkernel = \"{k}\"\n"));
+    format!(
+        r#"name = "zen5_only"
+description = "A variant for Zen 5."
+arch = "x86_64"
+{linux}
+[methods.movsb]
+kind = "rep_movs"
+unit = 1
+
+[[variants]]
+name = "five"
+when = ["erms", "zen5"]
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+
+[[variants]]
+name = "other"
+default = true
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+"#
+    )
+}
+
+#[test]
+fn zen5_is_refused_where_the_tree_lacks_it_with_its_line() {
+    use copygen::front::parse::parse;
+    use std::path::Path;
+    for kernel in [Some("6.1"), None] {
+        let text = zen5_strategy(kernel);
+        let line = text.lines().position(|l| l.contains("zen5\"]")).unwrap() + 1;
+        let err = parse(Path::new("z.toml"), &text, None)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.contains(&format!("z.toml:{line}:")) && err.contains("X86_FEATURE_ZEN5"),
+            "{kernel:?}: {err}"
+        );
+    }
+    let s = parse(Path::new("z.toml"), &zen5_strategy(Some("6.12")), None).unwrap();
+    let when = s.variants[0].when.as_ref().unwrap();
+    assert_eq!(when.kernel_text(), "X86_FEATURE_ERMS && X86_FEATURE_ZEN5");
+}
