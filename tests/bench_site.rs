@@ -549,9 +549,9 @@ fn bad_site_options_are_located_errors() {
             "kernel",
             "guarded-movsb",
             "--site-kernel",
-            "6.1",
+            "5.10",
         ],
-        &["--site-kernel 6.1"],
+        &["--site-kernel", "`5.10`", "6.1, 6.12"],
     );
     refused(
         &[
