@@ -9,7 +9,7 @@
 use std::process::Command;
 
 use copygen::arch::cpu::CpuFeatures;
-use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
+use copygen::front::strategy::{Convention, Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
 use copygen::jit::site::{
     compile_site, rep_movs_form, JitSite, SiteArgs, SiteError, CONTEXTS, C_SUFFIX,
@@ -18,7 +18,8 @@ use copygen::jit::site::{
 use copygen::lower::call_site::{SiteCall, SiteCode, SiteTarget};
 use copygen::lower::entry_symbol;
 use copygen::lower::variants::{select, variant_symbol};
-use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject};
+use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, KernelModel};
+use copygen::tools::bench::stock::{tree_available, StockFeatures, StockObject};
 
 const PAGE: usize = 4096;
 const INLINE: [u8; 5] = [0xf3, 0xa4, 0x0f, 0x1f, 0x00];
@@ -31,6 +32,26 @@ fn zen() -> CpuFeatures {
 }
 fn old() -> CpuFeatures {
     CpuFeatures::from_list(&[CpuFeature::Erms])
+}
+
+/// The stock kernel `k` from its tree, for a CPU with `f` (REP_GOOD set);
+/// `None`, SKIPPED said loudly, without a tree or Debian's tarball.
+fn model(k: KernelVersion, f: CpuFeatures) -> Option<KernelModel> {
+    if !tree_available(k) {
+        eprintln!(
+            "SKIPPED: no Linux {} tree and no /usr/src/linux-source-{}.tar.xz (verify/install-deps installs it)",
+            k.name(),
+            k.name()
+        );
+        return None;
+    }
+    let stock = StockObject::load(k, None).unwrap();
+    let sf = StockFeatures {
+        erms: f.has(CpuFeature::Erms),
+        fsrm: f.has(CpuFeature::Fsrm),
+        rep_good: true,
+    };
+    Some(KernelModel::from_object(stock, sf, f, false).unwrap())
 }
 
 fn catalog(name: &str) -> Strategy {
@@ -179,7 +200,13 @@ fn the_stock_site_is_inline_rep_movsb_on_fsrm_and_a_call_of_rep_movs_alternative
             target: SiteTarget::RepMovsAlternative
         }]
     );
-    assert!(resolve_site(None, KernelVersion::V6_1, intel()).is_err());
+    // 6.1: a call of the routine alternative_call_2 picks, C convention.
+    let c = resolve_site(None, KernelVersion::V6_1, intel()).unwrap();
+    assert_eq!(c.convention, Convention::C);
+    assert_eq!(
+        c.calls[0].target,
+        SiteTarget::Routine("copy_user_enhanced_fast_string".into())
+    );
 }
 
 #[test]
@@ -225,7 +252,10 @@ fn the_inline_site_copies_and_leaves_rcx_zero() {
 
 #[test]
 fn a_fault_in_the_inline_site_resumes_after_it_with_rcx_bytes_left() {
-    let site = stock_subject(KernelVersion::V6_12, intel()).unwrap().site;
+    let Some(m) = model(KernelVersion::V6_12, intel()) else {
+        return;
+    };
+    let site = stock_subject(&m).unwrap().site;
     for (k, n) in [(0, 10), (5, 100), (100, 4096)] {
         faults(&site, k, n, false);
     }
@@ -234,13 +264,17 @@ fn a_fault_in_the_inline_site_resumes_after_it_with_rcx_bytes_left() {
 #[test]
 fn the_call_site_reaches_rep_movs_alternative_and_returns_bytes_left() {
     let code = resolve_site(None, KernelVersion::V6_12, old()).unwrap();
-    let site = stock_subject(KernelVersion::V6_12, old()).unwrap().site;
+    let Some(m) = model(KernelVersion::V6_12, old()) else {
+        return;
+    };
+    let site = stock_subject(&m).unwrap().site;
     let target = site.routine_offset(REP_MOVS_ALTERNATIVE).unwrap();
     placed(&site, &code, Some(target));
     for n in (0..=70).chain([100, 1000, 5000]) {
         copies(&site, n % CONTEXTS, n, n % 5, n % 3);
     }
-    // movs-alternative is exact: rcx is exactly the bytes not copied.
+    // The tree's rep_movs_alternative is exact: rcx is exactly the bytes
+    // not copied.
     for (k, n) in [(0, 9), (3, 40), (20, 60), (100, 300), (3000, 5000)] {
         faults(&site, k, n, true);
     }
@@ -266,7 +300,10 @@ fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
     let SiteTarget::Routine(sym) = code.calls[0].target.clone() else {
         panic!("a call of a routine");
     };
-    let site = site_subject(&gm, KernelVersion::V6_12, zen()).unwrap().site;
+    let Some(m) = model(KernelVersion::V6_12, zen()) else {
+        return;
+    };
+    let site = site_subject(&gm, &m).unwrap().site;
     assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
     placed(&site, &code, site.routine_offset(&sym));
     copies_and_faults(&site);
@@ -279,7 +316,10 @@ fn a_c_convention_site_reaches_the_variant_through_the_entry_and_the_rep_movs_en
     let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
         panic!("a call of a routine");
     };
-    let site = site_subject(&gm, KernelVersion::V6_12, zen()).unwrap().site;
+    let Some(m) = model(KernelVersion::V6_12, zen()) else {
+        return;
+    };
+    let site = site_subject(&gm, &m).unwrap().site;
     let at = site.routine_offset(&entry).unwrap();
     placed(&site, &code, Some(at));
     // The entry, as alternatives leave it on Zen: a jump to the zen
@@ -309,6 +349,7 @@ fn a_rep_movs_strategy_is_called_directly() {
             at: 1,
             target: SiteTarget::Routine(sym.clone()),
         }],
+        convention: Convention::RepMovs,
     };
     let site = compile_site(&code, &[rep_movs_form(&ma)], intel()).unwrap();
     assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
@@ -328,6 +369,7 @@ fn the_loop_reloads_what_the_site_clobbers_and_keeps_the_callers_registers() {
             0x48, 0x85, 0xc0, // test rax, rax
         ],
         calls: Vec::new(),
+        convention: Convention::RepMovs,
     };
     let site = compile_site(&code, &[], intel()).unwrap();
     let src = pattern(64 * 40, 9);
@@ -377,7 +419,10 @@ fn the_loop_reloads_what_the_site_clobbers_and_keeps_the_callers_registers() {
 #[test]
 fn the_rep_movs_entry_clobbers_only_what_the_convention_allows() {
     let gm = catalog("guarded-movsb");
-    let site = site_subject(&gm, KernelVersion::V6_12, old()).unwrap().site;
+    let Some(m) = model(KernelVersion::V6_12, old()) else {
+        return;
+    };
+    let site = site_subject(&gm, &m).unwrap().site;
     let SiteTarget::Routine(sym) = resolve_site(Some(&gm), KernelVersion::V6_12, old())
         .unwrap()
         .calls[0]
@@ -423,6 +468,7 @@ fn sites_that_cannot_be_linked_are_errors() {
             at: 1,
             target: SiteTarget::Routine("no_such_routine".into()),
         }],
+        convention: Convention::RepMovs,
     };
     match compile_site(&unlinked, &[], intel()) {
         Err(SiteError::Unlinked(s)) => assert_eq!(s, "no_such_routine"),
@@ -432,7 +478,8 @@ fn sites_that_cannot_be_linked_are_errors() {
         compile_site(
             &SiteCode {
                 calls: unlinked.calls.clone(),
-                bytes: vec![0xe8, 0, 0]
+                bytes: vec![0xe8, 0, 0],
+                convention: Convention::RepMovs,
             },
             &[],
             intel()
@@ -443,7 +490,8 @@ fn sites_that_cannot_be_linked_are_errors() {
         compile_site(
             &SiteCode {
                 calls: unlinked.calls.clone(),
-                bytes: vec![0x90; 5]
+                bytes: vec![0x90; 5],
+                convention: Convention::RepMovs,
             },
             &[],
             intel()
@@ -457,7 +505,8 @@ fn sites_that_cannot_be_linked_are_errors() {
                     at: 0,
                     target: SiteTarget::RepMovsAlternative
                 }],
-                bytes: vec![0xe8; 5]
+                bytes: vec![0xe8; 5],
+                convention: Convention::RepMovs,
             },
             &[],
             intel()
@@ -500,9 +549,9 @@ fn bad_site_options_are_located_errors() {
             "kernel",
             "guarded-movsb",
             "--site-kernel",
-            "6.1",
+            "5.10",
         ],
-        &["--site-kernel 6.1"],
+        &["--site-kernel", "`5.10`", "6.1, 6.12"],
     );
     refused(
         &[

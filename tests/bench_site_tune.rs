@@ -14,19 +14,7 @@ fn copygen(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn bad_tune_site_options_are_located_errors() {
-    let cases: [(&[&str], &[&str]); 4] = [
-        (
-            &[
-                "tune",
-                "--site",
-                "kernel",
-                "--site-kernel",
-                "6.1",
-                "--distribution",
-                "MemcpyGoogleQ",
-            ],
-            &["--site-kernel 6.1"],
-        ),
+    let cases: [(&[&str], &[&str]); 3] = [
         (
             &[
                 "tune",
@@ -37,7 +25,7 @@ fn bad_tune_site_options_are_located_errors() {
                 "--distribution",
                 "MemcpyGoogleQ",
             ],
-            &["--site-kernel", "4.19"],
+            &["--site-kernel", "4.19", "6.1, 6.12"],
         ),
         (
             &[

@@ -96,7 +96,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "WHERE", value_parser = ["kernel"],
           conflicts_with_all = ["workload", "kernel", "baseline", "variant"])]
     site: Option<String>,
-    /// With --site kernel: the kernel whose call site is timed (6.12).
+    /// With --site kernel: the kernel whose call site is timed (6.1 or
+    /// 6.12).
     #[arg(
         long,
         value_name = "VERSION",
@@ -104,6 +105,23 @@ pub struct BenchArgs {
         requires = "site"
     )]
     site_kernel: String,
+    /// With --site kernel: the kernel tree whose arch/x86/lib/copy_user_64.S
+    /// is the stock routine (built with kbuild into copygen's cache). Default:
+    /// $COPYGEN_KERNEL_CACHE/linux-VERSION, else Debian's
+    /// /usr/src/linux-source-VERSION.tar.xz, unpacked into the cache.
+    #[arg(long, value_name = "DIR", requires = "site")]
+    tree: Option<PathBuf>,
+    /// With --site kernel: change the features the kernel's alternatives
+    /// are resolved for (the stock site, the tree's routine, the patched
+    /// sites), e.g. `-erms,-fsrm` for the code a CPU without ERMS runs;
+    /// names erms, fsrm, rep_good. The timing is still this CPU's.
+    #[arg(
+        long,
+        value_name = "LIST",
+        requires = "site",
+        allow_hyphen_values = true
+    )]
+    stock_features: Option<String>,
     /// With --site kernel: measure the figures `kernel-patch --figures`
     /// takes (distributions, sizes 0..64, 8 KiB at offsets 0..0x20, the
     /// alias band) for one strategy and write them here.
@@ -387,21 +405,23 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     use copygen::front::strategy::KernelVersion;
     use copygen::tools::bench::{self, site};
     let kernel = match KernelVersion::parse(&a.site_kernel) {
-        Some(KernelVersion::V6_12) => KernelVersion::V6_12,
-        Some(KernelVersion::V6_1) => {
-            return Err(Failure::Input(
-                "error: --site-kernel 6.1: 6.1's copy_user_generic() reaches its routine \
-                 through alternative_call_2, not an inline site; the site benchmark knows 6.12's"
-                    .into(),
-            ))
-        }
+        Some(k) => k,
         None => {
             return Err(Failure::Input(format!(
-                "error: --site-kernel: `{}` is not a kernel whose call site is known (6.12)",
+                "error: --site-kernel: `{}` is not a kernel whose call site is known (6.1, 6.12)",
                 a.site_kernel
             )))
         }
     };
+    if let Some(spec) = &a.stock_features {
+        copygen::tools::bench::stock::StockFeatures::host()
+            .with(spec)
+            .map_err(|e| Failure::Input(format!("error: --stock-features: {e}")))?;
+    }
+    if let Some(t) = &a.tree {
+        copygen::tools::bench::stock::locate_tree(kernel, Some(t))
+            .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+    }
     if a.subjects.is_empty() {
         return Err(Failure::Input(
             "error: --site kernel: name the strategies whose sites to time (files or catalog names)"
@@ -424,11 +444,14 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
             strategies.len()
         )));
     }
-    let features = copygen::arch::cpu::host_features();
     let fail = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
-    let mut subjects = vec![site::stock_subject(kernel, features).map_err(fail)?];
+    let model = site::KernelModel::new(kernel, a.tree.as_deref(), a.stock_features.as_deref())
+        .map_err(Failure::Other)?;
+    let stock_path = model.path_text().map_err(fail)?;
+    errln!("stock routine: {}", model.stock.path.display());
+    let mut subjects = vec![site::stock_subject(&model).map_err(fail)?];
     for s in &strategies {
-        subjects.push(site::site_subject(s, kernel, features).map_err(fail)?);
+        subjects.push(site::site_subject(s, &model).map_err(fail)?);
     }
     let codes: Vec<(String, copygen::lower::call_site::SiteCode)> = subjects
         .iter()
@@ -440,7 +463,7 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
         let mut results =
             with_progress("figures", |p| site::run_sites(&sweep, &subjects, &opts, p));
         results.command = command_line();
-        let text = site::figures_text(&results, &codes);
+        let text = site::figures_text(&results, &codes, &stock_path);
         copygen::tools::kernel_patch::mail::figures(&text).map_err(|(line, e)| {
             Failure::Input(format!(
                 "error: --figures-out: line {line} of the figures: {e}"
@@ -453,6 +476,7 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     }
     let mut results = with_progress(&sweep.name, |p| site::run_sites(sweep, &subjects, &opts, p));
     results.command = command_line();
+    outln!("{stock_path}");
     out!("{}", site::site_text(&results, &codes));
     write_outputs(a, &results)
 }

@@ -191,7 +191,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--site kernel`'s kernel (6.12 only: 6.1 has no inline call site).
+/// `--site kernel`'s kernel (6.1 or 6.12).
 fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVersion>, Failure> {
     use copygen::front::strategy::KernelVersion;
     if a.site.is_none() {
@@ -206,14 +206,9 @@ fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVe
         ));
     }
     match KernelVersion::parse(&a.site_kernel) {
-        Some(KernelVersion::V6_12) => Ok(Some(KernelVersion::V6_12)),
-        Some(KernelVersion::V6_1) => Err(Failure::Input(
-            "error: --site-kernel 6.1: 6.1's copy_user_generic() reaches its routine through \
-             alternative_call_2, not an inline site; the site objective knows 6.12's"
-                .into(),
-        )),
+        Some(k) => Ok(Some(k)),
         None => Err(Failure::Input(format!(
-            "error: --site-kernel: `{}` is not a kernel whose call site is known (6.12)",
+            "error: --site-kernel: `{}` is not a kernel whose call site is known (6.1, 6.12)",
             a.site_kernel
         ))),
     }

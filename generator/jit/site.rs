@@ -1,7 +1,9 @@
 //! A kernel call site, JIT-compiled as the CPU executes it: the site's
 //! bytes after alternatives ([`SiteCode`], `lower::call_site`) placed
 //! verbatim inside a loop, each `call rel32` in them linked to a routine
-//! JIT-compiled into the same buffer in the `rep movs` convention.
+//! JIT-compiled into the same buffer in the `rep movs` convention, or to
+//! code placed as it is ([`PlacedCode`]: the stock kernel's own routine
+//! from the tree's object).
 //!
 //! This is what `copygen bench --site kernel` times. A routine called from
 //! a Rust loop pays a call and a return the kernel does not pay where 6.12
@@ -16,7 +18,10 @@
 //! in the `rep movs` convention may change. As in the kernel
 //! (`copy_user_generic()`'s `_ASM_EXTABLE_UA(1b, 2b)`), a fault at the
 //! site's first instruction resumes after the site with `rcx` as the
-//! instruction left it.
+//! instruction left it. A site in the C convention (6.1's
+//! `alternative_call_2`, a patched 6.1 site calling a C routine) gets `n`
+//! in `rdx` and returns the bytes left in `rax`; the C convention lets the
+//! callee change `rcx`, `rdx` and `r8`-`r11`, none of which the loop keeps.
 
 use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuffer};
 
@@ -62,6 +67,20 @@ pub enum SiteError {
     BadCall { at: usize, len: usize },
     #[error("{0}: the routine brackets its accesses with STAC/CLAC, which user space cannot run")]
     Stac(String),
+}
+
+/// Machine code placed as it is, beside the routines the JIT compiles:
+/// position-independent (every relocation already resolved), with its
+/// symbols and exception-table entries as offsets into `bytes`. The stock
+/// kernel's own routine, taken from the tree's object
+/// (`tools::bench::stock`), reaches the JIT this way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedCode {
+    pub bytes: Vec<u8>,
+    /// Symbol and offset; a site links to these by name.
+    pub symbols: Vec<(String, usize)>,
+    /// (faulting instruction, fixup) offsets.
+    pub extable: Vec<(u32, u32)>,
 }
 
 /// Suffix of the symbol under which a C-convention routine itself is
@@ -216,6 +235,20 @@ pub fn compile_site(
     code: &[Strategy],
     features: CpuFeatures,
 ) -> Result<JitSite, SiteError> {
+    compile_site_with(site, code, &[], features)
+}
+
+/// [`compile_site`] with code placed as it is (`placed`, after the
+/// compiled routines), whose symbols the site may call. A site in the C
+/// convention (`SiteCode::convention`) gets `rdx` = n and leaves the bytes
+/// left in `rax`, and its call of a strategy's routine reaches the C
+/// routine itself (`<symbol>`[`C_SUFFIX`]) where there is one.
+pub fn compile_site_with(
+    site: &SiteCode,
+    code: &[Strategy],
+    placed: &[PlacedCode],
+    features: CpuFeatures,
+) -> Result<JitSite, SiteError> {
     for c in &site.calls {
         if c.at == 0 || c.at + 4 > site.bytes.len() || site.bytes[c.at - 1] != 0xe8 {
             return Err(SiteError::BadCall {
@@ -292,18 +325,44 @@ pub fn compile_site(
                 .expect("one buffer is far smaller than 2 GiB");
             ops.push(0xe9);
             ops.extend(rel.to_le_bytes());
+            // The C routine's own entry: a jump to the variant's C routine.
+            let c_to = format!("{to}{C_SUFFIX}");
+            if let Some(&(_, c_at)) = routines.iter().find(|(n, _)| *n == c_to) {
+                ops.align(16, 0xcc);
+                let c_here = ops.offset().0;
+                let rel = i32::try_from(c_at as i64 - (c_here + 5) as i64)
+                    .expect("one buffer is far smaller than 2 GiB");
+                ops.push(0xe9);
+                ops.extend(rel.to_le_bytes());
+                routines.push((format!("{entry}{C_SUFFIX}"), c_here));
+            }
             routines.push((entry, here));
         }
     }
+    for p in placed {
+        ops.align(16, 0xcc);
+        let base = ops.offset().0;
+        ops.extend(p.bytes.iter().copied());
+        for (name, at) in &p.symbols {
+            routines.push((name.clone(), base + at));
+        }
+        table.extend(p.extable.iter().map(|&(i, f)| fault::ExtableOffsets {
+            insn: base as u32 + i,
+            fixup: base as u32 + f,
+        }));
+    }
+    let c_site = site.convention == Convention::C;
     let target = |t: &SiteTarget| -> Result<usize, SiteError> {
         let name = match t {
             SiteTarget::RepMovsAlternative => REP_MOVS_ALTERNATIVE,
             SiteTarget::Routine(s) => s.as_str(),
         };
-        routines
-            .iter()
-            .find(|(s, _)| s == name)
-            .map(|&(_, o)| o)
+        let c_name = format!("{name}{C_SUFFIX}");
+        let find = |n: &str| routines.iter().find(|(s, _)| s == n).map(|&(_, o)| o);
+        c_site
+            .then(|| find(&c_name))
+            .flatten()
+            .or_else(|| find(name))
             .ok_or_else(|| SiteError::Unlinked(name.to_string()))
     };
     let mut loops = Vec::with_capacity(CONTEXTS);
@@ -331,8 +390,12 @@ pub fn compile_site(
             ; .arch x64
             ; mov rdi, [rbx]
             ; mov rsi, [rbx + 8]
-            ; mov rcx, [rbx + 16]
         );
+        if c_site {
+            dynasm!(ops; .arch x64; mov rdx, [rbx + 16]);
+        } else {
+            dynasm!(ops; .arch x64; mov rcx, [rbx + 16]);
+        }
         let at = ops.offset().0;
         let mut bytes = site.bytes.clone();
         for c in &site.calls {
@@ -343,15 +406,19 @@ pub fn compile_site(
         }
         ops.extend(bytes.iter().copied());
         let after = ops.offset().0;
-        if !site.bytes.is_empty() {
+        if !site.bytes.is_empty() && !c_site {
             table.push(fault::ExtableOffsets {
                 insn: at as u32,
                 fixup: after as u32,
             });
         }
+        if c_site {
+            dynasm!(ops; .arch x64; add r14, rax);
+        } else {
+            dynasm!(ops; .arch x64; add r14, rcx);
+        }
         dynasm!(ops
             ; .arch x64
-            ; add r14, rcx
             ; add rbx, r13
             ; sub r12, 1
             ; jnz <top

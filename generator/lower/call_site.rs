@@ -19,6 +19,11 @@
 pub struct SiteCode {
     pub bytes: Vec<u8>,
     pub calls: Vec<SiteCall>,
+    /// How the site passes the copy: `rep movs` (rdi, rsi, rcx -> rcx =
+    /// bytes left; 6.12's inline site) or C (rdi, rsi, rdx -> rax = bytes
+    /// left, rcx and r8-r11 clobbered: 6.1's `alternative_call_2`, and a
+    /// patched 6.1 site calling a C-convention routine).
+    pub convention: Convention,
 }
 
 /// One `call rel32` in a [`SiteCode`]: `at` is the offset of the four
@@ -134,6 +139,8 @@ pub struct Chain {
     /// Why the chain is a call of the entry on every CPU, when it is (it
     /// would need more than [`MAX_ALTERNATIVES`]).
     pub fallback: Option<String>,
+    /// The convention of every call in the chain (see [`SiteCode`]).
+    pub convention: Convention,
 }
 
 impl Chain {
@@ -175,7 +182,11 @@ impl Chain {
         };
         let pad = self.len() - bytes.len();
         bytes.extend(optimized_nops(pad));
-        SiteCode { bytes, calls }
+        SiteCode {
+            bytes,
+            calls,
+            convention: self.convention,
+        }
     }
 
     /// The C text of the chain for an inline-asm string:
@@ -247,7 +258,8 @@ pub fn optimized_nops(n: usize) -> Vec<u8> {
 /// `copy_user_enhanced_fast_string` with ERMS, else
 /// `copy_user_generic_string` (REP_GOOD, which copygen's feature table
 /// lacks, taken as set, as the kernel sets it on every CPU with ERMS and on
-/// most without).
+/// most without). The site benchmark takes 6.1's stock site, REP_GOOD
+/// included, from `tools::bench::stock`.
 pub fn stock_chain(kernel: KernelVersion) -> Chain {
     if kernel.x86_64_calls_rep_movs_alternative() {
         Chain {
@@ -258,6 +270,7 @@ pub fn stock_chain(kernel: KernelVersion) -> Chain {
                 insn: SiteInsn::Call(SiteTarget::RepMovsAlternative),
             }],
             fallback: None,
+            convention: Convention::RepMovs,
         }
     } else {
         Chain {
@@ -268,6 +281,7 @@ pub fn stock_chain(kernel: KernelVersion) -> Chain {
                 insn: SiteInsn::Call(SiteTarget::Routine("copy_user_enhanced_fast_string".into())),
             }],
             fallback: None,
+            convention: Convention::C,
         }
     }
 }
@@ -335,10 +349,19 @@ fn variant_insn(t: &Strategy, v: &Variant) -> SiteInsn {
 pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
     let entry = super::entry_symbol(t, Flavor::Linux, Direction::FromUser, None);
     let call_entry = || SiteInsn::Call(SiteTarget::Routine(entry.clone()));
+    // 6.1's glue calls the entry in the strategy's own convention; a 6.12
+    // site is in the `rep movs` convention (a C-convention routine is
+    // reached through its `rep movs` entry, `jit::site`).
+    let convention = if kernel.x86_64_calls_rep_movs_alternative() {
+        Convention::RepMovs
+    } else {
+        t.linux.convention
+    };
     let calls_entry = |fallback: Option<String>| Chain {
         old: call_entry(),
         alts: Vec::new(),
         fallback,
+        convention,
     };
     if !is_variant_chain(t, kernel) {
         if t.arch == Arch::X86_64
@@ -385,6 +408,7 @@ pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
         old: variant_insn(t, default),
         alts,
         fallback: None,
+        convention: Convention::RepMovs,
     }
 }
 

@@ -315,3 +315,73 @@ fn patch(patched: &mut ObjectFile, e: &AltEntry, p: &Patch) {
         code.copy_from_slice(&p.bytes);
     }
 }
+
+/// The object as `apply_alternatives()` leaves it on one CPU: every entry
+/// whose condition holds (`present` says which feature bits the CPU has)
+/// copied over its site in table order, the rest of the site padded with
+/// NOPs, and every site's runs of one-byte NOPs merged as
+/// `optimize_nops()` merges them (patched or not: both 6.1 and 6.12 do),
+/// into what `nops(len)` gives (the kernels differ: 6.1's longest NOP is
+/// 8 bytes, 6.12's 11).
+/// An entry that cannot be applied faithfully (see [`prepare`]) is an
+/// error when its condition holds.
+pub fn apply_for(
+    obj: &ObjectFile,
+    present: &dyn Fn(u16) -> bool,
+    nops: &dyn Fn(usize) -> Vec<u8>,
+) -> Result<ObjectFile, String> {
+    let mut patched = obj.clone();
+    for e in &obj.alternatives {
+        let (bit, not) = condition_of(e);
+        if present(bit) != not {
+            let p = prepare(obj, e).map_err(|why| {
+                format!(
+                    "the alternative at {} for {} (.altinstructions+{:#x}) cannot be applied: {why}",
+                    e.site,
+                    condition(e),
+                    e.at
+                )
+            })?;
+            patch(&mut patched, e, &p);
+        }
+    }
+    // optimize_nops() runs on each site once it is final.
+    let mut sites: Vec<(String, u64, u64)> = obj
+        .alternatives
+        .iter()
+        .map(|e| (e.site.section.clone(), e.site.offset, site_len(obj, e)))
+        .collect();
+    sites.sort();
+    sites.dedup();
+    for (section, start, len) in sites {
+        if let Some(code) = patched
+            .code
+            .get_mut(&section)
+            .and_then(|c| c.get_mut(start as usize..(start + len) as usize))
+        {
+            optimize_nops(code, obj.arch, nops);
+        }
+    }
+    Ok(patched)
+}
+
+/// `optimize_nops()`: each run of two or more one-byte NOPs (0x90) that
+/// starts at an instruction boundary becomes `nops(run)`.
+fn optimize_nops(site: &mut [u8], arch: Arch, nops: &dyn Fn(usize) -> Vec<u8>) {
+    let mut i = 0;
+    while i < site.len() {
+        if site[i] == 0x90 {
+            let run = site[i..].iter().take_while(|&&b| b == 0x90).count();
+            if run > 1 {
+                site[i..i + run].copy_from_slice(&nops(run));
+            }
+            i += run;
+            continue;
+        }
+        let insn = objfile::decode_x86(arch, &site[i..], 0);
+        match insn.first() {
+            Some(d) if !d.is_invalid() && d.len() > 0 => i += d.len(),
+            _ => return,
+        }
+    }
+}

@@ -38,6 +38,7 @@
 mod a64;
 mod abi;
 mod alternatives;
+pub use alternatives::apply_for as apply_alternatives;
 mod analysis;
 mod arm;
 mod arm_text;

@@ -21,6 +21,7 @@ pub mod plot;
 mod replay;
 mod report;
 pub mod site;
+pub mod stock;
 mod sweep;
 mod variant;
 pub mod workload;

@@ -5,7 +5,14 @@
 //! of it. A routine is therefore compared with the stock kernel's site, not
 //! with a called `rep movsb`: the site's bytes after alternatives run inline
 //! in the timing loop, the routine they call JIT-compiled in the `rep movs`
-//! convention beside it (`jit::site`).
+//! convention beside it (`jit::site`). Linux 6.1's `copy_user_generic()` is
+//! `alternative_call_2(copy_user_generic_unrolled, copy_user_generic_string,
+//! X86_FEATURE_REP_GOOD, copy_user_enhanced_fast_string, X86_FEATURE_ERMS)`:
+//! a call on every CPU, in the C convention.
+//!
+//! The stock routine behind either site is the tree's own code
+//! (`stock.rs`: `copy_user_64.o` built by kbuild, alternatives applied for
+//! the CPU), placed verbatim beside the site ([`KernelModel`]).
 //!
 //! The rules are the other benchmarks': every (row, subject) pair measured
 //! in a freshly shuffled order each round, the stock site in the same run,
@@ -19,13 +26,14 @@ use anyhow::{bail, Context, Result};
 
 use super::{quantile, round_sequences, tsc_end, tsc_start, Buffers, Options};
 use super::{Results, Rng, Sweep};
+use std::path::Path;
+
+use super::stock::{self, StockFeatures, StockObject};
 use crate::arch::cpu::{CpuFeatures, Cpuid};
 use crate::front::strategy::{KernelVersion, Strategy};
-use crate::jit::site::{compile_site, rep_movs_form, JitSite, SiteArgs};
+use crate::front::variant::CpuFeature;
+use crate::jit::site::{compile_site_with, rep_movs_form, JitSite, PlacedCode, SiteArgs};
 use crate::lower::call_site::{self, SiteCode};
-
-/// The catalog preset that is 6.12's `rep_movs_alternative`.
-pub const STOCK_ROUTINE: &str = "movs-alternative";
 
 /// A site to time: a name and its compiled loops.
 pub struct SiteSubject {
@@ -33,58 +41,154 @@ pub struct SiteSubject {
     pub site: JitSite,
 }
 
+/// The stock kernel a site benchmark runs against: the tree's object
+/// (`stock`), the features its alternatives (and every site's) are
+/// resolved for, and the tree's routines as a CPU with them runs them.
+pub struct KernelModel {
+    pub stock: StockObject,
+    pub stock_features: StockFeatures,
+    /// This CPU's features with ERMS and FSRM as `stock_features` has them:
+    /// what the sites' chains and the strategies' variants are resolved for.
+    pub features: CpuFeatures,
+    /// Whether `stock_features` differ from what the kernel would set here.
+    pub forced: bool,
+    placed: PlacedCode,
+}
+
+impl KernelModel {
+    /// The model of `kernel` from `tree` (or the default tree, see
+    /// [`StockObject::load`]) for this CPU, its features changed by
+    /// `force` (`-erms,-fsrm`: see [`StockFeatures::with`]).
+    pub fn new(
+        kernel: KernelVersion,
+        tree: Option<&Path>,
+        force: Option<&str>,
+    ) -> Result<KernelModel> {
+        if kernel.x86_64_calls_rep_movs_alternative() || kernel == KernelVersion::V6_1 {
+            let host = StockFeatures::host();
+            let f = match force {
+                Some(spec) => host
+                    .with(spec)
+                    .map_err(|e| anyhow::anyhow!("--stock-features: {e}"))?,
+                None => host,
+            };
+            let stock = StockObject::load(kernel, tree)?;
+            KernelModel::from_object(stock, f, crate::arch::cpu::host_features(), f != host)
+        } else {
+            bail!(
+                "the site benchmark knows Linux 6.1's and 6.12's x86_64 call sites, not {}'s",
+                kernel.name()
+            )
+        }
+    }
+
+    /// The model of an object already read, for a CPU with `f` (and, for
+    /// the features the kernel's stock code does not test, `base`).
+    pub fn from_object(
+        stock: StockObject,
+        f: StockFeatures,
+        base: CpuFeatures,
+        forced: bool,
+    ) -> Result<KernelModel> {
+        let placed = stock.placed(f)?;
+        Ok(KernelModel {
+            features: f.cpu_features(base),
+            stock,
+            stock_features: f,
+            forced,
+            placed,
+        })
+    }
+
+    pub fn kernel(&self) -> KernelVersion {
+        self.stock.kernel
+    }
+
+    /// The stock site on this model's CPU.
+    pub fn stock_site(&self) -> SiteCode {
+        self.stock.site(self.stock_features, self.features)
+    }
+
+    /// The stock path this model's CPU runs, for the report.
+    pub fn path_text(&self) -> Result<String> {
+        let mut s = format!("stock path: {}", self.stock.path(self.stock_features)?);
+        if self.forced {
+            s.push_str(&format!(
+                "\nfeatures forced to {} (--stock-features): the code such a CPU runs, timed on this CPU, not on a CPU without them",
+                self.stock_features
+            ));
+        }
+        Ok(s)
+    }
+}
+
+/// The model of `kernel` for this CPU from the default tree, loaded once
+/// per process (`tune --site kernel` measures many candidates).
+pub fn host_model(kernel: KernelVersion) -> Result<&'static KernelModel> {
+    static MODELS: std::sync::Mutex<Vec<(KernelVersion, &'static KernelModel)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, m)) = models.iter().find(|(k, _)| *k == kernel) {
+        return Ok(m);
+    }
+    let m: &'static KernelModel = Box::leak(Box::new(KernelModel::new(kernel, None, None)?));
+    models.push((kernel, m));
+    Ok(m)
+}
+
 /// The site a kernel runs on a CPU with `features`: the stock one
-/// (`strategy` `None`) or the one a patch for `strategy` makes, from
-/// `lower::call_site` (the kernel patch writes the same chain).
+/// (`strategy` `None`; 6.1's taken with REP_GOOD set, see
+/// [`KernelModel::stock_site`] for the one a model's CPU runs) or the one
+/// a patch for `strategy` makes, from `lower::call_site` (the kernel patch
+/// writes the same chain).
 pub fn resolve_site(
     strategy: Option<&Strategy>,
     kernel: KernelVersion,
     features: CpuFeatures,
 ) -> Result<SiteCode> {
-    if !kernel.x86_64_calls_rep_movs_alternative() {
-        bail!(
-            "the site benchmark knows Linux 6.12's inline call site only ({}'s \
-             copy_user_generic() calls a routine through alternative_call_2)",
-            kernel.name()
-        );
-    }
     Ok(match strategy {
-        None => call_site::stock_site(kernel, features),
+        None if kernel.x86_64_calls_rep_movs_alternative() => {
+            call_site::stock_site(kernel, features)
+        }
+        None => stock::stock_site(
+            kernel,
+            StockFeatures {
+                erms: features.has(CpuFeature::Erms),
+                fsrm: features.has(CpuFeature::Fsrm),
+                rep_good: true,
+            },
+            features,
+        ),
         Some(s) => call_site::site(s, kernel, features),
     })
 }
 
-fn stock_routine() -> Result<Strategy> {
-    crate::front::catalog::catalog()?
-        .into_iter()
-        .find(|s| s.name == STOCK_ROUTINE)
-        .with_context(|| format!("the catalog has no `{STOCK_ROUTINE}`"))
-}
-
-/// The stock kernel's site for a CPU with `features`, compiled.
-pub fn stock_subject(kernel: KernelVersion, features: CpuFeatures) -> Result<SiteSubject> {
-    let code = resolve_site(None, kernel, features)?;
-    let site = compile_site(&code, &[rep_movs_form(&stock_routine()?)], features)
-        .context("the stock site")?;
+/// The stock kernel's site for the model's CPU, compiled with the tree's
+/// routines.
+pub fn stock_subject(model: &KernelModel) -> Result<SiteSubject> {
+    let code = model.stock_site();
+    let site = compile_site_with(
+        &code,
+        &[],
+        std::slice::from_ref(&model.placed),
+        model.features,
+    )
+    .context("the stock site")?;
     Ok(SiteSubject {
-        name: format!("stock {}", kernel.name()),
+        name: format!("stock {}", model.kernel().name()),
         site,
     })
 }
 
-/// The site a patch for `s` makes, for a CPU with `features`, compiled
-/// with the strategy's routines (and the stock `rep_movs_alternative`,
-/// which a patched kernel still has).
-pub fn site_subject(
-    s: &Strategy,
-    kernel: KernelVersion,
-    features: CpuFeatures,
-) -> Result<SiteSubject> {
-    let code = resolve_site(Some(s), kernel, features)?;
-    let site = compile_site(
+/// The site a patch for `s` makes, for the model's CPU, compiled with the
+/// strategy's routines (and the tree's, which a patched kernel still has).
+pub fn site_subject(s: &Strategy, model: &KernelModel) -> Result<SiteSubject> {
+    let code = resolve_site(Some(s), model.kernel(), model.features)?;
+    let site = compile_site_with(
         &code,
-        &[rep_movs_form(s), rep_movs_form(&stock_routine()?)],
-        features,
+        &[rep_movs_form(s)],
+        std::slice::from_ref(&model.placed),
+        model.features,
     )
     .with_context(|| format!("{}: its call site", s.name))?;
     Ok(SiteSubject {
@@ -354,10 +458,18 @@ pub fn figures_sweep(calls: usize) -> Sweep {
     }
 }
 
+/// `line` with its first letter upper-case.
+fn capitalize(line: &str) -> String {
+    let mut c = line.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// The figures of a [`figures_sweep`] run with the stock site and one
 /// patched site, as `kernel-patch --figures` takes them: lines of at most
 /// 75 columns, no tabs, the CPU named.
-pub fn figures_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
+pub fn figures_text(res: &Results, sites: &[(String, SiteCode)], stock_path: &str) -> String {
     use crate::tools::kernel_patch::mail::wrap_line;
     let mut out = String::new();
     let patched = 1.min(res.subjects.len() - 1);
@@ -375,6 +487,9 @@ pub fn figures_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
         res.repeats
     )));
     out.push_str(&wrap_line(&format!("CPU: {}", res.cpu)));
+    for line in stock_path.lines() {
+        out.push_str(&wrap_line(&capitalize(line)));
+    }
     for (name, code) in sites {
         out.push_str(&wrap_line(&format!("Site of {name}: {}", site_bytes(code))));
     }

@@ -9,7 +9,6 @@ use anyhow::Result;
 
 use super::measure::{compile, score, tune_sweep, Score, QUICK_ALIAS, QUICK_SIZES};
 use super::{Candidate, Options};
-use crate::arch::cpu::host_features;
 use crate::front::strategy::{Arch, KernelVersion, Strategy};
 use crate::tools::bench::{self, site, Results, Sweep};
 
@@ -20,10 +19,10 @@ pub(super) fn measure(
     kernel: KernelVersion,
     opts: &bench::Options,
 ) -> Result<Results> {
-    let found = host_features();
-    let mut subjects = vec![site::stock_subject(kernel, found)?];
+    let model = site::host_model(kernel)?;
+    let mut subjects = vec![site::stock_subject(model)?];
     for s in strategies {
-        subjects.push(site::site_subject(s, kernel, found)?);
+        subjects.push(site::site_subject(s, model)?);
     }
     Ok(site::run_sites(sweep, &subjects, opts, &|_, _| {}))
 }
