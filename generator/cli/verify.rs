@@ -66,9 +66,7 @@ pub struct VerifyArgs {
 }
 
 pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    use copygen::checks::static_verify::{
-        check_object, check_strategies, render_reports, Verdict,
-    };
+    use copygen::checks::static_verify::{check_object, check_strategies, render_reports, Verdict};
     let arch = parse_arch(args.arch.clone())?;
     let options = static_options(&args, arch)?;
     // Hand-written assembly (and, with --static, objects) is checked as it
