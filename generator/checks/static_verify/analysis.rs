@@ -28,14 +28,14 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
     }
     match abi.arg_regs {
         Some([to, from, n]) => {
-            regs[to] = Val::tagged(DST, None);
+            regs[to] = Val::tagged(DST, Some(0));
             regs[from] = Val::tagged(SRC, Some(0));
             if fixed.is_none() {
                 regs[n] = len();
             }
         }
         None => {
-            stack.insert(abi.ptr, Val::tagged(DST, None));
+            stack.insert(abi.ptr, Val::tagged(DST, Some(0)));
             stack.insert(2 * abi.ptr, Val::tagged(SRC, Some(0)));
             if fixed.is_none() {
                 stack.insert(3 * abi.ptr, len());
@@ -52,20 +52,43 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
         sp: Some(0),
         lb,
         flags: None,
+        // Nothing stored yet: `dst_end - to == n == LEN`. (A fixed-size
+        // entry has no length register: its count is not followed.)
+        stored: fixed.is_none().then_some(0),
+        faulted: false,
+        gap: None,
     }
 }
 
 /// The fixed point of the forward analysis: the state before each
 /// instruction (None: unreachable).
 pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
+    let start = func.entry;
+    analyse_from(func, start, entry)
+}
+
+/// The state on the edge from the access at `k` (run in `exec`) to its
+/// fixup: the access had no effect.
+pub(super) fn fault_state(insn: &super::isa::Insn, exec: &State) -> State {
+    let mut s = exec.clone();
+    s.flags = None;
+    s.faulted = true;
+    fault_moves(&mut s, &insn.fault_moves);
+    s.normalize();
+    s
+}
+
+/// The fixed point from instruction `start` in state `entry` (the whole
+/// function from its entry, or one fixup's paths from one fault).
+pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<Option<State>> {
     let n = func.insns.len();
     let mut states: Vec<Option<State>> = vec![None; n];
     let mut visits = vec![0u32; n];
     if n == 0 {
         return states;
     }
-    states[func.entry] = Some(entry);
-    let mut work: VecDeque<usize> = VecDeque::from([func.entry]);
+    states[start] = Some(entry);
+    let mut work: VecDeque<usize> = VecDeque::from([start]);
     while let Some(k) = work.pop_front() {
         let st = states[k].clone().unwrap();
         let insn = &func.insns[k];
@@ -73,14 +96,15 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
         let mut outs: Vec<(usize, State)> = Vec::new();
         if let Some(&fx) = func.fault.get(&k) {
             // A fault leaves before the instruction has any effect.
-            let mut s = exec.clone();
-            s.flags = None;
-            for &r in &insn.fault_moves {
-                s.regs[r] = Val::derived([s.regs[r]]);
-            }
-            outs.push((fx, s));
+            outs.push((fx, fault_state(insn, &exec)));
         }
-        let after = func.transfer(k, &exec);
+        let mut after = func.transfer(k, &exec);
+        after.stored = stored_after(insn, &exec);
+        if exec.faulted {
+            if let Some(g) = stored_gap(insn, &exec) {
+                after.gap = after.gap.max(Some((g, insn.addr)));
+            }
+        }
         if insn.flow == Flow::Indirect {
             // A computed jump: its targets in this state join the graph.
             match insn.semantics.targets(insn, &exec) {
@@ -178,6 +202,92 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
         }
     }
     states
+}
+
+/// A fault part-way through a string instruction (`rep movs`): the count
+/// and the pointers it moves have moved by the same unknown number of bytes
+/// `t`. Taking `t` off the ghost `LEN` keeps their values (a count `LEN +
+/// c`, a pointer `dst_end - LEN - d`) and the stored prefix when it ended
+/// at the destination pointer; every other value tied to `LEN` loses its
+/// offset. Anything else it moves is unknown.
+fn fault_moves(s: &mut State, moved: &[usize]) {
+    if moved.is_empty() {
+        return;
+    }
+    let tied = |v: &Val| v.off.is_some() && (v.tags == LEN || v.tags == SRC || v.tags == DST);
+    if moved.iter().all(|&r| tied(&s.regs[r])) {
+        let dst_at = moved
+            .iter()
+            .map(|&r| s.regs[r])
+            .find(|v| v.tags == DST)
+            .and_then(|v| v.off);
+        if s.stored != dst_at {
+            s.stored = None;
+        }
+        for (r, v) in s.regs.iter_mut().enumerate() {
+            if !moved.contains(&r) && tied(v) {
+                v.off = None;
+            }
+        }
+        for v in s.stack.values_mut() {
+            if tied(v) {
+                v.off = None;
+            }
+        }
+        s.lb = Bound {
+            value: 0,
+            origin: None,
+        };
+    } else {
+        for &r in moved {
+            s.regs[r] = Val::derived([s.regs[r]]);
+        }
+        s.stored = None;
+    }
+}
+
+/// How far past the stored prefix a store of `insn` (run in `st`) starts,
+/// when it is placed past it.
+fn stored_gap(insn: &super::isa::Insn, st: &State) -> Option<i64> {
+    let stored = st.stored?;
+    insn.mems
+        .iter()
+        .filter(|m| m.kind == MemKind::Store && m.index.is_none())
+        .find_map(|m| {
+            let b = st.regs[m.base?];
+            let d = b.off.filter(|_| b.tags == DST)?;
+            let gap = m.disp - d + stored;
+            (gap > 0).then_some(gap)
+        })
+}
+
+/// The stored prefix after `insn` runs in `st`: a store through the
+/// destination pointer that starts inside or right at the prefix extends
+/// it; a string store leaves it unknown. A store past the prefix leaves a
+/// gap, and one the analysis cannot place (an address computed from the
+/// pointer and the length: an overlapping tail store) is not counted:
+/// the prefix stays, so a fixup must not count those bytes as copied.
+fn stored_after(insn: &super::isa::Insn, st: &State) -> Option<i64> {
+    let mut stored = st.stored?;
+    for m in insn.mems.iter().filter(|m| m.kind == MemKind::Store) {
+        let base = m.base.map(|r| st.regs[r]);
+        let Some(b) = base.filter(|b| b.tags & DST != 0) else {
+            continue;
+        };
+        match b.off {
+            Some(d) if b.tags == DST && m.index.is_none() && insn.fault_moves.is_empty() => {
+                // The store covers `to + F'` for F' in `-d + disp ..` with
+                // the prefix ending at `-stored` (both less `n - LEN`).
+                let start = m.disp - d;
+                if start <= -stored {
+                    stored = stored.min(d - m.disp - m.size as i64);
+                }
+            }
+            _ if !insn.fault_moves.is_empty() => return None,
+            _ => {}
+        }
+    }
+    Some(stored)
 }
 
 /// Whether condition `cc` holds, when the last compare is of a known

@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::{AbiSpec, NREGS};
 use super::alternatives;
-use super::analysis::{analyse, decide, entry_state, first_write, fixup_paths, liveness};
+use super::analysis::{
+    analyse, analyse_from, decide, entry_state, fault_state, first_write, fixup_paths, liveness,
+};
 use super::arm;
 use super::cfg::Func;
-use super::domain::{Low, State, Val, ANY, CONST, DST, INTS, PTRS, RETADDR, SRC, STACK};
+use super::domain::{Low, State, Val, ANY, CONST, DST, INTS, LEN, PTRS, RETADDR, SRC, STACK};
 use super::isa::{isa_for, Escape, Flow, Insn, Mem, MemKind, Touch};
 use super::report::{Finding, FunctionReport, Severity, UserSide};
 use crate::checks::objfile::{FnSym, Loc, ObjectFile};
@@ -302,6 +304,8 @@ fn check_variant(
             no_retry.push((k, fx));
         }
     }
+    check_counts(&mut func, &states);
+
     // What one analysis cannot prove aligned may be, case by case: a byte
     // prologue (`ands ip, r0, #3`, then 4 - ip conditional byte stores)
     // aligns each residue of the pointer on its own path.
@@ -642,6 +646,97 @@ fn check_return(func: &mut Func, states: &[Option<State>], k: usize, st: &State)
                 "returns to an address other than the entry lr".into(),
             );
         }
+    }
+}
+
+/// The count after each fault, proven path by path: the fixup's paths
+/// from this one fault are analysed on their own (joined with other
+/// faults' paths, the relations would be lost), and at every return they
+/// reach the value returned must be the number of bytes not stored, `n -
+/// F` for the stored prefix `to[0..F)`. Both are known against the ghost
+/// `LEN` (`LEN + r` and `LEN + stored`), so they are equal exactly when the
+/// offsets are: a difference is an error at the access. A count the
+/// analysis cannot tie to `LEN`, or a prefix it lost, is not proven: one
+/// warning for the function, naming the first such access.
+fn check_counts(func: &mut Func, states: &[Option<State>]) {
+    let abi = func.abi;
+    let reg = isa_for(abi.arch).reg_name(abi.ret);
+    let mut unproven: Vec<(usize, &'static str)> = Vec::new();
+    let mut sites = 0;
+    for (&k, &fx) in func.fault.clone().iter() {
+        let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
+            continue;
+        };
+        sites += 1;
+        let from_fault = fault_state(&func.insns[k], &st);
+        let paths = analyse_from(func, fx, from_fault);
+        let mut wrong = None;
+        let mut why_not = None;
+        let mut gap = None;
+        for (j, s) in paths.iter().enumerate() {
+            let Some(s) = s else { continue };
+            if let (None, Some((g, at))) = (gap, s.gap) {
+                gap = func.index.get(&at).map(|&j| (j, g));
+            }
+            if func.insns[j].flow != Flow::Return {
+                continue;
+            }
+            // ARM returns by the pop: the state after it.
+            let s = if abi.pc.is_some() {
+                func.transfer(j, s)
+            } else {
+                s.clone()
+            };
+            let r = s.regs[abi.ret];
+            match (r.tags == LEN, r.off, s.stored) {
+                (true, Some(r), Some(f)) if r == f => {}
+                (true, Some(r), Some(f)) => {
+                    wrong.get_or_insert((j, r - f));
+                }
+                (_, _, None) => {
+                    why_not.get_or_insert("the bytes stored before the fault are not known");
+                }
+                _ => {
+                    why_not.get_or_insert(
+                        "the value returned is not known as the length less the bytes stored",
+                    );
+                }
+            }
+        }
+        if let Some((j, g)) = gap {
+            let at = func.describe(j);
+            func.finding(
+                Severity::Error,
+                k,
+                format!(
+                    "after a fault here, the fixup path stores {g} bytes past the bytes stored so far (at {at}): the bytes between are never copied"
+                ),
+            );
+        } else if let Some((j, d)) = wrong {
+            let why = if d > 0 {
+                format!("it reports {d} bytes fewer copied than were stored (the bytes past the count must be left as they were)")
+            } else {
+                format!("it reports {} bytes copied that were never stored", -d)
+            };
+            let ret = func.describe(j);
+            func.finding(
+                Severity::Error,
+                k,
+                format!("a fault here returns the wrong count in {reg} (at {ret}): {why}"),
+            );
+        } else if let Some(why) = why_not {
+            unproven.push((k, why));
+        }
+    }
+    if let Some(&(k, why)) = unproven.first() {
+        func.finding(
+            Severity::Warning,
+            k,
+            format!(
+                "the count after a fault is not proven at {} of {sites} user accesses ({why} on a path from this one's fixup)",
+                unproven.len()
+            ),
+        );
     }
 }
 

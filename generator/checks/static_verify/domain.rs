@@ -31,7 +31,8 @@ const LOW_BITS: u8 = 12;
 /// One register or stack slot: the set of things it may derive from
 /// (`tags`: the pointers, the length, entry values `1 << r`, ...), plus
 /// what is known of its value. `off` is meaningful when `tags` is exactly
-/// `SRC` (`src_end - value == LEN + off`), `LEN` (`value == LEN + off`),
+/// `SRC` (`src_end - value == LEN + off`), `DST` (`dst_end - value == LEN +
+/// off`), `LEN` (`value == LEN + off`),
 /// `CONST` (`value == off`) or `STACK` (`value == entry sp + off`: a frame
 /// pointer, through which stack slots are addressed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,8 +254,8 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
     if let Some(k) = b.konst_value() {
         let k = sign * k;
         let low = a.low.add(k);
-        return if a.tags == SRC {
-            Val::tagged(SRC, a.off.map(|c| c - k)).with_low(low)
+        return if a.tags == SRC || a.tags == DST {
+            Val::tagged(a.tags, a.off.map(|c| c - k)).with_low(low)
         } else if a.tags == LEN || a.tags == STACK {
             Val::tagged(a.tags, a.off.map(|o| o + k)).with_low(low)
         } else if let Some(c) = a.konst_value() {
@@ -263,7 +264,7 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
             Val::derived([a]).with_low(low)
         };
     }
-    if sign > 0 && a.konst_value().is_some() && b.tags == SRC {
+    if sign > 0 && a.konst_value().is_some() && (b.tags == SRC || b.tags == DST) {
         return add_val(b, a, 1);
     }
     Val::derived([a, b])
@@ -300,28 +301,52 @@ pub(super) struct State {
     pub(super) sp: Option<i64>,
     pub(super) lb: Bound,
     pub(super) flags: Option<Cmp>,
+    /// The stored prefix: the bytes `to[0..F)` are known stored, with
+    /// `dst_end - (to + F) == LEN + stored` (None: not known). A fixup path
+    /// must return `n - F`, which is `LEN + stored`.
+    pub(super) stored: Option<i64>,
+    /// The state lies on a path from a fixup (a fault was taken).
+    pub(super) faulted: bool,
+    /// On a path from a fixup, a store started this many bytes past the
+    /// stored prefix (the most seen): the bytes between are never copied.
+    pub(super) gap: Option<(i64, u64)>,
 }
 
 impl State {
     /// Re-base the ghost `LEN` on the lowest-numbered length register, so
     /// loop heads see the same offsets on every iteration.
+    ///
+    /// Every value with an offset against `LEN` moves with the ghost, the
+    /// stored prefix too.
     pub(super) fn normalize(&mut self) {
-        let Some(o) = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off) else {
+        // (Without a length register, on the destination pointer: a loop
+        // that counts in words still moves it by the same step each round.)
+        let by_len = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off);
+        let Some(o) = by_len.or_else(|| {
+            self.regs
+                .iter()
+                .find(|v| v.tags == DST)
+                .and_then(|v| v.off)
+                .filter(|&o| o != 0)
+        }) else {
             return;
         };
         let shift = |v: &mut Val| {
             if let Some(x) = v.off.as_mut() {
-                if v.tags == LEN || v.tags == SRC {
+                if v.tags == LEN || v.tags == SRC || v.tags == DST {
                     *x -= o;
                 }
             }
         };
         self.regs.iter_mut().for_each(shift);
         self.stack.values_mut().for_each(shift);
+        if let Some(x) = self.stored.as_mut() {
+            *x -= o;
+        }
         // A pending compare names a register, whose offset moved with it.
         self.lb.value += o;
         // LEN is now a register's unsigned value: never below 0.
-        if self.lb.value < 0 {
+        if by_len.is_some() && self.lb.value < 0 {
             self.lb = Bound {
                 value: 0,
                 origin: None,
@@ -357,6 +382,13 @@ impl State {
             sp,
             lb,
             flags,
+            stored: if self.stored == o.stored {
+                self.stored
+            } else {
+                None
+            },
+            faulted: self.faulted || o.faulted,
+            gap: self.gap.max(o.gap),
         }
     }
 }

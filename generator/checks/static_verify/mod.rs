@@ -64,7 +64,9 @@ use abi::AbiSpec;
 use cfg::fixup_owners;
 use checks::{check_function, Target};
 pub use dispatch::{read_data, DataFacts, DataSym};
-pub use report::{render_reports, Finding, FunctionReport, Report, Severity, UserSide};
+pub use report::{
+    render_reports, Finding, FunctionReport, Report, Severity, Unchecked, UserSide, Verdict,
+};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
@@ -315,6 +317,11 @@ pub fn check_file(
             ));
         }
     }
+    let unchecked = if options.functions.is_empty() {
+        unchecked_functions(obj, &owners, &abi, &functions)
+    } else {
+        Vec::new()
+    };
     Ok(Report {
         file: path.to_path_buf(),
         arch,
@@ -323,7 +330,46 @@ pub fn check_file(
         functions,
         file_findings,
         all_functions: obj.functions.iter().map(|f| f.name.clone()).collect(),
+        unchecked,
     })
+}
+
+/// The global functions the default selection left out (not an alias of a
+/// checked one), each probed for loads and stores through a pointer that
+/// derives from an argument: such a function may be a copy routine under a
+/// name of its own, and the file is not "ok" until it is checked.
+fn unchecked_functions(
+    obj: &ObjectFile,
+    owners: &BTreeMap<u64, String>,
+    abi: &AbiSpec,
+    checked: &[FunctionReport],
+) -> Vec<report::Unchecked> {
+    let is_checked = |f: &FnSym| {
+        checked.iter().any(|r| {
+            r.name == f.name
+                || obj
+                    .function(&r.name)
+                    .is_some_and(|g| g.section == f.section && g.start == f.start)
+        })
+    };
+    obj.functions
+        .iter()
+        .filter(|f| f.global && !is_checked(f))
+        .map(|f| {
+            let probe = Target {
+                side: UserSide::Both,
+                fixed: None,
+                vector_ok: true,
+                allow_unanalysed: true,
+                dispatcher: false,
+            };
+            let (r, _) = check_function(obj, f, owners, abi, &probe);
+            report::Unchecked {
+                name: f.name.clone(),
+                touches_arguments: r.user_accesses > 0,
+            }
+        })
+        .collect()
 }
 
 /// Each function a dispatcher enters must pass its check for the

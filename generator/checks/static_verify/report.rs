@@ -132,14 +132,52 @@ pub struct Report {
     pub file_findings: Vec<String>,
     /// Every function symbol of the object, checked or not.
     pub all_functions: Vec<String>,
+    /// The global functions the default selection did not check, each with
+    /// why and whether it touches memory through an argument.
+    pub unchecked: Vec<Unchecked>,
+}
+
+/// A global function the default selection left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unchecked {
+    pub name: String,
+    /// It loads or stores through a pointer derived from an argument: it
+    /// may be a copy routine, and the file's verdict cannot be "ok".
+    pub touches_arguments: bool,
+}
+
+/// What a file's report says as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every checked function passes, and every function that touches
+    /// memory through an argument was checked.
+    Ok,
+    /// A checked function fails, a table entry lies nowhere, or nothing
+    /// was checked.
+    Fail,
+    /// Every checked function passes, but a global function that touches
+    /// memory through an argument was not checked (exit status 3).
+    Incomplete,
 }
 
 impl Report {
+    /// The verdict is [`Verdict::Ok`].
     pub fn passed(&self) -> bool {
+        self.verdict() == Verdict::Ok
+    }
+
+    pub fn verdict(&self) -> Verdict {
         // Nothing checked proves nothing.
-        !self.functions.is_empty()
-            && self.file_findings.is_empty()
-            && self.functions.iter().all(|f| f.passed())
+        if self.functions.is_empty()
+            || !self.file_findings.is_empty()
+            || !self.functions.iter().all(|f| f.passed())
+        {
+            Verdict::Fail
+        } else if self.unchecked.iter().any(|u| u.touches_arguments) {
+            Verdict::Incomplete
+        } else {
+            Verdict::Ok
+        }
     }
 
     /// Every finding of every function, for tests and summaries.
@@ -188,6 +226,29 @@ impl fmt::Display for Report {
         for x in &self.file_findings {
             writeln!(f, "  error: {x}")?;
         }
+        for u in &self.unchecked {
+            let (verdict, why) = if u.touches_arguments {
+                ("NOT CHECKED", "it loads or stores through an argument, but has no exception-table entry and is not named *_from_user / *_to_user")
+            } else {
+                ("not checked", "no exception-table entry, not named *_from_user / *_to_user, and no memory access through an argument")
+            };
+            writeln!(
+                f,
+                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  {verdict}",
+                u.name, "-", "", "", "", ""
+            )?;
+            writeln!(
+                f,
+                "    {why}; check it with --function {}:from_user (or :to_user, :both)",
+                u.name
+            )?;
+        }
+        if self.verdict() == Verdict::Incomplete {
+            writeln!(
+                f,
+                "  incomplete: the checked functions pass, but not every function that touches memory through an argument was checked"
+            )?;
+        }
         if self.functions.is_empty() {
             writeln!(
                 f,
@@ -198,13 +259,18 @@ impl fmt::Display for Report {
     }
 }
 
-/// Text of a report for several files, and whether all passed.
-pub fn render_reports(reports: &[Report]) -> (String, bool) {
+/// Text of a report for several files, and the verdict of them all: a
+/// failure anywhere fails, else an incomplete file makes it incomplete.
+pub fn render_reports(reports: &[Report]) -> (String, Verdict) {
     let mut s = String::new();
-    let mut ok = true;
+    let mut all = Verdict::Ok;
     for r in reports {
         let _ = write!(s, "{r}");
-        ok &= r.passed();
+        all = match (all, r.verdict()) {
+            (Verdict::Fail, _) | (_, Verdict::Fail) => Verdict::Fail,
+            (Verdict::Incomplete, _) | (_, Verdict::Incomplete) => Verdict::Incomplete,
+            _ => Verdict::Ok,
+        };
     }
-    (s, ok)
+    (s, all)
 }

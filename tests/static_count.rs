@@ -1,0 +1,150 @@
+//! `copygen verify --static` leaves nothing out and proves the count: every
+//! global function is checked or listed as not checked (one that touches
+//! memory through an argument makes the file incomplete, exit 3), and the
+//! value a fixup path returns is the number of bytes not stored.
+
+use std::process::Command;
+
+use copygen::checks::static_verify::{check_object, Options, Verdict};
+
+mod common;
+
+use common::static_check::static_fixture;
+
+fn copygen(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_renamed_copy_routine_without_entries_makes_the_file_incomplete() {
+    let (path, _) = static_fixture("renamed-copy.S");
+    let r = check_object(&path, &Options::default()).unwrap();
+    assert_eq!(r.verdict(), Verdict::Incomplete, "{r}");
+    assert!(!r.passed());
+    let names: Vec<(&str, bool)> = r
+        .unchecked
+        .iter()
+        .map(|u| (u.name.as_str(), u.touches_arguments))
+        .collect();
+    assert_eq!(
+        names,
+        [("copy_user_generic_bytes", true), ("helper_sum", false)],
+        "{r}"
+    );
+    let (code, out) = copygen(&["verify", "--static", path.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("copy_user_generic_bytes") && out.contains("NOT CHECKED"),
+        "{out}"
+    );
+    assert!(
+        out.contains("--function copy_user_generic_bytes:from_user"),
+        "{out}"
+    );
+    // Checked as asked, it is a copy routine without entries: a failure.
+    let (code, out) = copygen(&[
+        "verify",
+        "--static",
+        "--function",
+        "copy_user_generic_bytes:from_user",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("without an exception-table entry"), "{out}");
+}
+
+#[test]
+fn a_function_that_touches_no_argument_memory_is_listed_but_leaves_the_file_ok() {
+    let (path, text) = static_fixture("renamed-copy.S");
+    // Without the renamed routine: the helper is listed, the file is ok.
+    let start = text.find("\t.globl\tcopy_user_generic_bytes").unwrap();
+    let end = text.find("\t.globl\thelper_sum").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("helper.S");
+    std::fs::write(&p, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let r = check_object(&p, &Options::default()).unwrap();
+    assert_eq!(r.verdict(), Verdict::Ok, "{r}");
+    assert_eq!(r.unchecked.len(), 1, "{r}");
+    assert!(r.to_string().contains("helper_sum"), "{r}");
+    let _ = path;
+}
+
+/// The emitted unrolled64 with one edit to its `from_user` table.
+fn unrolled64_with(from: &str, to: &str) -> copygen::checks::static_verify::Report {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("emitted/x86_64/standalone/unrolled64.S"),
+    )
+    .unwrap();
+    assert!(text.contains(from), "{from}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("unrolled64.S");
+    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    check_object(&p, &Options::default()).unwrap()
+}
+
+#[test]
+fn a_fixup_that_claims_bytes_it_never_stored_fails() {
+    // load1 faults before any store of the block; its fixup claims 32.
+    let r = unrolled64_with(
+        ".long\t.Lfrom_unrolled_loop_load1 - ., .Lfrom_fixup_retry - .",
+        ".long\t.Lfrom_unrolled_loop_load1 - ., .Lfrom_fixup_32_then_retry - .",
+    );
+    assert_eq!(r.verdict(), Verdict::Fail, "{r}");
+    let text = r.to_string();
+    assert!(
+        text.contains(
+            "after a fault here, the fixup path stores 32 bytes past the bytes stored so far"
+        ),
+        "{text}"
+    );
+    // The emitted file itself proves every count.
+    let r = unrolled64_with("\t.text\n", "\t.text\n\n");
+    assert!(r.passed() && r.findings().next().is_none(), "{r}");
+}
+
+#[test]
+fn swapping_two_to_user_fixups_of_a64_overlap_fails() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("emitted/aarch64/standalone/a64-overlap.S"),
+    )
+    .unwrap();
+    // Swap the targets in the table only.
+    let swapped: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with(".long") && l.contains("Lto_fixup_") {
+                l.replace("Lto_fixup_2_then_retry", "@")
+                    .replace("Lto_fixup_4_then_retry", "Lto_fixup_2_then_retry")
+                    .replace('@', "Lto_fixup_4_then_retry")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    assert_ne!(swapped, text);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a64-overlap.S");
+    std::fs::write(&p, swapped).unwrap();
+    let r = check_object(&p, &Options::default()).unwrap();
+    assert_eq!(r.verdict(), Verdict::Fail, "{r}");
+    let bad: Vec<_> = r.functions.iter().filter(|f| !f.passed()).collect();
+    assert_eq!(bad.len(), 1, "{r}");
+    assert_eq!(bad[0].name, "a64_overlap_to_user");
+    assert!(
+        r.to_string().contains(
+            "`sttrh w4, [x16, #-0x2]`: after a fault here, the fixup path stores 2 bytes past"
+        ),
+        "{r}"
+    );
+}
