@@ -714,7 +714,7 @@ fn a_series_per_arch_has_a_cover_letter_reroll_and_base() {
     let o = run(
         copygen(None, dir.path()),
         &[
-            "a64-overlap",
+            "word-loop",
             "--kernel",
             "6.12",
             "--arch",

@@ -81,8 +81,10 @@ impl Identity {
     }
 }
 
-/// `text` as RFC 2047 `Q` encoded words of at most 75 characters each,
-/// split only between characters (RFC 2047 section 5: the phrase form).
+/// `text` as RFC 2047 `Q` encoded words of at most 72 characters each (75
+/// is RFC 2047's limit; 72 lets the first follow `From: ` within 78
+/// columns), split only between characters (RFC 2047 section 5: the
+/// phrase form).
 fn encoded_words(text: &str) -> Vec<String> {
     const OPEN: &str = "=?UTF-8?q?";
     const CLOSE: &str = "?=";
@@ -102,7 +104,7 @@ fn encoded_words(text: &str) -> Vec<String> {
                 }
             }
         }
-        if OPEN.len() + cur.len() + enc.len() + CLOSE.len() > 75 {
+        if OPEN.len() + cur.len() + enc.len() + CLOSE.len() > 72 {
             out.push(format!("{OPEN}{cur}{CLOSE}"));
             cur.clear();
         }
@@ -252,7 +254,14 @@ pub fn figures(text: &str) -> Result<String, (usize, String)> {
             i += 1;
         }
         if i - start >= 2 {
-            for l in table(&lines[start..i], room).lines() {
+            let rows = &lines[start..i];
+            // A table that fits is kept as laid out; a wider one is split.
+            let laid = if rows.iter().all(|l| l.trim_end().chars().count() <= room) {
+                rows.iter().map(|l| format!("{}\n", l.trim_end())).collect()
+            } else {
+                table(rows, room)
+            };
+            for l in laid.lines() {
                 out.push_str(FIGURE_INDENT);
                 out.push_str(l);
                 out.push('\n');
