@@ -31,6 +31,16 @@ const VERSION: &str = concat!(
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// When to colour standard output: auto (on a terminal, unless NO_COLOR
+    /// is set), always or never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    color: cli::ColorWhen,
 }
 
 #[derive(Subcommand)]
@@ -70,8 +80,78 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): `copygen man > copygen.1; man ./copygen.1`.
-    Man,
+    /// Print a manual page (roff): `copygen man > copygen.1; man ./copygen.1`
+    /// for the command, `copygen man emit` for copygen-emit(1).
+    Man {
+        /// A subcommand (emit, list, bench, ...): its page.
+        subcommand: Option<String>,
+    },
+}
+
+/// The command as the completion scripts see it: the arguments that take a
+/// strategy (a file or a catalog name) offer the catalog's names, the
+/// subcommands of `man` offer the subcommands.
+fn completion_command() -> clap::Command {
+    // clap keeps possible values as `&'static str`; this process ends
+    // after printing the script.
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let names: Vec<&'static str> = copygen::front::catalog::catalog()
+        .map(|c| c.into_iter().map(|s| leak(s.name)).collect())
+        .unwrap_or_default();
+    let subs: Vec<&'static str> = Cli::command()
+        .get_subcommands()
+        .map(|c| leak(c.get_name().to_string()))
+        .collect();
+    let strategy =
+        |a: clap::Arg| a.value_parser(clap::builder::PossibleValuesParser::new(names.clone()));
+    let mut cmd = Cli::command();
+    for (sub, arg) in [
+        ("kernel-patch", "strategy"),
+        ("bench", "subjects"),
+        ("emit", "files"),
+        ("verify", "files"),
+        ("jit", "files"),
+        ("tune", "base"),
+    ] {
+        cmd = cmd.mut_subcommand(sub, |c| c.mut_arg(arg, strategy));
+    }
+    cmd.mut_subcommand("man", |c| {
+        c.mut_arg("subcommand", |a| {
+            a.value_parser(clap::builder::PossibleValuesParser::new(subs))
+        })
+    })
+}
+
+/// `copygen man [SUBCOMMAND]`: the page of the command or of one
+/// subcommand (`copygen-emit(1)`, which the command's page refers to).
+fn man(subcommand: Option<&str>) -> Result<ExitCode, Failure> {
+    let mut top = Cli::command();
+    top.build();
+    let page = match subcommand {
+        None => top,
+        Some(name) => {
+            let names: Vec<String> = top
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            let Some(sub) = top.find_subcommand(name).cloned() else {
+                return Err(Failure::Input(format!(
+                    "error: `{}` is not a copygen subcommand ({})",
+                    escape(name, false),
+                    names.join(", ")
+                )));
+            };
+            // The page's name; this process ends after printing it.
+            let full: &'static str =
+                Box::leak(format!("copygen-{}", sub.get_name()).into_boxed_str());
+            sub.name(full).bin_name(full.replacen('-', " ", 1))
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut out)
+        .map_err(|e| Failure::Other(e.into()))?;
+    write_stdout(&out)
 }
 
 /// Standard input, output and error that were closed when copygen started
@@ -129,6 +209,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(e),
     };
+    cli::set_color(cli.color);
     let result = match cli.command {
         Command::Emit(args) => emit::cmd_emit(args),
         Command::List(args) => list::cmd_list(args),
@@ -141,16 +222,10 @@ fn main() -> ExitCode {
         Command::KernelPatch(args) => kernel_patch::cmd_kernel_patch(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "copygen", &mut out);
+            clap_complete::generate(shell, &mut completion_command(), "copygen", &mut out);
             write_stdout(&out)
         }
-        Command::Man => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut out)
-                .expect("rendering to memory");
-            write_stdout(&out)
-        }
+        Command::Man { subcommand } => man(subcommand.as_deref()),
     };
     // What is still buffered must reach standard output too, or its
     // failure would go unreported.

@@ -465,7 +465,7 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
     );
     let p = String::from_utf8(out.stdout).unwrap();
     assert!(p.contains(
-        "Subject: [PATCH] x86/uaccess: Copy user memory with copygen's guarded-movsb-612\n"
+        "Subject: [PATCH] x86/uaccess: Copy user memory with per-CPU variants (zen,\n fsrm, loop)\n"
     ));
     let chain = [
         "+\t\tALTERNATIVE_3(\"call guarded_movsb_612__erms_copy_user\",",

@@ -236,7 +236,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
         results.baseline = b;
     }
     results.command = command_line();
-    out!("{}", bench::text_table(&results));
+    table(&a, format_args!("{}", bench::text_table(&results)))?;
     write_outputs(&a, &results)
 }
 
@@ -322,7 +322,7 @@ fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure
         results.baseline = b;
     }
     results.command = command_line();
-    out!("{}", results.text());
+    table(a, format_args!("{}", results.text()))?;
     if let Some(p) = &a.json {
         let text = serde_json::to_string_pretty(&results.json()).expect("json");
         copygen::output::write::write_file(p, &(text + "\n"))?;
@@ -476,9 +476,22 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     }
     let mut results = with_progress(&sweep.name, |p| site::run_sites(sweep, &subjects, &opts, p));
     results.command = command_line();
-    outln!("{stock_path}");
-    out!("{}", site::site_text(&results, &codes));
+    table(
+        a,
+        format_args!("{stock_path}\n{}", site::site_text(&results, &codes)),
+    )?;
     write_outputs(a, &results)
+}
+
+/// The run's table: on standard output, unless `--json -` writes the JSON
+/// there (then on standard error: one stream, one format).
+fn table(a: &BenchArgs, text: std::fmt::Arguments) -> Result<(), Failure> {
+    if a.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        err!("{text}");
+    } else {
+        out!("{text}");
+    }
+    Ok(())
 }
 
 /// `--json` and `--plot` of a finished run.

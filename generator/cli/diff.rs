@@ -11,8 +11,7 @@ pub struct DiffArgs {
     old: String,
     /// New side.
     new: String,
-    /// Architecture of foreign .S files (i386, x86_64, armv6, aarch64); for strategy files, overrides theirs.
-    #[arg(long)]
+    #[arg(long, value_name = "ARCH", help = format!("Architecture of foreign .S files ({}); for strategy files, overrides theirs", super::arch_list()))]
     arch: Option<String>,
     /// Only this flavour (linux, standalone); for foreign .S files, their flavour.
     #[arg(long)]
@@ -23,7 +22,7 @@ pub struct DiffArgs {
     /// Also time the old and new versions of every changed routine (JIT).
     #[arg(long)]
     bench: bool,
-    /// No ANSI colours even on a terminal.
+    /// No ANSI colours even on a terminal (as `--color never`).
     #[arg(long)]
     no_color: bool,
     /// Keep the assembled objects in DIR/old and DIR/new.
@@ -33,7 +32,6 @@ pub struct DiffArgs {
 
 pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
     use copygen::tools::diff;
-    use std::io::IsTerminal;
     let flavor = match a.flavor {
         None => None,
         f => Some(parse_flavor(f)?[0]),
@@ -62,9 +60,7 @@ pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
     if a.json {
         out!("{}", diff::render_json(&report));
     } else {
-        let color = !a.no_color
-            && std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none();
+        let color = !a.no_color && super::color_stdout();
         out!("{}", diff::render_text(&report, color));
     }
     if let Some(b) = bench {

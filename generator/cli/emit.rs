@@ -16,8 +16,7 @@ pub struct EmitArgs {
     /// Exit 1 and print a diff when emitted/ is stale (catalog only).
     #[arg(long)]
     check: bool,
-    /// Emit for this architecture instead of the file's (i386, x86_64, armv6, aarch64).
-    #[arg(long)]
+    #[arg(long, value_name = "ARCH", help = format!("Emit for this architecture instead of the file's ({})", super::arch_list()))]
     arch: Option<String>,
     /// Only this flavour (linux, standalone).
     #[arg(long)]

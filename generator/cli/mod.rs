@@ -87,10 +87,47 @@ pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
         None => Ok(None),
         Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
             Failure::Input(format!(
-                "error: unknown architecture `{a}`; copygen targets i386, x86_64, armv6, aarch64 and riscv64"
+                "error: unknown architecture `{a}`; copygen targets {}",
+                arch_list()
             ))
         }),
     }
+}
+
+/// `--color`: when standard output gets ANSI colours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set (to anything but empty).
+    Auto,
+    Always,
+    Never,
+}
+
+static COLOR: std::sync::OnceLock<ColorWhen> = std::sync::OnceLock::new();
+
+/// Set once from the command line.
+pub fn set_color(c: ColorWhen) {
+    let _ = COLOR.set(c);
+}
+
+/// Whether standard output gets colours: `--color`, else NO_COLOR and
+/// whether it is a terminal.
+pub fn color_stdout() -> bool {
+    use std::io::IsTerminal as _;
+    match COLOR.get().copied().unwrap_or(ColorWhen::Auto) {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+        }
+    }
+}
+
+/// The architectures `--arch` takes, from the table the code uses:
+/// `i386, x86_64, armv6, aarch64, riscv64`.
+pub fn arch_list() -> String {
+    Arch::ALL.map(Arch::name).join(", ")
 }
 
 /// Generated text to stdout (a closed pipe is an error, not a panic).

@@ -45,6 +45,9 @@ pub struct TuneArgs {
     /// Also report on these distributions (default: the built-in ones not tuned on).
     #[arg(long, value_name = "FILE.csv")]
     also: Vec<String>,
+    /// Exit 1 (after writing everything) when the report misses a target.
+    #[arg(long, conflicts_with = "merge")]
+    require_targets: bool,
     /// Write the report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -168,7 +171,8 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     bar.finish_and_clear();
     let mut outcome = outcome;
     outcome.report.command = command_line();
-    out!("{}", tune::report_text(&outcome));
+    let (report, missed) = tune::report(&outcome);
+    out!("{report}");
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
         copygen::output::write::write_file(
@@ -187,6 +191,19 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
             errln!("wrote {}", p.display());
         }
         None => out!("\n{}", outcome.text),
+    }
+    // The next steps, on standard error (standard output may be the file).
+    let file = a.output.as_ref().map_or("TUNED.toml".to_string(), |p| {
+        copygen::front::diagnostics::escape(&p.display().to_string(), false).into_owned()
+    });
+    errln!(
+        "next: `copygen kernel-patch {file} --kernel 6.12` makes it a kernel patch; \
+         tune on other CPUs and `copygen tune --merge {file} OTHER.toml -o merged.toml` \
+         makes one per-CPU strategy"
+    );
+    if missed > 0 && a.require_targets {
+        errln!("error: {missed} target(s) missed (--require-targets)");
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -293,5 +310,9 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
         }
         None => out!("{text}"),
     }
+    let file = a.output.as_ref().map_or("merged.toml".to_string(), |p| {
+        copygen::front::diagnostics::escape(&p.display().to_string(), false).into_owned()
+    });
+    errln!("next: `copygen kernel-patch {file} --kernel 6.12` makes it a kernel patch");
     Ok(ExitCode::SUCCESS)
 }

@@ -14,8 +14,7 @@ use super::{load_all, parse_arch, parse_flavor, Failure};
 pub struct VerifyArgs {
     /// Strategy files; without any, the whole built-in catalog.
     files: Vec<PathBuf>,
-    /// Only this architecture (catalog), or build the files for it instead of theirs.
-    #[arg(long)]
+    #[arg(long, value_name = "ARCH", help = format!("Only this architecture (catalog), or build the files for it instead of theirs ({})", super::arch_list()))]
     arch: Option<String>,
     /// Strategies run at once.
     #[arg(long, default_value_t = 2)]

@@ -26,7 +26,7 @@ pub type CopyFn = unsafe extern "sysv64" fn(to: *mut u8, from: *const u8, n: usi
 
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {
-    #[error("the JIT runs x86_64 code only; {0} is encode-only (use `jit::assemble`)")]
+    #[error("the JIT runs x86_64 code only; {0} is encode-only (`copygen verify --arch {0}` fault-tests its GNU as build under qemu-user)")]
     NotExecutable(Arch),
     #[error("{0} has no x86 encoder")]
     NotX86(Arch),

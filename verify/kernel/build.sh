@@ -68,7 +68,8 @@ kernel_build_prepare() {
 	[[ -f $src/.copygen-unpacked ]] || { rm -rf "$src"; cp -al "$pristine" "$src"; }
 	stage=$dir/stage
 	rm -rf "$stage" && mkdir -p "$stage"
-	touched=$(sed -n 's|^+++ b/||p' "$patch")
+	# (with the files it deletes: arm64's copy_{from,to}_user.S, superseded)
+	touched=$(sed -n 's|^+++ b/||p; s|^--- a/||p' "$patch" | sort -u)
 	for f in $touched; do
 		[[ -f $pristine/$f ]] || continue
 		mkdir -p "$stage/$(dirname "$f")"
@@ -131,6 +132,11 @@ kernel_build_prepare() {
 		fi
 	done
 	for f in $touched; do
+		# a file the patch deletes is gone from the build tree too
+		if [[ ! -e $stage/$f ]]; then
+			[[ -e $src/$f ]] && { rm -f "$src/$f"; touched_now+=("$f"); }
+			continue
+		fi
 		mkdir -p "$src/$(dirname "$f")"
 		cmp -s "$stage/$f" "$src/$f" 2>/dev/null || touched_now+=("$f")
 		kernel_install_if_changed "$stage/$f" "$src/$f"
@@ -215,7 +221,7 @@ kernel_build_make() {
 	# The code sections of vmlinux against a fresh build of the same sources.
 	key=$( {
 		cat "$out/.config"
-		for f in $(cat "$dir/touched"); do echo "$f"; sha256sum <"$src/$f"; done
+		for f in $(cat "$dir/touched"); do echo "$f"; [[ ! -e $src/$f ]] || sha256sum <"$src/$f"; done
 	} | sha256sum | cut -c1-16)
 	fp=$(kernel_code_hashes "$arch" "$out/vmlinux")
 	ref=$kernel_cache/boot/fingerprints/$version-$arch-$key

@@ -323,34 +323,3 @@ ifeq ($(CONFIG_KERNEL_MODE_NEON), y)
 "#,
     }
 }
-
-/// Where a new section goes in MAINTAINERS: after CONTROL GROUP - MEMORY
-/// RESOURCE CONTROLLER (MEMCG), before CORETEMP HARDWARE MONITORING DRIVER.
-pub fn maintainers(v: KernelVersion) -> Excerpt {
-    match v {
-        KernelVersion::V6_1 => Excerpt {
-            path: "MAINTAINERS",
-            line: 5311,
-            text: "F:\ttools/testing/selftests/cgroup/memcg_protection.m\n\
-F:\ttools/testing/selftests/cgroup/test_kmem.c\n\
-F:\ttools/testing/selftests/cgroup/test_memcontrol.c\n\
-\n\
-CORETEMP HARDWARE MONITORING DRIVER\n\
-M:\tFenghua Yu <fenghua.yu@intel.com>\n\
-L:\tlinux-hwmon@vger.kernel.org\n\
-",
-        },
-        KernelVersion::V6_12 => Excerpt {
-            path: "MAINTAINERS",
-            line: 5817,
-            text: "F:\ttools/testing/selftests/cgroup/test_hugetlb_memcg.c\n\
-F:\ttools/testing/selftests/cgroup/test_kmem.c\n\
-F:\ttools/testing/selftests/cgroup/test_memcontrol.c\n\
-\n\
-CORETEMP HARDWARE MONITORING DRIVER\n\
-M:\tFenghua Yu <fenghua.yu@intel.com>\n\
-L:\tlinux-hwmon@vger.kernel.org\n\
-",
-        },
-    }
-}

@@ -58,7 +58,7 @@ pub use cpu::{cpu_info, CpuInfo};
 use measure::{compile, QUICK_ALIAS, QUICK_SIZES};
 pub use measure::{round_ratios, score, score_with, tune_sweep, Score, GRID_ALIAS, GRID_SIZES};
 pub use report::{
-    class_table, plot_results, report_json, report_text, ALIAS_CLASSES, SIZE_CLASSES,
+    class_table, plot_results, report, report_json, report_text, ALIAS_CLASSES, SIZE_CLASSES,
 };
 pub use space::{BandGuard, Candidate, CandidateBase, LoopShape};
 

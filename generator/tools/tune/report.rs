@@ -56,6 +56,18 @@ pub fn class_table(res: &Results, subject: usize) -> Vec<Vec<Option<f64>>> {
 
 /// The report `copygen tune` prints.
 pub fn report_text(o: &Outcome) -> String {
+    report(o).0
+}
+
+/// The report `copygen tune` prints, and how many of its targets were
+/// missed (the lines that say `MISSED`).
+pub fn report(o: &Outcome) -> (String, usize) {
+    let missed = std::cell::Cell::new(0usize);
+    let text = report_with(o, &missed);
+    (text, missed.get())
+}
+
+fn report_with(o: &Outcome, missed: &std::cell::Cell<usize>) -> String {
     let res = &o.report;
     let mut out = String::new();
     let _ = writeln!(out, "CPU: {}", o.cpu.describe());
@@ -131,7 +143,14 @@ pub fn report_text(o: &Outcome) -> String {
         o.cliff.is_some(),
         &tuned_traces,
     );
-    let met = |ok: bool| if ok { "met" } else { "MISSED" };
+    let met = |ok: bool| {
+        if ok {
+            "met"
+        } else {
+            missed.set(missed.get() + 1);
+            "MISSED"
+        }
+    };
     let all_d: Vec<f64> = round_ratios(res, o.tuned_subject)
         .into_iter()
         .zip(&res.sweep.rows)
