@@ -730,7 +730,7 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
     }
     if let Some(&(k, why)) = unproven.first() {
         func.finding(
-            Severity::Warning,
+            Severity::Note,
             k,
             format!(
                 "the count after a fault is not proven at {} of {sites} user accesses ({why} on a path from this one's fixup)",
