@@ -262,8 +262,11 @@ pub fn figures(text: &str) -> Result<String, (usize, String)> {
                 table(rows, room)
             };
             for l in laid.lines() {
-                out.push_str(FIGURE_INDENT);
-                out.push_str(l);
+                // (the blank line between split tables stays blank)
+                if !l.is_empty() {
+                    out.push_str(FIGURE_INDENT);
+                    out.push_str(l);
+                }
                 out.push('\n');
             }
             continue;

@@ -1085,5 +1085,12 @@ pub fn subject(t: &Strategy) -> String {
             "Generate the scalar user copy",
         ),
     };
-    mail::subject(prefix, long, short, &what)
+    // Per-CPU variants whose names do not fit say so without them (the
+    // body names each and the CPUs it serves).
+    let full = mail::subject(prefix, long, short, &what);
+    if !t.variants.is_empty() && full.ends_with(short) {
+        let counted = format!("{} per-CPU variants", t.variants.len());
+        return mail::subject(prefix, long, short, &counted);
+    }
+    full
 }
