@@ -154,50 +154,22 @@ fn man(subcommand: Option<&str>) -> Result<ExitCode, Failure> {
     write_stdout(&out)
 }
 
-/// Standard input, output and error that were closed when copygen started
-/// get `/dev/null`, so that no file copygen opens takes their descriptor
-/// (and receives its output); a closed standard output makes every write to
-/// it an error instead of text dropped.
-fn guard_standard_descriptors() {
-    // Rust's runtime has already done this before `main`: it opens
-    // `/dev/null` read-write on each closed one. A standard output that is
-    // `/dev/null` opened read-write is taken to be that (a shell's
-    // `>/dev/null` opens it write-only).
-    // SAFETY: fcntl and fstat on descriptor 1 into a zeroed stat.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        let flags = libc::fcntl(1, libc::F_GETFL);
-        if flags != -1
-            && flags & libc::O_ACCMODE == libc::O_RDWR
-            && libc::fstat(1, &mut st) == 0
-            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
-            && st.st_rdev == libc::makedev(1, 3)
-        {
-            copygen::output::write::mark_stdout_closed();
-        }
-    }
-    for fd in 0..3 {
-        // SAFETY: fcntl and open on plain descriptors.
-        let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
-        if !closed {
-            continue;
-        }
-        let flags = if fd == 0 {
-            libc::O_RDONLY
-        } else {
-            libc::O_WRONLY
-        };
-        // SAFETY: a constant NUL-terminated path. The lowest free
-        // descriptor is the closed one, as the lower ones are open.
-        unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
-        if fd == 1 {
-            copygen::output::write::mark_stdout_closed();
-        }
+/// Standard output closed when copygen was started, seen before Rust's
+/// runtime opens `/dev/null` on every closed standard descriptor (which
+/// would drop the output without an error): every write to it is then an
+/// error. Run from `.init_array`, before `main`.
+extern "C" fn note_closed_stdout() {
+    // SAFETY: fcntl on a plain descriptor.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        copygen::output::write::mark_stdout_closed();
     }
 }
 
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
+
 fn main() -> ExitCode {
-    guard_standard_descriptors();
     // A file size limit (`ulimit -f`) is then a write error (EFBIG) that
     // copygen reports and cleans up after, not a SIGXFSZ that kills it
     // with its temporaries left behind.

@@ -223,10 +223,10 @@ fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
         matches!(&z.calls[..], [SiteCall { at: 1, target: SiteTarget::Routine(s) }] if s.contains("zen")),
         "{z:?}"
     );
-    // Without FSRM, the loop variant.
+    // ERMS without FSRM: the erms variant (head/tail, then rep movsb).
     let l = resolve_site(Some(&gm), k, old()).unwrap();
     assert!(
-        matches!(&l.calls[..], [SiteCall { target: SiteTarget::Routine(s), .. }] if s.contains("loop")),
+        matches!(&l.calls[..], [SiteCall { target: SiteTarget::Routine(s), .. }] if s.contains("__erms_")),
         "{l:?}"
     );
     // guarded-movsb is in the C convention: a call of its entry everywhere.

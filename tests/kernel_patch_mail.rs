@@ -200,7 +200,7 @@ fn git_am_applies_it_with_author_and_sign_offs() {
     assert_eq!(lines.next(), Some("joro@example.org"));
     assert_eq!(
         lines.next(),
-        Some("x86/uaccess: Copy user memory with per-CPU variants (zen, fsrm, loop)")
+        Some("x86/uaccess: Copy user memory with 4 per-CPU variants")
     );
     assert!(log.ends_with(
         "\nSigned-off-by: Jörg Rödel <joro@example.org>\nSigned-off-by: A. Maintainer <am@example.net>\n\n"
@@ -479,7 +479,14 @@ fn author_names_are_encoded_and_folded_as_git_does() {
         }
         let o = git_in(dir.path(), &["mailinfo", "msg", "patch"], Some(&p));
         let info = String::from_utf8_lossy(&o.stdout);
-        assert!(info.contains(&format!("Author: {name}\n")), "{info}");
+        // mailinfo takes a name of more than 60 bytes for no name (its
+        // get_sane_name()), from git format-patch's own mail too.
+        let read = if name.len() > 60 {
+            "who@example.org"
+        } else {
+            name
+        };
+        assert!(info.contains(&format!("Author: {read}\n")), "{info}");
         assert!(info.contains("Email: who@example.org\n"), "{info}");
     }
 }

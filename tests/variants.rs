@@ -81,12 +81,12 @@ fn first_matching_variant_wins_and_the_default_catches_the_rest() {
     assert_eq!(pick(&[Zen, Erms, Fsrm]), "zen");
     // Zen 3 under qemu TCG, which drops FSRM: still the guard.
     assert_eq!(pick(&[Zen, Erms]), "zen");
-    // Zen 1/2 have no ERMS: the loop.
-    assert_eq!(pick(&[Zen]), "loop");
+    // Zen 1/2 have no ERMS: head/tail, the loop, then `rep movsq`.
+    assert_eq!(pick(&[Zen]), "zen_movsq");
     // Intel Ice Lake and later.
     assert_eq!(pick(&[Erms, Fsrm]), "fsrm");
     // Skylake: ERMS without FSRM.
-    assert_eq!(pick(&[Erms]), "loop");
+    assert_eq!(pick(&[Erms]), "erms");
     assert_eq!(pick(&[]), "loop");
     // Negated features.
     let t = per_cpu("x86_64");
@@ -124,7 +124,7 @@ fn bad_variants_are_located_errors() {
         "when = [\"erms\", \"avx9\"]",
         "avx9",
         "variants[0].when[1]",
-        "unknown CPU feature `avx9` (known: erms, fsrm, zen)",
+        "unknown CPU feature `avx9` (known: erms, fsrm, zen, zen1, zen2, zen3, zen4, zen5, rep_good)",
     );
     rejected(
         "when = [\"erms\", \"!zen\"]",
@@ -232,7 +232,7 @@ fn a_variant_may_override_a_method() {
 fn a_bad_variant_exits_2_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.toml");
-    std::fs::write(&f, PER_CPU.replace("\"!zen\"", "\"zen4\"")).unwrap();
+    std::fs::write(&f, PER_CPU.replace("\"!zen\"", "\"zen9\"")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
         .args(["emit", f.to_str().unwrap(), "-o"])
         .arg(dir.path().join("out"))
@@ -270,6 +270,16 @@ fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
             "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_fsrm\", \"\", X86_FEATURE_FSRM",
             "\tjmp\tguarded_movsb__fsrm_from_user",
             ".Lguarded_movsb_from_not_fsrm:",
+            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_erms\", \"\", X86_FEATURE_ERMS",
+            "\tjmp\tguarded_movsb__erms_from_user",
+            ".Lguarded_movsb_from_not_erms:",
+            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_zen_movsq\", \"\", X86_FEATURE_ZEN",
+            "\tALTERNATIVE \"\", \"jmp .Lguarded_movsb_from_not_zen_movsq\", X86_FEATURE_ERMS",
+            "\tjmp\tguarded_movsb__zen_movsq_from_user",
+            ".Lguarded_movsb_from_not_zen_movsq:",
+            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_movsq\", \"\", X86_FEATURE_REP_GOOD",
+            "\tjmp\tguarded_movsb__movsq_from_user",
+            ".Lguarded_movsb_from_not_movsq:",
             "\tjmp\tguarded_movsb__loop_from_user",
             "",
         ]
@@ -283,7 +293,7 @@ fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
         "{t}"
     );
     // Every variant's user accesses have their own entries.
-    for v in ["zen", "fsrm", "loop"] {
+    for v in ["zen", "fsrm", "erms", "zen_movsq", "movsq", "loop"] {
         for dir in ["from", "to"] {
             assert!(
                 text.contains(&format!("COPYGEN_EXTABLE(.L{v}_{dir}_")),
@@ -506,7 +516,7 @@ fn bench_runs_this_cpus_variant_and_names_it_or_the_one_forced() {
     let (code, _, err) = bench(&["guarded-movsb", "--sizes", "8", "--variant", "avx"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("no variant `avx` (it has zen, fsrm, loop)"),
+        err.contains("no variant `avx` (it has zen, fsrm, erms, zen_movsq, movsq, loop)"),
         "{err}"
     );
     let (code, _, err) = bench(&["rep_movsb", "--sizes", "8", "--variant", "zen"]);

@@ -221,10 +221,7 @@ fn boot(name: &str, kernel: KernelVersion, arch: Arch) -> Result<Boot, Failure> 
             Failure::Other(anyhow::anyhow!("--boot: running {}: {e}", script.display()))
         })?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let result = text
-        .lines()
-        .filter(|l| l.starts_with("copygen-boot: PASS "))
-        .last();
+    let result = text.lines().rfind(|l| l.starts_with("copygen-boot: PASS "));
     let machine = text
         .lines()
         .find_map(|l| l.strip_prefix("kernel-boot: machine: "));

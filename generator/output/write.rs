@@ -46,8 +46,8 @@ impl std::error::Error for StdoutFailed {}
 static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Standard output was closed when the program started (as by the shell's
-/// `>&-`); the command line has put `/dev/null` on the descriptor so that
-/// no file opened later takes it. Writing standard output is then an error
+/// `>&-`); Rust's runtime has put `/dev/null` on the descriptor, so that no
+/// file opened later takes it. Writing standard output is then an error
 /// (Rust's standard output would drop the text silently).
 pub fn mark_stdout_closed() {
     STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -276,7 +276,17 @@ impl Validator<'_> {
             let classes = self.dispatch(arch, &root_dispatch, &raw.dispatch, &methods, &broken);
             (classes, Some(Vec::new()))
         } else {
-            match self.keep(self.variants(arch, caps, &budget, &raw, kernel, &methods, &broken)) {
+            match self.keep(self.variants(
+                arch,
+                caps,
+                &budget,
+                &raw,
+                kernel,
+                variants::SharedMethods {
+                    defined: &methods,
+                    broken: &broken,
+                },
+            )) {
                 Some(Some(variants)) => {
                     let default = variants.last().expect("validated non-empty");
                     (Some(default.classes.clone()), Some(variants))

@@ -2,6 +2,14 @@
 
 use super::*;
 
+/// The strategy's own methods, as the variants start from them: those
+/// defined, and the names of those whose definition failed (their errors
+/// are recorded).
+pub(super) struct SharedMethods<'a> {
+    pub defined: &'a BTreeMap<String, Method>,
+    pub broken: &'a BTreeSet<String>,
+}
+
 /// Per-CPU variants (`front/variant.rs`): names, conditions, one default
 /// (the last), each variant's methods (the strategy's, overridden by name)
 /// and dispatch (its own, or the strategy's).
@@ -15,9 +23,9 @@ impl Validator<'_> {
         budget: &Budget,
         raw: &RawStrategy,
         kernel: Option<KernelVersion>,
-        shared: &BTreeMap<String, Method>,
-        broken: &BTreeSet<String>,
+        shared: SharedMethods,
     ) -> R<Option<Vec<Variant>>> {
+        let broken = shared.broken;
         let vpath = FieldPath::root().key("variants");
         if matches!(arch, Arch::Armv6 | Arch::Aarch64) {
             return Err(self.err(
@@ -92,7 +100,7 @@ impl Validator<'_> {
                     "the last variant must be the default (`default = true`): some CPU must match",
                 ));
             }
-            let mut methods = shared.clone();
+            let mut methods = shared.defined.clone();
             for (name, m) in &v.methods {
                 let mpath = path.key("methods").key(name);
                 if let Some(why) = identifier_problem(name, false) {
