@@ -19,7 +19,10 @@ use copygen::lower::call_site::{SiteCall, SiteCode, SiteTarget};
 use copygen::lower::entry_symbol;
 use copygen::lower::variants::{select, variant_symbol};
 use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, KernelModel};
-use copygen::tools::bench::stock::{tree_available, StockFeatures, StockObject};
+use copygen::tools::bench::stock::StockFeatures;
+
+mod common;
+use common::site::{copies, pattern, stock_object};
 
 const PAGE: usize = 4096;
 const INLINE: [u8; 5] = [0xf3, 0xa4, 0x0f, 0x1f, 0x00];
@@ -37,15 +40,7 @@ fn old() -> CpuFeatures {
 /// The stock kernel `k` from its tree, for a CPU with `f` (REP_GOOD set);
 /// `None`, SKIPPED said loudly, without a tree or Debian's tarball.
 fn model(k: KernelVersion, f: CpuFeatures) -> Option<KernelModel> {
-    if !tree_available(k) {
-        eprintln!(
-            "SKIPPED: no Linux {} tree and no /usr/src/linux-source-{}.tar.xz (verify/install-deps installs it)",
-            k.name(),
-            k.name()
-        );
-        return None;
-    }
-    let stock = StockObject::load(k, None).unwrap();
+    let stock = stock_object(k)?;
     let sf = StockFeatures {
         erms: f.has(CpuFeature::Erms),
         fsrm: f.has(CpuFeature::Fsrm),
@@ -101,37 +96,6 @@ impl Drop for Guarded {
         // SAFETY: our mapping.
         unsafe { libc::munmap(self.ptr.cast(), (self.pages + 1) * PAGE) };
     }
-}
-
-fn pattern(n: usize, salt: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt))
-        .collect()
-}
-
-/// Copy `n` bytes at these offsets through `site` from loop `context`;
-/// check the copy, the bytes around it, and that rcx is 0 after it.
-fn copies(site: &JitSite, context: usize, n: usize, src_off: usize, dst_off: usize) {
-    let src = pattern(n + src_off + 16, 7);
-    let mut dst = vec![0xeeu8; n + dst_off + 16];
-    let args = [SiteArgs {
-        to: dst[dst_off..].as_mut_ptr(),
-        from: src[src_off..].as_ptr(),
-        n,
-    }];
-    // SAFETY: both buffers hold n bytes at these offsets.
-    let left = unsafe { site.run(context, args.as_ptr(), 1, 0) };
-    assert_eq!(left, 0, "n {n}: rcx after the site");
-    assert_eq!(
-        &dst[dst_off..dst_off + n],
-        &src[src_off..src_off + n],
-        "n {n}"
-    );
-    assert!(dst[..dst_off].iter().all(|&b| b == 0xee), "n {n}: below");
-    assert!(
-        dst[dst_off + n..].iter().all(|&b| b == 0xee),
-        "n {n}: above"
-    );
 }
 
 /// Copy from a source whose first inaccessible byte is `k` bytes in:

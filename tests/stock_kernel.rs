@@ -16,20 +16,15 @@ use copygen::front::strategy::{Arch, Convention, KernelVersion};
 use copygen::jit::site::{JitSite, SiteArgs};
 use copygen::lower::call_site::SiteTarget;
 use copygen::tools::bench::site::{site_subject, stock_subject, KernelModel};
-use copygen::tools::bench::stock::{tree_available, StockFeatures, StockObject};
+use copygen::tools::bench::stock::{StockFeatures, StockObject};
+
+mod common;
+use common::site::{copies, pattern, stock_object};
 
 const PAGE: usize = 4096;
 
 fn load(k: KernelVersion) -> Option<StockObject> {
-    if !tree_available(k) {
-        eprintln!(
-            "SKIPPED: no Linux {} tree and no /usr/src/linux-source-{}.tar.xz (verify/install-deps installs it)",
-            k.name(),
-            k.name()
-        );
-        return None;
-    }
-    Some(StockObject::load(k, None).expect("the tree's object builds"))
+    stock_object(k)
 }
 
 fn feat(erms: bool, fsrm: bool, rep_good: bool) -> StockFeatures {
@@ -197,35 +192,6 @@ fn every_return_is_a_plain_ret_and_every_branch_stays_in_the_object() {
     }
 }
 
-fn pattern(n: usize, salt: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(29).wrapping_add(salt))
-        .collect()
-}
-
-fn copies(site: &JitSite, n: usize, src_off: usize, dst_off: usize) {
-    let src = pattern(n + src_off + 16, 5);
-    let mut dst = vec![0xeeu8; n + dst_off + 16];
-    let args = [SiteArgs {
-        to: dst[dst_off..].as_mut_ptr(),
-        from: src[src_off..].as_ptr(),
-        n,
-    }];
-    // SAFETY: both buffers hold n bytes at these offsets.
-    let left = unsafe { site.run(n, args.as_ptr(), 1, 0) };
-    assert_eq!(left, 0, "n {n}: bytes left");
-    assert_eq!(
-        &dst[dst_off..dst_off + n],
-        &src[src_off..src_off + n],
-        "n {n}"
-    );
-    assert!(dst[..dst_off].iter().all(|&b| b == 0xee), "n {n}: below");
-    assert!(
-        dst[dst_off + n..].iter().all(|&b| b == 0xee),
-        "n {n}: above"
-    );
-}
-
 /// A source whose byte `k` is the first of an inaccessible page: exactly
 /// `n - k` bytes are left, the first `k` copied.
 fn faults(site: &JitSite, k: usize, n: usize) {
@@ -300,7 +266,7 @@ fn the_trees_routines_copy_and_leave_exactly_the_bytes_not_copied() {
             }
             let site = stock_subject(&m).unwrap().site;
             for n in (0..=80).chain([127, 128, 200, 1000, 4096, 5000]) {
-                copies(&site, n, n % 7, n % 5);
+                copies(&site, n, n, n % 7, n % 5);
             }
             for (kk, n) in [(0, 9), (5, 64), (17, 100), (1000, 2048), (3000, 5000)] {
                 faults(&site, kk, n);
@@ -321,7 +287,7 @@ fn a_patched_6_1_site_calls_the_strategy_in_its_own_convention() {
         let site = site_subject(s, &m).unwrap().site;
         assert_eq!(site.site().convention, s.linux.convention, "{name}");
         for n in [0, 1, 15, 64, 65, 300, 4096] {
-            copies(&site, n, 3, 1);
+            copies(&site, n, n, 3, 1);
         }
     }
 }

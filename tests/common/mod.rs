@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod mutant;
+pub mod site;
 pub mod static_check;
 
 use std::fmt::Write as _;
