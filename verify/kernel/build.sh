@@ -65,7 +65,7 @@ kernel_build_prepare() {
 
 	# 2. The source tree: hard links into the pristine tree; files the patch touches (now
 	# or last time) are private copies, replaced only where their bytes change.
-	[[ -f $src/.copygen-unpacked ]] || { rm -rf "$src"; cp -al "$pristine" "$src"; }
+	[[ -f $src/.copygen-unpacked ]] || { rm -rf "$src"; kernel_tree_locked "$version" cp -al "$pristine" "$src"; }
 	stage=$dir/stage
 	rm -rf "$stage" && mkdir -p "$stage"
 	# (with the files it deletes: arm64's copy_{from,to}_user.S, superseded)

@@ -101,9 +101,12 @@ kernel_need() {
 	((${#want[@]})) || return 0
 	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
 		echo "installing: ${want[*]}" >&2
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${want[@]}" >&2 ||
-			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${want[@]}" >&2; } ||
-			kernel_die "could not install: ${want[*]}"
+		# (kernel-ci's two lanes may both get here: dpkg takes one apt-get at a time)
+		mkdir -p "$kernel_cache"
+		flock "$kernel_cache/apt.lock" bash -c '
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2 ||
+				{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2; }' \
+			apt "${want[@]}" || kernel_die "could not install: ${want[*]}"
 	else
 		kernel_die "missing packages: ${want[*]} (install them, or run as root to have them installed)"
 	fi
@@ -116,9 +119,26 @@ kernel_need_build_tools() {
 		"linux-source-$1:$(kernel_tarball "$1")"
 }
 
+# kernel_tree_locked VERSION COMMAND... — COMMAND (in a subshell) holding the lock of the
+# unpacked tree. kernel-ci runs two lanes at once: whatever writes into the pristine tree
+# (the unpack, kernel-tree's copygen/<arch>/ files) or copies it (a boot folder's hard
+# links) takes it, so that no lane sees the tree half written. Never nested.
+kernel_tree_locked() {
+	local v=$1
+	shift
+	mkdir -p "$kernel_cache"
+	(
+		flock 9
+		"$@"
+	) 9>"$kernel_cache/linux-$v.lock"
+}
+
 # kernel_unpack VERSION — unpack the tree once; the stamp marks a complete unpack (an
 # interrupted one is redone).
 kernel_unpack() {
+	[[ -f $(kernel_src "$1")/.copygen-unpacked ]] || kernel_tree_locked "$1" kernel_unpack_now "$1"
+}
+kernel_unpack_now() {
 	local src tarball
 	src=$(kernel_src "$1") tarball=$(kernel_tarball "$1")
 	[[ -f $src/.copygen-unpacked ]] && return 0
