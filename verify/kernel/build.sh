@@ -45,11 +45,28 @@ kernel_build_prepare() {
 	mkdir -p "$dir"
 	exec {kernel_build_lock}>"$dir/lock"
 	flock "$kernel_build_lock"
-	# 1. The patch, as a kernel developer would get it.
+	# 1. The patch, as a kernel developer would get it. `kernel-patch` fault-injects every
+	# routine before it writes (tens of seconds for a per-CPU preset): a patch made by the
+	# same binary from the same strategy file is kept (patches/<key>), so booting one
+	# preset on three CPU models makes it once.
 	fresh=$(mktemp "$dir/copygen.patch.XXXXXX")
 	if [[ -n $preset ]]; then
-		"$copygen" kernel-patch "$preset" --kernel "$version" --arch "$arch" --author "$author" -o "$fresh" ||
-			{ rm -f "$fresh"; kernel_die "$preset: copygen kernel-patch refused it"; }
+		local key strategy_file=$kernel_root/generator/strategies/$preset.toml
+		key=$( {
+			sha256sum <"$copygen"
+			echo "$preset $version $arch $author"
+			[[ ! -f $strategy_file ]] || cat "$strategy_file"
+			[[ ! -f $preset ]] || cat "$preset" # (a strategy file given by its path)
+		} | sha256sum | cut -c1-16)
+		mkdir -p "$dir/patches"
+		if [[ -s $dir/patches/$key ]]; then
+			cp "$dir/patches/$key" "$fresh"
+			echo "$(basename "$0"): the patch of $preset made by this copygen before (patches/$key)" >&2
+		else
+			"$copygen" kernel-patch "$preset" --kernel "$version" --arch "$arch" --author "$author" -o "$fresh" ||
+				{ rm -f "$fresh"; kernel_die "$preset: copygen kernel-patch refused it"; }
+			cp "$fresh" "$dir/patches/$key"
+		fi
 	fi
 	mv "$fresh" "$patch"
 	# The glue: the patch's sections for files the tree has (not the generated file's;
