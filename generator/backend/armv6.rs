@@ -615,7 +615,7 @@ pub fn print_inst(inst: &Inst) -> String {
     let byte = |w: &u32| match *w {
         1 => "b",
         4 => "",
-        w => unreachable!("no {w}-byte access on armv6 (arch.rs lists 1 and 4)"),
+        w => unreachable!("no {w}-byte access on armv6 (arch/mod.rs lists 1 and 4)"),
     };
     match inst {
         Inst::Label(l) => format!("{l}:"),
