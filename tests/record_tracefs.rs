@@ -738,7 +738,7 @@ fn instance_template(f: &Fake, pipe: &str) {
 /// holds what it held.
 #[test]
 fn the_live_recorder_works_in_its_own_instance() {
-    use copygen::tools::record::live::{record, InstanceOps, Options, Target};
+    use copygen::tools::record::live::{record, InstanceOps, Options, Traced};
     use std::sync::atomic::AtomicBool;
     let f = fake("rep_movs_alternative", "a top-level line nobody may read\n");
     std::fs::write(f.root.join("kprobe_events"), "p:other/keep vfs_read\n").unwrap();
@@ -752,7 +752,7 @@ fn the_live_recorder_works_in_its_own_instance() {
         calls: 3,
         seconds: None,
         stop: &stop,
-        target: Target::All,
+        target: Traced::All,
         instance_ops: InstanceOps {
             create: fake_create,
             remove: fake_remove,

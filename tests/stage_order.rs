@@ -378,9 +378,11 @@ fn the_table_parser_takes_added_rows_and_refuses_broken_ones() {
     assert!(parse_stage_table("no table".lines()).is_err());
     assert!(stages_section("# A\n\n| 0 | a | `a` |").is_err());
     assert_eq!(
-        stages_section("## Other\n| 0 | a | `a` |\n## Stages\n\n| 1 | b | `b` |\n## Next\n| 2 | c | `c` |")
-            .unwrap()
-            .len(),
+        stages_section(
+            "## Other\n| 0 | a | `a` |\n## Stages\n\n| 1 | b | `b` |\n## Next\n| 2 | c | `c` |"
+        )
+        .unwrap()
+        .len(),
         1
     );
 }

@@ -23,7 +23,7 @@
 //! dst is aligned, end-relative words): ARMv6 performs them in hardware
 //! when SCTLR.U=1, which Linux sets on v6+ (`proc-v6.S`) and qemu-user
 //! allows. `ldm`/`stm` always need word alignment; validation proves it
-//! (`front/validate/dispatch.rs`, `multiple_fits`).
+//! (`front/validate/size_classes.rs`, `multiple_fits`).
 
 use crate::arch::{self, armv6::AAPCS};
 use crate::front::strategy::{Flavor, PrefetchKind};

@@ -224,12 +224,12 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
 
 /// The entry points of `s` in `flavor` that pick a per-CPU variant, printed
 /// (none without variants; [`x86::entry`]).
-pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
-    x86::entry::dispatchers(s, flavor)
+pub fn per_cpu_entries(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    x86::entry::per_cpu_entries(s, flavor)
 }
 
 /// Every function of the file of `s` in `flavor`: with per-CPU variants, the
-/// entry points that pick one ([`dispatchers`]) first, then the lowered
+/// entry points that pick one ([`per_cpu_entries`]) first, then the lowered
 /// routines.
 pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
     print_file(s, flavor, &compile(s, flavor))
@@ -237,7 +237,7 @@ pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
 
 /// [`file_functions`] from routines already compiled for `s` in `flavor`.
 pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
-    let mut out = dispatchers(s, flavor);
+    let mut out = per_cpu_entries(s, flavor);
     out.extend(compiled.iter().map(Compiled::print));
     out
 }

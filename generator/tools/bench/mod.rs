@@ -41,7 +41,7 @@ pub use report::{google_benchmark_json, text_table};
 pub use sweep::*;
 
 /// A copy routine: `f(to, from, n)` → bytes not copied (SysV), the JIT's type.
-pub type CopyFn = crate::jit::CopyFn;
+pub use crate::jit::CopyFn;
 
 /// Something to time: a name and a routine. `_owner` keeps JIT code alive.
 pub struct Subject {

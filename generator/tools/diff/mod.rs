@@ -19,22 +19,12 @@ use serde::Serialize;
 
 use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
 use crate::front::strategy::{symbol_of, Arch, Flavor, Strategy};
+use crate::input::BadInput;
 
-/// Bad input (exit 2): an unknown revision, an unreadable or unassemblable
-/// file, a file whose architecture cannot be told.
-#[derive(Debug)]
-pub struct InputError(pub String);
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for InputError {}
-
+/// Bad input ([`BadInput`], exit 2): an unknown revision, an unreadable or
+/// unassemblable file, a file whose architecture cannot be told.
 fn input(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(InputError(msg.into()))
+    anyhow::Error::new(BadInput(msg.into()))
 }
 
 /// The word that names this checkout's `emitted/` as a side.

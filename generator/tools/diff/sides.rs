@@ -263,15 +263,7 @@ pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Sid
 
 /// A strategy file: its flavours rendered for its arch.
 pub(super) fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
-    let s = crate::front::parse::load(path, opts.arch).map_err(|e| {
-        if e.downcast_ref::<crate::front::diagnostics::StrategyError>()
-            .is_some()
-        {
-            e
-        } else {
-            input(format!("error: {e:#}"))
-        }
-    })?;
+    let s = crate::front::parse::load(path, opts.arch)?;
     let flavors = match opts.flavor {
         Some(f) => vec![f],
         None => Flavor::ALL.to_vec(),
