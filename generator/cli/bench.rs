@@ -272,11 +272,11 @@ fn subjects_and_baseline(
     Ok((subjects, baseline))
 }
 
-pub(super) fn run_options(a: &BenchArgs) -> copygen::tools::bench::Options {
-    copygen::tools::bench::Options {
+pub(super) fn run_options(a: &BenchArgs) -> copygen::tools::bench::BenchOptions {
+    copygen::tools::bench::BenchOptions {
         repeats: a.repeats,
         seed: a.seed,
-        ..copygen::tools::bench::Options::default()
+        ..copygen::tools::bench::BenchOptions::default()
     }
 }
 

@@ -36,7 +36,7 @@ pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
         None => None,
         f => Some(parse_flavor(f)?[0]),
     };
-    let opts = diff::Options {
+    let opts = diff::DiffOptions {
         arch: parse_arch(a.arch)?,
         flavor,
         save_objects: a.save_objects,

@@ -60,7 +60,7 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
         .map(PathBuf::as_path)
         .zip(&strategies)
         .collect();
-    let clashes = copygen::front::symbols::check_run(&run);
+    let clashes = copygen::front::symbol_clashes::check_run(&run);
     if !clashes.is_empty() {
         let text: Vec<String> = clashes.iter().map(ToString::to_string).collect();
         return Err(Failure::Input(BadInput(text.join("\n\n"))));

@@ -213,7 +213,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         None => host_arch()?,
     };
     catch_signals();
-    let opts = live::Options {
+    let opts = live::RecordOptions {
         tracefs: a.tracefs.clone(),
         proc_dir: a.proc_dir.clone(),
         arch,

@@ -147,7 +147,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         check_name_option(n)?;
         header.name = n.clone();
     }
-    let opts = tune::Options {
+    let opts = tune::TuneOptions {
         dists,
         extra,
         budget: std::time::Duration::from_secs_f64(a.budget),

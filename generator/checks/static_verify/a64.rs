@@ -31,7 +31,7 @@ use std::rc::Rc;
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
 use super::isa::{
-    call_escape, trap_escape, Condition, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
+    call_escape, trap_escape, CondCode, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
 };
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
@@ -150,19 +150,19 @@ fn address(ins: &Instruction) -> Option<(usize, Option<usize>, i64, bool, bool)>
     })
 }
 
-fn cc(code: u8) -> Condition {
+fn cc(code: u8) -> CondCode {
     match code {
-        0 => Condition::Eq,
-        1 => Condition::Ne,
-        2 => Condition::Hs,
-        3 => Condition::Lo,
-        8 => Condition::Hi,
-        9 => Condition::Ls,
-        10 => Condition::Ge,
-        11 => Condition::Lt,
-        12 => Condition::Gt,
-        13 => Condition::Le,
-        _ => Condition::Other,
+        0 => CondCode::Eq,
+        1 => CondCode::Ne,
+        2 => CondCode::Hs,
+        3 => CondCode::Lo,
+        8 => CondCode::Hi,
+        9 => CondCode::Ls,
+        10 => CondCode::Ge,
+        11 => CondCode::Lt,
+        12 => CondCode::Gt,
+        13 => CondCode::Le,
+        _ => CondCode::Other,
     }
 }
 
@@ -225,13 +225,13 @@ fn decode(
             _ => None,
         });
         let (flow, cond) = match ins.opcode {
-            Opcode::B => (Flow::Jump(target(pc_offset.unwrap_or(0))), Condition::Other),
+            Opcode::B => (Flow::Jump(target(pc_offset.unwrap_or(0))), CondCode::Other),
             Opcode::Bcc(c) => (Flow::CondJump(target(pc_offset.unwrap_or(0))), cc(c)),
             Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => (
                 Flow::CondJump(target(pc_offset.unwrap_or(0))),
-                Condition::Other,
+                CondCode::Other,
             ),
-            Opcode::RET if gpr(&ops[0]) == Some(Some(LR)) => (Flow::Return, Condition::Other),
+            Opcode::RET if gpr(&ops[0]) == Some(Some(LR)) => (Flow::Return, CondCode::Other),
             Opcode::RET
             | Opcode::BR
             | Opcode::BRAA
@@ -239,10 +239,10 @@ fn decode(
             | Opcode::BRAB
             | Opcode::BRABZ
             | Opcode::RETAA
-            | Opcode::RETAB => (Flow::Indirect, Condition::Other),
-            Opcode::BL | Opcode::BLR => (Flow::Next, Condition::Other),
-            Opcode::UDF | Opcode::BRK | Opcode::HLT => (Flow::Stop, Condition::Other),
-            _ => (Flow::Next, Condition::Other),
+            | Opcode::RETAB => (Flow::Indirect, CondCode::Other),
+            Opcode::BL | Opcode::BLR => (Flow::Next, CondCode::Other),
+            Opcode::UDF | Opcode::BRK | Opcode::HLT => (Flow::Stop, CondCode::Other),
+            _ => (Flow::Next, CondCode::Other),
         };
 
         // Registers: the first operand is the destination of everything
@@ -401,7 +401,7 @@ fn undecodable(addr: u64, loc: Loc, word: &[u8]) -> Insn {
         text: format!(".inst {w:#010x}"),
         semantics: Rc::new(Instruction::default()),
         flow: Flow::Stop,
-        cc: Condition::Other,
+        cc: CondCode::Other,
         cond_exec: false,
         fault_moves: Vec::new(),
         mems: Vec::new(),

@@ -28,8 +28,8 @@ use super::abi::AbiSpec;
 use super::arm_text::text;
 use super::domain::{add_val, Cmp, State, Val, STACK};
 use super::isa::{
-    branch_to, call_escape, trap_escape, Condition, Flow, Insn, Isa, MemKind, MemOperand,
-    Semantics, Touch,
+    branch_to, call_escape, trap_escape, CondCode, Flow, Insn, Isa, MemKind, MemOperand, Semantics,
+    Touch,
 };
 use crate::checks::objfile::{Loc, ObjectFile};
 
@@ -74,20 +74,20 @@ fn options() -> unarm::Options {
     }
 }
 
-fn cc(c: unarm::Cond) -> Condition {
+fn cc(c: unarm::Cond) -> CondCode {
     use unarm::Cond as C;
     match c {
-        C::Eq => Condition::Eq,
-        C::Ne => Condition::Ne,
-        C::Hs => Condition::Hs,
-        C::Lo => Condition::Lo,
-        C::Hi => Condition::Hi,
-        C::Ls => Condition::Ls,
-        C::Ge => Condition::Ge,
-        C::Lt => Condition::Lt,
-        C::Gt => Condition::Gt,
-        C::Le => Condition::Le,
-        _ => Condition::Other,
+        C::Eq => CondCode::Eq,
+        C::Ne => CondCode::Ne,
+        C::Hs => CondCode::Hs,
+        C::Lo => CondCode::Lo,
+        C::Hi => CondCode::Hi,
+        C::Ls => CondCode::Ls,
+        C::Ge => CondCode::Ge,
+        C::Lt => CondCode::Lt,
+        C::Gt => CondCode::Gt,
+        C::Le => CondCode::Le,
+        _ => CondCode::Other,
     }
 }
 

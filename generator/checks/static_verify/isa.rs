@@ -72,7 +72,7 @@ pub(super) enum Flow {
 
 /// Branch (or ARM execution) conditions the length refinement understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Condition {
+pub(super) enum CondCode {
     Eq,
     Ne,
     Hs,
@@ -126,7 +126,7 @@ pub(super) struct Insn {
     pub(super) semantics: Rc<dyn Semantics>,
     pub(super) flow: Flow,
     /// Condition of a `CondJump`, or of a conditionally executed instruction.
-    pub(super) cc: Condition,
+    pub(super) cc: CondCode,
     /// ARM: runs only when `cc` holds (a non-branch with a condition).
     pub(super) cond_exec: bool,
     pub(super) mems: Vec<MemOperand>,

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::abi::{AbiSpec, NREGS};
 use super::domain::{add_val, Cmp, State, Val, CONST, LEN, SRC, STACK};
 use super::isa::{
-    call_escape, Condition, Escape, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
+    call_escape, CondCode, Escape, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
 };
 use crate::checks::objfile::{self, Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
@@ -179,15 +179,15 @@ fn displacement(i: &Instruction, abi: &AbiSpec) -> i64 {
     }
 }
 
-fn cc(c: ConditionCode) -> Condition {
+fn cc(c: ConditionCode) -> CondCode {
     match c {
-        ConditionCode::e => Condition::Eq,
-        ConditionCode::ne => Condition::Ne,
-        ConditionCode::ae => Condition::Hs,
-        ConditionCode::b => Condition::Lo,
-        ConditionCode::a => Condition::Hi,
-        ConditionCode::be => Condition::Ls,
-        _ => Condition::Other,
+        ConditionCode::e => CondCode::Eq,
+        ConditionCode::ne => CondCode::Ne,
+        ConditionCode::ae => CondCode::Hs,
+        ConditionCode::b => CondCode::Lo,
+        ConditionCode::a => CondCode::Hi,
+        ConditionCode::be => CondCode::Ls,
+        _ => CondCode::Other,
     }
 }
 
@@ -288,15 +288,15 @@ fn facts(
             prefetch: false,
         });
     let (flow, cond) = match i.flow_control() {
-        FlowControl::Return => (Flow::Return, Condition::Other),
-        FlowControl::Interrupt | FlowControl::Exception => (Flow::Stop, Condition::Other),
-        FlowControl::UnconditionalBranch => (Flow::Jump(i.near_branch_target()), Condition::Other),
+        FlowControl::Return => (Flow::Return, CondCode::Other),
+        FlowControl::Interrupt | FlowControl::Exception => (Flow::Stop, CondCode::Other),
+        FlowControl::UnconditionalBranch => (Flow::Jump(i.near_branch_target()), CondCode::Other),
         FlowControl::ConditionalBranch => (
             Flow::CondJump(i.near_branch_target()),
             cc(i.condition_code()),
         ),
-        FlowControl::IndirectBranch => (Flow::Indirect, Condition::Other),
-        _ => (Flow::Next, Condition::Other),
+        FlowControl::IndirectBranch => (Flow::Indirect, CondCode::Other),
+        _ => (Flow::Next, CondCode::Other),
     };
     Insn {
         addr: i.ip(),

@@ -323,7 +323,7 @@ impl Validator<'_> {
             text: text.to_string(),
         };
         // What the names become in the generated files.
-        let named = crate::front::symbols::check_strategy(&strategy, self.loc.file);
+        let named = crate::front::symbol_clashes::check_strategy(&strategy, self.loc.file);
         if !named.is_empty() {
             self.errors.borrow_mut().extend(named);
             return None;

@@ -31,7 +31,7 @@ fn input(msg: impl Into<String>) -> anyhow::Error {
 pub const WORKTREE: &str = "WORKTREE";
 
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct DiffOptions {
     /// Architecture of `.S` files (overrides header and path).
     pub arch: Option<Arch>,
     /// Only this flavour's files of a tree or strategy; the flavour of a
@@ -169,7 +169,7 @@ fn pair_files(old: &Side, new: &Side) -> Vec<(Option<usize>, Option<usize>)> {
 }
 
 /// Compare two sides.
-pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
+pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
     let tmp = tempfile::tempdir()?;
     let dir = opts
         .save_objects
@@ -389,7 +389,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
 }
 
 /// Load both sides and compare them.
-pub fn run(old: &str, new: &str, opts: &Options) -> Result<DiffReport> {
+pub fn run(old: &str, new: &str, opts: &DiffOptions) -> Result<DiffReport> {
     let o = load_side(old, opts).with_context(|| format!("reading {old}"))?;
     let n = load_side(new, opts).with_context(|| format!("reading {new}"))?;
     diff(&o, &n, opts)

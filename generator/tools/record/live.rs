@@ -79,7 +79,7 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// hundred bytes; a longer one is not theirs, and is not buffered further.
 pub const MAX_LINE: usize = 64 << 10;
 
-pub struct Options<'a> {
+pub struct RecordOptions<'a> {
     /// The tracefs mount (`/sys/kernel/tracing`).
     pub tracefs: PathBuf,
     /// Where `kallsyms`, `cpuinfo` and `sys/kernel/osrelease` are (`/proc`).
@@ -373,7 +373,7 @@ const FSRM_NOTE: &str = "this CPU has FSRM: Linux 6.4 and later run `rep movsb` 
 
 /// Which probe to use, or why none.
 fn choose(
-    o: &Options,
+    o: &RecordOptions,
     have: Option<&HashSet<String>>,
     fsrm: bool,
     notes: &mut Vec<String>,
@@ -440,7 +440,7 @@ fn choose(
 }
 
 /// Record until `calls`, `seconds` or the stop flag.
-pub fn record(o: &Options) -> Result<Recording> {
+pub fn record(o: &RecordOptions) -> Result<Recording> {
     let root = &o.tracefs;
     let shown = escape(&root.display().to_string(), false).into_owned();
     if !root.join("kprobe_events").exists() {

@@ -30,7 +30,7 @@ use raki::Decode;
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
 use super::isa::{
-    call_escape, trap_escape, Condition, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
+    call_escape, trap_escape, CondCode, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
 };
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
@@ -190,7 +190,7 @@ fn facts(
     let mut mems = Vec::new();
     let mut touch = None;
     let mut flow = Flow::Next;
-    let mut cc = Condition::Other;
+    let mut cc = CondCode::Other;
     let mut escape = None;
     let mut written_extra = Vec::new();
     let def = |defs: &mut Vec<(usize, usize)>, r: u8| defs.extend(s(r).map(|x| (x, 8)));
@@ -333,19 +333,19 @@ fn swapped(rs1: u8, rs2: u8) -> bool {
     rs1 == 30 && rs2 != 30 && rs2 != 0
 }
 
-fn branch_cc(br: Br, swapped: bool) -> Condition {
+fn branch_cc(br: Br, swapped: bool) -> CondCode {
     match (br, swapped) {
-        (Br::Eq, _) => Condition::Eq,
-        (Br::Ne, _) => Condition::Ne,
-        (Br::Ltu, false) => Condition::Lo,
-        (Br::Geu, false) => Condition::Hs,
-        (Br::Lt, false) => Condition::Lt,
-        (Br::Ge, false) => Condition::Ge,
+        (Br::Eq, _) => CondCode::Eq,
+        (Br::Ne, _) => CondCode::Ne,
+        (Br::Ltu, false) => CondCode::Lo,
+        (Br::Geu, false) => CondCode::Hs,
+        (Br::Lt, false) => CondCode::Lt,
+        (Br::Ge, false) => CondCode::Ge,
         // k < r: r > k; k >= r: r <= k.
-        (Br::Ltu, true) => Condition::Hi,
-        (Br::Geu, true) => Condition::Ls,
-        (Br::Lt, true) => Condition::Gt,
-        (Br::Ge, true) => Condition::Le,
+        (Br::Ltu, true) => CondCode::Hi,
+        (Br::Geu, true) => CondCode::Ls,
+        (Br::Lt, true) => CondCode::Gt,
+        (Br::Ge, true) => CondCode::Le,
     }
 }
 
@@ -357,7 +357,7 @@ fn undecodable(addr: u64, loc: Loc, len: u64, raw: String) -> Insn {
         text: format!(".insn {raw}"),
         semantics: Rc::new(Decoded { op: Op::Nop }),
         flow: Flow::Stop,
-        cc: Condition::Other,
+        cc: CondCode::Other,
         cond_exec: false,
         fault_moves: Vec::new(),
         mems: Vec::new(),
@@ -532,8 +532,8 @@ mod tests {
         assert_eq!(slot(28), Some(8));
         assert_eq!(slot(1), Some(LR));
         // `bltu t5, a2`: len above the bound in t5.
-        assert_eq!(branch_cc(Br::Ltu, swapped(30, 12)), Condition::Hi);
-        assert_eq!(branch_cc(Br::Ltu, swapped(12, 30)), Condition::Lo);
-        assert_eq!(branch_cc(Br::Geu, swapped(30, 12)), Condition::Ls);
+        assert_eq!(branch_cc(Br::Ltu, swapped(30, 12)), CondCode::Hi);
+        assert_eq!(branch_cc(Br::Ltu, swapped(12, 30)), CondCode::Lo);
+        assert_eq!(branch_cc(Br::Geu, swapped(30, 12)), CondCode::Ls);
     }
 }
