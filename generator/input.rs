@@ -27,10 +27,26 @@ pub const MAX_INPUT: u64 = 16 << 20;
 /// size in memory, so a strategy file is held to less than other inputs.
 pub const MAX_STRATEGY: u64 = 1 << 20;
 
+/// Input the user gave is bad: a strategy file, an argument, a trace, a
+/// revision, a file to check. The one error `copygen` exits 2 for (the
+/// command line maps it, in one place); any other failure exits with 1.
+/// The text is the whole message, printed as it is (`error: …`, or a
+/// located `file:line:column: error …`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadInput(pub String);
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
 /// Why an input could not be read. Its text names no file: the caller's
-/// message does.
+/// message does (and says whether that makes it [`BadInput`]).
 #[derive(Debug)]
-pub enum InputError {
+pub enum ReadError {
     /// A folder, FIFO, socket or device: what it is.
     NotRegular(&'static str),
     /// More than the limit (bytes).
@@ -43,31 +59,31 @@ pub enum InputError {
     Io(std::io::Error),
 }
 
-impl fmt::Display for InputError {
+impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InputError::NotRegular("a folder") => f.write_str("is a folder, not a regular file"),
-            InputError::NotRegular(what) => write!(f, "is {what}, not a regular file"),
-            InputError::TooLarge(limit) => write!(
+            ReadError::NotRegular("a folder") => f.write_str("is a folder, not a regular file"),
+            ReadError::NotRegular(what) => write!(f, "is {what}, not a regular file"),
+            ReadError::TooLarge(limit) => write!(
                 f,
                 "is larger than {} MiB, the most copygen reads from this kind of input",
                 limit >> 20
             ),
-            InputError::NotUtf8 { at, bytes } => write!(
+            ReadError::NotUtf8 { at, bytes } => write!(
                 f,
                 "not UTF-8 text: byte 0x{:02x} at offset {at} does not begin a UTF-8 character",
                 bytes[*at]
             ),
-            InputError::Io(e) => write!(f, "{e}"),
+            ReadError::Io(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for InputError {}
+impl std::error::Error for ReadError {}
 
-impl From<std::io::Error> for InputError {
+impl From<std::io::Error> for ReadError {
     fn from(e: std::io::Error) -> Self {
-        InputError::Io(e)
+        ReadError::Io(e)
     }
 }
 
@@ -88,19 +104,19 @@ fn kind(t: std::fs::FileType) -> &'static str {
     }
 }
 
-/// At most `limit` bytes from `r`; more is [`InputError::TooLarge`].
-fn read_bounded(r: impl Read, size_hint: u64, limit: u64) -> Result<Vec<u8>, InputError> {
+/// At most `limit` bytes from `r`; more is [`ReadError::TooLarge`].
+fn read_bounded(r: impl Read, size_hint: u64, limit: u64) -> Result<Vec<u8>, ReadError> {
     let mut buf = Vec::with_capacity(size_hint.min(limit) as usize);
     r.take(limit + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > limit {
-        return Err(InputError::TooLarge(limit));
+        return Err(ReadError::TooLarge(limit));
     }
     Ok(buf)
 }
 
 /// The bytes of the regular file at `path`, or of standard input for `-`,
 /// at most [`MAX_INPUT`] of them.
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
     read_bytes_limited(path, MAX_INPUT)
 }
 
@@ -140,9 +156,9 @@ pub fn environment_failure() -> Option<&'static str> {
 }
 
 /// [`read_bytes`] with another limit.
-pub fn read_bytes_limited(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+pub fn read_bytes_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let read = read_bytes_unnoted(path, limit);
-    if let Err(InputError::Io(e)) = &read {
+    if let Err(ReadError::Io(e)) = &read {
         note_environment(e);
     }
     read
@@ -155,7 +171,7 @@ pub fn note_environment(e: &std::io::Error) {
     }
 }
 
-fn read_bytes_unnoted(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+fn read_bytes_unnoted(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     if path.as_os_str() == "-" {
         return read_bounded(std::io::stdin().lock(), 0, limit);
     }
@@ -165,22 +181,22 @@ fn read_bytes_unnoted(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
         .open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(InputError::NotRegular(kind(meta.file_type())));
+        return Err(ReadError::NotRegular(kind(meta.file_type())));
     }
     if meta.len() > limit {
-        return Err(InputError::TooLarge(limit));
+        return Err(ReadError::TooLarge(limit));
     }
     read_bounded(file, meta.len(), limit)
 }
 
 /// [`read_bytes`] as UTF-8 text.
-pub fn read_string(path: &Path) -> Result<String, InputError> {
+pub fn read_string(path: &Path) -> Result<String, ReadError> {
     read_string_limited(path, MAX_INPUT)
 }
 
 /// [`read_string`] with another limit.
-pub fn read_string_limited(path: &Path, limit: u64) -> Result<String, InputError> {
-    String::from_utf8(read_bytes_limited(path, limit)?).map_err(|e| InputError::NotUtf8 {
+pub fn read_string_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_bytes_limited(path, limit)?).map_err(|e| ReadError::NotUtf8 {
         at: e.utf8_error().valid_up_to(),
         bytes: e.into_bytes(),
     })

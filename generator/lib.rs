@@ -3,8 +3,10 @@
 //! labels, and print it as GNU as for a kernel tree or user space.
 //!
 //! The module tree follows the pipeline, and data flows one way: a module
-//! names (`crate::…`) only its own stage and earlier ones
-//! (`tests/stage_order.rs` checks it).
+//! names (`crate::…`) only its own stage and earlier ones. The table below
+//! is the one list of stages: `tests/stage_order.rs` reads its rows (number,
+//! name, the modules in backticks), checks every module against them, and
+//! checks that ARCHITECTURE.md's `## Stages` table has the same rows.
 //!
 //! | # | stage     | modules                                                        |
 //! |---|-----------|----------------------------------------------------------------|

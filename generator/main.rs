@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use copygen::front::diagnostics::escape;
+use copygen::input::BadInput;
 
 #[macro_use]
 mod cli;
@@ -135,11 +136,11 @@ fn man(subcommand: Option<&str>) -> Result<ExitCode, Failure> {
                 .map(|c| c.get_name().to_string())
                 .collect();
             let Some(sub) = top.find_subcommand(name).cloned() else {
-                return Err(Failure::Input(format!(
+                return Err(Failure::Input(BadInput(format!(
                     "error: `{}` is not a copygen subcommand ({})",
                     escape(name, false),
                     names.join(", ")
-                )));
+                ))));
             };
             // The page's name; this process ends after printing it.
             let full: &'static str =
@@ -236,13 +237,13 @@ fn report(result: Result<ExitCode, Failure>) -> ExitCode {
         Ok(code) => code,
         // The input could not be read because of the environment (too
         // few descriptors, a file size limit): not the input's fault.
-        Err(Failure::Input(msg)) if copygen::input::environment_failure().is_some() => {
+        Err(Failure::Input(BadInput(msg))) if copygen::input::environment_failure().is_some() => {
             let lack = copygen::input::environment_failure().unwrap_or_default();
             errln!("{}", escape(&msg, true));
             errln!("error: {lack}");
             ExitCode::from(1)
         }
-        Err(Failure::Input(msg)) => {
+        Err(Failure::Input(BadInput(msg))) => {
             errln!("{}", escape(&msg, true));
             ExitCode::from(2)
         }

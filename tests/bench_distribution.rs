@@ -103,9 +103,9 @@ fn every_round_draws_a_fresh_sequence_shared_by_the_subjects() {
             _owner: None,
         },
     ];
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 3,
-        ..bench::Options::default()
+        ..bench::BenchOptions::default()
     };
     let res = bench::run_with(&sweep, &subjects, &opts, &|_, _| {});
     assert_eq!(res.cells[0][0].rounds.len(), 3);

@@ -243,9 +243,9 @@ fn a_replay_runs_each_segment_in_order_at_the_recorded_offsets() {
         f: record,
         _owner: None,
     }];
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 2,
-        ..bench::Options::default()
+        ..bench::BenchOptions::default()
     };
     let res = bench::run_replay(&replay, &subjects, &opts, &|_, _| {});
     assert_eq!(res.figures.len(), 1);
@@ -422,9 +422,9 @@ fn a_cell_gets_a_cost_from_the_rounds_whose_segment_holds_it() {
         f: nothing,
         _owner: None,
     }];
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 15,
-        ..bench::Options::default()
+        ..bench::BenchOptions::default()
     };
     let res = bench::run_replay(&replay, &subjects, &opts, &|_, _| {});
     let cells = &res.figures[0].cells;

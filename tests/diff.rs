@@ -18,7 +18,7 @@ use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Flavor, Strategy};
 use copygen::output::render::render;
 use copygen::output::tree::render_tree;
-use copygen::tools::diff::{self, format_bloat, table, DiffReport, Options};
+use copygen::tools::diff::{self, format_bloat, table, DiffOptions, DiffReport};
 
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");
 
@@ -401,8 +401,8 @@ fn relabel(text: &str) -> String {
     out.replacen("\t.text\n", "\t.text\n.Lunused_label:\n", 1)
 }
 
-fn report(old: &str, new: &str, dir: &Path, opts: &Options) -> DiffReport {
-    let o = Options {
+fn report(old: &str, new: &str, dir: &Path, opts: &DiffOptions) -> DiffReport {
+    let o = DiffOptions {
         cwd: Some(dir.to_path_buf()),
         ..opts.clone()
     };
@@ -423,7 +423,7 @@ fn relabelled_code_gives_no_instruction_diff() {
             assert!(!other.contains(".Lfrom_"), "{other}");
             std::fs::write(dir.path().join("a.S"), &text).unwrap();
             std::fs::write(dir.path().join("b.S"), &other).unwrap();
-            let r = report("a.S", "b.S", dir.path(), &Options::default());
+            let r = report("a.S", "b.S", dir.path(), &DiffOptions::default());
             assert!(r.text.rows.len() >= 2, "{} {flavor}: no functions", s.name);
             assert!(r.text.rows.iter().all(|x| x.delta == 0), "{:?}", r.text);
             assert!(
@@ -448,7 +448,7 @@ fn relabelled_code_gives_no_instruction_diff() {
     let changed = relabel(&text).replacen("\taddq\t$64, %rsi", "\taddq\t$64, %rsi\n\tnop", 1);
     std::fs::write(dir.path().join("a.S"), &text).unwrap();
     std::fs::write(dir.path().join("b.S"), &changed).unwrap();
-    let r = report("a.S", "b.S", dir.path(), &Options::default());
+    let r = report("a.S", "b.S", dir.path(), &DiffOptions::default());
     assert_eq!(r.changed.len(), 1, "{:?}", r.changed);
     assert!(
         r.changed[0].diff.contains("\n+\tnop\n"),
@@ -461,7 +461,7 @@ fn relabelled_code_gives_no_instruction_diff() {
     assert!(text.contains(jae));
     let retargeted = relabel(&text.replacen(jae, "\tjae\t.Lfrom_unrolled_tail\n", 1));
     std::fs::write(dir.path().join("b.S"), &retargeted).unwrap();
-    let r = report("a.S", "b.S", dir.path(), &Options::default());
+    let r = report("a.S", "b.S", dir.path(), &DiffOptions::default());
     assert_eq!(r.changed.len(), 1, "{:?}", r.changed);
     let d = &r.changed[0].diff;
     let minus: Vec<&str> = d.lines().filter(|l| l.starts_with("-\t")).collect();
@@ -536,7 +536,7 @@ fn one_knob_moves_the_sizes_as_the_lowering_says() {
     // (fixups at 0, 16, 32, 48 copied bytes) instead of two (0, 32), so it
     // gains two fixup stubs; to_user's stores already had one fixup each.
     knob_pair(dir.path(), "registers = 4", "registers = 2");
-    let r = report("old.toml", "new.toml", dir.path(), &Options::default());
+    let r = report("old.toml", "new.toml", dir.path(), &DiffOptions::default());
     assert_eq!(
         (r.text.grow, r.text.shrink, r.text.add, r.text.remove),
         (2, 0, 0, 0)
@@ -570,7 +570,7 @@ fn one_knob_moves_the_sizes_as_the_lowering_says() {
     // Half the block: half the unrolled loop in both directions, the same
     // number of entries per store in to_user, half the loads in from_user.
     knob_pair(dir.path(), "block = 64", "block = 32");
-    let r = report("old.toml", "new.toml", dir.path(), &Options::default());
+    let r = report("old.toml", "new.toml", dir.path(), &DiffOptions::default());
     assert_eq!((r.text.grow, r.text.shrink), (0, 4), "{:?}", r.text);
     assert_eq!(r.entries.before - r.entries.after, 16, "{:?}", r.entries);
     // Only one flavour.
@@ -578,9 +578,9 @@ fn one_knob_moves_the_sizes_as_the_lowering_says() {
         "old.toml",
         "new.toml",
         dir.path(),
-        &Options {
+        &DiffOptions {
             flavor: Some(Flavor::Linux),
-            ..Options::default()
+            ..DiffOptions::default()
         },
     );
     assert_eq!(r.files.len(), 1);
@@ -784,7 +784,7 @@ fn arm_strategy_files_diff_in_both_flavours() {
         text.replace("registers = 8", "registers = 4"),
     )
     .unwrap();
-    let r = report("old.toml", "new.toml", dir.path(), &Options::default());
+    let r = report("old.toml", "new.toml", dir.path(), &DiffOptions::default());
     assert!(r.notes.is_empty(), "{:?}", r.notes);
     assert_eq!(r.files.len(), 2);
     // Same user accesses, so the same entries.
@@ -828,7 +828,7 @@ fn aarch64_strategy_files_diff_in_both_flavours() {
         text.replace("distance = [256]", "distance = [512]"),
     )
     .unwrap();
-    let r = report("old.toml", "new.toml", dir.path(), &Options::default());
+    let r = report("old.toml", "new.toml", dir.path(), &DiffOptions::default());
     assert!(r.notes.is_empty(), "{:?}", r.notes);
     assert_eq!(r.files.len(), 2);
     assert_eq!(r.entries.before, r.entries.after);

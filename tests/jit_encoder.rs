@@ -213,7 +213,7 @@ fn cross_check(s: &Strategy, flavor: Flavor, dir: &Path, tally: &mut Tally) {
     let encoded = jit::assemble(s, flavor).unwrap_or_else(|e| panic!("{} {flavor}: {e}", s.name));
     // The JIT encodes the lowered routines; per-CPU entry points (which pick
     // a variant) are GNU as only.
-    let pickers = copygen::backend::dispatchers(s, flavor).len();
+    let pickers = copygen::backend::per_cpu_entries(s, flavor).len();
     // A routine serving both directions is exported standalone under both
     // names at one address (CONTRACT §3): the extra name is an alias.
     let aliases = match (s.routine, flavor) {

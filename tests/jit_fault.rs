@@ -84,8 +84,8 @@ fn a_fixup_that_skips_the_repair_is_reported() {
     let m = jit::compile_edited(&s, |r: &Routine, lines: &mut Vec<Line>| {
         let done = format!(".L{}_fixup_done", r.tag);
         for l in lines.iter_mut() {
-            if let Some((_, fixup)) = &mut l.user {
-                *fixup = done.clone();
+            if let Some(entry) = &mut l.user {
+                entry.fixup = done.clone();
             }
         }
     })

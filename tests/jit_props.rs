@@ -156,7 +156,7 @@ proptest! {
 
 /// Constant-size entry points alternated scratch 0 and 1 even under the
 /// x86_64 linux `rep_movs` convention, which has only rax: the printer
-/// indexed past the scratch table and panicked (lower.rs fix).
+/// indexed past the scratch table and panicked (a fix in lower/mod.rs).
 #[test]
 fn regression_fixed_sizes_with_the_rep_movs_convention() {
     let text = r#"

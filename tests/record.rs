@@ -8,7 +8,7 @@ use copygen::arch::kernel_copy_symbols::probes;
 use copygen::front::strategy::{Arch, Direction};
 use copygen::tools::bench::workload::Trace;
 use copygen::tools::record::kallsyms::Kallsyms;
-use copygen::tools::record::parse::{event, parse_text, Line, Parser};
+use copygen::tools::record::parse::{event, parse_text, Parser, TraceLine};
 use copygen::tools::record::{definitions, pick, to_csv, Row};
 
 fn copygen() -> Command {
@@ -76,7 +76,7 @@ fn trace_lines_in_real_formats() {
     let mut p = Parser::new("t.trace", None, Some(&k));
     assert_eq!(
         p.line(1, X86).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::ToUser,
             n: 4096,
             dst_off: 16,
@@ -88,7 +88,7 @@ fn trace_lines_in_real_formats() {
     let l = "   kworker/u2:1 x-12 [001]  3.000001: copygen_any: (rep_movs_alternative+0x0/0x70) to_off=0x8 from_off=0xff8 n=0x18 to_kernel=1 from_kernel=0 caller=0xffffffff81000208";
     assert_eq!(
         p.line(2, l).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::FromUser,
             n: 24,
             dst_off: 8,
@@ -98,7 +98,7 @@ fn trace_lines_in_real_formats() {
     );
     // arm64's directional events.
     let a = "  cat-7  [000] .....  1.5: copygen_from: (__arch_copy_from_user+0x0/0x1e0) to_off=0 from_off=64 n=128 caller=0xffff800080001234";
-    let Line::Call(r) = p.line(3, a).unwrap() else {
+    let TraceLine::Call(r) = p.line(3, a).unwrap() else {
         panic!()
     };
     assert_eq!(
@@ -110,7 +110,7 @@ fn trace_lines_in_real_formats() {
     let w = "cat-123 [000] d.... 12.345: copygen_any: (rep_movs_alternative+0x0/0x70) to=0x7ffd12345678 from=0xffff888001234010 n=0x40";
     assert_eq!(
         p.line(1, w).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::ToUser,
             n: 64,
             dst_off: 0x678,
@@ -120,18 +120,21 @@ fn trace_lines_in_real_formats() {
     );
     // Both sides kernel: no user side.
     let kk = "cat-123 [000] d.... 12.345: copygen_any: (rep_movs_alternative+0x0/0x70) to_off=0 from_off=0 n=8 to_kernel=1 from_kernel=1";
-    assert_eq!(p.line(2, kk).unwrap(), Line::NoUserSide);
+    assert_eq!(p.line(2, kk).unwrap(), TraceLine::NoUserSide);
     // Headers, lost events, other groups' events.
-    assert_eq!(p.line(3, "# tracer: nop").unwrap(), Line::Skipped);
-    assert_eq!(p.line(4, "CPU:0 [LOST 17 EVENTS]").unwrap(), Line::Lost(17));
+    assert_eq!(p.line(3, "# tracer: nop").unwrap(), TraceLine::Skipped);
+    assert_eq!(
+        p.line(4, "CPU:0 [LOST 17 EVENTS]").unwrap(),
+        TraceLine::Lost(17)
+    );
     let other = "sh-1 [000] ..... 1.0: sched_switch: (foo+0x0/0x10) a=1";
-    assert_eq!(p.line(5, other).unwrap(), Line::Skipped);
+    assert_eq!(p.line(5, other).unwrap(), TraceLine::Skipped);
     assert_eq!(event(X86).unwrap().symbol, "rep_movs_alternative");
     // As a 6.12 x86_64 guest printed it (verify/kernel-record, dd bs=4k).
     let real = "              dd-48      [000] d.Z..     3.176168: copygen_any: (rep_movs_alternative+0x0/0x90) to_off=3808 from_off=3312 n=32 to_kernel=1 from_kernel=0 caller=0xffffffff81180937";
     assert_eq!(
         p.line(6, real).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::FromUser,
             n: 32,
             dst_off: 3808,
@@ -145,7 +148,7 @@ fn trace_lines_in_real_formats() {
     let mut p = Parser::new("t.trace", Some(Arch::I386), None);
     assert_eq!(
         p.line(1, i386).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::FromUser,
             n: 20,
             dst_off: 3936,
@@ -159,7 +162,7 @@ fn trace_lines_in_real_formats() {
     let mut p = Parser::new("t.trace", Some(Arch::Armv6), None);
     assert_eq!(
         p.line(1, arm).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::ToUser,
             n: 4,
             dst_off: 3952,
@@ -181,7 +184,7 @@ fn i386_top_bits_tell_user_from_kernel() {
     for arch in [Some(Arch::I386), None] {
         let mut p = Parser::new("t.trace", arch, None);
         let row = |dir| {
-            Line::Call(Row {
+            TraceLine::Call(Row {
                 dir,
                 n: 64,
                 dst_off: 2352,
@@ -192,8 +195,8 @@ fn i386_top_bits_tell_user_from_kernel() {
         assert_eq!(p.line(1, &line(2, 3)).unwrap(), row(Direction::ToUser));
         assert_eq!(p.line(2, &line(3, 1)).unwrap(), row(Direction::FromUser));
         assert_eq!(p.line(3, &line(0, 3)).unwrap(), row(Direction::ToUser));
-        assert_eq!(p.line(4, &line(3, 3)).unwrap(), Line::NoUserSide);
-        assert_eq!(p.line(5, &line(1, 2)).unwrap(), Line::NoUserSide);
+        assert_eq!(p.line(4, &line(3, 3)).unwrap(), TraceLine::NoUserSide);
+        assert_eq!(p.line(5, &line(1, 2)).unwrap(), TraceLine::NoUserSide);
         let e = format!("{:#}", p.line(6, &line(4, 3)).unwrap_err());
         assert!(
             e.starts_with("t.trace:6:93: error: field `to_kernel`: 4 is not the top 2 bit(s) of a pointer (0 to 3)"),
@@ -214,7 +217,7 @@ fn i386_top_bits_tell_user_from_kernel() {
     let mut p = Parser::new("t.trace", Some(Arch::X86_64), None);
     assert!(matches!(
         p.line(1, amb).unwrap(),
-        Line::Call(Row {
+        TraceLine::Call(Row {
             dir: Direction::FromUser,
             ..
         })

@@ -738,13 +738,13 @@ fn instance_template(f: &Fake, pipe: &str) {
 /// holds what it held.
 #[test]
 fn the_live_recorder_works_in_its_own_instance() {
-    use copygen::tools::record::live::{record, InstanceOps, Options, Target};
+    use copygen::tools::record::live::{record, InstanceOps, RecordOptions, Traced};
     use std::sync::atomic::AtomicBool;
     let f = fake("rep_movs_alternative", "a top-level line nobody may read\n");
     std::fs::write(f.root.join("kprobe_events"), "p:other/keep vfs_read\n").unwrap();
     instance_template(&f, &(0..4).map(call).collect::<String>());
     let stop = AtomicBool::new(false);
-    let o = Options {
+    let o = RecordOptions {
         tracefs: f.root.clone(),
         proc_dir: f.proc_dir.clone(),
         arch: Arch::X86_64,
@@ -752,7 +752,7 @@ fn the_live_recorder_works_in_its_own_instance() {
         calls: 3,
         seconds: None,
         stop: &stop,
-        target: Target::All,
+        target: Traced::All,
         instance_ops: InstanceOps {
             create: fake_create,
             remove: fake_remove,

@@ -1,40 +1,132 @@
 //! Data flows one way through the stages: no module names (`crate::…`) a
-//! module of a later stage. The order is the one `generator/lib.rs` maps:
-//!
-//! 0. the strategy types every stage shares (`front::strategy`,
-//!    `front::variant`);
-//! 1. what each architecture and toolchain offers (`arch`, `toolchain`);
-//! 2. the rest of the front end (`front`: parse, validate, write TOML);
-//! 3. lowering (`lower`); 4. backends (`backend`); 5. `jit` and `output`;
-//! 6. `checks`; 7. `tools`.
+//! module of a later stage. The stages are the rows of the table in
+//! `generator/lib.rs`'s documentation (stage number, name, and the modules
+//! in backticks); this test reads that table, and checks that the table
+//! under `## Stages` in ARCHITECTURE.md has the same rows.
 //!
 //! The command-line front (`generator/cli`, `main.rs`) is a separate crate
 //! and may use every stage.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// One row of a stage table: its number, its name and the modules it
+/// holds (the module paths in backticks, without those under another path
+/// of the same row: `arch::cpu` beside `arch` adds nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct StageRow {
+    number: usize,
+    name: String,
+    modules: Vec<String>,
+}
+
+/// Whether `s` is a module path: lower-case `a::b` segments only (not a
+/// type such as `front::strategy::Strategy`, not a command such as
+/// `copygen diff`).
+fn is_module_path(s: &str) -> bool {
+    !s.is_empty()
+        && s.split("::").all(|seg| {
+            seg.starts_with(|c: char| c.is_ascii_lowercase())
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+}
+
+/// The rows of the first markdown table in `lines` whose first cell is a
+/// number (the header and the `|---|` line are skipped); rows may be added
+/// or reordered, so nothing here knows how many there are. A table row
+/// whose first cell is not a number after the rows began is an error.
+fn parse_stage_table<'a>(lines: impl Iterator<Item = &'a str>) -> Result<Vec<StageRow>, String> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in lines {
+        let line = line.trim();
+        if !line.starts_with('|') {
+            if in_table {
+                break;
+            }
+            continue;
+        }
+        in_table = true;
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if cells.len() < 3 {
+            return Err(format!("a stage row with fewer than 3 cells: {line}"));
+        }
+        let Ok(number) = cells[0].parse::<usize>() else {
+            if rows.is_empty() {
+                continue; // the header or the `|---|` line
+            }
+            return Err(format!("a stage row without a stage number: {line}"));
+        };
+        let modules_cell = cells[2..].join("|");
+        let paths: Vec<&str> = modules_cell
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|p| is_module_path(p))
+            .collect();
+        let mut modules: Vec<String> = Vec::new();
+        for p in &paths {
+            let under_another = paths
+                .iter()
+                .any(|q| q != p && p.starts_with(&format!("{q}::")));
+            if !under_another && !modules.iter().any(|m| m == p) {
+                modules.push(p.to_string());
+            }
+        }
+        if modules.is_empty() {
+            return Err(format!("a stage row that names no module: {line}"));
+        }
+        rows.push(StageRow {
+            number,
+            name: cells[1].to_string(),
+            modules,
+        });
+    }
+    if rows.is_empty() {
+        return Err("no stage table (rows `| N | name | `module`… |`)".into());
+    }
+    Ok(rows)
+}
+
+fn repo_file(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The stage table of `generator/lib.rs`: its `//!` lines.
+fn lib_rs_stages() -> &'static [StageRow] {
+    static ROWS: OnceLock<Vec<StageRow>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        let src = repo_file("generator/lib.rs");
+        let doc = src
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("//!"))
+            .map(str::trim);
+        parse_stage_table(doc).unwrap_or_else(|e| panic!("generator/lib.rs: {e}"))
+    })
+}
+
+/// The stage table under the `## Stages` heading of `text` (a markdown
+/// page), up to the next heading.
+fn stages_section(text: &str) -> Result<Vec<StageRow>, String> {
+    let mut lines = text.lines();
+    if !lines.by_ref().any(|l| l.trim() == "## Stages") {
+        return Err("no `## Stages` section".into());
+    }
+    parse_stage_table(lines.take_while(|l| !l.starts_with('#')))
+}
 
 /// Stage of a module path (`front::parse`, `backend::x86::entry`): the
 /// longest prefix in the table.
 fn stage(module: &str) -> Option<usize> {
-    const STAGES: &[(&str, usize)] = &[
-        ("front::strategy", 0),
-        ("front::variant", 0),
-        ("arch", 1),
-        ("toolchain", 1),
-        ("input", 1),
-        ("front", 2),
-        ("lower", 3),
-        ("backend", 4),
-        ("jit", 5),
-        ("output", 5),
-        ("checks", 6),
-        ("tools", 7),
-    ];
-    STAGES
+    lib_rs_stages()
         .iter()
+        .flat_map(|r| r.modules.iter().map(move |m| (m.as_str(), r.number)))
         .filter(|(p, _)| module == *p || module.starts_with(&format!("{p}::")))
         .max_by_key(|(p, _)| p.len())
-        .map(|&(_, s)| s)
+        .map(|(_, s)| s)
 }
 
 /// The module path of a file under `generator/`.
@@ -168,7 +260,11 @@ fn the_checker_sees_back_arrows_in_every_form() {
             "front::variant",
             "use crate::{arch::cpu::CpuFeatures, front::strategy::Arch};"
         ),
-        ["front::variant (stage 0) names crate::arch::cpu (stage 1)"]
+        [format!(
+            "front::variant (stage {}) names crate::arch::cpu (stage {})",
+            stage("front::variant").unwrap(),
+            stage("arch::cpu").unwrap()
+        )]
     );
     assert_eq!(
         back_arrows("arch::cpu", "let x = crate::front::parse::parse(t);").len(),
@@ -186,12 +282,107 @@ fn the_checker_sees_back_arrows_in_every_form() {
     .is_empty());
     assert!(back_arrows("jit::encode", "use crate::output::render;").is_empty());
     // `stage` takes the longest prefix.
-    assert_eq!(stage("front::strategy"), Some(0));
-    assert_eq!(stage("front::parse"), Some(2));
-    assert_eq!(stage("backend::x86::entry"), Some(4));
+    assert!(stage("front::strategy") < stage("arch"));
+    assert!(stage("arch") < stage("front::parse"));
+    assert_eq!(stage("backend::x86::entry"), stage("backend"));
+    assert!(stage("lower") < stage("backend::x86::entry"));
     assert_eq!(
         module_of(Path::new("backend/x86/entry.rs")),
         "backend::x86::entry"
     );
     assert_eq!(module_of(Path::new("lower.rs")), "lower");
+}
+
+#[test]
+fn lib_rs_stage_table_names_modules_that_exist_in_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("generator");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let modules: Vec<String> = files
+        .iter()
+        .map(|f| module_of(f.strip_prefix(&root).unwrap()))
+        .collect();
+    let rows = lib_rs_stages();
+    assert!(rows.len() >= 8, "only {} stage rows in lib.rs", rows.len());
+    for w in rows.windows(2) {
+        assert!(
+            w[0].number <= w[1].number,
+            "generator/lib.rs: stage {} ({}) after stage {} ({})",
+            w[1].number,
+            w[1].name,
+            w[0].number,
+            w[0].name
+        );
+    }
+    for r in rows {
+        for m in &r.modules {
+            assert!(
+                modules.contains(m),
+                "generator/lib.rs: stage {} ({}) names `{m}`, which is no module under generator/",
+                r.number,
+                r.name
+            );
+        }
+    }
+}
+
+#[test]
+fn architecture_md_has_the_stage_table_of_lib_rs() {
+    let rows = stages_section(&repo_file("ARCHITECTURE.md"))
+        .unwrap_or_else(|e| panic!("ARCHITECTURE.md: {e}"));
+    let lib = lib_rs_stages();
+    let show = |rows: &[StageRow]| {
+        rows.iter()
+            .map(|r| format!("{} | {} | {}", r.number, r.name, r.modules.join(", ")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        rows,
+        lib,
+        "the stage table under `## Stages` in ARCHITECTURE.md is not the one in generator/lib.rs:\nARCHITECTURE.md:\n{}\ngenerator/lib.rs:\n{}",
+        show(&rows),
+        show(lib)
+    );
+}
+
+#[test]
+fn the_table_parser_takes_added_rows_and_refuses_broken_ones() {
+    let table = "intro\n\n| # | stage | modules |\n|---|---|---|\n\
+                 | 0 | types | [`a::b`], `a::c`: text |\n\
+                 | 1 | targets | `x` (`x::y`, `x::Type`), `copygen z`, `w` |\n\
+                 | 1 | kernel | `k` |\n\
+                 | 2 | tools | `t` |\nafter";
+    let rows = parse_stage_table(table.lines()).unwrap();
+    let got: Vec<(usize, &str, Vec<&str>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.number,
+                r.name.as_str(),
+                r.modules.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, "types", vec!["a::b", "a::c"]),
+            (1, "targets", vec!["x", "w"]),
+            (1, "kernel", vec!["k"]),
+            (2, "tools", vec!["t"]),
+        ]
+    );
+    assert!(parse_stage_table("| 0 | empty | no module |".lines()).is_err());
+    assert!(parse_stage_table("| # | a |\n| 0 | a | `a` |\n| x | b | `b` |".lines()).is_err());
+    assert!(parse_stage_table("no table".lines()).is_err());
+    assert!(stages_section("# A\n\n| 0 | a | `a` |").is_err());
+    assert_eq!(
+        stages_section(
+            "## Other\n| 0 | a | `a` |\n## Stages\n\n| 1 | b | `b` |\n## Next\n| 2 | c | `c` |"
+        )
+        .unwrap()
+        .len(),
+        1
+    );
 }

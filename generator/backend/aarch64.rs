@@ -21,7 +21,7 @@
 //! loads and stores, so the standalone flavour runs the very same
 //! instruction stream. They have no pair form and only a signed 9-bit
 //! unscaled offset; the lowering splits user-side pairs into two single
-//! accesses (`lower.rs`, `halves`), and the kernel side keeps `ldp`/`stp`.
+//! accesses (`lower/mod.rs`, `halves`), and the kernel side keeps `ldp`/`stp`.
 //! A64 loads and stores take any alignment on normal memory, so neither
 //! side needs aligned pointers.
 

@@ -23,7 +23,7 @@
 //! dst is aligned, end-relative words): ARMv6 performs them in hardware
 //! when SCTLR.U=1, which Linux sets on v6+ (`proc-v6.S`) and qemu-user
 //! allows. `ldm`/`stm` always need word alignment; validation proves it
-//! (`front/validate/dispatch.rs`, `multiple_fits`).
+//! (`front/validate/size_classes.rs`, `multiple_fits`).
 
 use crate::arch::{self, armv6::AAPCS};
 use crate::front::strategy::{Flavor, PrefetchKind};
@@ -615,7 +615,7 @@ pub fn print_inst(inst: &Inst) -> String {
     let byte = |w: &u32| match *w {
         1 => "b",
         4 => "",
-        w => unreachable!("no {w}-byte access on armv6 (arch.rs lists 1 and 4)"),
+        w => unreachable!("no {w}-byte access on armv6 (arch/mod.rs lists 1 and 4)"),
     };
     match inst {
         Inst::Label(l) => format!("{l}:"),

@@ -37,11 +37,11 @@ pub struct Function {
 }
 
 /// A selected instruction of either backend and, for a user access, its
-/// (instruction label, fixup label) pair: one exception-table entry.
+/// exception-table entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line<I> {
     pub inst: I,
-    pub user: Option<(String, String)>,
+    pub user: Option<ExtableLabels>,
     /// Out-of-line fixup code starts at this line.
     pub fixup_start: bool,
 }
@@ -85,11 +85,9 @@ impl<'r, I> Lines<'r, I> {
 
     /// An instruction; a user access when `site` is given.
     pub fn emit_user(&mut self, inst: I, site: &Option<crate::lower::routine::UserSite>) {
-        let user = site.as_ref().map(|s| {
-            (
-                self.label(&s.name),
-                self.label(&self.r.fixups[s.fixup].label),
-            )
+        let user = site.as_ref().map(|s| ExtableLabels {
+            insn: self.label(&s.name),
+            fixup: self.label(&self.r.fixups[s.fixup].label),
         });
         let fixup_start = std::mem::take(&mut self.pending_fixup_start);
         self.out.push(Line {
@@ -123,12 +121,9 @@ pub fn print_lines<I>(lines: &[Line<I>], print_inst: impl Fn(&I) -> String) -> F
         } else {
             &mut f.body
         };
-        if let Some((insn, fixup)) = &line.user {
-            out.push(format!("{insn}:"));
-            f.extable.push(ExtableLabels {
-                insn: insn.clone(),
-                fixup: fixup.clone(),
-            });
+        if let Some(entry) = &line.user {
+            out.push(format!("{}:", entry.insn));
+            f.extable.push(entry.clone());
         }
         out.push(print_inst(&line.inst));
     }
@@ -229,12 +224,12 @@ pub fn functions(s: &Strategy, flavor: Flavor) -> Vec<(Routine, Function)> {
 
 /// The entry points of `s` in `flavor` that pick a per-CPU variant, printed
 /// (none without variants; [`x86::entry`]).
-pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
-    x86::entry::dispatchers(s, flavor)
+pub fn per_cpu_entries(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+    x86::entry::per_cpu_entries(s, flavor)
 }
 
 /// Every function of the file of `s` in `flavor`: with per-CPU variants, the
-/// entry points that pick one ([`dispatchers`]) first, then the lowered
+/// entry points that pick one ([`per_cpu_entries`]) first, then the lowered
 /// routines.
 pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
     print_file(s, flavor, &compile(s, flavor))
@@ -242,7 +237,7 @@ pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
 
 /// [`file_functions`] from routines already compiled for `s` in `flavor`.
 pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
-    let mut out = dispatchers(s, flavor);
+    let mut out = per_cpu_entries(s, flavor);
     out.extend(compiled.iter().map(Compiled::print));
     out
 }

@@ -45,7 +45,7 @@ pub fn entries(s: &Strategy) -> Vec<EntryPoint> {
 /// The manifest rows of routines compiled from `s`, then the per-CPU
 /// variants' entry points that pick one.
 fn entries_of(s: &Strategy, compiled: &[Compiled]) -> Vec<EntryPoint> {
-    let pickers = crate::backend::dispatchers(s, Flavor::Standalone)
+    let pickers = crate::backend::per_cpu_entries(s, Flavor::Standalone)
         .into_iter()
         .zip(&s.directions)
         .map(|(f, &direction)| (f.symbol, direction, None));

@@ -340,20 +340,7 @@ pub fn verdict(run: &Run, limits: &Limits) -> Option<String> {
     })
 }
 
-// ---- the assembler's bounds, and the error for a bad input ----
-
-/// An input that cannot be read as what it claims (it does not assemble,
-/// its object is malformed): the user's to fix, so `copygen` exits 2.
-#[derive(Debug)]
-pub struct BadInput(pub String);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
+// ---- the assembler's bounds ----
 
 /// What the compiler driver and the assembler under it may use: a 190-byte
 /// `.rept` nest otherwise asks for gigabytes.

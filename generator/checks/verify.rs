@@ -14,7 +14,7 @@ use crate::checks::faultinject::{self, HarnessReport};
 use crate::front::strategy::{Precision, Strategy};
 
 /// The fault-injection results of one strategy.
-pub struct Outcome {
+pub struct FaultOutcome {
     pub strategy: String,
     pub arch: crate::front::strategy::Arch,
     pub precision: Precision,
@@ -22,7 +22,7 @@ pub struct Outcome {
     pub report: Result<HarnessReport>,
 }
 
-impl Outcome {
+impl FaultOutcome {
     pub fn failed(&self) -> bool {
         match &self.report {
             Ok(r) => r.violations() > 0,
@@ -42,7 +42,7 @@ pub fn fault_suite(
     jobs: usize,
     progress: bool,
     limits: &crate::checks::sandbox::Limits,
-) -> Vec<Outcome> {
+) -> Vec<FaultOutcome> {
     let bar = if progress {
         ProgressBar::with_draw_target(Some(strategies.len() as u64), ProgressDrawTarget::stderr())
     } else {
@@ -76,7 +76,7 @@ pub fn fault_suite(
     let mut done = done.into_inner().expect("no panics while held");
     done.sort_by_key(|(i, _)| *i);
     done.into_iter()
-        .map(|(i, report)| Outcome {
+        .map(|(i, report)| FaultOutcome {
             strategy: strategies[i].name.clone(),
             arch: strategies[i].arch,
             precision: strategies[i].precision,
@@ -86,7 +86,7 @@ pub fn fault_suite(
 }
 
 /// The table `copygen verify` prints, then violation details and errors.
-pub fn table(outcomes: &[Outcome]) -> String {
+pub fn table(outcomes: &[FaultOutcome]) -> String {
     let mut t = String::new();
     writeln!(
         t,
@@ -166,7 +166,7 @@ pub fn fault_asm_file(
     path: &std::path::Path,
     found: &crate::checks::static_verify::Report,
     limits: &crate::checks::sandbox::Limits,
-) -> Outcome {
+) -> FaultOutcome {
     use crate::checks::static_verify::UserSide;
     let name = path
         .file_name()
@@ -214,7 +214,7 @@ pub fn fault_asm_file(
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         faultinject::run_asm_with(found.arch, &asm, &entries, limits)
     })();
-    Outcome {
+    FaultOutcome {
         strategy: name,
         arch: found.arch,
         precision: Precision::Block,

@@ -8,6 +8,7 @@ use anyhow::Result;
 use copygen::front::catalog::catalog;
 use copygen::front::parse;
 use copygen::front::strategy::Arch;
+use copygen::input::BadInput;
 
 use super::{command_line, Failure};
 
@@ -176,9 +177,9 @@ fn share(s: &str) -> Result<f64, String> {
 fn check_rows(what: &str, lens: &[usize]) -> Result<(), Failure> {
     let rows = lens.iter().fold(1usize, |a, &n| a.saturating_mul(n));
     if rows > MAX_ROWS {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: {what} make {rows} rows; a bench measures at most {MAX_ROWS}"
-        )));
+        ))));
     }
     Ok(())
 }
@@ -188,7 +189,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     if let Some(w) = &a.workload {
         return cmd_replay(&a, w);
     }
-    let input = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
+    let input = |e: anyhow::Error| Failure::Input(BadInput(format!("error: {e:#}")));
     let mut sweep = if let Some(t) = &a.table {
         bench::table(t).map_err(input)?
     } else if !a.distribution.is_empty() {
@@ -197,7 +198,7 @@ pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
             .iter()
             .map(|d| bench::distribution::Distribution::load(d))
             .collect::<Result<Vec<_>>>()
-            .map_err(|e| Failure::Input(format!("{e:#}")))?;
+            .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))?;
         bench::distribution_sweep_with(dists, a.calls, a.alias_share, a.pointers)
     } else if let Some(List(alias)) = &a.alias_offsets {
         let sizes = a.sizes.as_ref().map_or(vec![1024], |l| l.0.clone());
@@ -254,9 +255,9 @@ fn subjects_and_baseline(
         any_variants |= has_variants;
     }
     if let (Some(v), false) = (&a.variant, any_variants) {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: --variant {v}: no strategy benchmarked has per-CPU variants"
-        )));
+        ))));
     }
     let baseline = match &a.baseline {
         None => None,
@@ -271,11 +272,11 @@ fn subjects_and_baseline(
     Ok((subjects, baseline))
 }
 
-pub(super) fn run_options(a: &BenchArgs) -> copygen::tools::bench::Options {
-    copygen::tools::bench::Options {
+pub(super) fn run_options(a: &BenchArgs) -> copygen::tools::bench::BenchOptions {
+    copygen::tools::bench::BenchOptions {
         repeats: a.repeats,
         seed: a.seed,
-        ..copygen::tools::bench::Options::default()
+        ..copygen::tools::bench::BenchOptions::default()
     }
 }
 
@@ -304,7 +305,8 @@ fn progress_bar(name: &str) -> indicatif::ProgressBar {
 /// `--workload`: replay a trace.
 fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure> {
     use copygen::tools::bench;
-    let trace = bench::workload::Trace::load(path).map_err(|e| Failure::Input(format!("{e:#}")))?;
+    let trace = bench::workload::Trace::load(path)
+        .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))?;
     let (subjects, baseline) = subjects_and_baseline(a, Vec::new())?;
     let replay = bench::Replay::new(trace, a.calls, a.working_set);
     if replay.trace.calls.len() < bench::DEFAULT_CALLS {
@@ -343,7 +345,7 @@ fn bench_subject(
     }
     let s = load_strategy(name)?;
     let chosen = copygen::tools::bench::bench_variant(&s, variant, found)
-        .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+        .map_err(|e| Failure::Input(BadInput(format!("error: {e:#}"))))?;
     if let Some(v) = chosen {
         let why = match variant {
             Some(_) => "forced by --variant".to_string(),
@@ -370,31 +372,31 @@ pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Stra
     } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
         s
     } else {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
             copygen::tools::bench::BASELINES
                 .iter()
                 .map(|b| b.0)
                 .collect::<Vec<_>>()
                 .join(", ")
-        )));
+        ))));
     };
     match s.arch {
         Arch::X86_64 => {}
         // Their code runs on this host only under qemu's translation.
         Arch::Armv6 | Arch::Aarch64 | Arch::Riscv64 => {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: `{name}` is {0} code, which this x86_64 host runs only under qemu emulation: \
                  emulated timings say nothing about a real {0} CPU, so the bench does not time it \
                  (it times x86_64 routines in-process; run `copygen verify` for {0}'s correctness)",
                 s.arch
-            )));
+            ))));
         }
         Arch::I386 => {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: `{name}` is {}: the bench runs x86_64 routines in-process",
                 s.arch
-            )));
+            ))));
         }
     }
     Ok(s)
@@ -407,44 +409,44 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     let kernel = match KernelVersion::parse(&a.site_kernel) {
         Some(k) => k,
         None => {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: --site-kernel: `{}` is not a kernel whose call site is known (6.1, 6.12)",
                 a.site_kernel
-            )))
+            ))))
         }
     };
     if let Some(spec) = &a.stock_features {
         copygen::tools::bench::stock::StockFeatures::host()
             .with(spec)
-            .map_err(|e| Failure::Input(format!("error: --stock-features: {e}")))?;
+            .map_err(|e| Failure::Input(BadInput(format!("error: --stock-features: {e}"))))?;
     }
     if let Some(t) = &a.tree {
         copygen::tools::bench::stock::locate_tree(kernel, Some(t))
-            .map_err(|e| Failure::Input(format!("error: {e:#}")))?;
+            .map_err(|e| Failure::Input(BadInput(format!("error: {e:#}"))))?;
     }
     if a.subjects.is_empty() {
-        return Err(Failure::Input(
+        return Err(Failure::Input(BadInput(
             "error: --site kernel: name the strategies whose sites to time (files or catalog names)"
                 .into(),
-        ));
+        )));
     }
     let mut strategies = Vec::new();
     for name in &a.subjects {
         if bench::baseline(name).is_some() {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: `{name}`: with --site kernel the stock kernel's site is the baseline; \
                  name strategies (files or catalog names)"
-            )));
+            ))));
         }
         strategies.push(load_strategy(name)?);
     }
     if a.figures_out.is_some() && strategies.len() != 1 {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: --figures-out: name one strategy (the patch's), not {}",
             strategies.len()
-        )));
+        ))));
     }
-    let fail = |e: anyhow::Error| Failure::Input(format!("error: {e:#}"));
+    let fail = |e: anyhow::Error| Failure::Input(BadInput(format!("error: {e:#}")));
     let model = site::KernelModel::new(kernel, a.tree.as_deref(), a.stock_features.as_deref())
         .map_err(Failure::Other)?;
     let stock_path = model.path_text().map_err(fail)?;
@@ -465,9 +467,9 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
         results.command = command_line();
         let text = site::figures_text(&results, &codes, &stock_path);
         copygen::tools::kernel_patch::mail::figures(&text).map_err(|(line, e)| {
-            Failure::Input(format!(
+            Failure::Input(BadInput(format!(
                 "error: --figures-out: line {line} of the figures: {e}"
-            ))
+            )))
         })?;
         out!("{text}");
         copygen::output::write::write_file(path, &text)?;

@@ -36,22 +36,16 @@ pub fn cmd_diff(a: DiffArgs) -> Result<ExitCode, Failure> {
         None => None,
         f => Some(parse_flavor(f)?[0]),
     };
-    let opts = diff::Options {
+    let opts = diff::DiffOptions {
         arch: parse_arch(a.arch)?,
         flavor,
         save_objects: a.save_objects,
         cwd: None,
     };
     // Bad input (a revision, file or strategy) exits 2; differences do not.
-    let classify = |e: anyhow::Error| -> Failure {
-        if let Some(ie) = e.downcast_ref::<diff::InputError>() {
-            return Failure::Input(ie.to_string());
-        }
-        Failure::from(e)
-    };
-    let old = diff::load_side(&a.old, &opts).map_err(classify)?;
-    let new = diff::load_side(&a.new, &opts).map_err(classify)?;
-    let report = diff::diff(&old, &new, &opts).map_err(classify)?;
+    let old = diff::load_side(&a.old, &opts)?;
+    let new = diff::load_side(&a.new, &opts)?;
+    let report = diff::diff(&old, &new, &opts)?;
     let bench = if a.bench {
         Some(diff::bench_changed(&report, &old, &new)?)
     } else {

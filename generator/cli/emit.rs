@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use copygen::input::BadInput;
 use copygen::output::render::{emitted_path, render};
 use copygen::output::tree::{check_tree, render_tree_with_stats, write_tree};
 
@@ -42,14 +43,14 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
     let flavors = parse_flavor(flavor)?;
     if files.is_empty() {
         if arch.is_some() || output.is_some() || flavors.len() != 2 {
-            return Err(Failure::Input("error: --arch, --flavor and -o apply to strategy files; the catalog always emits everything".into()));
+            return Err(Failure::Input(BadInput("error: --arch, --flavor and -o apply to strategy files; the catalog always emits everything".into())));
         }
         return emit_catalog(check, emitted);
     }
     if check {
-        return Err(Failure::Input(
+        return Err(Failure::Input(BadInput(
             "error: --check compares the catalog with emitted/; give no files".into(),
-        ));
+        )));
     }
     // Validate everything before writing anything.
     let strategies = load_all(&files, arch)?;
@@ -59,10 +60,10 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
         .map(PathBuf::as_path)
         .zip(&strategies)
         .collect();
-    let clashes = copygen::front::symbols::check_run(&run);
+    let clashes = copygen::front::symbol_clashes::check_run(&run);
     if !clashes.is_empty() {
         let text: Vec<String> = clashes.iter().map(ToString::to_string).collect();
-        return Err(Failure::Input(text.join("\n\n")));
+        return Err(Failure::Input(BadInput(text.join("\n\n"))));
     }
     let mut outputs = Vec::new();
     for s in &strategies {
@@ -82,11 +83,11 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
             } else {
                 "give a folder instead"
             };
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: -o {} names one file, but this run emits {} files ({why})",
                 p.display(),
                 outputs.len()
-            )));
+            ))));
         }
         Some(dir) => {
             let files: Vec<_> = outputs
@@ -118,9 +119,9 @@ fn emit_catalog(check: bool, emitted: Option<PathBuf>) -> Result<ExitCode, Failu
         (Some(dir), _) => dir,
         (None, Some(root)) => root.join("emitted"),
         (None, None) => {
-            return Err(Failure::Input(
+            return Err(Failure::Input(BadInput(
                 "error: not in a copygen checkout (no generator/strategies above the working directory): give --emitted DIR".into(),
-            ))
+            )))
         }
     };
     let strategies = copygen::front::catalog::catalog_in(checkout.as_deref())?;

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use copygen::input::BadInput;
+
 use super::{load_all, parse_arch, Failure};
 
 #[derive(clap::Args)]
@@ -23,7 +25,9 @@ pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
     let mut all_ok = true;
     for s in &strategies {
         let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
-            copygen::jit::JitError::NotExecutable(_) => Failure::Input(format!("error: {e}")),
+            copygen::jit::JitError::NotExecutable(_) => {
+                Failure::Input(BadInput(format!("error: {e}")))
+            }
             e => Failure::Other(e.into()),
         })?;
         out!("{report}");

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use copygen::front::catalog::catalog;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, KernelVersion};
+use copygen::input::BadInput;
 
 use copygen::tools::kernel_patch::mail::{Identity, Mail};
 use copygen::tools::kernel_patch::{Boot, Origin, Regenerate, Request, Series};
@@ -92,18 +93,18 @@ fn mail(
     signed_off_by: Vec<String>,
     figures: Option<PathBuf>,
 ) -> Result<Mail, Failure> {
-    let bad = |what: &str, e: String| Failure::Input(format!("error: {what}: {e}"));
+    let bad = |what: &str, e: String| Failure::Input(BadInput(format!("error: {what}: {e}")));
     let author = match author {
         Some(a) => Identity::parse(&a).map_err(|e| bad("--author", e))?,
         None => match (git_config("user.name"), git_config("user.email")) {
             (Some(n), Some(e)) => {
                 Identity::new(&n, &e).map_err(|e| bad("git config user.name / user.email", e))?
             }
-            _ => return Err(Failure::Input(
+            _ => return Err(Failure::Input(BadInput(
                 "error: --author: no author for the patch: give --author \"Name <addr@host>\", \
                      or set `git config user.name` and `git config user.email`"
                     .into(),
-            )),
+            ))),
         },
     };
     let mut sob = Vec::new();
@@ -113,11 +114,11 @@ fn mail(
     if sob.is_empty() {
         sob.push(author.clone());
     } else if !sob.iter().any(|s| s.email == author.email) {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: --signed-off-by: the author ({}) must sign off too (checkpatch: \
              Missing Signed-off-by: line by nominal patch author)",
             author.trailer()
-        )));
+        ))));
     }
     let figures = match figures {
         None => None,
@@ -125,7 +126,10 @@ fn mail(
             let text = copygen::input::read_string_limited(&p, 1 << 20)
                 .map_err(|e| bad(&format!("--figures {}", p.display()), e.to_string()))?;
             let f = copygen::tools::kernel_patch::mail::figures(&text).map_err(|(line, e)| {
-                Failure::Input(format!("error: --figures: {}:{line}: {e}", p.display()))
+                Failure::Input(BadInput(format!(
+                    "error: --figures: {}:{line}: {e}",
+                    p.display()
+                )))
             })?;
             Some((f, copygen::tools::kernel_patch::mail::cpu_line()))
         }
@@ -149,10 +153,10 @@ fn date(no_date: bool) -> Result<Option<String>, Failure> {
             .and_then(|v| v.parse::<i64>().ok())
             .filter(|&s| (0..=253_402_300_799).contains(&s))
             .ok_or_else(|| {
-                Failure::Input(
+                Failure::Input(BadInput(
                     "error: SOURCE_DATE_EPOCH: not a number of seconds since 1970 (up to 9999)"
                         .into(),
-                )
+                ))
             })?,
         None => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -180,9 +184,9 @@ fn resolve(
         .find(|s| s.name == form && s.linux.kernel == Some(kernel))
         .cloned();
     let Some(s) = own.or_else(|| all.into_iter().find(|s| s.name == name)) else {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: `{name}` is neither a strategy file nor a catalog strategy (copygen list)"
-        )));
+        ))));
     };
     let origin = if copygen::front::catalog::checkout().is_some() {
         Origin::Checkout(s.source.clone())
@@ -205,11 +209,11 @@ fn boot(name: &str, kernel: KernelVersion, arch: Arch) -> Result<Boot, Failure> 
         .map(|root| root.join("verify/kernel-boot"))
         .filter(|p| p.is_file())
         .ok_or_else(|| {
-            Failure::Input(
+            Failure::Input(BadInput(
                 "error: --boot: verify/kernel-boot is not here (it is in a copygen checkout); \
                  the patch would claim a boot that did not run"
                     .into(),
-            )
+            ))
         })?;
     errln!("kernel-patch: booting with {}", script.display());
     let out = std::process::Command::new(&script)
@@ -272,9 +276,9 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         figures,
     } = a;
     let kernel = KernelVersion::parse(&kernel).ok_or_else(|| {
-        Failure::Input(format!(
+        Failure::Input(BadInput(format!(
             "error: --kernel: `{kernel}` is not a supported tree (6.1, 6.12)"
-        ))
+        )))
     })?;
     let mut arches = Vec::new();
     for a in arch {
@@ -284,28 +288,28 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         }
     }
     if arches.len() > 1 && output_directory.is_none() {
-        return Err(Failure::Input(
+        return Err(Failure::Input(BadInput(
             "error: --arch: several architectures make a series: give --output-directory DIR"
                 .into(),
-        ));
+        )));
     }
     if let Some(b) = &base {
         let hex = b
             .chars()
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase());
         if !(hex && (b.len() == 40 || b.len() == 64)) {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: --base: `{}` is not a full commit id (40 or 64 lower-case hex digits)",
                 copygen::front::diagnostics::escape(b, false)
-            )));
+            ))));
         }
     }
     if let Some(t) = &tree {
         if !t.join("Makefile").is_file() {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: --tree: {} is not a kernel tree (no Makefile)",
                 t.display()
-            )));
+            ))));
         }
     }
     let targets: Vec<Option<Arch>> = if arches.is_empty() {
@@ -315,15 +319,15 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
     };
     if generated_file {
         let [arch] = targets[..] else {
-            return Err(Failure::Input(
+            return Err(Failure::Input(BadInput(
                 "error: --generated-file: give one --arch at most".into(),
-            ));
+            )));
         };
         let (s, origin) = resolve(&name, kernel, arch)?;
         let mut s = s;
         s.source = origin.label();
         let w = copygen::tools::kernel_patch::wire(&s, kernel)
-            .map_err(|e| Failure::Input(format!("error: {e}")))?;
+            .map_err(|e| Failure::Input(BadInput(format!("error: {e}"))))?;
         let r = Regenerate {
             argument: name.clone(),
             arch,
@@ -345,7 +349,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         let (mut s, origin) = resolve(&name, kernel, *arch)?;
         s.source = origin.label();
         let w = copygen::tools::kernel_patch::wire(&s, kernel)
-            .map_err(|e| Failure::Input(format!("error: {e}")))?;
+            .map_err(|e| Failure::Input(BadInput(format!("error: {e}"))))?;
         let verified = if no_verify {
             None
         } else {

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use copygen::front::catalog::{catalog_in, checkout};
+use copygen::input::BadInput;
 use copygen::output::catalog_doc::{markdown_table, splice, CATALOG_DOC};
 
 use super::{write_stdout, Failure};
@@ -39,15 +40,19 @@ pub fn cmd_list(a: ListArgs) -> Result<ExitCode, Failure> {
         return write_stdout(table.as_bytes());
     }
     let Some(root) = root else {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: not in a copygen checkout (no generator/strategies above the working directory): {CATALOG_DOC} is a checkout's file"
-        )));
+        ))));
     };
     let path = root.join(CATALOG_DOC);
-    let doc = copygen::input::read_string(&path)
-        .map_err(|e| Failure::Input(format!("error: {}: cannot read: {e}", path.display())))?;
+    let doc = copygen::input::read_string(&path).map_err(|e| {
+        Failure::Input(BadInput(format!(
+            "error: {}: cannot read: {e}",
+            path.display()
+        )))
+    })?;
     let fresh = splice(&doc, &table)
-        .map_err(|e| Failure::Input(format!("error: {}: {e}", path.display())))?;
+        .map_err(|e| Failure::Input(BadInput(format!("error: {}: {e}", path.display()))))?;
     if a.check {
         if fresh == doc {
             outln!("{CATALOG_DOC} is up to date");

@@ -42,22 +42,25 @@ use copygen::front::catalog::catalog;
 use copygen::front::diagnostics::StrategyError;
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::input::BadInput;
 use copygen::output::write::StdoutFailed;
 
-/// Exit 2 for a bad strategy or argument, 1 for anything else that failed;
-/// standard output that cannot be written is [`Failure::Write`].
+/// A command's failure: [`BadInput`] (the one error that exits 2, mapped
+/// in `main.rs`), anything else that failed (exit 1), or standard output
+/// that cannot be written.
 pub enum Failure {
-    Input(String),
+    Input(BadInput),
     Other(anyhow::Error),
     Write(StdoutFailed),
 }
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
-        let e = match e.downcast::<StrategyError>() {
-            Ok(se) => return Failure::Input(se.to_string()),
-            Err(e) => e,
-        };
+        // Found under any context the error gained on its way up; its own
+        // text is the message.
+        if let Some(b) = e.downcast_ref::<BadInput>() {
+            return Failure::Input(b.clone());
+        }
         match e.downcast::<StdoutFailed>() {
             Ok(w) => Failure::Write(w),
             Err(e) => Failure::Other(e),
@@ -65,9 +68,15 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+impl From<BadInput> for Failure {
+    fn from(e: BadInput) -> Self {
+        Failure::Input(e)
+    }
+}
+
 impl From<StrategyError> for Failure {
     fn from(e: StrategyError) -> Self {
-        Failure::Input(e.to_string())
+        Failure::Input(e.into())
     }
 }
 
@@ -75,9 +84,9 @@ pub fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
     match f {
         None => Ok(Flavor::ALL.to_vec()),
         Some(f) => Flavor::parse(&f).map(|f| vec![f]).ok_or_else(|| {
-            Failure::Input(format!(
+            Failure::Input(BadInput(format!(
                 "error: unknown flavor `{f}`; copygen emits linux and standalone"
-            ))
+            )))
         }),
     }
 }
@@ -86,10 +95,10 @@ pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
     match a {
         None => Ok(None),
         Some(a) => Arch::parse(&a).map(Some).ok_or_else(|| {
-            Failure::Input(format!(
+            Failure::Input(BadInput(format!(
                 "error: unknown architecture `{a}`; copygen targets {}",
                 arch_list()
-            ))
+            )))
         }),
     }
 }
@@ -143,14 +152,14 @@ pub fn load_all(files: &[PathBuf], arch: Option<Arch>) -> Result<Vec<Strategy>, 
     for f in files {
         match strategy_arg(f, arch) {
             Ok(s) => strategies.push(s),
-            Err(Failure::Input(msg)) => errors.push(msg),
+            Err(Failure::Input(BadInput(msg))) => errors.push(msg),
             Err(other) => return Err(other),
         }
     }
     if errors.is_empty() {
         Ok(strategies)
     } else {
-        Err(Failure::Input(errors.join("\n\n")))
+        Err(Failure::Input(BadInput(errors.join("\n\n"))))
     }
 }
 
@@ -177,12 +186,12 @@ pub fn strategy_arg(arg: &std::path::Path, arch: Option<Arch>) -> Result<Strateg
     let catalog = catalog()?;
     match catalog.into_iter().find(|s| s.name == name) {
         Some(s) if arch.is_none_or(|a| a == s.arch) => Ok(s),
-        Some(s) => Err(Failure::Input(format!(
+        Some(s) => Err(Failure::Input(BadInput(format!(
             "error: catalog strategy `{name}` is {}; copy its file to build it for another architecture",
             s.arch
-        ))),
-        None => Err(Failure::Input(format!(
+        )))),
+        None => Err(Failure::Input(BadInput(format!(
             "error: `{name}` is neither a file nor a catalog strategy (`copygen list` names them)"
-        ))),
+        )))),
     }
 }

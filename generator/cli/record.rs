@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use copygen::front::diagnostics::escape;
 use copygen::front::strategy::Arch;
+use copygen::input::BadInput;
 use copygen::tools::bench::workload::{Trace, MAX_CALLS};
 use copygen::tools::record::kallsyms::Kallsyms;
-use copygen::tools::record::live::{self, Refused};
-use copygen::tools::record::parse::{no_calls_why, parse_bytes, BadTrace};
+use copygen::tools::record::live;
+use copygen::tools::record::parse::{no_calls_why, parse_bytes};
 use copygen::tools::record::{pick, script, summary, to_csv};
 
 use super::{parse_arch, write_stdout, Failure};
@@ -89,16 +90,6 @@ fn catch_signals() {
     }
 }
 
-fn classify(e: anyhow::Error) -> Failure {
-    if let Some(r) = e.downcast_ref::<Refused>() {
-        return Failure::Input(format!("error: {r}"));
-    }
-    if let Some(b) = e.downcast_ref::<BadTrace>() {
-        return Failure::Input(b.0.clone());
-    }
-    Failure::from(e)
-}
-
 fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
     match output {
         Some(p) => copygen::output::write::write_file(p, text)?,
@@ -113,29 +104,29 @@ fn host_arch() -> Result<Arch, Failure> {
     if cfg!(target_arch = "x86_64") {
         Ok(Arch::X86_64)
     } else {
-        Err(Failure::Input(
+        Err(Failure::Input(BadInput(
             "error: name the recorded kernel's arch with --arch".into(),
-        ))
+        )))
     }
 }
 
 pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
     let arch = parse_arch(a.arch.clone())?;
     if a.calls == 0 || a.calls > MAX_CALLS {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: --calls {}: 1 to {MAX_CALLS}, the most a workload trace holds",
             a.calls
-        )));
+        ))));
     }
     if let Some(s) = a.seconds {
         if !(s.is_finite() && s > 0.0) {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: --seconds {s}: a positive number"
-            )));
+            ))));
         }
     }
     if let Some(path) = &a.summary {
-        let trace = Trace::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+        let trace = Trace::load(path).map_err(|e| Failure::Input(BadInput(e.to_string())))?;
         return write_stdout(summary::summary(&trace).as_bytes());
     }
     if a.script {
@@ -151,7 +142,9 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
                 }
                 return write_stdout(s.as_bytes());
             }
-            Some(name) => pick(arch, name).map_err(|e| Failure::Input(format!("error: {e}")))?,
+            Some(name) => {
+                pick(arch, name).map_err(|e| Failure::Input(BadInput(format!("error: {e}"))))?
+            }
             None => table
                 .probes
                 .iter()
@@ -163,33 +156,34 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
     }
     if let Some(path) = &a.from_trace {
         let origin = path.display().to_string();
-        let text = copygen::input::read_bytes(path)
-            .map_err(|e| Failure::Input(format!("{}: error: {e}", escape(&origin, false))))?;
+        let text = copygen::input::read_bytes(path).map_err(|e| {
+            Failure::Input(BadInput(format!("{}: error: {e}", escape(&origin, false))))
+        })?;
         let kallsyms = match &a.kallsyms {
             Some(k) => {
                 let shown = k.display().to_string();
                 let t = copygen::input::read_bytes(k).map_err(|e| {
-                    Failure::Input(format!("{}: error: {e}", escape(&shown, false)))
+                    Failure::Input(BadInput(format!("{}: error: {e}", escape(&shown, false))))
                 })?;
-                let parsed =
-                    Kallsyms::parse_bytes(&shown, &t).map_err(|e| Failure::Input(e.to_string()))?;
+                let parsed = Kallsyms::parse_bytes(&shown, &t)
+                    .map_err(|e| Failure::Input(BadInput(e.to_string())))?;
                 if parsed.is_none() {
-                    return Err(Failure::Input(format!(
+                    return Err(Failure::Input(BadInput(format!(
                         "{}: error: every address is 0 (read as a user kptr_restrict hides them from): use the build's System.map, or read kallsyms as root",
                         escape(&shown, false)
-                    )));
+                    ))));
                 }
                 parsed
             }
             None => None,
         };
-        let p = parse_bytes(&origin, &text, arch, kallsyms.as_ref(), a.calls).map_err(classify)?;
+        let p = parse_bytes(&origin, &text, arch, kallsyms.as_ref(), a.calls)?;
         if p.rows.is_empty() {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "{}: error: no calls of copygen's probes in it{}",
                 escape(&origin, false),
                 no_calls_why(p.hits, p.arch)
-            )));
+            ))));
         }
         let mut comments = a.note.clone();
         let total = p.rows.len() + p.dropped;
@@ -219,7 +213,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         None => host_arch()?,
     };
     catch_signals();
-    let opts = live::Options {
+    let opts = live::RecordOptions {
         tracefs: a.tracefs.clone(),
         proc_dir: a.proc_dir.clone(),
         arch,
@@ -228,9 +222,9 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         seconds: a.seconds,
         stop: &STOP,
         target: match (a.pid, a.command.is_empty()) {
-            (Some(pid), _) => live::Target::Pid(pid),
-            (None, false) => live::Target::Command(a.command.clone()),
-            (None, true) => live::Target::All,
+            (Some(pid), _) => live::Traced::Pid(pid),
+            (None, false) => live::Traced::Command(a.command.clone()),
+            (None, true) => live::Traced::All,
         },
         instance_ops: live::InstanceOps::KERNEL,
     };
@@ -238,7 +232,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
         "copygen record: probing {} (Ctrl-C to stop)",
         escape(&a.tracefs.display().to_string(), false)
     );
-    let rec = live::record(&opts).map_err(classify)?;
+    let rec = live::record(&opts)?;
     if rec.rows.is_empty() {
         return Err(Failure::Other(anyhow::anyhow!(
             "no calls recorded ({}); nothing written",

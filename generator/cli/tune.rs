@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use copygen::front::parse;
 use copygen::front::strategy::Arch;
+use copygen::input::BadInput;
 
 use super::{command_line, Failure};
 
@@ -95,7 +96,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
             .iter()
             .map(|d| Distribution::load(d))
             .collect::<Result<Vec<_>>>()
-            .map_err(|e| Failure::Input(format!("{e:#}")))
+            .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))
     };
     let dists = load(&a.distribution)?;
     let traces = |paths: &[PathBuf]| -> Result<Vec<_>, Failure> {
@@ -103,7 +104,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
             .iter()
             .map(|p| copygen::tools::bench::workload::Trace::load(p))
             .collect::<Result<Vec<_>>>()
-            .map_err(|e| Failure::Input(format!("{e:#}")))
+            .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))
     };
     let workloads = traces(&a.workload)?;
     let check_workloads = traces(&a.check_workload)?;
@@ -124,18 +125,18 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         .transpose()?;
     if let Some(b) = &base {
         if b.arch != Arch::X86_64 {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: {}: tune measures x86_64 strategies on this CPU; this one is {}",
                 b.source, b.arch
-            )));
+            ))));
         }
         if !b.variants.is_empty() {
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: {}: tune starts from a strategy without per-CPU variants; this one has {} \
                  (tune each CPU from a plain strategy and combine the results with --merge)",
                 b.source,
                 b.variants.len()
-            )));
+            ))));
         }
     }
     let mut header = match &base {
@@ -146,7 +147,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         check_name_option(n)?;
         header.name = n.clone();
     }
-    let opts = tune::Options {
+    let opts = tune::TuneOptions {
         dists,
         extra,
         budget: std::time::Duration::from_secs_f64(a.budget),
@@ -215,19 +216,19 @@ fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVe
         return Ok(None);
     }
     if !a.workload.is_empty() || !a.check_workload.is_empty() {
-        return Err(Failure::Input(
+        return Err(Failure::Input(BadInput(
             "error: --site kernel with --workload/--check-workload: traces are replayed \
              through called routines against rep movsb, not through the kernel's call site; \
              tune on the traces without --site, or on distributions with it"
                 .into(),
-        ));
+        )));
     }
     match KernelVersion::parse(&a.site_kernel) {
         Some(k) => Ok(Some(k)),
-        None => Err(Failure::Input(format!(
+        None => Err(Failure::Input(BadInput(format!(
             "error: --site-kernel: `{}` is not a kernel whose call site is known (6.1, 6.12)",
             a.site_kernel
-        ))),
+        )))),
     }
 }
 
@@ -238,9 +239,9 @@ fn check_name_option(n: &str) -> Result<(), Failure> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        return Err(Failure::Input(format!(
+        return Err(Failure::Input(BadInput(format!(
             "error: --name `{n}`: letters, digits, - and _ only"
-        )));
+        ))));
     }
     Ok(())
 }
@@ -253,7 +254,7 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
         .merge
         .iter()
         .map(|p| {
-            let text = parse::read_text(p).map_err(|e| Failure::Input(e.to_string()))?;
+            let text = parse::read_text(p).map_err(|e| Failure::Input(BadInput(e.to_string())))?;
             Ok(Input {
                 path: p.clone(),
                 text,
@@ -263,7 +264,7 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
     if let Some(n) = &a.name {
         check_name_option(n)?;
     }
-    let (_, text) = merge(&inputs, a.name.as_deref()).map_err(Failure::Input)?;
+    let (_, text) = merge(&inputs, a.name.as_deref()).map_err(|e| Failure::Input(BadInput(e)))?;
     let out_name = a
         .output
         .as_deref()
@@ -281,7 +282,7 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
                 .chain(e.also.iter())
                 .map(|e| e.message.clone())
                 .collect();
-            return Err(Failure::Input(if unnamed_ok {
+            return Err(Failure::Input(BadInput(if unnamed_ok {
                 format!(
                     "error: --name `{}`: {}",
                     a.name.as_deref().unwrap_or_default(),
@@ -294,7 +295,7 @@ fn cmd_merge(a: &TuneArgs) -> Result<ExitCode, Failure> {
                     files.join(", "),
                     shown.join("; ")
                 )
-            }));
+            })));
         }
     };
     let (report, ok) = copygen::jit::contract::run_strategy(&s).map_err(anyhow::Error::from)?;

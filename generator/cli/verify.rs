@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Flavor, Strategy};
+use copygen::input::BadInput;
 
 use super::{load_all, parse_arch, parse_flavor, Failure};
 
@@ -65,7 +66,9 @@ pub struct VerifyArgs {
 }
 
 pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    use copygen::checks::static_verify::{check_object, check_strategies, render_reports, Verdict};
+    use copygen::checks::static_verify::{
+        check_strategies, check_user_file, render_reports, Verdict,
+    };
     let arch = parse_arch(args.arch.clone())?;
     let options = static_options(&args, arch)?;
     // Hand-written assembly (and, with --static, objects) is checked as it
@@ -87,7 +90,7 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     };
     let asm_reports = asm
         .iter()
-        .map(|f| check_object(f, &options).map_err(input_error))
+        .map(|f| check_user_file(f, &options).map_err(Failure::from))
         .collect::<Result<Vec<_>, Failure>>()?;
     for (f, r) in asm.iter().zip(&asm_reports) {
         missing_functions(f, r, &options)?;
@@ -137,19 +140,6 @@ pub fn cmd_verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     })
 }
 
-/// An error about an input file (it does not assemble, its object is
-/// malformed, it is not there): exit 2; anything else (a missing tool)
-/// stays an internal failure.
-fn input_error(e: anyhow::Error) -> Failure {
-    if e.downcast_ref::<copygen::checks::objfile::BadInput>()
-        .is_some()
-    {
-        Failure::Input(format!("error: {e:#}"))
-    } else {
-        Failure::from(e)
-    }
-}
-
 /// `--function NAME` naming no function of `file`: a located input error.
 fn missing_functions(
     file: &std::path::Path,
@@ -159,7 +149,7 @@ fn missing_functions(
     for spec in &options.functions {
         if !report.functions.iter().any(|f| f.name == spec.name) {
             let known: Vec<&str> = report.all_functions.iter().map(String::as_str).collect();
-            return Err(Failure::Input(format!(
+            return Err(Failure::Input(BadInput(format!(
                 "error: {}: --function {}: no such function (functions: {})",
                 file.display(),
                 spec.name,
@@ -168,7 +158,7 @@ fn missing_functions(
                 } else {
                     known.join(", ")
                 }
-            )));
+            ))));
         }
     }
     Ok(())
@@ -182,16 +172,17 @@ fn static_options(
     let convention = match args.convention.as_deref() {
         None => None,
         Some(c) => Some(parse_convention(c).ok_or_else(|| {
-            Failure::Input(format!(
+            Failure::Input(BadInput(format!(
                 "error: unknown convention `{c}`; use c or rep_movs"
-            ))
+            )))
         })?),
     };
     let functions = args
         .functions
         .iter()
         .map(|s| {
-            FunctionSpec::parse(s).map_err(|e| Failure::Input(format!("error: --function {e}")))
+            FunctionSpec::parse(s)
+                .map_err(|e| Failure::Input(BadInput(format!("error: --function {e}"))))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let flavor = match &args.flavor {
@@ -205,7 +196,7 @@ fn static_options(
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
         allow_vector: args.allow_vector,
         allow_unanalysed: args.allow_unanalysed,
-        dispatchers: Vec::new(),
+        per_cpu_entries: Vec::new(),
         functions,
         roles: Vec::new(),
     })

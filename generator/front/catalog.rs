@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::front::parse;
 use crate::front::strategy::Strategy;
+use crate::input::BadInput;
 
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 
@@ -49,7 +50,9 @@ pub fn catalog_in(root: Option<&Path>) -> Result<Vec<Strategy>> {
     let Some(root) = root else {
         return CATALOG
             .iter()
-            .map(|(path, text)| Ok(parse::parse(Path::new(path), text, None)?))
+            .map(|(path, text)| {
+                Ok(parse::parse(Path::new(path), text, None).map_err(BadInput::from)?)
+            })
             .collect();
     };
     let dir = root.join(STRATEGIES);
@@ -67,7 +70,7 @@ pub fn catalog_in(root: Option<&Path>) -> Result<Vec<Strategy>> {
             let text =
                 crate::input::read_string_limited(&root.join(rel), crate::input::MAX_STRATEGY)
                     .with_context(|| format!("{rel}: cannot read strategy file"))?;
-            Ok(parse::parse(Path::new(rel), &text, None)?)
+            Ok(parse::parse(Path::new(rel), &text, None).map_err(BadInput::from)?)
         })
         .collect()
 }
@@ -155,7 +158,7 @@ pub fn thread(key: &str) -> &'static Thread {
 /// Where a catalog strategy comes from: a kernel thread, or code that is
 /// not from a thread (a kernel routine of today, or copygen's own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Origin {
+pub struct Provenance {
     /// The kernel thread it re-creates, by [`Thread::key`].
     pub thread: Option<&'static str>,
     /// What of it (markdown; links relative to `docs/`).
@@ -165,30 +168,30 @@ pub struct Origin {
 /// The origin of every built-in strategy, by name; `copygen list
 /// --markdown` prints it, and a test checks the table and the catalog
 /// name the same strategies.
-pub const ORIGINS: &[(&str, Origin)] = &[
-    ("a64-overlap", Origin { thread: None, note: "copygen's own, measured against `arm64-template`" }),
-    ("arm64-template", Origin { thread: None, note: "arm64's `copy_template.S` (`arch/arm64/lib`, Linux 6.1 and 6.12)" }),
-    ("fixed-size", Origin { thread: Some("wilson"), note: "its constant-size copies" }),
-    ("guarded-movsb", Origin { thread: None, note: "copygen's own per-CPU choice; the `zen` variant's dispatch is `copygen tune`'s (`tuned-zen4`)" }),
-    ("guarded-movsb-612", Origin { thread: None, note: "copygen's own: `guarded-movsb` for Linux 6.12's inline call site (`kernel-patch guarded-movsb --kernel 6.12` patches it)" }),
-    ("guarded-movsb-32", Origin { thread: None, note: "copygen's own: `guarded-movsb` for i386 kernels" }),
-    ("intel-aligned", Origin { thread: Some("morton"), note: "use the unrolled loop only when the pointers are not congruent" }),
-    ("intel-unrolled", Origin { thread: Some("anand"), note: "the 64-byte integer loop with touch prefetch" }),
-    ("intel-unrolled-zeroing", Origin { thread: Some("anand"), note: "its zeroing `copy_from_user` (`__copy_user_zeroing`)" }),
-    ("ldm-stm", Origin { thread: Some("whitchurch"), note: "`ldm`/`stm` blocks with fixups" }),
-    ("movs-alternative", Origin { thread: None, note: "Linux 6.12's `rep_movs_alternative` (`arch/x86/lib/copy_user_64.S`)" }),
-    ("movsl", Origin { thread: Some("anand"), note: "the Linux 2.5.19 baseline it measured against" }),
-    ("riscv-misaligned-fast", Origin { thread: Some("tsukamoto"), note: "its word copy on any source alignment, for cores with fast misaligned loads" }),
-    ("riscv-uaccess", Origin { thread: Some("tsukamoto"), note: "`__asm_copy_{to,from}_user` (`arch/riscv/lib/uaccess.S`, Linux 6.1 and 6.12): unrolled words, shift-and-combine" }),
-    ("riscv-word-loop", Origin { thread: Some("tsukamoto"), note: "a plain word loop, the kind of code it replaced" }),
-    ("rep-movsb", Origin { thread: None, note: "the x86_64 kernel's FSRM path (`copy_user_generic()`)" }),
-    ("short-unrolled", Origin { thread: Some("abeni"), note: "unrolled moves up to 64 bytes" }),
-    ("tuned-zen4", Origin { thread: None, note: "`copygen tune` on an AMD EPYC Zen 4 ([figures](results/amd-epyc-zen4.md))" }),
-    ("unrolled64", Origin { thread: None, note: "Linux 6.1's `copy_user_generic_unrolled` (`arch/x86/lib/copy_user_64.S`)" }),
-    ("word-loop", Origin { thread: Some("whitchurch"), note: "the ARM code before that patch" }),
+pub const ORIGINS: &[(&str, Provenance)] = &[
+    ("a64-overlap", Provenance { thread: None, note: "copygen's own, measured against `arm64-template`" }),
+    ("arm64-template", Provenance { thread: None, note: "arm64's `copy_template.S` (`arch/arm64/lib`, Linux 6.1 and 6.12)" }),
+    ("fixed-size", Provenance { thread: Some("wilson"), note: "its constant-size copies" }),
+    ("guarded-movsb", Provenance { thread: None, note: "copygen's own per-CPU choice; the `zen` variant's dispatch is `copygen tune`'s (`tuned-zen4`)" }),
+    ("guarded-movsb-612", Provenance { thread: None, note: "copygen's own: `guarded-movsb` for Linux 6.12's inline call site (`kernel-patch guarded-movsb --kernel 6.12` patches it)" }),
+    ("guarded-movsb-32", Provenance { thread: None, note: "copygen's own: `guarded-movsb` for i386 kernels" }),
+    ("intel-aligned", Provenance { thread: Some("morton"), note: "use the unrolled loop only when the pointers are not congruent" }),
+    ("intel-unrolled", Provenance { thread: Some("anand"), note: "the 64-byte integer loop with touch prefetch" }),
+    ("intel-unrolled-zeroing", Provenance { thread: Some("anand"), note: "its zeroing `copy_from_user` (`__copy_user_zeroing`)" }),
+    ("ldm-stm", Provenance { thread: Some("whitchurch"), note: "`ldm`/`stm` blocks with fixups" }),
+    ("movs-alternative", Provenance { thread: None, note: "Linux 6.12's `rep_movs_alternative` (`arch/x86/lib/copy_user_64.S`)" }),
+    ("movsl", Provenance { thread: Some("anand"), note: "the Linux 2.5.19 baseline it measured against" }),
+    ("riscv-misaligned-fast", Provenance { thread: Some("tsukamoto"), note: "its word copy on any source alignment, for cores with fast misaligned loads" }),
+    ("riscv-uaccess", Provenance { thread: Some("tsukamoto"), note: "`__asm_copy_{to,from}_user` (`arch/riscv/lib/uaccess.S`, Linux 6.1 and 6.12): unrolled words, shift-and-combine" }),
+    ("riscv-word-loop", Provenance { thread: Some("tsukamoto"), note: "a plain word loop, the kind of code it replaced" }),
+    ("rep-movsb", Provenance { thread: None, note: "the x86_64 kernel's FSRM path (`copy_user_generic()`)" }),
+    ("short-unrolled", Provenance { thread: Some("abeni"), note: "unrolled moves up to 64 bytes" }),
+    ("tuned-zen4", Provenance { thread: None, note: "`copygen tune` on an AMD EPYC Zen 4 ([figures](results/amd-epyc-zen4.md))" }),
+    ("unrolled64", Provenance { thread: None, note: "Linux 6.1's `copy_user_generic_unrolled` (`arch/x86/lib/copy_user_64.S`)" }),
+    ("word-loop", Provenance { thread: Some("whitchurch"), note: "the ARM code before that patch" }),
 ];
 
 /// The origin recorded for a catalog strategy.
-pub fn origin(name: &str) -> Option<&'static Origin> {
+pub fn origin(name: &str) -> Option<&'static Provenance> {
     ORIGINS.iter().find(|(n, _)| *n == name).map(|(_, o)| o)
 }

@@ -6,6 +6,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use crate::input::BadInput;
 use toml::de::{DeTable, DeValue};
 
 /// One segment of a field path inside a strategy file.
@@ -192,7 +193,14 @@ impl fmt::Display for StrategyError {
     }
 }
 
-impl std::error::Error for StrategyError {}
+/// A strategy file's errors are bad input: leaving the front end, they
+/// become [`BadInput`] with the same text. (No `std::error::Error` here, so
+/// that no `?` can carry them anywhere else.)
+impl From<StrategyError> for BadInput {
+    fn from(e: StrategyError) -> Self {
+        BadInput(e.to_string())
+    }
+}
 
 /// Something in a strategy file that is allowed but almost certainly not
 /// meant (a prefetch that can never run); printed, never fatal.

@@ -5,7 +5,7 @@ pub mod diagnostics;
 pub mod parse;
 mod schema;
 pub mod strategy;
-pub mod symbols;
+pub mod symbol_clashes;
 pub mod to_toml;
 mod validate;
 pub mod variant;

@@ -10,6 +10,7 @@ use crate::front::diagnostics::{Locator, StrategyError, Warning};
 use crate::front::schema::{deserialize, field_at, key_on_line};
 use crate::front::strategy::*;
 use crate::front::validate::Validator;
+use crate::input::BadInput;
 
 /// Parse and validate a strategy file's text. `file` names it in errors and
 /// (relative to its checkout, see [`recorded_path`]) in the generated
@@ -64,9 +65,9 @@ fn override_note(file: &Path, text: &str, arch: Option<Arch>) -> Option<String> 
 }
 
 /// Read and validate a strategy file from disk. A file that cannot be read
-/// or is not UTF-8 text is a [`StrategyError`] like any other bad input;
-/// warnings are printed to stderr.
-pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
+/// or is not UTF-8 text is a [`StrategyError`] like any other bad input,
+/// returned as [`BadInput`]; warnings are printed to stderr.
+pub fn load(file: &Path, arch: Option<Arch>) -> Result<Strategy, BadInput> {
     let text = read_text(file)?;
     let (s, warnings) = parse_with_warnings(file, &text, arch)?;
     // A standard error that cannot be written drops the warning; it never
@@ -83,17 +84,17 @@ pub fn load(file: &Path, arch: Option<Arch>) -> anyhow::Result<Strategy> {
 /// device, more than [`crate::input::MAX_STRATEGY`] bytes, or bytes that are
 /// not UTF-8 are located errors.
 pub fn read_text(file: &Path) -> Result<String, StrategyError> {
-    use crate::input::InputError;
+    use crate::input::ReadError;
     if file.as_os_str().is_empty() {
         return Err(StrategyError::whole_file(file, "an empty file name"));
     }
     match crate::input::read_string_limited(file, crate::input::MAX_STRATEGY) {
         Ok(text) => Ok(text),
-        Err(InputError::NotRegular("a folder")) => Err(StrategyError::whole_file(
+        Err(ReadError::NotRegular("a folder")) => Err(StrategyError::whole_file(
             file,
             "is a folder, not a strategy file",
         )),
-        Err(InputError::NotUtf8 { at, bytes }) => {
+        Err(ReadError::NotUtf8 { at, bytes }) => {
             let lossy = String::from_utf8_lossy(&bytes).into_owned();
             // The offset in the lossy text: each bad byte before `at` is
             // none (`at` is the first), so the prefix is unchanged.
@@ -108,7 +109,7 @@ pub fn read_text(file: &Path) -> Result<String, StrategyError> {
                 ),
             ))
         }
-        Err(e @ (InputError::NotRegular(_) | InputError::TooLarge(_))) => Err(
+        Err(e @ (ReadError::NotRegular(_) | ReadError::TooLarge(_))) => Err(
             StrategyError::whole_file(file, format!("cannot read strategy file: it {e}")),
         ),
         Err(e) => Err(StrategyError::whole_file(

@@ -1,6 +1,6 @@
 //! The validated strategy: what `front/parse.rs` produces from a TOML file and
-//! what `lower.rs` consumes. Every value here has been checked against the
-//! target architecture's capabilities (`arch.rs`).
+//! what the lowering (`lower/`) consumes. Every value here has been checked
+//! against the target architecture's capabilities (`arch/mod.rs`).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -80,7 +80,7 @@ pub fn render(s: &Strategy) -> Result<String, String> {
         method(&mut t, m);
     }
     if s.variants.is_empty() {
-        dispatch(&mut t, "dispatch", &s.classes);
+        size_classes(&mut t, "dispatch", &s.classes);
     }
     for v in &s.variants {
         variant(&mut t, v);
@@ -221,7 +221,7 @@ fn method(t: &mut String, m: &Method) {
 }
 
 /// `[[<table>]]` entries, one per size class, with their guards.
-fn dispatch(t: &mut String, table: &str, classes: &[SizeClass]) {
+fn size_classes(t: &mut String, table: &str, classes: &[SizeClass]) {
     for c in classes {
         let sizes = match c.hi {
             Some(hi) => format!("{}..={hi}", c.lo),
@@ -263,5 +263,5 @@ fn variant(t: &mut String, v: &Variant) {
             let _ = writeln!(t, "default = true");
         }
     }
-    dispatch(t, "variants.dispatch", &v.classes);
+    size_classes(t, "variants.dispatch", &v.classes);
 }

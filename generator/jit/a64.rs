@@ -60,8 +60,8 @@ pub fn encode(lines: &[Line]) -> Result<(Vec<u8>, Extable), A64Error> {
     };
     let mut extable = Vec::new();
     for line in lines {
-        if let Some((_, fixup)) = &line.user {
-            extable.push((ops.offset().0 as u32, label(fixup)?.1));
+        if let Some(entry) = &line.user {
+            extable.push((ops.offset().0 as u32, label(&entry.fixup)?.1));
         }
         encode_inst(&mut ops, &line.inst, &label)?;
     }

@@ -142,10 +142,10 @@ pub fn plan(lines: &[Line], mode: Mode) -> Result<Plan<'_>, EncodeError> {
             }
             _ => {}
         }
-        if let Some((_, f)) = &line.user {
+        if let Some(entry) = &line.user {
             fixup[i] = *ids
-                .get(f.as_str())
-                .ok_or_else(|| EncodeError::NoLabel(f.clone()))?;
+                .get(entry.fixup.as_str())
+                .ok_or_else(|| EncodeError::NoLabel(entry.fixup.clone()))?;
         }
     }
     let bytes = lines

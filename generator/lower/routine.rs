@@ -1,4 +1,4 @@
-//! The arch-neutral operation list that `lower.rs` produces and each backend
+//! The arch-neutral operation list that the lowering (`lower/mod.rs`) produces and each backend
 //! selects instructions for. The model has three live registers, `dst`,
 //! `src` and `len` (bytes left, counted from the current pointers), and
 //! numbered scratch registers. Every access to user memory carries a

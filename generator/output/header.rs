@@ -141,7 +141,10 @@ pub fn restated_strategy(text: &str, arch: Option<Arch>) -> Option<Result<Strate
         toml.push_str(&uncomment_text(body));
         toml.push('\n');
     }
-    Some(crate::front::parse::parse(Path::new(&source), &toml, arch).map_err(anyhow::Error::new))
+    Some(
+        crate::front::parse::parse(Path::new(&source), &toml, arch)
+            .map_err(|e| anyhow::Error::new(crate::input::BadInput::from(e))),
+    )
 }
 
 /// `line` made safe inside the `/* ... */` header of a preprocessed `.S`

@@ -293,7 +293,7 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     if matches!(arch, Arch::X86_64 | Arch::I386) {
         let _ = writeln!(out, "[linux]\nuaccess = \"{uaccess}\"");
     }
-    // The fewest scratch registers any flavour allows (arch.rs).
+    // The fewest scratch registers any flavour allows (arch/mod.rs).
     let budget = match arch {
         Arch::I386 => 4,
         Arch::Armv6 => 8,
@@ -314,7 +314,7 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
         let _ = writeln!(out, "convention = \"{convention}\"");
         if s.rep_movs_convention {
             // `rep movs{l,q}` keeps its rest in rax, where 6.1's
-            // _ASM_EXTABLE_CPY puts the trap number (validate.rs refuses it).
+            // _ASM_EXTABLE_CPY puts the trap number (front/validate refuses it).
             let _ = writeln!(out, "extable = \"relative\"");
         }
     }

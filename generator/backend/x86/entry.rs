@@ -72,7 +72,7 @@ pub fn entries(s: &Strategy, flavor: Flavor) -> Vec<Entry> {
 }
 
 /// [`entries`], printed.
-pub fn dispatchers(s: &Strategy, flavor: Flavor) -> Vec<Function> {
+pub fn per_cpu_entries(s: &Strategy, flavor: Flavor) -> Vec<Function> {
     let pw = ptr_width(s);
     entries(s, flavor)
         .into_iter()

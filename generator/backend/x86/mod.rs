@@ -34,12 +34,12 @@ pub struct AbiRegs {
     /// Registers saved on entry whatever the routine uses (i386's esi/edi).
     pub always_saved: Vec<Reg>,
     /// How the arguments arrive.
-    pub args: Args,
+    pub args: ArgRegs,
     table: &'static arch::Abi,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Args {
+pub enum ArgRegs {
     /// In registers (to, from, n) that the prologue moves where they differ
     /// from the body's.
     Regs(Reg, Reg, Reg),
@@ -60,9 +60,9 @@ impl AbiRegs {
             always_saved: regs(&table.always_saved()),
             args: match table.args {
                 arch::Args::Regs([to, from, n]) => {
-                    Args::Regs(Reg::from_num(to), Reg::from_num(from), Reg::from_num(n))
+                    ArgRegs::Regs(Reg::from_num(to), Reg::from_num(from), Reg::from_num(n))
                 }
-                arch::Args::Stack => Args::Stack,
+                arch::Args::Stack => ArgRegs::Stack,
             },
             table,
         }
@@ -182,7 +182,7 @@ impl Selector<'_> {
         }
         let pw = self.pw();
         match self.abi.args {
-            Args::Regs(to, from, n) => {
+            ArgRegs::Regs(to, from, n) => {
                 // Order matters only if a target is another's source; the
                 // tables never make it so (checked in tests).
                 for (dst, src) in [(self.abi.dst, to), (self.abi.src, from)] {
@@ -198,7 +198,7 @@ impl Selector<'_> {
                     self.mov(pw, self.abi.len, n);
                 }
             }
-            Args::Stack => {
+            ArgRegs::Stack => {
                 let base = 4 * (saved.len() as i32 + 1);
                 self.emit(Inst::Load {
                     width: 4,

@@ -30,7 +30,9 @@ use std::rc::Rc;
 
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
-use super::isa::{call_escape, trap_escape, Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{
+    call_escape, trap_escape, CondCode, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
+};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 pub(super) const LR: usize = 14;
@@ -148,19 +150,19 @@ fn address(ins: &Instruction) -> Option<(usize, Option<usize>, i64, bool, bool)>
     })
 }
 
-fn cc(code: u8) -> Cc {
+fn cc(code: u8) -> CondCode {
     match code {
-        0 => Cc::Eq,
-        1 => Cc::Ne,
-        2 => Cc::Hs,
-        3 => Cc::Lo,
-        8 => Cc::Hi,
-        9 => Cc::Ls,
-        10 => Cc::Ge,
-        11 => Cc::Lt,
-        12 => Cc::Gt,
-        13 => Cc::Le,
-        _ => Cc::Other,
+        0 => CondCode::Eq,
+        1 => CondCode::Ne,
+        2 => CondCode::Hs,
+        3 => CondCode::Lo,
+        8 => CondCode::Hi,
+        9 => CondCode::Ls,
+        10 => CondCode::Ge,
+        11 => CondCode::Lt,
+        12 => CondCode::Gt,
+        13 => CondCode::Le,
+        _ => CondCode::Other,
     }
 }
 
@@ -223,12 +225,13 @@ fn decode(
             _ => None,
         });
         let (flow, cond) = match ins.opcode {
-            Opcode::B => (Flow::Jump(target(pc_offset.unwrap_or(0))), Cc::Other),
+            Opcode::B => (Flow::Jump(target(pc_offset.unwrap_or(0))), CondCode::Other),
             Opcode::Bcc(c) => (Flow::CondJump(target(pc_offset.unwrap_or(0))), cc(c)),
-            Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => {
-                (Flow::CondJump(target(pc_offset.unwrap_or(0))), Cc::Other)
-            }
-            Opcode::RET if gpr(&ops[0]) == Some(Some(LR)) => (Flow::Return, Cc::Other),
+            Opcode::CBZ | Opcode::CBNZ | Opcode::TBZ | Opcode::TBNZ => (
+                Flow::CondJump(target(pc_offset.unwrap_or(0))),
+                CondCode::Other,
+            ),
+            Opcode::RET if gpr(&ops[0]) == Some(Some(LR)) => (Flow::Return, CondCode::Other),
             Opcode::RET
             | Opcode::BR
             | Opcode::BRAA
@@ -236,10 +239,10 @@ fn decode(
             | Opcode::BRAB
             | Opcode::BRABZ
             | Opcode::RETAA
-            | Opcode::RETAB => (Flow::Indirect, Cc::Other),
-            Opcode::BL | Opcode::BLR => (Flow::Next, Cc::Other),
-            Opcode::UDF | Opcode::BRK | Opcode::HLT => (Flow::Stop, Cc::Other),
-            _ => (Flow::Next, Cc::Other),
+            | Opcode::RETAB => (Flow::Indirect, CondCode::Other),
+            Opcode::BL | Opcode::BLR => (Flow::Next, CondCode::Other),
+            Opcode::UDF | Opcode::BRK | Opcode::HLT => (Flow::Stop, CondCode::Other),
+            _ => (Flow::Next, CondCode::Other),
         };
 
         // Registers: the first operand is the destination of everything
@@ -291,7 +294,7 @@ fn decode(
         {
             let reg = regs.first().map(|r| r.2).unwrap_or(8);
             let size = size.unwrap_or(reg) * if pair { 2 } else { 1 };
-            mems.push(Mem {
+            mems.push(MemOperand {
                 base: Some(base),
                 index,
                 disp: if pre { disp } else { 0 },
@@ -398,7 +401,7 @@ fn undecodable(addr: u64, loc: Loc, word: &[u8]) -> Insn {
         text: format!(".inst {w:#010x}"),
         semantics: Rc::new(Instruction::default()),
         flow: Flow::Stop,
-        cc: Cc::Other,
+        cc: CondCode::Other,
         cond_exec: false,
         fault_moves: Vec::new(),
         mems: Vec::new(),

@@ -34,7 +34,7 @@ const KERNEL_ONLY_FEATURES: &[(u16, &str)] = &[
 const MAX_COMBINED: usize = 6;
 
 /// The code of one way the kernel may patch the object.
-pub(super) struct Variant {
+pub(super) struct PatchedCopy {
     /// What was applied, as findings name it.
     pub(super) label: String,
     pub(super) obj: ObjectFile,
@@ -79,7 +79,7 @@ fn condition(e: &AltEntry) -> String {
 pub(super) fn variants(
     obj: &ObjectFile,
     here: impl Fn(&Loc) -> bool,
-) -> (Vec<Variant>, Vec<SiteNote>) {
+) -> (Vec<PatchedCopy>, Vec<SiteNote>) {
     let entries: Vec<&AltEntry> = obj.alternatives.iter().filter(|e| here(&e.site)).collect();
     let mut notes = Vec::new();
     if entries.is_empty() {
@@ -173,7 +173,7 @@ pub(super) fn variants(
             }
         }
         seen.push(applied);
-        out.push(Variant {
+        out.push(PatchedCopy {
             label: format!("with the alternatives for {} applied", what.join(", ")),
             obj: patched,
         });

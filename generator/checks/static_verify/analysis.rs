@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use super::abi::{AbiSpec, NREGS};
 use super::cfg::Func;
 use super::domain::{Bound, State, Val, DST, LEN, RETADDR, SRC};
-use super::isa::{Cc, Flow, MemKind};
+use super::isa::{CondCode, Flow, MemKind};
 
 pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
     let mut regs = [Val::OTHER; NREGS];
@@ -294,7 +294,7 @@ fn stored_after(insn: &super::isa::Insn, st: &State) -> Option<i64> {
 /// constant (or of low bits the state knows). Unsigned conditions are
 /// left undecided against 0: after `subs rd, rn, #k` the compare recorded
 /// is rd's with 0, while the carry is rn's with k.
-pub(super) fn decide(cc: Cc, st: &State) -> Option<bool> {
+pub(super) fn decide(cc: CondCode, st: &State) -> Option<bool> {
     let c = st.flags?;
     let v = st.regs[c.reg];
     if c.mask != 0 {
@@ -303,8 +303,8 @@ pub(super) fn decide(cc: Cc, st: &State) -> Option<bool> {
         }
         let zero = v.low.residue & c.mask == 0;
         return match cc {
-            Cc::Eq => Some(zero),
-            Cc::Ne => Some(!zero),
+            CondCode::Eq => Some(zero),
+            CondCode::Ne => Some(!zero),
             _ => None,
         };
     }
@@ -317,27 +317,27 @@ pub(super) fn decide(cc: Cc, st: &State) -> Option<bool> {
     }
     let unsigned = !c.test && k >= 0 && imm > 0;
     match cc {
-        Cc::Eq => Some(k == imm),
-        Cc::Ne => Some(k != imm),
-        Cc::Hs if unsigned => Some(k >= imm),
-        Cc::Lo if unsigned => Some(k < imm),
-        Cc::Hi if unsigned => Some(k > imm),
-        Cc::Ls if unsigned => Some(k <= imm),
-        Cc::Ge if !c.test => Some(k >= imm),
-        Cc::Lt if !c.test => Some(k < imm),
-        Cc::Gt if !c.test => Some(k > imm),
-        Cc::Le if !c.test => Some(k <= imm),
+        CondCode::Eq => Some(k == imm),
+        CondCode::Ne => Some(k != imm),
+        CondCode::Hs if unsigned => Some(k >= imm),
+        CondCode::Lo if unsigned => Some(k < imm),
+        CondCode::Hi if unsigned => Some(k > imm),
+        CondCode::Ls if unsigned => Some(k <= imm),
+        CondCode::Ge if !c.test => Some(k >= imm),
+        CondCode::Lt if !c.test => Some(k < imm),
+        CondCode::Gt if !c.test => Some(k > imm),
+        CondCode::Le if !c.test => Some(k <= imm),
         _ => None,
     }
 }
 
 /// Narrow the length bound on the edge where condition `cc` is `taken`.
-pub(super) fn refine(cc: Cc, st: &mut State, taken: bool) {
+pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
     let Some(c) = st.flags else { return };
     if c.mask != 0 {
         // `test $mask, r`: on the edge where `r & mask` is zero, so are
         // those bits of r.
-        if matches!((cc, taken), (Cc::Eq, true) | (Cc::Ne, false)) {
+        if matches!((cc, taken), (CondCode::Eq, true) | (CondCode::Ne, false)) {
             let v = &mut st.regs[c.reg];
             v.low = v.low.and_zero(c.mask);
         }
@@ -351,12 +351,14 @@ pub(super) fn refine(cc: Cc, st: &mut State, taken: bool) {
     // it too when the constant is not negative: a value at or above 2^31
     // (2^63) is negative and fails them.
     let min = match (c.test, cc, taken) {
-        (false, Cc::Hs, true) | (false, Cc::Lo, false) | (false, Cc::Eq, true) => Some(c.imm),
-        (false, Cc::Hi, true) | (false, Cc::Ls, false) => Some(c.imm + 1),
-        (false, Cc::Ge, true) | (false, Cc::Lt, false) if c.imm >= 0 => Some(c.imm),
-        (false, Cc::Gt, true) | (false, Cc::Le, false) if c.imm >= 0 => Some(c.imm + 1),
-        (false, Cc::Ne, true) | (false, Cc::Eq, false) if c.imm == 0 => Some(1),
-        (true, Cc::Ne, true) | (true, Cc::Eq, false) => Some(1),
+        (false, CondCode::Hs, true)
+        | (false, CondCode::Lo, false)
+        | (false, CondCode::Eq, true) => Some(c.imm),
+        (false, CondCode::Hi, true) | (false, CondCode::Ls, false) => Some(c.imm + 1),
+        (false, CondCode::Ge, true) | (false, CondCode::Lt, false) if c.imm >= 0 => Some(c.imm),
+        (false, CondCode::Gt, true) | (false, CondCode::Le, false) if c.imm >= 0 => Some(c.imm + 1),
+        (false, CondCode::Ne, true) | (false, CondCode::Eq, false) if c.imm == 0 => Some(1),
+        (true, CondCode::Ne, true) | (true, CondCode::Eq, false) => Some(1),
         _ => None,
     };
     if let Some(m) = min {

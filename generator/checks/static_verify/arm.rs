@@ -28,7 +28,8 @@ use super::abi::AbiSpec;
 use super::arm_text::text;
 use super::domain::{add_val, Cmp, State, Val, STACK};
 use super::isa::{
-    branch_to, call_escape, trap_escape, Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch,
+    branch_to, call_escape, trap_escape, CondCode, Flow, Insn, Isa, MemKind, MemOperand, Semantics,
+    Touch,
 };
 use crate::checks::objfile::{Loc, ObjectFile};
 
@@ -73,20 +74,20 @@ fn options() -> unarm::Options {
     }
 }
 
-fn cc(c: unarm::Cond) -> Cc {
+fn cc(c: unarm::Cond) -> CondCode {
     use unarm::Cond as C;
     match c {
-        C::Eq => Cc::Eq,
-        C::Ne => Cc::Ne,
-        C::Hs => Cc::Hs,
-        C::Lo => Cc::Lo,
-        C::Hi => Cc::Hi,
-        C::Ls => Cc::Ls,
-        C::Ge => Cc::Ge,
-        C::Lt => Cc::Lt,
-        C::Gt => Cc::Gt,
-        C::Le => Cc::Le,
-        _ => Cc::Other,
+        C::Eq => CondCode::Eq,
+        C::Ne => CondCode::Ne,
+        C::Hs => CondCode::Hs,
+        C::Lo => CondCode::Lo,
+        C::Hi => CondCode::Hi,
+        C::Ls => CondCode::Ls,
+        C::Ge => CondCode::Ge,
+        C::Lt => CondCode::Lt,
+        C::Gt => CondCode::Gt,
+        C::Le => CondCode::Le,
+        _ => CondCode::Other,
     }
 }
 
@@ -153,7 +154,7 @@ fn multiple_start(mode: LdmStmMode, n: i64) -> i64 {
     }
 }
 
-fn ldr_str_mem(addr: &AddrLdrStr, size: usize, kind: MemKind) -> Mem {
+fn ldr_str_mem(addr: &AddrLdrStr, size: usize, kind: MemKind) -> MemOperand {
     let (base, index, disp) = match addr {
         AddrLdrStr::Pre { rn, offset, .. } => match offset {
             LdrStrOffset::Imm(k) => (*rn, None, *k as i64),
@@ -161,7 +162,7 @@ fn ldr_str_mem(addr: &AddrLdrStr, size: usize, kind: MemKind) -> Mem {
         },
         AddrLdrStr::Post(p) => (p.rn, None, 0),
     };
-    Mem {
+    MemOperand {
         base: Some(base as usize),
         index,
         disp,
@@ -170,7 +171,7 @@ fn ldr_str_mem(addr: &AddrLdrStr, size: usize, kind: MemKind) -> Mem {
     }
 }
 
-fn misc_mem(addr: &AddrMiscLoad, size: usize, kind: MemKind) -> Mem {
+fn misc_mem(addr: &AddrMiscLoad, size: usize, kind: MemKind) -> MemOperand {
     let (base, index, disp) = match addr {
         AddrMiscLoad::Pre { rn, offset, .. } => match offset {
             MiscLoadOffset::Imm(k) => (*rn, None, *k as i64),
@@ -178,7 +179,7 @@ fn misc_mem(addr: &AddrMiscLoad, size: usize, kind: MemKind) -> Mem {
         },
         AddrMiscLoad::Post { rn, .. } => (*rn, None, 0),
     };
-    Mem {
+    MemOperand {
         base: Some(base as usize),
         index,
         disp,
@@ -187,8 +188,8 @@ fn misc_mem(addr: &AddrMiscLoad, size: usize, kind: MemKind) -> Mem {
     }
 }
 
-fn simple_mem(rn: Reg, disp: i64, size: usize, kind: MemKind) -> Mem {
-    Mem {
+fn simple_mem(rn: Reg, disp: i64, size: usize, kind: MemKind) -> MemOperand {
+    MemOperand {
         base: Some(rn as usize),
         index: None,
         disp,
@@ -198,7 +199,7 @@ fn simple_mem(rn: Reg, disp: i64, size: usize, kind: MemKind) -> Mem {
 }
 
 /// The memory an instruction touches.
-fn mems(ins: &Ins) -> Vec<Mem> {
+fn mems(ins: &Ins) -> Vec<MemOperand> {
     use MemKind::{Load, Other, Prefetch, Store};
     let m = match ins {
         Ins::Ldr { addr, .. } => ldr_str_mem(addr, 4, Load),

@@ -379,7 +379,7 @@ impl<'a> Func<'a> {
             {
                 continue;
             }
-            let targets = match super::dispatch::resolve(obj, &func.insns[k].loc) {
+            let targets = match super::variant_pointer::resolve(obj, &func.insns[k].loc) {
                 Ok(t) => t,
                 Err(why) => {
                     func.indirect_why.insert(k, why);

@@ -12,13 +12,13 @@ use super::analysis::{
 use super::arm;
 use super::cfg::Func;
 use super::domain::{Low, State, Val, ANY, CONST, DST, INTS, LEN, PTRS, RETADDR, SRC, STACK};
-use super::isa::{isa_for, Escape, Flow, Insn, Mem, MemKind, Touch};
+use super::isa::{isa_for, Escape, Flow, Insn, MemKind, MemOperand, Touch};
 use super::report::{Finding, FunctionReport, Severity, UserSide};
 use crate::checks::objfile::{FnSym, Loc, ObjectFile};
 
 /// What the caller tells the checker about one function.
 #[derive(Clone, Copy)]
-pub(super) struct Target {
+pub(super) struct CheckTarget {
     pub(super) side: UserSide,
     /// Constant size of a fixed-size entry point.
     pub(super) fixed: Option<u64>,
@@ -28,7 +28,7 @@ pub(super) struct Target {
     pub(super) allow_unanalysed: bool,
     /// copygen's own per-CPU entry point: its call into the resolver is
     /// expected (a warning); a system call still is an error.
-    pub(super) dispatcher: bool,
+    pub(super) per_cpu_entry: bool,
 }
 
 /// Where a memory access may go.
@@ -71,17 +71,17 @@ pub(super) fn check_function(
     f: &FnSym,
     owners: &BTreeMap<u64, String>,
     abi: &AbiSpec,
-    target: &Target,
+    target: &CheckTarget,
 ) -> (FunctionReport, BTreeSet<Loc>) {
     let first = check_variant(obj, f, owners, abi, target);
-    // An entry whose jump through its own pointer is resolved is a
-    // dispatcher: its call into the resolver is expected (a warning), and
+    // An entry whose jump through its own pointer is resolved is a per-CPU
+    // entry point: its call into the resolver is expected (a warning), and
     // the resolver it calls is not reached from the entry.
-    let resolved = Target {
-        dispatcher: true,
+    let resolved = CheckTarget {
+        per_cpu_entry: true,
         ..*target
     };
-    let (original, target) = if first.dispatches.is_empty() || target.dispatcher {
+    let (original, target) = if first.dispatches.is_empty() || target.per_cpu_entry {
         (first, target)
     } else {
         (check_variant(obj, f, owners, abi, &resolved), &resolved)
@@ -212,7 +212,7 @@ fn check_variant(
     f: &FnSym,
     owners: &BTreeMap<u64, String>,
     abi: &AbiSpec,
-    target: &Target,
+    target: &CheckTarget,
 ) -> Checked {
     let mut func = Func::build(obj, f, owners, abi);
     let n = func.insns.len();
@@ -347,7 +347,7 @@ fn check_variant(
         }
         match escape {
             Escape::Trap(why) => func.finding(Severity::Error, k, why),
-            Escape::Call(why) if target.dispatcher => func.finding(Severity::Warning, k, why),
+            Escape::Call(why) if target.per_cpu_entry => func.finding(Severity::Warning, k, why),
             Escape::Call(why) => func.finding(Severity::Error, k, why),
         }
     }
@@ -411,7 +411,7 @@ fn check_variant(
 fn by_alignment(
     func: &mut Func,
     abi: &AbiSpec,
-    target: &Target,
+    target: &CheckTarget,
     side: UserSide,
 ) -> Vec<Vec<Option<State>>> {
     let width = abi.ptr as u64;
@@ -451,7 +451,7 @@ fn user_tag(side: UserSide) -> u32 {
 /// Where `m` may go: through a user pointer, provably to kernel memory (the
 /// kernel-side buffer, the stack, code or a constant address, each plus
 /// any integer), or somewhere the analysis cannot tell.
-fn reach(m: &Mem, st: &State, side: UserSide, abi: &AbiSpec) -> Reach {
+fn reach(m: &MemOperand, st: &State, side: UserSide, abi: &AbiSpec) -> Reach {
     if m.base.is_some() && m.base == abi.pc {
         return Reach::Kernel;
     }

@@ -72,7 +72,7 @@ pub(super) enum Flow {
 
 /// Branch (or ARM execution) conditions the length refinement understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Cc {
+pub(super) enum CondCode {
     Eq,
     Ne,
     Hs,
@@ -96,7 +96,7 @@ pub(super) enum MemKind {
 
 /// A memory operand: `base + index + disp`, `size` bytes.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Mem {
+pub(super) struct MemOperand {
     pub(super) base: Option<usize>,
     pub(super) index: Option<usize>,
     pub(super) disp: i64,
@@ -126,10 +126,10 @@ pub(super) struct Insn {
     pub(super) semantics: Rc<dyn Semantics>,
     pub(super) flow: Flow,
     /// Condition of a `CondJump`, or of a conditionally executed instruction.
-    pub(super) cc: Cc,
+    pub(super) cc: CondCode,
     /// ARM: runs only when `cc` holds (a non-branch with a condition).
     pub(super) cond_exec: bool,
-    pub(super) mems: Vec<Mem>,
+    pub(super) mems: Vec<MemOperand>,
     /// GPRs read, with the bytes read.
     pub(super) uses: Vec<(usize, usize)>,
     /// GPRs surely written, with the bytes replaced (liveness kills).

@@ -44,12 +44,12 @@ mod arm;
 mod arm_text;
 mod cfg;
 mod checks;
-mod dispatch;
 mod domain;
 mod isa;
 mod report;
 mod rv64;
 pub mod site;
+mod variant_pointer;
 mod x86;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,11 +62,11 @@ use crate::front::strategy::{Arch, Convention, Direction, Flavor};
 
 use abi::AbiSpec;
 use cfg::fixup_owners;
-use checks::{check_function, Target};
-pub use dispatch::{read_data, DataFacts, DataSym};
+use checks::{check_function, CheckTarget};
 pub use report::{
     render_reports, Finding, FunctionReport, Report, Severity, Unchecked, UserSide, Verdict,
 };
+pub use variant_pointer::{read_data, DataFacts, DataSym};
 
 /// What the object cannot say about itself.
 #[derive(Debug, Clone, Default)]
@@ -85,12 +85,12 @@ pub struct Options {
     pub allow_vector: bool,
     /// Code the analysis cannot reach or follow is a warning, not an error.
     pub allow_unanalysed: bool,
-    /// Per-CPU entry points (copygen's own): their dispatch (an
+    /// Per-CPU entry points (copygen's own): their choice of variant (an
     /// `ALTERNATIVE` chain assembled with the shims, which write no
     /// `.altinstructions`; a resolved-once pointer) cannot be followed, so
     /// what it leaves unreached is a warning; each variant they enter is
     /// checked as a routine.
-    pub dispatchers: Vec<String>,
+    pub per_cpu_entries: Vec<String>,
     /// The functions to check (default: every function with exception-table
     /// entries, and every global `*_from_user` / `*_to_user`).
     pub functions: Vec<FunctionSpec>,
@@ -166,7 +166,7 @@ pub const MAX_CODE_BYTES: usize = 64 << 10;
 fn within_code_limit(obj: &ObjectFile, path: &Path) -> Result<()> {
     let bytes: usize = obj.code.values().map(Vec::len).sum();
     if bytes > MAX_CODE_BYTES {
-        return Err(objfile::BadInput(format!(
+        return Err(objfile::Unusable(format!(
             "{}: {bytes} bytes of code, more than the {} KiB the static check analyses in one object",
             path.display(),
             MAX_CODE_BYTES >> 10
@@ -176,12 +176,26 @@ fn within_code_limit(obj: &ObjectFile, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Check the `.S` or `.o` at `path`.
+/// Check the `.S` or `.o` the user gave at `path`: a file that cannot be
+/// read, does not assemble or holds no usable object is bad input
+/// (`error: …`); a missing tool is not.
+pub fn check_user_file(path: &Path, options: &Options) -> Result<Report> {
+    check_object(path, options).map_err(|e| {
+        if e.downcast_ref::<objfile::Unusable>().is_some() {
+            crate::input::BadInput(format!("error: {e:#}")).into()
+        } else {
+            e
+        }
+    })
+}
+
+/// Check the `.S` or `.o` at `path` (one copygen wrote, or see
+/// [`check_user_file`]).
 pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
     let is_source = matches!(path.extension().and_then(|e| e.to_str()), Some("S" | "s"));
     let (obj, mut flavor, mut convention) = if is_source {
         let text = crate::input::read_string(path)
-            .map_err(|e| objfile::BadInput(format!("{}: {e}", path.display())))?;
+            .map_err(|e| objfile::Unusable(format!("{}: {e}", path.display())))?;
         // A file copygen generated in another run states its facts.
         let header = crate::output::header::read(&text);
         let (h_arch, h_flavor, h_conv) = (
@@ -223,12 +237,12 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
         // Errors name the source, not the temporary object.
         let data = std::fs::read(&out)?;
         let obj = objfile::read(&data).map_err(|e| {
-            objfile::BadInput(format!("{}: the assembled object: {e:#}", path.display()))
+            objfile::Unusable(format!("{}: the assembled object: {e:#}", path.display()))
         })?;
         (obj, flavor, h_conv)
     } else {
         (
-            objfile::read_path(path).map_err(|e| objfile::BadInput(format!("{e:#}")))?,
+            objfile::read_path(path).map_err(|e| objfile::Unusable(format!("{e:#}")))?,
             options.flavor.unwrap_or(Flavor::Standalone),
             None,
         )
@@ -284,12 +298,12 @@ pub fn check_file(
         let own_abi = spec
             .and_then(|s| s.convention)
             .map(|c| AbiSpec::new(arch, flavor, c, regparm));
-        let target = Target {
+        let target = CheckTarget {
             side,
             fixed,
             vector_ok: options.allow_vector || flavor == Flavor::Standalone,
-            allow_unanalysed: options.allow_unanalysed || options.dispatchers.contains(&f.name),
-            dispatcher: options.dispatchers.contains(&f.name),
+            allow_unanalysed: options.allow_unanalysed || options.per_cpu_entries.contains(&f.name),
+            per_cpu_entry: options.per_cpu_entries.contains(&f.name),
         };
         let (mut report, code) =
             check_function(obj, f, &owners, own_abi.as_ref().unwrap_or(&abi), &target);
@@ -299,7 +313,7 @@ pub fn check_file(
         covered.extend(code);
         functions.push(report);
     }
-    check_dispatch_targets(
+    check_per_cpu_entry_targets(
         obj,
         &owners,
         &abi,
@@ -356,12 +370,12 @@ fn unchecked_functions(
         .iter()
         .filter(|f| f.global && !is_checked(f))
         .map(|f| {
-            let probe = Target {
+            let probe = CheckTarget {
                 side: UserSide::Both,
                 fixed: None,
                 vector_ok: true,
                 allow_unanalysed: true,
-                dispatcher: false,
+                per_cpu_entry: false,
             };
             let (r, _) = check_function(obj, f, owners, abi, &probe);
             report::Unchecked {
@@ -372,11 +386,11 @@ fn unchecked_functions(
         .collect()
 }
 
-/// Each function a dispatcher enters must pass its check for the
-/// dispatcher's user side (or for both sides); one not selected is checked
+/// Each function a per-CPU entry point enters must pass its check for the
+/// entry point's user side (or for both sides); one not selected is checked
 /// here. A target that fails (or was checked for the other side) is an
-/// error of the dispatcher.
-fn check_dispatch_targets(
+/// error of the entry point.
+fn check_per_cpu_entry_targets(
     obj: &ObjectFile,
     owners: &BTreeMap<u64, String>,
     abi: &AbiSpec,
@@ -395,12 +409,12 @@ fn check_dispatch_targets(
                     let Some(f) = obj.function(&name) else {
                         continue;
                     };
-                    let target = Target {
+                    let target = CheckTarget {
                         side,
                         fixed,
                         vector_ok: options.allow_vector || flavor == Flavor::Standalone,
                         allow_unanalysed: options.allow_unanalysed,
-                        dispatcher: false,
+                        per_cpu_entry: false,
                     };
                     let (report, code) = check_function(obj, f, owners, abi, &target);
                     covered.extend(code);
@@ -544,7 +558,7 @@ pub fn check_strategies(
             std::fs::create_dir_all(path.parent().unwrap())?;
             std::fs::write(&path, crate::output::render::render(s, flavor))?;
             // The strategy states the facts; the header is not read back.
-            let dispatchers = crate::backend::dispatchers(s, flavor)
+            let per_cpu_entries = crate::backend::per_cpu_entries(s, flavor)
                 .into_iter()
                 .map(|f| f.symbol)
                 .collect();
@@ -552,7 +566,7 @@ pub fn check_strategies(
                 arch: Some(s.arch),
                 flavor: Some(flavor),
                 convention: Some(s.linux.convention),
-                dispatchers,
+                per_cpu_entries,
                 roles: entry_roles(s, flavor),
                 ..options.clone()
             };

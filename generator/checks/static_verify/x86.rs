@@ -12,7 +12,9 @@ use std::rc::Rc;
 
 use super::abi::{AbiSpec, NREGS};
 use super::domain::{add_val, Cmp, State, Val, CONST, LEN, SRC, STACK};
-use super::isa::{call_escape, Cc, Escape, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{
+    call_escape, CondCode, Escape, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
+};
 use crate::checks::objfile::{self, Loc, ObjectFile, RelocTarget};
 use crate::front::strategy::Arch;
 
@@ -177,15 +179,15 @@ fn displacement(i: &Instruction, abi: &AbiSpec) -> i64 {
     }
 }
 
-fn cc(c: ConditionCode) -> Cc {
+fn cc(c: ConditionCode) -> CondCode {
     match c {
-        ConditionCode::e => Cc::Eq,
-        ConditionCode::ne => Cc::Ne,
-        ConditionCode::ae => Cc::Hs,
-        ConditionCode::b => Cc::Lo,
-        ConditionCode::a => Cc::Hi,
-        ConditionCode::be => Cc::Ls,
-        _ => Cc::Other,
+        ConditionCode::e => CondCode::Eq,
+        ConditionCode::ne => CondCode::Ne,
+        ConditionCode::ae => CondCode::Hs,
+        ConditionCode::b => CondCode::Lo,
+        ConditionCode::a => CondCode::Hi,
+        ConditionCode::be => CondCode::Ls,
+        _ => CondCode::Other,
     }
 }
 
@@ -250,7 +252,7 @@ fn facts(
         .used_memory()
         .iter()
         .filter(|m| m.access() != OpAccess::NoMemAccess)
-        .map(|m| Mem {
+        .map(|m| MemOperand {
             base: gpr(m.base()),
             index: gpr(m.index()),
             disp: m.displacement() as i64,
@@ -286,15 +288,15 @@ fn facts(
             prefetch: false,
         });
     let (flow, cond) = match i.flow_control() {
-        FlowControl::Return => (Flow::Return, Cc::Other),
-        FlowControl::Interrupt | FlowControl::Exception => (Flow::Stop, Cc::Other),
-        FlowControl::UnconditionalBranch => (Flow::Jump(i.near_branch_target()), Cc::Other),
+        FlowControl::Return => (Flow::Return, CondCode::Other),
+        FlowControl::Interrupt | FlowControl::Exception => (Flow::Stop, CondCode::Other),
+        FlowControl::UnconditionalBranch => (Flow::Jump(i.near_branch_target()), CondCode::Other),
         FlowControl::ConditionalBranch => (
             Flow::CondJump(i.near_branch_target()),
             cc(i.condition_code()),
         ),
-        FlowControl::IndirectBranch => (Flow::Indirect, Cc::Other),
-        _ => (Flow::Next, Cc::Other),
+        FlowControl::IndirectBranch => (Flow::Indirect, CondCode::Other),
+        _ => (Flow::Next, CondCode::Other),
     };
     Insn {
         addr: i.ip(),

@@ -2,11 +2,11 @@
 //! architecture can build and against itself, into a [`Strategy`]. Every
 //! independent part (each method, each size class, each variant) is
 //! checked, so one run reports every error. Size classes and guards are in
-//! `dispatch.rs`, per-CPU variants in `variants.rs`.
+//! `size_classes.rs`, per-CPU variants in `variants.rs`.
 
-mod dispatch;
 mod shadow;
 mod shift_combine;
+mod size_classes;
 mod tuned_on;
 mod variants;
 
@@ -273,7 +273,7 @@ impl Validator<'_> {
 
         let root_dispatch = root.key("dispatch");
         let (classes, variants) = if raw.variants.is_empty() {
-            let classes = self.dispatch(arch, &root_dispatch, &raw.dispatch, &methods, &broken);
+            let classes = self.size_classes(arch, &root_dispatch, &raw.dispatch, &methods, &broken);
             (classes, Some(Vec::new()))
         } else {
             match self.keep(self.variants(
@@ -323,7 +323,7 @@ impl Validator<'_> {
             text: text.to_string(),
         };
         // What the names become in the generated files.
-        let named = crate::front::symbols::check_strategy(&strategy, self.loc.file);
+        let named = crate::front::symbol_clashes::check_strategy(&strategy, self.loc.file);
         if !named.is_empty() {
             self.errors.borrow_mut().extend(named);
             return None;

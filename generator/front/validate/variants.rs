@@ -122,7 +122,7 @@ impl Validator<'_> {
                         "this variant has no `dispatch`, and the strategy has none to share",
                     ));
                 }
-                self.dispatch(
+                self.size_classes(
                     arch,
                     &FieldPath::root().key("dispatch"),
                     &raw.dispatch,
@@ -130,7 +130,7 @@ impl Validator<'_> {
                     broken,
                 )
             } else {
-                self.dispatch(arch, &path.key("dispatch"), &v.dispatch, &methods, broken)
+                self.size_classes(arch, &path.key("dispatch"), &v.dispatch, &methods, broken)
             };
             let Some(classes) = classes else {
                 return Ok(None);

@@ -41,7 +41,7 @@ pub use report::{google_benchmark_json, text_table};
 pub use sweep::*;
 
 /// A copy routine: `f(to, from, n)` → bytes not copied (SysV), the JIT's type.
-pub type CopyFn = crate::jit::CopyFn;
+pub use crate::jit::CopyFn;
 
 /// Something to time: a name and a routine. `_owner` keeps JIT code alive.
 pub struct Subject {
@@ -393,7 +393,7 @@ impl Rng {
 
 /// How [`run_with`] measures.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct BenchOptions {
     /// Rounds; each figure is the median over them.
     pub repeats: usize,
     /// TSC ticks each hot fixed-size measurement aims for.
@@ -402,9 +402,9 @@ pub struct Options {
     pub seed: u64,
 }
 
-impl Default for Options {
+impl Default for BenchOptions {
     fn default() -> Self {
-        Options {
+        BenchOptions {
             repeats: 15,
             target_ticks: 20_000.0,
             seed: 0,
@@ -437,9 +437,9 @@ pub fn run(
     repeats: usize,
     progress: &dyn Fn(u64, u64),
 ) -> Results {
-    let opts = Options {
+    let opts = BenchOptions {
         repeats,
-        ..Options::default()
+        ..BenchOptions::default()
     };
     run_with(sweep, subjects, &opts, progress)
 }
@@ -450,7 +450,7 @@ pub fn run(
 pub fn run_with(
     sweep: &Sweep,
     subjects: &[Subject],
-    opts: &Options,
+    opts: &BenchOptions,
     progress: &dyn Fn(u64, u64),
 ) -> Results {
     let repeats = opts.repeats.max(1);

@@ -9,7 +9,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Results, Row};
+use super::{Results, SweepRow};
 
 /// How x values map to the plot's horizontal coordinate `u`.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +93,7 @@ fn is_alias_axis(x_label: &str) -> bool {
 }
 
 /// The x axis of one panel, from its rows.
-fn x_axis(rows: &[&Row], x_label: &str, categorical: bool) -> (XMap, Axis) {
+fn x_axis(rows: &[&SweepRow], x_label: &str, categorical: bool) -> (XMap, Axis) {
     let mut xs: Vec<f64> = rows.iter().map(|r| r.x).collect();
     xs.sort_by(|a, b| a.total_cmp(b));
     xs.dedup();
@@ -269,14 +269,14 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
     }
     let label_font = ("sans-serif", 12).into_font();
     for (panel, ser) in body.split_evenly((rows, cols)).iter().zip(&series) {
-        let here: Vec<(usize, &Row)> = res
+        let here: Vec<(usize, &SweepRow)> = res
             .sweep
             .rows
             .iter()
             .enumerate()
             .filter(|(_, r)| &r.series == ser)
             .collect();
-        let row_refs: Vec<&Row> = here.iter().map(|(_, r)| *r).collect();
+        let row_refs: Vec<&SweepRow> = here.iter().map(|(_, r)| *r).collect();
         // Workloads (and named cases) are categories, one x position each.
         let workloads = here.iter().any(|(_, r)| r.dist.is_some());
         let categorical = workloads || res.sweep.x_label == "case";

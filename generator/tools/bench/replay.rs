@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::workload::{self, Placed, Trace, BANDS, SIZE_CLASSES};
-use super::{quantile, tsc_end, tsc_start, CopyFn, Options, Rng, Subject};
+use super::{quantile, tsc_end, tsc_start, BenchOptions, CopyFn, Rng, Subject};
 
 /// The default working set: L2-resident on current x86 cores.
 pub const DEFAULT_WORKING_SET: usize = 256 << 10;
@@ -149,7 +149,7 @@ pub struct ReplayResults {
 pub fn run_replay(
     r: &Replay,
     subjects: &[Subject],
-    opts: &Options,
+    opts: &BenchOptions,
     progress: &dyn Fn(u64, u64),
 ) -> ReplayResults {
     let repeats = opts.repeats.max(1);
@@ -415,7 +415,7 @@ impl ReplayResults {
 /// of [`run_replay`] without its per-call pass): what `copygen tune`
 /// scores a trace by. Every round replays a fresh segment, the same for
 /// every subject, in a freshly shuffled subject order after a warm-up.
-pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &Options) -> Vec<Vec<f64>> {
+pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &BenchOptions) -> Vec<Vec<f64>> {
     let repeats = opts.repeats.max(1);
     let regions = Regions::new(r.region_pages());
     let trace = &r.trace.calls;

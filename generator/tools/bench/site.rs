@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
-use super::{quantile, round_sequences, tsc_end, tsc_start, Buffers, Options};
+use super::{quantile, round_sequences, tsc_end, tsc_start, BenchOptions, Buffers};
 use super::{Results, Rng, Sweep};
 use std::path::Path;
 
@@ -240,13 +240,13 @@ fn sequence_args(bufs: &Buffers, seq: &[super::distribution::Call]) -> Vec<SiteA
 pub fn run_sites(
     sweep: &Sweep,
     subjects: &[SiteSubject],
-    opts: &Options,
+    opts: &BenchOptions,
     progress: &dyn Fn(u64, u64),
 ) -> Results {
     let repeats = opts.repeats.max(1);
     let bufs = Buffers::new(sweep);
     let stride = std::mem::size_of::<SiteArgs>() as u64;
-    let fixed = |r: &super::Row| {
+    let fixed = |r: &super::SweepRow| {
         [SiteArgs {
             to: bufs.dst(r.dst_off),
             from: bufs.src(r.src_off),

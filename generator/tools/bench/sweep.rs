@@ -10,7 +10,7 @@ use super::distribution::{self, Distribution};
 /// One measured configuration: a copy of `n` bytes with the pointers at
 /// these offsets from page-aligned buffers.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub struct SweepRow {
     /// Row label in the text table (`1024 B`, `+0x0f`).
     pub label: String,
     /// Plot series this row belongs to (e.g. the size in an alias sweep).
@@ -31,7 +31,7 @@ pub struct Sweep {
     pub name: String,
     pub title: String,
     pub x_label: String,
-    pub rows: Vec<Row>,
+    pub rows: Vec<SweepRow>,
     pub cold: bool,
     /// The distributions that rows with `dist` draw from.
     pub distributions: Vec<Distribution>,
@@ -43,8 +43,8 @@ pub struct Sweep {
     pub pointers: distribution::Pointers,
 }
 
-fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: usize) -> Row {
-    Row {
+fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: usize) -> SweepRow {
+    SweepRow {
         label,
         series: series.to_string(),
         x,
@@ -59,11 +59,11 @@ fn row(label: String, series: &str, x: f64, n: usize, src_off: usize, dst_off: u
 pub const DEFAULT_CALLS: usize = 4096;
 
 /// Rows for workloads: one per distribution.
-pub fn distribution_rows(dists: &[Distribution]) -> Vec<Row> {
+pub fn distribution_rows(dists: &[Distribution]) -> Vec<SweepRow> {
     dists
         .iter()
         .enumerate()
-        .map(|(i, d)| Row {
+        .map(|(i, d)| SweepRow {
             label: format!("{} (mean {:.0} B)", d.name, d.mean),
             series: String::new(),
             x: i as f64,
@@ -117,7 +117,7 @@ pub fn distribution_sweep_with(
 /// ([`crate::front::catalog::THREADS`]), re-run here.
 pub fn table(name: &str) -> Result<Sweep> {
     let cite = |key: &str| crate::front::catalog::thread(key).cite();
-    let (title, x_label, rows): (String, &str, Vec<Row>) = match name {
+    let (title, x_label, rows): (String, &str, Vec<SweepRow>) = match name {
         "abeni" => (
             format!("{}: short copies, 0..64 bytes, hot", cite("abeni")),
             "bytes",
@@ -168,7 +168,7 @@ pub fn alias_offsets() -> Vec<usize> {
     (0..=72).chain([96, 128]).collect()
 }
 
-pub fn alias_rows(sizes: &[usize], alias: &[usize]) -> Vec<Row> {
+pub fn alias_rows(sizes: &[usize], alias: &[usize]) -> Vec<SweepRow> {
     let mut rows = Vec::new();
     for &n in sizes {
         for &a in alias {

@@ -4,7 +4,7 @@ use super::*;
 
 /// One row: a function's figure on each side.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Row {
+pub struct BloatRow {
     pub name: String,
     pub old: Option<u64>,
     pub new: Option<u64>,
@@ -24,7 +24,7 @@ pub struct Table {
     pub before: u64,
     pub after: u64,
     pub change_percent: f64,
-    pub rows: Vec<Row>,
+    pub rows: Vec<BloatRow>,
 }
 
 /// bloat-o-meter's `calc`: rows sorted by (delta, name), descending.
@@ -48,7 +48,7 @@ pub fn table(old: &BTreeMap<String, u64>, new: &BTreeMap<String, u64>) -> Table 
             Some(_) => {}
         }
         let n = new.get(name).copied();
-        rows.push(Row {
+        rows.push(BloatRow {
             name: name.clone(),
             old: Some(o),
             new: n,
@@ -59,7 +59,7 @@ pub fn table(old: &BTreeMap<String, u64>, new: &BTreeMap<String, u64>) -> Table 
         if !old.contains_key(name) {
             add += 1;
             up += n;
-            rows.push(Row {
+            rows.push(BloatRow {
                 name: name.clone(),
                 old: None,
                 new: Some(n),
@@ -107,7 +107,7 @@ pub fn format_bloat(t: &Table, kind: &str) -> String {
     );
     // A name is one cell of one row, whatever it holds (a newline in a
     // file name would forge a row).
-    let rows: Vec<(std::borrow::Cow<'_, str>, &Row)> = t
+    let rows: Vec<(std::borrow::Cow<'_, str>, &BloatRow)> = t
         .rows
         .iter()
         .filter(|r| r.delta != 0)

@@ -19,29 +19,19 @@ use serde::Serialize;
 
 use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
 use crate::front::strategy::{symbol_of, Arch, Flavor, Strategy};
+use crate::input::BadInput;
 
-/// Bad input (exit 2): an unknown revision, an unreadable or unassemblable
-/// file, a file whose architecture cannot be told.
-#[derive(Debug)]
-pub struct InputError(pub String);
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for InputError {}
-
+/// Bad input ([`BadInput`], exit 2): an unknown revision, an unreadable or
+/// unassemblable file, a file whose architecture cannot be told.
 fn input(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(InputError(msg.into()))
+    anyhow::Error::new(BadInput(msg.into()))
 }
 
 /// The word that names this checkout's `emitted/` as a side.
 pub const WORKTREE: &str = "WORKTREE";
 
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct DiffOptions {
     /// Architecture of `.S` files (overrides header and path).
     pub arch: Option<Arch>,
     /// Only this flavour's files of a tree or strategy; the flavour of a
@@ -179,7 +169,7 @@ fn pair_files(old: &Side, new: &Side) -> Vec<(Option<usize>, Option<usize>)> {
 }
 
 /// Compare two sides.
-pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
+pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
     let tmp = tempfile::tempdir()?;
     let dir = opts
         .save_objects
@@ -399,7 +389,7 @@ pub fn diff(old: &Side, new: &Side, opts: &Options) -> Result<DiffReport> {
 }
 
 /// Load both sides and compare them.
-pub fn run(old: &str, new: &str, opts: &Options) -> Result<DiffReport> {
+pub fn run(old: &str, new: &str, opts: &DiffOptions) -> Result<DiffReport> {
     let o = load_side(old, opts).with_context(|| format!("reading {old}"))?;
     let n = load_side(new, opts).with_context(|| format!("reading {new}"))?;
     diff(&o, &n, opts)

@@ -48,7 +48,7 @@ pub(super) fn path_facts(rel: &str) -> (Option<Arch>, Option<Flavor>) {
 }
 
 /// A `.S` text read from `rel` (shown in errors as `shown`), classified.
-pub(super) fn source(rel: String, text: String, shown: &str, opts: &Options) -> Result<Source> {
+pub(super) fn source(rel: String, text: String, shown: &str, opts: &DiffOptions) -> Result<Source> {
     let header = crate::output::header::read(&text).map(|h| (h.name, h.arch, h.flavor));
     let (p_arch, p_flavor) = path_facts(&rel);
     let arch = opts
@@ -125,7 +125,7 @@ pub(super) fn git_toplevel(cwd: &Path) -> Result<Option<PathBuf>> {
 }
 
 /// `emitted/**.S` at a git revision.
-pub(super) fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Side> {
+pub(super) fn revision_side(rev: &str, opts: &DiffOptions, cwd: &Path) -> Result<Side> {
     let top = git_toplevel(cwd)?.ok_or_else(|| {
         input(format!(
             "error: `{rev}` is not a file, a folder or `{WORKTREE}`, and {} is not in a git repository",
@@ -204,7 +204,7 @@ pub(super) fn revision_side(rev: &str, opts: &Options, cwd: &Path) -> Result<Sid
     })
 }
 
-pub(super) fn filter_flavor(mut files: Vec<Source>, opts: &Options) -> Vec<Source> {
+pub(super) fn filter_flavor(mut files: Vec<Source>, opts: &DiffOptions) -> Vec<Source> {
     if let Some(f) = opts.flavor {
         files.retain(|s| s.flavor == f);
     }
@@ -216,7 +216,7 @@ pub(super) fn filter_flavor(mut files: Vec<Source>, opts: &Options) -> Vec<Sourc
 /// walked without following symbolic links to folders (a link to a parent
 /// would never end); every `.S` is read by [`crate::input::read_string`],
 /// so a FIFO, socket or device named `*.S` is a located error, not a hang.
-pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Side> {
+pub(super) fn folder_side(label: &str, dir: &Path, opts: &DiffOptions) -> Result<Side> {
     let root = if dir.join("emitted").is_dir() {
         dir.join("emitted")
     } else {
@@ -262,16 +262,8 @@ pub(super) fn folder_side(label: &str, dir: &Path, opts: &Options) -> Result<Sid
 }
 
 /// A strategy file: its flavours rendered for its arch.
-pub(super) fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
-    let s = crate::front::parse::load(path, opts.arch).map_err(|e| {
-        if e.downcast_ref::<crate::front::diagnostics::StrategyError>()
-            .is_some()
-        {
-            e
-        } else {
-            input(format!("error: {e:#}"))
-        }
-    })?;
+pub(super) fn strategy_side(path: &Path, opts: &DiffOptions) -> Result<Side> {
+    let s = crate::front::parse::load(path, opts.arch)?;
     let flavors = match opts.flavor {
         Some(f) => vec![f],
         None => Flavor::ALL.to_vec(),
@@ -295,7 +287,7 @@ pub(super) fn strategy_side(path: &Path, opts: &Options) -> Result<Side> {
 }
 
 /// Read one side from its command-line argument.
-pub fn load_side(arg: &str, opts: &Options) -> Result<Side> {
+pub fn load_side(arg: &str, opts: &DiffOptions) -> Result<Side> {
     let cwd = match &opts.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir()?,

@@ -551,7 +551,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
         arch: Some(t.arch),
         flavor: Some(Flavor::Linux),
         convention: Some(t.linux.convention),
-        dispatchers: crate::backend::dispatchers(t, Flavor::Linux)
+        per_cpu_entries: crate::backend::per_cpu_entries(t, Flavor::Linux)
             .into_iter()
             .map(|f| f.symbol)
             .collect(),

@@ -27,27 +27,17 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use super::kallsyms::Kallsyms;
-use super::parse::{Line, Parser};
+use super::parse::{Parser, TraceLine};
 use super::{definitions, pick, ProbeDef, Row, GROUP};
 use crate::arch::kernel_copy_symbols::{probes, CopyProbe};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::Arch;
+use crate::input::BadInput;
 
-/// The environment cannot be recorded in (exit 2): the message says why
-/// and what to do instead.
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
+/// The environment cannot be recorded in ([`BadInput`], exit 2): the
+/// message says why and what to do instead.
 fn refuse(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Refused(msg.into()))
+    anyhow::Error::new(BadInput(format!("error: {}", msg.into())))
 }
 
 /// How an instance folder is made and removed: `mkdir` and `rmdir` on
@@ -69,7 +59,7 @@ impl InstanceOps {
 
 /// Which processes to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub enum Traced {
     /// Every process but copygen.
     All,
     /// One process, its threads and the children it forks while recorded
@@ -89,7 +79,7 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// hundred bytes; a longer one is not theirs, and is not buffered further.
 pub const MAX_LINE: usize = 64 << 10;
 
-pub struct Options<'a> {
+pub struct RecordOptions<'a> {
     /// The tracefs mount (`/sys/kernel/tracing`).
     pub tracefs: PathBuf,
     /// Where `kallsyms`, `cpuinfo` and `sys/kernel/osrelease` are (`/proc`).
@@ -101,7 +91,7 @@ pub struct Options<'a> {
     /// Set by the signal handler; the reader loop stops when it is, and
     /// the final drain when it is set again.
     pub stop: &'a AtomicBool,
-    pub target: Target,
+    pub target: Traced,
     pub instance_ops: InstanceOps,
 }
 
@@ -337,16 +327,16 @@ impl PipeReader<'_> {
             start = end + 1;
             self.scanned = start;
             match self.parser.line(self.line, &text)? {
-                Line::Call(r) if rec.rows.len() < calls => rec.rows.push(r),
-                Line::Call(_) | Line::Skipped => {}
-                Line::Lost(k) => rec.lost = rec.lost.saturating_add(k),
-                Line::NoUserSide => rec.no_user_side += 1,
+                TraceLine::Call(r) if rec.rows.len() < calls => rec.rows.push(r),
+                TraceLine::Call(_) | TraceLine::Skipped => {}
+                TraceLine::Lost(k) => rec.lost = rec.lost.saturating_add(k),
+                TraceLine::NoUserSide => rec.no_user_side += 1,
             }
         }
         self.pending.drain(..start);
         self.scanned = self.pending.len();
         if self.pending.len() > MAX_LINE {
-            return Err(anyhow::Error::new(super::parse::BadTrace(format!(
+            return Err(anyhow::Error::new(BadInput(format!(
                 "{}:{}:1: error: a line of more than {MAX_LINE} bytes: not a trace event line of copygen's probes",
                 escape(&self.origin, false),
                 self.line + 1
@@ -383,7 +373,7 @@ const FSRM_NOTE: &str = "this CPU has FSRM: Linux 6.4 and later run `rep movsb` 
 
 /// Which probe to use, or why none.
 fn choose(
-    o: &Options,
+    o: &RecordOptions,
     have: Option<&HashSet<String>>,
     fsrm: bool,
     notes: &mut Vec<String>,
@@ -450,7 +440,7 @@ fn choose(
 }
 
 /// Record until `calls`, `seconds` or the stop flag.
-pub fn record(o: &Options) -> Result<Recording> {
+pub fn record(o: &RecordOptions) -> Result<Recording> {
     let root = &o.tracefs;
     let shown = escape(&root.display().to_string(), false).into_owned();
     if !root.join("kprobe_events").exists() {
@@ -515,12 +505,12 @@ pub fn record(o: &Options) -> Result<Recording> {
     }
     let mut child: Option<Child> = None;
     match &o.target {
-        Target::All => {
+        Traced::All => {
             for d in &defs {
                 guard.enable(&d.event)?;
             }
         }
-        Target::Pid(pid) => {
+        Traced::Pid(pid) => {
             let tids = threads(&o.proc_dir, *pid)?;
             guard.set("options/event-fork", "1")?;
             guard.set("set_event_pid", &tids)?;
@@ -528,7 +518,7 @@ pub fn record(o: &Options) -> Result<Recording> {
                 guard.enable(&d.event)?;
             }
         }
-        Target::Command(argv) => {
+        Traced::Command(argv) => {
             guard.set("options/event-fork", "1")?;
             guard.set("set_event_pid", "")?;
             // The command's own shell puts its pid in the filter, enables
@@ -592,7 +582,7 @@ pub fn record(o: &Options) -> Result<Recording> {
         {
             break "--seconds reached";
         }
-        if let Target::Pid(pid) = o.target {
+        if let Traced::Pid(pid) = o.target {
             if !o.proc_dir.join(pid.to_string()).exists() {
                 break "the process ended";
             }

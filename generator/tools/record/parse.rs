@@ -21,27 +21,15 @@ use super::Row;
 use crate::arch::kernel_copy_symbols::{kernel_bits_of, probes, ArchProbes};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::{Arch, Direction};
+use crate::input::BadInput;
 use crate::tools::bench::workload::{MAX_CALLER, MAX_SIZE};
 
 /// The marker line `copygen record --script` writes above the trace.
 pub const SCRIPT_MARK: &str = "# copygen-record";
 
-/// A line that is not what the probes print (exit 2): `origin:line:column:
-/// error: ...`.
-#[derive(Debug)]
-pub struct BadTrace(pub String);
-
-impl std::fmt::Display for BadTrace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadTrace {}
-
 /// What one line was.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
+pub enum TraceLine {
     /// A call.
     Call(Row),
     /// A comment, a blank line, or an event of another group.
@@ -241,7 +229,8 @@ impl<'k> Parser<'k> {
     }
 
     fn fail(&self, ln: usize, col: usize, msg: impl std::fmt::Display) -> anyhow::Error {
-        anyhow::Error::new(BadTrace(format!(
+        // A line that is not what the probes print: bad input (exit 2).
+        anyhow::Error::new(BadInput(format!(
             "{}:{ln}:{col}: error: {msg}",
             self.origin
         )))
@@ -286,14 +275,14 @@ impl<'k> Parser<'k> {
     }
 
     /// One line (`ln` counts from 1).
-    pub fn line(&mut self, ln: usize, line: &str) -> Result<Line> {
+    pub fn line(&mut self, ln: usize, line: &str) -> Result<TraceLine> {
         let t = line.trim();
         if t.starts_with(SCRIPT_MARK) {
             self.mark(ln, t)?;
-            return Ok(Line::Skipped);
+            return Ok(TraceLine::Skipped);
         }
         if t.is_empty() || t.starts_with('#') {
-            return Ok(Line::Skipped);
+            return Ok(TraceLine::Skipped);
         }
         if let Some(rest) = t.strip_prefix("CPU:") {
             if let Some(k) = rest
@@ -303,7 +292,7 @@ impl<'k> Parser<'k> {
                 .filter(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
             {
                 // A count past 2^64 - 1 is as many as a u64 says.
-                return Ok(Line::Lost(k.parse().unwrap_or(u64::MAX)));
+                return Ok(TraceLine::Lost(k.parse().unwrap_or(u64::MAX)));
             }
         }
         let ev = event(line).map_err(|(c, m)| self.fail(ln, c, m))?;
@@ -311,7 +300,7 @@ impl<'k> Parser<'k> {
             "copygen_from" => Some(Direction::FromUser),
             "copygen_to" => Some(Direction::ToUser),
             "copygen_any" => None,
-            _ => return Ok(Line::Skipped),
+            _ => return Ok(TraceLine::Skipped),
         };
         let field = |name: &str| ev.fields.iter().find(|f| f.0 == name).map(|f| (f.1, f.2));
         let end = line.chars().count() + 1;
@@ -404,7 +393,7 @@ impl<'k> Parser<'k> {
                 match (tk, fk) {
                     (false, true) => Direction::ToUser,
                     (true, false) => Direction::FromUser,
-                    _ => return Ok(Line::NoUserSide),
+                    _ => return Ok(TraceLine::NoUserSide),
                 }
             }
         };
@@ -412,7 +401,7 @@ impl<'k> Parser<'k> {
             Some((addr, c)) => self.caller(addr).map_err(|m| self.fail(ln, c, m))?,
             None => None,
         };
-        Ok(Line::Call(Row {
+        Ok(TraceLine::Call(Row {
             dir,
             n,
             dst_off: (to & 0xfff) as u16,
@@ -543,13 +532,13 @@ pub fn parse_bytes(
 }
 
 impl Parsed {
-    fn add(&mut self, line: Line, limit: usize) {
+    fn add(&mut self, line: TraceLine, limit: usize) {
         match line {
-            Line::Call(r) if self.rows.len() < limit => self.rows.push(r),
-            Line::Call(_) => self.dropped += 1,
-            Line::Lost(k) => self.lost = self.lost.saturating_add(k),
-            Line::NoUserSide => self.no_user_side += 1,
-            Line::Skipped => {}
+            TraceLine::Call(r) if self.rows.len() < limit => self.rows.push(r),
+            TraceLine::Call(_) => self.dropped += 1,
+            TraceLine::Lost(k) => self.lost = self.lost.saturating_add(k),
+            TraceLine::NoUserSide => self.no_user_side += 1,
+            TraceLine::Skipped => {}
         }
     }
 }

@@ -220,7 +220,7 @@ pub fn measure_bands(seed: u64) -> BandTable {
             _owner: None,
         },
     ];
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 7,
         target_ticks: 4_000.0,
         seed,

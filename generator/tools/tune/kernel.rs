@@ -8,7 +8,7 @@
 use anyhow::Result;
 
 use super::measure::{compile, score, tune_sweep, Score, QUICK_ALIAS, QUICK_SIZES};
-use super::{Candidate, Options};
+use super::{Candidate, TuneOptions};
 use crate::front::strategy::{Arch, KernelVersion, Strategy};
 use crate::tools::bench::{self, site, Results, Sweep};
 
@@ -17,7 +17,7 @@ pub(super) fn measure(
     sweep: &Sweep,
     strategies: &[&Strategy],
     kernel: KernelVersion,
-    opts: &bench::Options,
+    opts: &bench::BenchOptions,
 ) -> Result<Results> {
     let model = site::host_model(kernel)?;
     let mut subjects = vec![site::stock_subject(model)?];
@@ -30,14 +30,14 @@ pub(super) fn measure(
 /// [`super::screen`] against the stock site.
 pub(super) fn screen(
     c: &Candidate,
-    o: &Options,
+    o: &TuneOptions,
     cliff: bool,
     seed: u64,
     kernel: KernelVersion,
 ) -> Option<Score> {
     let (s, _) = compile(c, &o.header)?;
     let sweep = tune_sweep(&o.dists, QUICK_SIZES, QUICK_ALIAS, 2048);
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 7,
         target_ticks: 6_000.0,
         seed,
@@ -53,7 +53,7 @@ pub(super) fn final_report(
     sweep: &Sweep,
     tuned: &Strategy,
     kernel: KernelVersion,
-    opts: &bench::Options,
+    opts: &bench::BenchOptions,
 ) -> Result<(Results, usize)> {
     let catalog: Vec<Strategy> = crate::front::catalog::catalog()?
         .into_iter()

@@ -89,7 +89,7 @@ pub fn stop_requested() -> bool {
 
 // ---- the search ------------------------------------------------------------------
 
-pub struct Options {
+pub struct TuneOptions {
     pub dists: Vec<Distribution>,
     /// Distributions reported but not tuned on.
     pub extra: Vec<Distribution>,
@@ -148,7 +148,7 @@ impl Evaluated {
 /// distributions and the quick grid, then on the traces.
 fn screen(
     c: &Candidate,
-    o: &Options,
+    o: &TuneOptions,
     replays: &[bench::Replay],
     cliff: bool,
     seed: u64,
@@ -159,7 +159,7 @@ fn screen(
     let (_, subject) = compile(c, &o.header)?;
     let sweep = tune_sweep(&o.dists, QUICK_SIZES, QUICK_ALIAS, 2048);
     let subjects = [bench::baseline("rep_movsb").expect("built in"), subject];
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 7,
         target_ticks: 6_000.0,
         seed,
@@ -170,7 +170,7 @@ fn screen(
 }
 
 /// Run the search; `progress(fraction, message)` is told as it goes.
-pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
+pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     if o.dists.is_empty() && o.workloads.is_empty() {
         bail!("tune needs at least one --distribution or --workload");
     }
@@ -280,7 +280,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         strategies.push(s);
         cands.push(c);
     }
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: if stopped_early { 5 } else { 9 },
         target_ticks: 8_000.0,
         seed: rng.next_u64(),
@@ -331,7 +331,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let mut all = o.dists.clone();
     all.extend(o.extra.iter().cloned());
     let sweep = tune_sweep(&all, GRID_SIZES, GRID_ALIAS, bench::DEFAULT_CALLS);
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 9,
         target_ticks: 8_000.0,
         seed: rng.next_u64(),
@@ -419,7 +419,7 @@ pub fn tune(o: &Options, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
 fn final_report(
     sweep: &bench::Sweep,
     strategy: &Strategy,
-    opts: &bench::Options,
+    opts: &bench::BenchOptions,
 ) -> Result<Results> {
     let mut subjects = vec![
         bench::baseline("rep_movsb").expect("built in"),
@@ -441,7 +441,7 @@ fn final_report(
 fn file_comments(
     cpu: &CpuInfo,
     cliff_ratio: f64,
-    o: &Options,
+    o: &TuneOptions,
     (res, tuned): (&Results, usize),
     fin: &Score,
     evaluated: usize,

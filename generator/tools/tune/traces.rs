@@ -33,10 +33,10 @@ pub fn trace_ratios(
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let opts = bench::Options {
+            let opts = bench::BenchOptions {
                 repeats,
                 seed: seed.wrapping_add(i as u64),
-                ..bench::Options::default()
+                ..bench::BenchOptions::default()
             };
             bench::replay_rounds(r, subjects, &opts)
         })
@@ -77,10 +77,10 @@ pub fn final_reports(
     tuned: usize,
     seed: u64,
 ) -> Vec<TraceReport> {
-    let opts = bench::Options {
+    let opts = bench::BenchOptions {
         repeats: 9,
         seed,
-        ..bench::Options::default()
+        ..bench::BenchOptions::default()
     };
     tuned_on
         .iter()

@@ -29,7 +29,9 @@ use raki::Decode;
 
 use super::abi::AbiSpec;
 use super::domain::{add_val, Cmp, State, Val, STACK};
-use super::isa::{call_escape, trap_escape, Cc, Flow, Insn, Isa, Mem, MemKind, Semantics, Touch};
+use super::isa::{
+    call_escape, trap_escape, CondCode, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
+};
 use crate::checks::objfile::{Loc, ObjectFile, RelocTarget};
 
 mod normalise;
@@ -188,7 +190,7 @@ fn facts(
     let mut mems = Vec::new();
     let mut touch = None;
     let mut flow = Flow::Next;
-    let mut cc = Cc::Other;
+    let mut cc = CondCode::Other;
     let mut escape = None;
     let mut written_extra = Vec::new();
     let def = |defs: &mut Vec<(usize, usize)>, r: u8| defs.extend(s(r).map(|x| (x, 8)));
@@ -201,7 +203,7 @@ fn facts(
         } => {
             uses.extend(s(rs1).map(|x| (x, 8)));
             def(&mut defs, rd);
-            mems.push(Mem {
+            mems.push(MemOperand {
                 base: s(rs1),
                 index: None,
                 disp: imm,
@@ -224,7 +226,7 @@ fn facts(
         } => {
             uses.extend(s(rs1).map(|x| (x, 8)));
             uses.extend(s(rs2).map(|x| (x, width)));
-            mems.push(Mem {
+            mems.push(MemOperand {
                 base: s(rs1),
                 index: None,
                 disp: imm,
@@ -331,19 +333,19 @@ fn swapped(rs1: u8, rs2: u8) -> bool {
     rs1 == 30 && rs2 != 30 && rs2 != 0
 }
 
-fn branch_cc(br: Br, swapped: bool) -> Cc {
+fn branch_cc(br: Br, swapped: bool) -> CondCode {
     match (br, swapped) {
-        (Br::Eq, _) => Cc::Eq,
-        (Br::Ne, _) => Cc::Ne,
-        (Br::Ltu, false) => Cc::Lo,
-        (Br::Geu, false) => Cc::Hs,
-        (Br::Lt, false) => Cc::Lt,
-        (Br::Ge, false) => Cc::Ge,
+        (Br::Eq, _) => CondCode::Eq,
+        (Br::Ne, _) => CondCode::Ne,
+        (Br::Ltu, false) => CondCode::Lo,
+        (Br::Geu, false) => CondCode::Hs,
+        (Br::Lt, false) => CondCode::Lt,
+        (Br::Ge, false) => CondCode::Ge,
         // k < r: r > k; k >= r: r <= k.
-        (Br::Ltu, true) => Cc::Hi,
-        (Br::Geu, true) => Cc::Ls,
-        (Br::Lt, true) => Cc::Gt,
-        (Br::Ge, true) => Cc::Le,
+        (Br::Ltu, true) => CondCode::Hi,
+        (Br::Geu, true) => CondCode::Ls,
+        (Br::Lt, true) => CondCode::Gt,
+        (Br::Ge, true) => CondCode::Le,
     }
 }
 
@@ -355,7 +357,7 @@ fn undecodable(addr: u64, loc: Loc, len: u64, raw: String) -> Insn {
         text: format!(".insn {raw}"),
         semantics: Rc::new(Decoded { op: Op::Nop }),
         flow: Flow::Stop,
-        cc: Cc::Other,
+        cc: CondCode::Other,
         cond_exec: false,
         fault_moves: Vec::new(),
         mems: Vec::new(),
@@ -530,8 +532,8 @@ mod tests {
         assert_eq!(slot(28), Some(8));
         assert_eq!(slot(1), Some(LR));
         // `bltu t5, a2`: len above the bound in t5.
-        assert_eq!(branch_cc(Br::Ltu, swapped(30, 12)), Cc::Hi);
-        assert_eq!(branch_cc(Br::Ltu, swapped(12, 30)), Cc::Lo);
-        assert_eq!(branch_cc(Br::Geu, swapped(30, 12)), Cc::Ls);
+        assert_eq!(branch_cc(Br::Ltu, swapped(30, 12)), CondCode::Hi);
+        assert_eq!(branch_cc(Br::Ltu, swapped(12, 30)), CondCode::Lo);
+        assert_eq!(branch_cc(Br::Geu, swapped(30, 12)), CondCode::Ls);
     }
 }

@@ -9,7 +9,7 @@ impl Validator<'_> {
     /// The size classes; `None` (with the errors recorded) if any is wrong.
     /// Every class is checked: after a class whose sizes are wrong, the
     /// next one is not blamed for a gap or an overlap with it.
-    pub(super) fn dispatch(
+    pub(super) fn size_classes(
         &self,
         arch: Arch,
         dpath: &FieldPath,

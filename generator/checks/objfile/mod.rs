@@ -14,9 +14,25 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use object::{elf, Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
-pub use crate::checks::sandbox::BadInput;
 use crate::checks::sandbox::{bound_assembler, exceeded, AS_CPU_SECS, AS_MEMORY, AS_OUTPUT};
 use crate::front::strategy::{Arch, Flavor};
+
+/// A source or object that cannot be used as what it claims: GNU as
+/// rejects it (or stops on it at its bounds), its object is malformed, it
+/// holds more code than the static check analyses. The file's fault: where
+/// the user gave the file, [`crate::checks::static_verify::check_user_file`]
+/// makes it [`crate::input::BadInput`]; where copygen wrote it, an
+/// internal error.
+#[derive(Debug)]
+pub struct Unusable(pub String);
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unusable {}
 
 mod lines;
 mod riscv;
@@ -266,7 +282,7 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         if exceeded(&output.status, &err) {
-            return Err(BadInput(format!(
+            return Err(Unusable(format!(
                 "{}: the assembler exceeded its limits ({} MiB of memory, {} MiB of output, {} s of CPU time): a `.rept` or `.fill` that large is no copy routine",
                 src.display(),
                 AS_MEMORY >> 20,
@@ -280,7 +296,7 @@ pub fn assemble(src: &Path, out: &Path, how: &Assemble) -> Result<()> {
         } else {
             String::new()
         };
-        return Err(BadInput(format!(
+        return Err(Unusable(format!(
             "{cc} could not assemble {}{hint}:\n{err}",
             src.display()
         ))
