@@ -304,7 +304,8 @@ fn progress_bar(name: &str) -> indicatif::ProgressBar {
 /// `--workload`: replay a trace.
 fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure> {
     use copygen::tools::bench;
-    let trace = bench::workload::Trace::load(path).map_err(|e| Failure::Input(format!("{e:#}")))?;
+    let trace =
+        copygen::tools::trace::Trace::load(path).map_err(|e| Failure::Input(format!("{e:#}")))?;
     let (subjects, baseline) = subjects_and_baseline(a, Vec::new())?;
     let replay = bench::Replay::new(trace, a.calls, a.working_set);
     if replay.trace.calls.len() < bench::DEFAULT_CALLS {
