@@ -7,13 +7,10 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use copygen::front::strategy::Direction;
-use copygen::tools::bench::distribution::{
-    sequence_with, Call, Distribution, Pointers, MMAP_THRESHOLD,
-};
-use copygen::tools::bench::workload::{
-    cell, cell_counts, place, region_pages, segment, Trace, TraceCall,
-};
+use copygen::tools::bench::distribution::{sequence_with, Distribution, Pointers, MMAP_THRESHOLD};
+use copygen::tools::bench::placement::{place, region_pages, segment};
 use copygen::tools::bench::{self, Replay, Rng, Subject};
+use copygen::tools::trace::{cell, cell_counts, Call, Trace, TraceCall};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -6,10 +6,10 @@ use std::process::Command;
 
 use copygen::arch::kernel_copy_symbols::probes;
 use copygen::front::strategy::{Arch, Direction};
-use copygen::tools::bench::workload::Trace;
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::parse::{event, parse_text, Parser, TraceLine};
 use copygen::tools::record::{definitions, pick, to_csv, Row};
+use copygen::tools::trace::Trace;
 
 fn copygen() -> Command {
     Command::new(env!("CARGO_BIN_EXE_copygen"))

@@ -7,10 +7,10 @@
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use copygen::tools::bench::workload::Trace;
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::parse::{event, parse_bytes, parse_text};
 use copygen::tools::record::to_csv;
+use copygen::tools::trace::Trace;
 
 fn copygen() -> Command {
     Command::new(env!("CARGO_BIN_EXE_copygen"))

@@ -386,3 +386,174 @@ fn the_table_parser_takes_added_rows_and_refuses_broken_ones() {
         1
     );
 }
+
+// ---- tools do not reach into each other ------------------------------------------
+
+/// The children of `tools` that more than one tool uses. Every other child
+/// of `tools` is one tool (`diff`, `kernel_patch`, `record`, `tune`): it
+/// may name itself and the shared modules, never another tool; a shared
+/// module names no tool. So no tool depends on another, and no cycle runs
+/// through the tools.
+const SHARED_TOOL_MODULES: &[&str] = &["bench", "host_cpu", "mail_text", "trace"];
+
+/// The child of `tools` a module path lies in (`tools::bench::site`:
+/// `bench`); none outside `tools` or for `tools` itself.
+fn tool_of(module: &str) -> Option<&str> {
+    module.strip_prefix("tools::")?.split("::").next()
+}
+
+/// The arrows of one file between children of `tools`: `(from, to)`.
+fn tool_edges(module: &str, src: &str) -> Vec<(String, String)> {
+    let Some(own) = tool_of(module) else {
+        return Vec::new();
+    };
+    let mut edges: Vec<(String, String)> = crate_paths(src)
+        .iter()
+        .filter_map(|p| tool_of(p))
+        .filter(|other| *other != own)
+        .map(|other| (own.to_string(), other.to_string()))
+        .collect();
+    edges.sort();
+    edges.dedup();
+    edges
+}
+
+/// What is wrong with one file's arrows between children of `tools`.
+fn tool_arrows(module: &str, src: &str) -> Vec<String> {
+    tool_edges(module, src)
+        .into_iter()
+        .filter(|(_, to)| !SHARED_TOOL_MODULES.contains(&to.as_str()))
+        .map(|(from, to)| {
+            if SHARED_TOOL_MODULES.contains(&from.as_str()) {
+                format!("{module} (shared by the tools) names the tool crate::tools::{to}")
+            } else {
+                format!("{module} (the tool `{from}`) names the tool crate::tools::{to}")
+            }
+        })
+        .collect()
+}
+
+/// A cycle among `edges`, as the path that closes it, if there is one.
+fn find_cycle(edges: &[(String, String)]) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &[(String, String)],
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == node) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.iter().any(|d| d == node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for (_, to) in edges.iter().filter(|(from, _)| from == node) {
+            if let Some(c) = visit(to, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(node.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    edges
+        .iter()
+        .find_map(|(from, _)| visit(from, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_tool_names_another_tool() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("generator");
+    let mut files = Vec::new();
+    rust_files(&root.join("tools"), &mut files);
+    let mut edges = Vec::new();
+    let mut wrong = Vec::new();
+    for f in &files {
+        let module = module_of(f.strip_prefix(&root).unwrap());
+        let src = std::fs::read_to_string(f).unwrap();
+        assert!(
+            !src.contains("super::super::"),
+            "{module} reaches past its tool with super::super:: (name crate::tools::… instead)"
+        );
+        wrong.extend(tool_arrows(&module, &src));
+        edges.extend(tool_edges(&module, &src));
+    }
+    assert!(
+        wrong.is_empty(),
+        "tool-to-tool arrows:\n{}",
+        wrong.join("\n")
+    );
+    assert_eq!(
+        find_cycle(&edges),
+        None,
+        "a cycle between the children of tools"
+    );
+    // The shared modules exist, and the tools' modules are found.
+    for shared in SHARED_TOOL_MODULES {
+        let dir = root.join("tools").join(shared);
+        assert!(
+            dir.join("mod.rs").exists() || dir.with_extension("rs").exists(),
+            "the shared module tools::{shared} does not exist"
+        );
+    }
+    for tool in ["diff", "kernel_patch", "record", "tune"] {
+        assert!(
+            edges.iter().any(|(from, _)| from == tool),
+            "no arrow from the tool {tool}: is the checker reading generator/tools?"
+        );
+    }
+}
+
+#[test]
+fn the_checker_sees_tool_to_tool_arrows_and_cycles() {
+    // A tool naming another tool, in every form; a shared module naming a tool.
+    assert_eq!(
+        tool_arrows("tools::tune::space", "use crate::tools::record::parse;"),
+        ["tools::tune::space (the tool `tune`) names the tool crate::tools::record"]
+    );
+    assert_eq!(
+        tool_arrows(
+            "tools::kernel_patch",
+            "use crate::tools::{diff::bench, trace::Trace};"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        tool_arrows(
+            "tools::bench::site",
+            "let w = crate::tools::kernel_patch::mail::wrap_line(l);"
+        ),
+        ["tools::bench::site (shared by the tools) names the tool crate::tools::kernel_patch"]
+    );
+    // Its own modules and the shared ones are fine.
+    assert!(tool_arrows(
+        "tools::tune::kernel",
+        "use crate::tools::tune::bands;\nuse crate::tools::bench::{self, site};\nuse crate::tools::trace::Trace;"
+    )
+    .is_empty());
+    assert!(tool_arrows("tools::bench::replay", "use crate::tools::trace::cell;").is_empty());
+    assert!(tool_arrows("lower::variants", "use crate::tools::tune;").is_empty());
+    // The cycle the tools once had, bench -> kernel_patch -> bench, is found.
+    let e = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        find_cycle(&[
+            e("trace", "host_cpu"),
+            e("bench", "kernel_patch"),
+            e("kernel_patch", "bench")
+        ]),
+        Some(vec!["bench".into(), "kernel_patch".into(), "bench".into()])
+    );
+    assert_eq!(
+        find_cycle(&[
+            e("tune", "bench"),
+            e("bench", "trace"),
+            e("record", "trace")
+        ]),
+        None
+    );
+}

@@ -9,10 +9,8 @@ use std::process::Command;
 use copygen::front::parse;
 use copygen::front::strategy::{Condition, MethodKind, Tail};
 use copygen::tools::bench::{Measurement, Results, Rng};
-use copygen::tools::tune::bands::{
-    band_distances, detect_bands, BandSpace, BandTable, SizeBands, BAND_SIZES,
-};
-use copygen::tools::tune::{self, Candidate, CandidateBase};
+use copygen::tools::tune::bands::{band_distances, detect_bands, BandTable, SizeBands, BAND_SIZES};
+use copygen::tools::tune::{self, BandSpace, Candidate, CandidateBase};
 
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -305,7 +305,7 @@ fn progress_bar(name: &str) -> indicatif::ProgressBar {
 /// `--workload`: replay a trace.
 fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure> {
     use copygen::tools::bench;
-    let trace = bench::workload::Trace::load(path)
+    let trace = copygen::tools::trace::Trace::load(path)
         .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))?;
     let (subjects, baseline) = subjects_and_baseline(a, Vec::new())?;
     let replay = bench::Replay::new(trace, a.calls, a.working_set);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use copygen::front::diagnostics::escape;
 use copygen::front::strategy::Arch;
 use copygen::input::BadInput;
-use copygen::tools::bench::workload::{Trace, MAX_CALLS};
+use copygen::tools::trace::{Trace, MAX_CALLS};
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::live;
 use copygen::tools::record::parse::{no_calls_why, parse_bytes};

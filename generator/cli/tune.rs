@@ -102,7 +102,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     let traces = |paths: &[PathBuf]| -> Result<Vec<_>, Failure> {
         paths
             .iter()
-            .map(|p| copygen::tools::bench::workload::Trace::load(p))
+            .map(|p| copygen::tools::trace::Trace::load(p))
             .collect::<Result<Vec<_>>>()
             .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))
     };

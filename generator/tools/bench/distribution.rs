@@ -14,6 +14,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use super::Rng;
+use crate::tools::trace::{csv_fields, Call};
 
 /// The distributions shipped with copygen (embedded; see their README).
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -38,17 +39,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// The aliasing band an `alias_share` sends calls into: `(dst - src) mod
 /// 4096` in `1..=ALIAS_BAND_MAX`.
 pub const ALIAS_BAND_MAX: u32 = 63;
-
-/// The comma-separated fields of one CSV line, each with the 1-based
-/// column (in characters) where it begins: what located errors name.
-pub fn csv_fields(line: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut col = 1;
-    line.split(',').map(move |f| {
-        let at = col;
-        col += f.chars().count() + 1;
-        (at, f)
-    })
-}
 
 /// Probability of each size `0..len`, normalised.
 #[derive(Debug, Clone, Serialize)]
@@ -173,22 +163,6 @@ impl Distribution {
             .filter(|(i, _)| (lo..=hi).contains(i))
             .map(|(_, p)| p)
             .sum()
-    }
-}
-
-/// One call of a sequence: `n` bytes from `src + src_off` to `dst + dst_off`
-/// (both bases page-aligned, offsets below 4096).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Call {
-    pub n: u32,
-    pub src_off: u16,
-    pub dst_off: u16,
-}
-
-impl Call {
-    /// `(dst - src) mod 4096`.
-    pub fn alias(&self) -> u32 {
-        (self.dst_off as u32 + 4096 - self.src_off as u32) % 4096
     }
 }
 

@@ -1,11 +1,11 @@
-//! `copygen bench --workload`: a trace ([`workload`]) replayed as recorded.
+//! `copygen bench --workload`: a trace ([`crate::tools::trace`]) replayed as recorded.
 //!
 //! Each round replays a segment of consecutive calls (the recorded order)
 //! from a fresh random start, so the predictor meets a different stretch of
 //! the trace each round; every subject replays the same segment in that
 //! round, in a freshly shuffled subject order, after warming on another
 //! segment. The calls rotate over a stated working set of source and
-//! destination pages ([`workload::place`]), each at its recorded page
+//! destination pages ([`placement::place`]), each at its recorded page
 //! offsets. Each figure is the median over rounds, as in [`run_with`].
 //!
 //! The size x distance table comes from a second pass over the same
@@ -16,8 +16,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::workload::{self, Placed, Trace, BANDS, SIZE_CLASSES};
-use super::{quantile, tsc_end, tsc_start, BenchOptions, CopyFn, Rng, Subject};
+use super::clock::{tsc_end, tsc_start};
+use super::placement::{self, Placed};
+use super::{quantile, CopyFn, BenchOptions, Rng, Subject};
+use crate::tools::trace::{cell, cell_counts, Trace, BANDS, SIZE_CLASSES};
 
 /// The default working set: L2-resident on current x86 cores.
 pub const DEFAULT_WORKING_SET: usize = 256 << 10;
@@ -39,7 +41,7 @@ pub struct Replay {
 impl Replay {
     pub fn new(trace: Trace, calls: usize, working_set: usize) -> Replay {
         let calls = calls.clamp(1, trace.calls.len());
-        let pages = workload::region_pages(&trace.calls, working_set);
+        let pages = placement::region_pages(&trace.calls, working_set);
         Replay {
             trace,
             calls,
@@ -160,8 +162,8 @@ pub fn run_replay(
     let mut cell_rounds = vec![vec![vec![Vec::new(); 5]; 6]; subjects.len()];
     let mut ticks = Vec::with_capacity(r.calls);
     // The timer's cost: timestamps around an empty routine.
-    let probe = workload::place(
-        &workload::segment(trace, 0, r.calls.min(1024)),
+    let probe = placement::place(
+        &placement::segment(trace, 0, r.calls.min(1024)),
         r.region_pages(),
     );
     replay_each(empty, &regions, &probe, &mut ticks);
@@ -172,20 +174,20 @@ pub fn run_replay(
     let total = (repeats * subjects.len()) as u64;
     let mut done = 0;
     for _ in 0..repeats {
-        let seg = workload::segment(
+        let seg = placement::segment(
             trace,
-            workload::segment_start(trace.len(), &mut rng),
+            placement::segment_start(trace.len(), &mut rng),
             r.calls,
         );
-        let warm_seg = workload::segment(
+        let warm_seg = placement::segment(
             trace,
-            workload::segment_start(trace.len(), &mut rng),
+            placement::segment_start(trace.len(), &mut rng),
             r.calls / 4 + 1,
         );
-        let cells: Vec<(usize, usize)> = seg.iter().map(workload::cell).collect();
-        let counts = workload::cell_counts(&seg);
-        let timed = workload::place(&seg, r.region_pages());
-        let warm = workload::place(&warm_seg, r.region_pages());
+        let cells: Vec<(usize, usize)> = seg.iter().map(cell).collect();
+        let counts = cell_counts(&seg);
+        let timed = placement::place(&seg, r.region_pages());
+        let warm = placement::place(&warm_seg, r.region_pages());
         rng.shuffle(&mut order);
         for &s in &order {
             let f = subjects[s].f;
@@ -236,10 +238,10 @@ pub fn run_replay(
         figures,
         baseline: super::default_baseline(&names),
         repeats,
-        counts: workload::cell_counts(trace.iter().map(|c| &c.call)),
+        counts: cell_counts(trace.iter().map(|c| &c.call)),
         timer_ticks: timer,
         tsc_hz: super::tsc_hz(),
-        cpu: super::cpu_name(),
+        cpu: crate::tools::host_cpu::model_name(),
         command: String::new(),
     }
 }
@@ -423,11 +425,11 @@ pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &BenchOptions) -> V
     let mut totals = vec![Vec::with_capacity(repeats); subjects.len()];
     let mut order: Vec<usize> = (0..subjects.len()).collect();
     for _ in 0..repeats {
-        let start = workload::segment_start(trace.len(), &mut rng);
-        let timed = workload::place(&workload::segment(trace, start, r.calls), r.region_pages());
-        let start = workload::segment_start(trace.len(), &mut rng);
-        let warm = workload::place(
-            &workload::segment(trace, start, r.calls / 4 + 1),
+        let start = placement::segment_start(trace.len(), &mut rng);
+        let timed = placement::place(&placement::segment(trace, start, r.calls), r.region_pages());
+        let start = placement::segment_start(trace.len(), &mut rng);
+        let warm = placement::place(
+            &placement::segment(trace, start, r.calls / 4 + 1),
             r.region_pages(),
         );
         rng.shuffle(&mut order);

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::*;
+use super::{Measurement, Results};
 
 /// An aligned text table like the kernel threads': rows, and per subject its
 /// median, the interquartile range of the rounds (the noise), and its

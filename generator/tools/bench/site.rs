@@ -24,16 +24,19 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
-use super::{quantile, round_sequences, tsc_end, tsc_start, BenchOptions, Buffers};
-use super::{Results, Rng, Sweep};
+use super::buffers::{flush, Buffers};
+use super::clock::{tsc_end, tsc_hz, tsc_start};
+use super::results::{measurements, quantile, Results};
+use super::{round_sequences, BenchOptions, Rng, Sweep};
 use std::path::Path;
 
 use super::stock::{self, StockFeatures, StockObject};
-use crate::arch::cpu::{CpuFeatures, Cpuid};
+use crate::arch::cpu::CpuFeatures;
 use crate::front::strategy::{KernelVersion, Strategy};
 use crate::front::variant::CpuFeature;
 use crate::jit::site::{compile_site_with, rep_movs_form, JitSite, PlacedCode, SiteArgs};
 use crate::lower::call_site::{self, SiteCode};
+use crate::tools::host_cpu::HostCpu;
 
 /// A site to time: a name and its compiled loops.
 pub struct SiteSubject {
@@ -197,20 +200,6 @@ pub fn site_subject(s: &Strategy, model: &KernelModel) -> Result<SiteSubject> {
     })
 }
 
-/// The CPU the figures come from: model name, family and model from CPUID,
-/// and the features the alternatives were resolved for.
-pub fn cpu_label(features: CpuFeatures) -> String {
-    let name = super::cpu_name();
-    match Cpuid::host() {
-        Some(c) => format!(
-            "{name} (family {:#x}, model {:#x}; {features})",
-            c.family(),
-            c.model()
-        ),
-        None => format!("{name} ({features})"),
-    }
-}
-
 /// TSC ticks per execution of `args` (`stride` 0: one set of arguments
 /// `count` times; else `count` consecutive entries).
 fn time_site(site: &JitSite, context: usize, args: &[SiteArgs], count: u64, stride: u64) -> f64 {
@@ -224,7 +213,7 @@ fn time_site(site: &JitSite, context: usize, args: &[SiteArgs], count: u64, stri
 }
 
 /// A distribution row's calls as site arguments in `bufs`.
-fn sequence_args(bufs: &Buffers, seq: &[super::distribution::Call]) -> Vec<SiteArgs> {
+fn sequence_args(bufs: &Buffers, seq: &[crate::tools::trace::Call]) -> Vec<SiteArgs> {
     seq.iter()
         .map(|c| SiteArgs {
             to: bufs.dst(c.dst_off as usize),
@@ -297,8 +286,8 @@ pub fn run_sites(
             } else {
                 let a = fixed(row);
                 if sweep.cold {
-                    super::flush(a[0].from, row.n);
-                    super::flush(a[0].to, row.n);
+                    flush(a[0].from, row.n);
+                    flush(a[0].to, row.n);
                     time_site(site, round, &a, 1, 0)
                 } else {
                     time_site(site, round, &a, 1, 0);
@@ -310,14 +299,14 @@ pub fn run_sites(
             progress(done, total);
         }
     }
-    let cells = super::measurements(samples, &iters);
+    let cells = measurements(samples, &iters);
     Results {
         sweep: sweep.clone(),
         subjects: subjects.iter().map(|s| s.name.clone()).collect(),
         baseline: 0,
         repeats,
-        tsc_hz: super::tsc_hz(),
-        cpu: cpu_label(crate::arch::cpu::host_features()),
+        tsc_hz: tsc_hz(),
+        cpu: HostCpu::read().site_label(crate::arch::cpu::host_features()),
         command: String::new(),
         cells,
     }
@@ -470,7 +459,7 @@ fn capitalize(line: &str) -> String {
 /// patched site, as `kernel-patch --figures` takes them: lines of at most
 /// 75 columns, no tabs, the CPU named.
 pub fn figures_text(res: &Results, sites: &[(String, SiteCode)], stock_path: &str) -> String {
-    use crate::tools::kernel_patch::mail::wrap_line;
+    use crate::tools::mail_text::wrap_line;
     let mut out = String::new();
     let patched = 1.min(res.subjects.len() - 1);
     let ratios = round_ratios(res, patched);

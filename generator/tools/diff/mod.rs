@@ -48,10 +48,10 @@ mod bloat;
 mod listing;
 mod sides;
 
-pub use bench::*;
-pub use bloat::*;
-use listing::*;
-pub use sides::*;
+pub use bench::{bench_changed, bench_pairs, bench_subjects, BenchPair, BENCH_SIZES};
+pub use bloat::{format_bloat, table, BloatRow, Table};
+use listing::{align_labels, build, insns_x86, listing, objdump_all, object_rel};
+pub use sides::{load_side, Side, SideKind, Source};
 
 // ---------------------------------------------------------------------------
 // The report

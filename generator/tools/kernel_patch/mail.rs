@@ -5,9 +5,7 @@
 
 use std::fmt::Write as _;
 
-/// The longest line checkpatch accepts in a commit message
-/// (COMMIT_LOG_LONG_LINE).
-pub const MAX_COLUMNS: usize = 75;
+use crate::tools::mail_text::{wrap_line, MAX_COLUMNS};
 
 /// The longest subject summary (after `[PATCH] `), as for body lines.
 pub const MAX_SUBJECT: usize = 75;
@@ -376,29 +374,6 @@ pub fn guard_body(body: &str) -> String {
     out
 }
 
-/// `line` word-wrapped at [`MAX_COLUMNS`], continuation lines indented as
-/// the first. A word longer than the line stays whole.
-pub fn wrap_line(line: &str) -> String {
-    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
-    let mut out = String::new();
-    let mut cur = indent.clone();
-    for w in line.split(' ').filter(|w| !w.is_empty()) {
-        let len = cur.chars().count();
-        if len > indent.len() && len + 1 + w.chars().count() > MAX_COLUMNS {
-            out.push_str(&cur);
-            out.push('\n');
-            cur = indent.clone();
-        }
-        if cur.len() > indent.len() {
-            cur.push(' ');
-        }
-        cur.push_str(w);
-    }
-    out.push_str(&cur);
-    out.push('\n');
-    out
-}
-
 /// Every line of `body` longer than [`MAX_COLUMNS`] wrapped.
 pub fn wrap_body(body: &str) -> String {
     let mut out = String::new();
@@ -515,11 +490,7 @@ pub fn cover_letter(
 /// The line naming the CPU the figures were measured on: its model name
 /// (/proc/cpuinfo, as lscpu shows it) and, on x86, family and model.
 pub fn cpu_line() -> String {
-    let name = printable(&crate::tools::bench::cpu_name());
-    match crate::arch::cpu::Cpuid::host() {
-        Some(c) => format!("{name} (family {:#x}, model {:#x})", c.family(), c.model()),
-        None => name,
-    }
+    crate::tools::host_cpu::HostCpu::read().mail_line()
 }
 
 /// The diffstat `git format-patch` writes after `---`: a line per file

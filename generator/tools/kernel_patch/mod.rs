@@ -935,7 +935,10 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
     for para in s.description.split("\n\n") {
         let words: Vec<&str> = para.split_whitespace().collect();
         if !words.is_empty() {
-            body.push_str(&mail::wrap_line(&format!("  {}", words.join(" "))));
+            body.push_str(&crate::tools::mail_text::wrap_line(&format!(
+                "  {}",
+                words.join(" ")
+            )));
         }
     }
     let _ = writeln!(

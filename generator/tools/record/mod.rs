@@ -1,6 +1,6 @@
 //! `copygen record`: the calls a running kernel makes to its copy routine,
 //! recorded through tracefs kprobe events and written as a workload trace
-//! (`tools::bench::workload`'s format).
+//! (`tools::trace`'s format).
 //!
 //! Three ways in, one probe table ([`definitions`], from
 //! [`crate::arch::kernel_copy_symbols`]):

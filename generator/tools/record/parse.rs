@@ -22,7 +22,7 @@ use crate::arch::kernel_copy_symbols::{kernel_bits_of, probes, ArchProbes};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::{Arch, Direction};
 use crate::input::BadInput;
-use crate::tools::bench::workload::{MAX_CALLER, MAX_SIZE};
+use crate::tools::trace::{MAX_CALLER, MAX_SIZE};
 
 /// The marker line `copygen record --script` writes above the trace.
 pub const SCRIPT_MARK: &str = "# copygen-record";

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::front::diagnostics::escape;
 use crate::front::strategy::Direction;
-use crate::tools::bench::workload::{Trace, BANDS, SIZE_CLASSES};
+use crate::tools::trace::{cell, Trace, BANDS, SIZE_CLASSES};
 
 fn pct(k: usize, n: usize) -> f64 {
     if n == 0 {
@@ -39,7 +39,7 @@ pub fn summary(trace: &Trace) -> String {
     let mut sizes = [0usize; 6];
     let mut bands = [0usize; 5];
     for c in calls {
-        let (class, band) = crate::tools::bench::workload::cell(&c.call);
+        let (class, band) = cell(&c.call);
         sizes[class] += 1;
         bands[band] += 1;
     }

@@ -10,11 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cpu::CpuInfo;
 use crate::front::parse;
 use crate::front::strategy::{Method, SizeClass, Strategy};
 use crate::front::to_toml;
 use crate::front::variant::{CpuCondition, CpuFeature, Variant};
+use crate::tools::host_cpu::CpuInfo;
 
 /// One tune result to merge: its file and text.
 pub struct Input {

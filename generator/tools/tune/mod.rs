@@ -41,12 +41,13 @@ pub const BOUND: f64 = 1.05;
 /// `(dst - src) mod 4096` in 1..=15 cost at most this many times `rep movsb`.
 pub const BAND_BOUND: f64 = 0.15;
 pub const BAND_FROM: usize = 1024;
-/// `rep movsb` at 1 KiB inside the band over outside it, above which the CPU
-/// is said to have the alias cliff.
-const CLIFF_RATIO: f64 = 4.0;
+/// `rep movsb` at 1 KiB inside the band 1..=15 over its cost at distance
+/// 0, above which the CPU is said to have the alias cliff (and
+/// [`BAND_BOUND`] applies).
+const ALIAS_CLIFF_RATIO: f64 = 4.0;
 
+mod band_report;
 pub mod bands;
-mod cpu;
 mod kernel;
 mod measure;
 pub mod merge;
@@ -54,13 +55,13 @@ mod report;
 mod space;
 pub mod traces;
 
-pub use cpu::{cpu_info, CpuInfo};
+pub use crate::tools::host_cpu::{cpu_info, CpuInfo};
 use measure::{compile, QUICK_ALIAS, QUICK_SIZES};
 pub use measure::{round_ratios, score, score_with, tune_sweep, Score, GRID_ALIAS, GRID_SIZES};
 pub use report::{
     class_table, plot_results, report, report_json, report_text, ALIAS_CLASSES, SIZE_CLASSES,
 };
-pub use space::{BandGuard, Candidate, CandidateBase, LoopShape};
+pub use space::{BandGuard, BandSpace, Candidate, CandidateBase, LoopShape};
 
 // ---- Ctrl-C ----------------------------------------------------------------------
 
@@ -99,9 +100,9 @@ pub struct TuneOptions {
     pub base: Option<Strategy>,
     pub seed: u64,
     /// Workload traces tuned on (objectives beside the distributions).
-    pub workloads: Vec<bench::workload::Trace>,
+    pub workloads: Vec<crate::tools::trace::Trace>,
     /// Workload traces reported but not tuned on.
-    pub check_workloads: Vec<bench::workload::Trace>,
+    pub check_workloads: Vec<crate::tools::trace::Trace>,
     /// Score call sites as this kernel runs them against its stock site
     /// (`kernel.rs`), instead of called routines against `rep movsb`.
     pub site: Option<crate::front::strategy::KernelVersion>,
@@ -180,9 +181,9 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     progress(0.0, "measuring the alias bands");
     let band_table = bands::measure_bands(o.seed);
     let per_size = bands::detect_bands(&band_table);
-    let space = bands::BandSpace::from_detected(&per_size);
+    let space = BandSpace::from_detected(&per_size);
     let cliff_ratio = band_table.cliff_ratio();
-    let cliff = cliff_ratio > CLIFF_RATIO;
+    let cliff = cliff_ratio > ALIAS_CLIFF_RATIO;
     let replays = traces::replays(&o.workloads, traces::SEGMENT_CALLS);
     let mut rng = bench::Rng::new(o.seed);
     // 70 % of the budget searches; the rest confirms, checks and reports.
@@ -371,7 +372,7 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
 
     // The file: comments with the CPU, the distributions and the figures.
     let mut header = o.header.clone();
-    header.comments = file_comments(
+    header.comments = run_comments(
         &cpu,
         cliff_ratio,
         o,
@@ -379,10 +380,10 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         &fin,
         evaluated,
     );
-    header.comments.extend(traces::file_comments(&traces));
+    header.comments.extend(traces::trace_comments(&traces));
     header
         .comments
-        .extend(bands::file_comments(&per_size, cand.as_ref()));
+        .extend(band_report::band_comments(&per_size, cand.as_ref()));
     header.tuned_on = Some(cpu.tuned_on());
     let text = match &cand {
         Some(c) => c.toml(&header),
@@ -438,7 +439,9 @@ fn final_report(
     Ok(bench::run_with(sweep, &subjects, opts, &|_, _| {}))
 }
 
-fn file_comments(
+/// The tuned file's first comment lines: the CPU, its alias cliff, what
+/// was tuned on and the figures.
+fn run_comments(
     cpu: &CpuInfo,
     cliff_ratio: f64,
     o: &TuneOptions,
@@ -457,7 +460,7 @@ fn file_comments(
         format!("Tuned by `copygen tune` on {}.", cpu.describe()),
         format!(
             "rep movsb at 1 KiB with (dst - src) mod 4096 in 1..=15: {cliff_ratio:.1}x its cost at 0{}.",
-            if cliff_ratio > CLIFF_RATIO {
+            if cliff_ratio > ALIAS_CLIFF_RATIO {
                 " (the alias cliff)"
             } else {
                 ""

@@ -82,7 +82,7 @@ fn report_with(o: &Outcome, missed: &std::cell::Cell<usize>) -> String {
             let _ = writeln!(
                 out,
                 "rep movsb alias cliff: no (under {}x at 1 KiB in 1..=15; bands at other sizes and distances: `Alias bands` below)",
-                super::CLIFF_RATIO
+                super::ALIAS_CLIFF_RATIO
             );
         }
     }
@@ -124,7 +124,7 @@ fn report_with(o: &Outcome, missed: &std::cell::Cell<usize>) -> String {
     }
     out.push_str(&super::traces::traces_text(&o.traces, &o.strategy.name));
     out.push('\n');
-    out.push_str(&super::bands::bands_text(
+    out.push_str(&super::band_report::bands_text(
         &o.bands,
         o.chosen.as_ref(),
         res,

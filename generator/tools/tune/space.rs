@@ -1,15 +1,20 @@
-//! The search space: a [`Candidate`] (the shape every tuned strategy has),
-//! its neighbours, and the strategy file it stands for ([`CandidateBase`] holds
-//! what every candidate shares).
+//! The search space, all of it: a [`Candidate`] (the shape every tuned
+//! strategy has), the choices each parameter draws from, its neighbours
+//! (over a fixed band shape, [`Candidate::mutate`], or over the bands this
+//! CPU showed, [`Candidate::mutate_bands`] within a [`BandSpace`]), and the
+//! strategy file it stands for ([`CandidateBase`] holds what every
+//! candidate shares). `bands.rs` measures the bands; this file turns them
+//! into guards.
 
 use serde::Serialize;
 
+use super::bands::SizeBands;
 use crate::front::strategy::*;
 use crate::front::to_toml;
 use crate::front::variant::TunedOn;
 use crate::tools::bench;
 
-// ---- the search space ------------------------------------------------------------
+// ---- the search space -----------------------------------------------------------
 
 /// The band loop's parameters (an `unrolled` method of 8-byte registers).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -153,18 +158,44 @@ pub struct Candidate {
     pub bands: Vec<BandGuard>,
 }
 
-/// Choices for each parameter the search mutates.
+// ---- the choices ----------------------------------------------------------------
+
+/// Sizes the short head/tail class may end at (0: none).
 const SHORT_MAX: &[u32] = &[0, 8, 16, 32, 64, 128];
+/// Registers of the head/tail copies.
 const SHORT_REGS: &[u32] = &[2, 4];
-const GUARD_FROM: &[u32] = &[0, 16, 32, 64, 128, 256, 512, 1024];
+/// Sizes the fixed shape's alias guards may start at ([`Candidate::mutate`]).
+const FIXED_GUARD_FROM: &[u32] = &[0, 16, 32, 64, 128, 256, 512, 1024];
+/// The fixed shape's narrow band `1..=narrow` (0: no guard).
 const NARROW: &[u32] = &[0, 15, 16, 31, 63];
+/// The fixed shape's wide band `1..=wide`.
 const WIDE: &[u32] = &[15, 16, 31, 63];
+/// Sizes the fixed shape's wide band stops at.
 const WIDE_UNTIL: &[u32] = &[0, 256, 512, 1024, 2048, 4096];
+/// Sizes a measured band's guard may start at ([`Candidate::mutate_bands`]).
+const BAND_GUARD_FROM: &[u32] = &[0, 17, 65, 128, 257, 512, 1025, 2048];
+/// Sizes a measured band's guard may stop at (none: it covers every size
+/// from its start up).
+const BAND_GUARD_UNTIL: &[Option<u32>] = &[
+    None,
+    Some(256),
+    Some(512),
+    Some(768),
+    Some(1024),
+    Some(2048),
+    Some(4096),
+];
+/// A guard loop's block, registers, alignment and prefetch distance.
 const BLOCK: &[u32] = &[32, 64, 128];
 const REGS: &[u32] = &[2, 4];
 const ALIGN: &[Option<(&str, u32)>] =
     &[None, Some(("dst", 8)), Some(("dst", 16)), Some(("src", 8))];
 const PREFETCH: &[Option<u32>] = &[None, Some(256), Some(512)];
+
+/// One of `v`, drawn by `rng`.
+fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
+    v[(rng.next_u64() % v.len() as u64) as usize].clone()
+}
 
 impl Candidate {
     /// `rep movsb` everywhere, the band 1..=15 guarded at every size.
@@ -359,16 +390,13 @@ impl Candidate {
 
     /// A neighbour: one or two parameters changed.
     pub fn mutate(&self, rng: &mut bench::Rng) -> Candidate {
-        fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
-            v[(rng.next_u64() % v.len() as u64) as usize].clone()
-        }
         let mut c = self.clone();
         let changes = 1 + (rng.next_u64() % 2) as usize;
         for _ in 0..changes {
             match rng.next_u64() % 12 {
                 0 => c.short_max = pick(rng, SHORT_MAX),
                 1 => c.short_registers = pick(rng, SHORT_REGS),
-                2 => c.guard_from = pick(rng, GUARD_FROM),
+                2 => c.guard_from = pick(rng, FIXED_GUARD_FROM),
                 3 => c.narrow = pick(rng, NARROW),
                 4 => c.wide = pick(rng, WIDE),
                 5 => c.wide_until = pick(rng, WIDE_UNTIL),
@@ -383,6 +411,197 @@ impl Candidate {
         c
     }
 }
+
+// ---- candidates over the measured bands -----------------------------------------
+
+/// The loop a band seed starts with: the branch-light one (overlapping
+/// block tail) or the word-tail one.
+fn seed_loop(block_tail: bool) -> LoopShape {
+    LoopShape {
+        block: 64,
+        registers: 4,
+        interleaved: false,
+        align: Some(("dst", 8)),
+        prefetch: None,
+        overlap_tail: true,
+        block_tail,
+    }
+}
+
+impl Candidate {
+    /// `rep movsb` with no alias guard, and optionally a short class.
+    pub fn unguarded(short_max: u32) -> Candidate {
+        Candidate {
+            short_max,
+            narrow: 0,
+            ..Candidate::bare_guarded()
+        }
+    }
+
+    /// Where a search over measured bands starts: no guard (with and
+    /// without a short class), then, for each set of bands one size
+    /// showed, every band guarded from where it was seen, with the
+    /// branch-light loop and with the word-tail loop. With no band: only
+    /// the unguarded ones.
+    pub fn band_seeds(space: &BandSpace, sets: &[Vec<usize>]) -> Vec<Candidate> {
+        let mut out = vec![Candidate::unguarded(16), Candidate::unguarded(0)];
+        for set in sets {
+            for block_tail in [false, true] {
+                let mut bands: Vec<BandGuard> = set
+                    .iter()
+                    .map(|&i| {
+                        let (lo, hi, from, until) = space.options[i];
+                        BandGuard {
+                            lo,
+                            hi,
+                            from,
+                            until,
+                            method: seed_loop(block_tail),
+                        }
+                    })
+                    .collect();
+                bands.sort_by_key(|g| g.lo);
+                out.push(Candidate {
+                    bands,
+                    ..Candidate::unguarded(0)
+                });
+            }
+        }
+        out
+    }
+
+    /// A neighbour within the measured bands: one or two changes among
+    /// the short class, adding, removing or moving a guard, and a guard's
+    /// loop. Guards stay disjoint and come only from `space`.
+    pub fn mutate_bands(&self, rng: &mut bench::Rng, space: &BandSpace) -> Candidate {
+        let mut c = self.clone();
+        c.narrow = 0;
+        let changes = 1 + (rng.next_u64() % 2) as usize;
+        for _ in 0..changes {
+            let op = if space.options.is_empty() {
+                rng.next_u64() % 2
+            } else {
+                rng.next_u64() % 6
+            };
+            match op {
+                0 => c.short_max = pick(rng, SHORT_MAX),
+                1 => c.short_registers = pick(rng, SHORT_REGS),
+                2 => {
+                    // Add a band not overlapping a guarded one.
+                    let (lo, hi, from, until) = pick(rng, &space.options);
+                    if !c.bands.iter().any(|g| g.lo <= hi && lo <= g.hi) {
+                        let method = c
+                            .bands
+                            .first()
+                            .map(|g| g.method.clone())
+                            .unwrap_or_else(|| seed_loop(true));
+                        c.bands.push(BandGuard {
+                            lo,
+                            hi,
+                            from,
+                            until,
+                            method,
+                        });
+                        c.bands.sort_by_key(|g| g.lo);
+                    }
+                }
+                3 if !c.bands.is_empty() => {
+                    let i = (rng.next_u64() % c.bands.len() as u64) as usize;
+                    c.bands.remove(i);
+                }
+                4 if !c.bands.is_empty() => {
+                    // Move one end of a guard's size range, keeping
+                    // from < until.
+                    let i = (rng.next_u64() % c.bands.len() as u64) as usize;
+                    let g = &mut c.bands[i];
+                    if rng.next_u64() % 2 == 0 {
+                        g.from = pick(rng, BAND_GUARD_FROM);
+                    } else {
+                        g.until = pick(rng, BAND_GUARD_UNTIL);
+                    }
+                    if g.until.is_some_and(|u| u <= g.from) {
+                        g.until = None;
+                    }
+                }
+                _ if !c.bands.is_empty() => {
+                    let i = (rng.next_u64() % c.bands.len() as u64) as usize;
+                    let l = &mut c.bands[i].method;
+                    match rng.next_u64() % 7 {
+                        0 => l.block = pick(rng, BLOCK),
+                        1 => l.registers = pick(rng, REGS),
+                        2 => l.interleaved = !l.interleaved,
+                        3 => l.align = pick(rng, ALIGN),
+                        4 => l.prefetch = pick(rng, PREFETCH),
+                        5 => l.overlap_tail = !l.overlap_tail,
+                        _ => l.block_tail = !l.block_tail,
+                    }
+                }
+                _ => c.short_max = pick(rng, SHORT_MAX),
+            }
+        }
+        c
+    }
+}
+
+// ---- the measured bands' guards -------------------------------------------------
+
+/// The guards a candidate may use: each band measured, with the smallest
+/// size it was seen at and the largest measured size below that.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BandSpace {
+    /// `(lo, hi, seed_from, seed_until)`: a band, the size its seed guards
+    /// from and, where a larger measured size no longer shows it, the size
+    /// the seed stops at.
+    pub options: Vec<(u32, u32, u32, Option<u32>)>,
+}
+
+impl BandSpace {
+    pub fn from_detected(per_size: &[SizeBands]) -> BandSpace {
+        let mut options: Vec<(u32, u32, u32, Option<u32>)> = Vec::new();
+        let shows =
+            |sb: &SizeBands, lo: u32, hi: u32| sb.bands.iter().any(|b| (b.lo, b.hi) == (lo, hi));
+        for (i, sb) in per_size.iter().enumerate() {
+            // Guard from just above the largest size measured below.
+            let from = if i == 0 {
+                0
+            } else {
+                per_size[i - 1].size as u32 + 1
+            };
+            for b in &sb.bands {
+                if options.iter().any(|o| (o.0, o.1) == (b.lo, b.hi)) {
+                    continue;
+                }
+                // Until the measured size after the largest that shows it
+                // (none when the largest measured size shows it).
+                let last = per_size
+                    .iter()
+                    .rposition(|s| shows(s, b.lo, b.hi))
+                    .unwrap_or(i);
+                let until = per_size.get(last + 1).map(|s| s.size as u32);
+                options.push((b.lo, b.hi, from, until));
+            }
+        }
+        BandSpace { options }
+    }
+
+    /// The band sets each size showed, as option indices (distinct).
+    pub fn size_sets(&self, per_size: &[SizeBands]) -> Vec<Vec<usize>> {
+        let mut sets: Vec<Vec<usize>> = Vec::new();
+        for sb in per_size {
+            let set: Vec<usize> = sb
+                .bands
+                .iter()
+                .filter_map(|b| self.options.iter().position(|o| (o.0, o.1) == (b.lo, b.hi)))
+                .collect();
+            if !set.is_empty() && !sets.contains(&set) {
+                sets.push(set);
+            }
+        }
+        sets
+    }
+}
+
+// ---- the strategy file ----------------------------------------------------------
 
 /// A strategy file: `comments` (each line escaped by the writer), a blank
 /// line, then `s`.

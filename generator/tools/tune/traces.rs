@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::tools::bench::{self, workload::Trace, Replay, ReplayResults, Subject};
+use crate::tools::bench::{self, Replay, ReplayResults, Subject};
+use crate::tools::trace::Trace;
 
 /// Calls per replayed segment while screening and confirming.
 pub const SEGMENT_CALLS: usize = 2048;
@@ -135,7 +136,7 @@ pub fn traces_text(reports: &[TraceReport], strategy: &str) -> String {
 }
 
 /// Comment lines of the tuned file: each trace's ratio.
-pub fn file_comments(reports: &[TraceReport]) -> Vec<String> {
+pub fn trace_comments(reports: &[TraceReport]) -> Vec<String> {
     reports
         .iter()
         .map(|r| {

@@ -1,6 +1,8 @@
-//! Workload traces: the calls a program made, one row per call, replayed
-//! by `copygen bench --workload` in the recorded order at the recorded page
-//! offsets. The format (documented in `docs/benchmarking.md`):
+//! Workload traces: the calls a program made, one row per call, as
+//! `copygen record` writes them and `copygen bench --workload` and `copygen
+//! tune --workload` replay them (in the recorded order at the recorded page
+//! offsets: `bench/replay.rs`). The format (documented in
+//! `docs/benchmarking.md`):
 //!
 //! ```text
 //! # comments and blank lines are skipped
@@ -17,8 +19,6 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::distribution::{csv_fields, Call};
-use super::Rng;
 use crate::front::diagnostics::escape;
 use crate::front::strategy::Direction;
 
@@ -198,6 +198,36 @@ impl Trace {
     }
 }
 
+// ---- one call ------------------------------------------------------------------
+
+/// The comma-separated fields of one CSV line, each with the 1-based
+/// column (in characters) where it begins: what located errors name.
+pub fn csv_fields(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut col = 1;
+    line.split(',').map(move |f| {
+        let at = col;
+        col += f.chars().count() + 1;
+        (at, f)
+    })
+}
+
+/// One copy call: `n` bytes from `src + src_off` to `dst + dst_off` (both
+/// bases page-aligned, offsets below 4096): a trace's recorded call, or
+/// one a size distribution draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    pub n: u32,
+    pub src_off: u16,
+    pub dst_off: u16,
+}
+
+impl Call {
+    /// `(dst - src) mod 4096`.
+    pub fn alias(&self) -> u32 {
+        (self.dst_off as u32 + 4096 - self.src_off as u32) % 4096
+    }
+}
+
 // ---- the size x distance table ----------------------------------------------
 
 /// Size classes: `(label, lowest, highest)` bytes.
@@ -242,71 +272,4 @@ pub fn cell_counts<'a>(calls: impl IntoIterator<Item = &'a Call>) -> [[u32; 5]; 
         counts[s][b] += 1;
     }
     counts
-}
-
-// ---- segments and placement ------------------------------------------------------
-
-/// The calls one round replays: `len` consecutive calls of the trace (in
-/// the recorded order) from `start`, wrapping at its end.
-pub fn segment(trace: &[TraceCall], start: usize, len: usize) -> Vec<Call> {
-    (0..len)
-        .map(|i| trace[(start + i) % trace.len()].call)
-        .collect()
-}
-
-/// A random segment start.
-pub fn segment_start(trace_len: usize, rng: &mut Rng) -> usize {
-    (rng.next_u64() % trace_len.max(1) as u64) as usize
-}
-
-/// Pages a call occupies on one side: from its page to the end of its bytes.
-fn pages(off: u16, n: u32) -> usize {
-    (off as usize + n as usize).div_ceil(4096).max(1)
-}
-
-/// Pages each side (source, destination) of the buffers spans for a
-/// working set of `working_set` bytes (half each side), at least enough
-/// for the largest call.
-pub fn region_pages(calls: &[TraceCall], working_set: usize) -> usize {
-    let largest = calls
-        .iter()
-        .map(|c| pages(c.call.src_off, c.call.n).max(pages(c.call.dst_off, c.call.n)))
-        .max()
-        .unwrap_or(1);
-    (working_set / 2 / 4096).max(largest)
-}
-
-/// One placed call: byte positions from the page-aligned bases of the
-/// destination and source regions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Placed {
-    pub dst: usize,
-    pub src: usize,
-    pub n: usize,
-}
-
-/// Lay `calls` out in regions of `region_pages` pages each side: every call
-/// takes the next free pages of each side (as many as its offset plus size
-/// reach), its pointer at its recorded page offset in the first of them;
-/// a call that would pass the end starts again at the first page. So the
-/// calls rotate over the whole working set, each at its recorded offsets.
-pub fn place(calls: &[Call], region_pages: usize) -> Vec<Placed> {
-    let (mut dst_page, mut src_page) = (0, 0);
-    let next = |cursor: &mut usize, off: u16, n: u32| {
-        let need = pages(off, n);
-        if *cursor + need > region_pages {
-            *cursor = 0;
-        }
-        let at = *cursor * 4096 + off as usize;
-        *cursor += need;
-        at
-    };
-    calls
-        .iter()
-        .map(|c| Placed {
-            dst: next(&mut dst_page, c.dst_off, c.n),
-            src: next(&mut src_page, c.src_off, c.n),
-            n: c.n as usize,
-        })
-        .collect()
 }

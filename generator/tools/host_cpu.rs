@@ -1,13 +1,87 @@
-//! What CPUID says about the CPU a tune ran on, for the output's
-//! `[tuned_on]` table, its comments and the report.
+//! The CPU the figures come from, described once: its model name
+//! (`/proc/cpuinfo`, as lscpu shows it) and what CPUID says
+//! ([`HostCpu`]), and the record a tune keeps of it ([`CpuInfo`]: the
+//! `[tuned_on]` table, the tuned file's comments, the report). Each tool
+//! prints it its own way, from here: `bench` results carry
+//! [`HostCpu::name`], `bench --site kernel` [`HostCpu::site_label`],
+//! `kernel-patch --figures` [`HostCpu::mail_line`], `tune`
+//! [`CpuInfo::describe`].
 
 use serde::Serialize;
 
-use crate::arch::cpu::{is_zen, zen_generation, Cpuid};
+use crate::arch::cpu::{is_zen, zen_generation, CpuFeatures, Cpuid};
 use crate::front::variant::{CpuFeature, TunedOn};
-use crate::tools::bench;
 
-// ---- the CPU -------------------------------------------------------------------
+// ---- the host --------------------------------------------------------------------
+
+/// The CPU this runs on: its model name and, on x86, its CPUID.
+#[derive(Debug, Clone)]
+pub struct HostCpu {
+    /// The model name `/proc/cpuinfo` gives (`unknown CPU` without one).
+    pub name: String,
+    pub cpuid: Option<Cpuid>,
+}
+
+impl HostCpu {
+    /// Read the running CPU's description.
+    pub fn read() -> HostCpu {
+        HostCpu {
+            name: model_name(),
+            cpuid: Cpuid::host(),
+        }
+    }
+
+    /// `AMD EPYC 7763 (family 0x19, model 0x1; erms fsrm)`: the name,
+    /// family and model, and the features a call site's alternatives were
+    /// resolved for.
+    pub fn site_label(&self, features: CpuFeatures) -> String {
+        let name = &self.name;
+        match &self.cpuid {
+            Some(c) => format!(
+                "{name} (family {:#x}, model {:#x}; {features})",
+                c.family(),
+                c.model()
+            ),
+            None => format!("{name} ({features})"),
+        }
+    }
+
+    /// `AMD EPYC 7763 (family 0x19, model 0x1)`: the line naming the CPU
+    /// in a patch mail's figures, control characters in the name shown
+    /// as `?`.
+    pub fn mail_line(&self) -> String {
+        let name: String = self
+            .name
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        match &self.cpuid {
+            Some(c) => format!("{name} (family {:#x}, model {:#x})", c.family(), c.model()),
+            None => name,
+        }
+    }
+
+    /// What a tune records of this CPU (CPUID all zero where there is none).
+    pub fn info(&self) -> CpuInfo {
+        let id = self.cpuid.unwrap_or(Cpuid::from_words(0, [0; 3], 0, None));
+        CpuInfo::from_cpuid(&id, self.name.clone())
+    }
+}
+
+/// The model name `/proc/cpuinfo` gives, `unknown CPU` without one.
+pub fn model_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+// ---- what a tune records ---------------------------------------------------------
 
 /// What CPUID says about the CPU the figures come from.
 #[derive(Debug, Clone, Serialize)]
@@ -25,8 +99,7 @@ pub struct CpuInfo {
 
 /// The running CPU, decoded by the one CPUID table (`arch/cpu.rs`).
 pub fn cpu_info() -> CpuInfo {
-    let id = Cpuid::host().unwrap_or(Cpuid::from_words(0, [0; 3], 0, None));
-    CpuInfo::from_cpuid(&id, bench::cpu_name())
+    HostCpu::read().info()
 }
 
 impl CpuInfo {
