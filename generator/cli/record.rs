@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use copygen::front::diagnostics::escape;
 use copygen::front::strategy::Arch;
 use copygen::input::BadInput;
-use copygen::tools::trace::{Trace, MAX_CALLS};
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::live;
 use copygen::tools::record::parse::{no_calls_why, parse_bytes};
 use copygen::tools::record::{pick, script, summary, to_csv};
+use copygen::tools::trace::{Trace, MAX_CALLS};
 
 use super::{parse_arch, write_stdout, Failure};
 

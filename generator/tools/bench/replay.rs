@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::clock::{tsc_end, tsc_start};
 use super::placement::{self, Placed};
-use super::{quantile, CopyFn, BenchOptions, Rng, Subject};
+use super::{quantile, BenchOptions, CopyFn, Rng, Subject};
 use crate::tools::trace::{cell, cell_counts, Trace, BANDS, SIZE_CLASSES};
 
 /// The default working set: L2-resident on current x86 cores.
