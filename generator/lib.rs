@@ -17,7 +17,7 @@
 //! | 4 | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; the x86 per-CPU entry points and resolver ([`backend::x86::entry`]) |
 //! | 5 | JIT, output | [`jit`]: the same x86 lines → dynasm; [`output`]: file templates, the `emitted/` tree, and how any file is written (atomically, all or nothing) |
 //! | 6 | checks    | [`checks`]: objects, fault injection on each CPU mode, the static verifier ([`checks::static_verify`]) |
-//! | 7 | tools     | [`tools`]: `copygen diff` ([`tools::diff`]), `copygen bench`, `copygen tune`, `copygen kernel-patch` |
+//! | 7 | tools     | [`tools`]: `copygen diff` ([`tools::diff`]), `copygen tune`, `copygen record`, `copygen kernel-patch`, over the shared [`tools::bench`] (`copygen bench`), [`tools::trace`], [`tools::host_cpu`], [`tools::mail_text`] |
 
 pub mod arch;
 pub mod backend;
