@@ -2,8 +2,9 @@
 //! module of a later stage. The order is the one `generator/lib.rs` maps:
 //!
 //! 0. the strategy types every stage shares (`front::strategy`,
-//!    `front::variant`);
-//! 1. what each architecture and toolchain offers (`arch`, `toolchain`);
+//!    `front::variant`, `kernel::version`);
+//! 1. what each architecture, kernel tree and toolchain offers (`arch`,
+//!    `kernel`, `toolchain`, `input`);
 //! 2. the rest of the front end (`front`: parse, validate, write TOML);
 //! 3. lowering (`lower`); 4. backends (`backend`); 5. `jit` and `output`;
 //! 6. `checks`; 7. `tools`.
@@ -19,7 +20,9 @@ fn stage(module: &str) -> Option<usize> {
     const STAGES: &[(&str, usize)] = &[
         ("front::strategy", 0),
         ("front::variant", 0),
+        ("kernel::version", 0),
         ("arch", 1),
+        ("kernel", 1),
         ("toolchain", 1),
         ("input", 1),
         ("front", 2),
@@ -189,6 +192,19 @@ fn the_checker_sees_back_arrows_in_every_form() {
     assert_eq!(stage("front::strategy"), Some(0));
     assert_eq!(stage("front::parse"), Some(2));
     assert_eq!(stage("backend::x86::entry"), Some(4));
+    assert_eq!(stage("kernel::version"), Some(0));
+    assert_eq!(stage("kernel::site"), Some(1));
+    assert_eq!(
+        back_arrows(
+            "kernel::site",
+            "use crate::lower::variants::variant_symbol;"
+        ),
+        ["kernel::site (stage 1) names crate::lower::variants (stage 3)"]
+    );
+    assert_eq!(
+        back_arrows("kernel::version", "use crate::kernel::site::Chain;"),
+        ["kernel::version (stage 0) names crate::kernel::site (stage 1)"]
+    );
     assert_eq!(
         module_of(Path::new("backend/x86/entry.rs")),
         "backend::x86::entry"
