@@ -199,7 +199,7 @@ fn the_checker_sees_back_arrows_in_every_form() {
             "kernel::site",
             "use crate::lower::variants::variant_symbol;"
         ),
-        ["kernel::site (stage 1) names crate::lower::variants (stage 3)"]
+        ["kernel::site (stage 1) names crate::lower::variants::variant_symbol (stage 3)"]
     );
     assert_eq!(
         back_arrows("kernel::version", "use crate::kernel::site::Chain;"),
