@@ -10,8 +10,8 @@
 //!
 //! | # | stage     | modules                                                        |
 //! |---|-----------|----------------------------------------------------------------|
-//! | 0 | types     | [`front::strategy`], [`front::variant`]: the validated strategy every stage reads |
-//! | 1 | targets   | [`arch`]: what each architecture offers (ABI tables, [`arch::cpu`] the x86 CPU-feature table, [`arch::kernel`] the kernel-version table, [`arch::symbols`] the one place symbol names and label prefixes are made and read back); [`toolchain`]: the outside programs (compilers, objdump, qemu) and their Debian packages; [`input`]: the one bounded reader of input files |
+//! | 0 | types     | [`front::strategy`], [`front::variant`]: the validated strategy every stage reads; [`kernel::version`]: the kernel trees a strategy names and what differs between them |
+//! | 1 | targets   | [`arch`]: what each architecture offers (ABI tables, [`arch::cpu`] the x86 CPU-feature table, [`arch::symbols`] the one place symbol names and label prefixes are made and read back); [`kernel`]: what copygen knows about the Linux trees (copy-routine and glue names, the x86_64 call site per kernel and CPU, the `ALTERNATIVE` text, NOP forms); [`toolchain`]: the outside programs (compilers, objdump, qemu) and their Debian packages; [`input`]: the one bounded reader of input files |
 //! | 2 | front end | [`front`]: TOML → validated [`front::strategy::Strategy`], and back ([`front::to_toml`]) |
 //! | 3 | lowering  | [`lower`]: strategy → [`lower::routine::Routine`] (ops, fixups); per-CPU variants ([`lower::variants`]) |
 //! | 4 | backends  | [`backend`]: routine → per-arch instruction lines → GNU as; the x86 per-CPU entry points and resolver ([`backend::x86::entry`]) |
@@ -25,6 +25,7 @@ pub mod checks;
 pub mod front;
 pub mod input;
 pub mod jit;
+pub mod kernel;
 pub mod lower;
 pub mod output;
 pub mod toolchain;

@@ -57,6 +57,11 @@ pub struct Toolchain {
     pub arch_flags: &'static [&'static str],
     /// More flags for linking a user-space program.
     pub link_flags: &'static [&'static str],
+    /// More flags for assembling a file that is checked, not run: the
+    /// assembler then accepts every instruction the core may have (ARMv6:
+    /// VFP), so the static check, not the assembler, reports one, with its
+    /// line.
+    pub check_flags: &'static [&'static str],
     pub objdump: Tool,
     /// What runs a linked program on this host, with its arguments.
     pub runner: Option<(Tool, &'static [&'static str])>,
@@ -74,6 +79,7 @@ const X86_64: Toolchain = Toolchain {
     },
     arch_flags: &[],
     link_flags: &[],
+    check_flags: &[],
     objdump: Tool {
         program: "objdump",
         packages: &["binutils"],
@@ -89,6 +95,7 @@ const I386: Toolchain = Toolchain {
     },
     arch_flags: &["-m32"],
     link_flags: &[],
+    check_flags: &[],
     objdump: X86_64.objdump,
     runner: None,
 };
@@ -102,6 +109,7 @@ const ARMV6: Toolchain = Toolchain {
     },
     arch_flags: &["-march=armv6", "-marm"],
     link_flags: &["-static"],
+    check_flags: &["-mfpu=vfp"],
     objdump: Tool {
         program: "arm-linux-gnueabi-objdump",
         packages: &["binutils-arm-linux-gnueabi"],
@@ -123,6 +131,7 @@ const AARCH64: Toolchain = Toolchain {
     arch_flags: &[],
     // Static, so qemu-aarch64 needs no sysroot.
     link_flags: &["-static"],
+    check_flags: &[],
     objdump: Tool {
         program: "aarch64-linux-gnu-objdump",
         // binutils-aarch64-linux-gnu, pulled in by the compiler.
@@ -145,6 +154,7 @@ const RISCV64: Toolchain = Toolchain {
     arch_flags: &[],
     // Static, so qemu-riscv64 needs no sysroot.
     link_flags: &["-static"],
+    check_flags: &[],
     objdump: Tool {
         program: "riscv64-linux-gnu-objdump",
         // binutils-riscv64-linux-gnu, pulled in by the compiler.

@@ -13,9 +13,9 @@ use copygen::front::strategy::{Convention, Direction, Flavor, KernelVersion, Str
 use copygen::front::variant::CpuFeature;
 use copygen::jit::site::{
     compile_site, rep_movs_form, JitSite, SiteArgs, SiteError, CONTEXTS, C_SUFFIX,
-    REP_MOVS_ALTERNATIVE,
 };
-use copygen::lower::call_site::{SiteCall, SiteCode, SiteTarget};
+use copygen::kernel::site::{SiteCall, SiteCode, SiteTarget};
+use copygen::kernel::symbols::REP_MOVS_ALTERNATIVE;
 use copygen::lower::entry_symbol;
 use copygen::lower::variants::{select, variant_symbol};
 use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, KernelModel};

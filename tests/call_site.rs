@@ -1,5 +1,5 @@
 //! The 6.12 x86_64 call site as an ALTERNATIVE chain over a per-CPU
-//! strategy's variants (`lower/call_site.rs`): what each CPU runs after
+//! strategy's variants (`kernel/variant_chain.rs`): what each CPU runs after
 //! alternatives, the bytes against GNU as and the kernel's own macros, and
 //! the patch that writes the chain.
 
@@ -9,9 +9,9 @@ use std::process::Command;
 use copygen::arch::cpu::CpuFeatures;
 use copygen::front::strategy::{KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature::{self, Erms, Fsrm, Zen};
-use copygen::lower::call_site::{
-    self, chain, optimized_nops, site, stock_site, Chain, SiteInsn, SiteTarget,
-};
+use copygen::kernel::nops::optimized_nops;
+use copygen::kernel::site::{stock_chain, stock_site, Chain, SiteInsn, SiteTarget};
+use copygen::kernel::variant_chain::{self, chain, site};
 
 const V6_12: KernelVersion = KernelVersion::V6_12;
 
@@ -101,8 +101,8 @@ fn check_first_match(t: &Strategy) {
     let c = chain(t, V6_12);
     let entry = SiteInsn::Call(SiteTarget::Routine("copygen_copy_user".into()));
     for f in all_feature_sets() {
-        let v = call_site::variant_for(t, f).expect("a default");
-        let own = if call_site::is_bare_movsb(v) {
+        let v = variant_chain::variant_for(t, f).expect("a default");
+        let own = if variant_chain::is_bare_movsb(v) {
             SiteInsn::RepMovsb
         } else {
             SiteInsn::Call(SiteTarget::Routine(format!(
@@ -341,7 +341,7 @@ fn the_chain_is_what_gcc_makes_of_the_kernels_macros() {
     if !tool("gcc") {
         return;
     }
-    check_against_gcc(&call_site::stock_chain(V6_12));
+    check_against_gcc(&stock_chain(V6_12));
     check_against_gcc(&chain(&wired(&preset("guarded-movsb-612")), V6_12));
     let body = variant("a", "[\"zen\", \"!fsrm\"]", "b") + &default_variant("m");
     check_against_gcc(&chain(

@@ -12,7 +12,8 @@ use copygen::backend::x86::{entry, Alu, Cc, Inst, Reg};
 use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
-use copygen::lower::call_site::{self, SiteInsn, SiteTarget};
+use copygen::kernel::site::{self, SiteInsn, SiteTarget};
+use copygen::kernel::variant_chain;
 use copygen::lower::variants::variant_symbol;
 
 const ERMS: u32 = 1 << 9; // leaf 7 ebx
@@ -332,7 +333,7 @@ fn every_cpu_of_the_table_gets_its_class_s_variant_standalone_and_in_the_kernel(
 #[test]
 fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
     let s = strategy("guarded-movsb-612");
-    let chain = call_site::chain(&s, KernelVersion::V6_12);
+    let chain = variant_chain::chain(&s, KernelVersion::V6_12);
     assert!(chain.fallback.is_none(), "{:?}", chain.fallback);
     let dir = Direction::FromUser;
     for m in MODELS {
@@ -356,8 +357,8 @@ fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
         assert_eq!(got, want, "6.12 site on {}", m.name);
         if want == "fsrm" {
             assert_eq!(
-                call_site::site(&s, KernelVersion::V6_12, bits),
-                call_site::stock_site(KernelVersion::V6_12, bits),
+                variant_chain::site(&s, KernelVersion::V6_12, bits),
+                site::stock_site(KernelVersion::V6_12, bits),
                 "{}",
                 m.name
             );

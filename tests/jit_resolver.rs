@@ -34,9 +34,9 @@ fn the_resolver_is_printed_from_typed_instructions() {
 
 #[test]
 fn preprocessor_conditionals_are_typed_printed_and_matched_by_type() {
-    use copygen::arch::kernel::{Release, EX_TYPE_COPY_REMOVED};
     use copygen::backend::x86::{Cpp, Line};
     use copygen::jit::encode::{encode, EncodeError, Mode};
+    use copygen::kernel::version::{Release, EX_TYPE_COPY_REMOVED};
     let cond = |c: Cpp| Inst::Cond(c);
     assert_eq!(
         print_inst(

@@ -13,7 +13,6 @@
 //! of each arch lists what only the printer handles (symbol references,
 //! directives, `ALTERNATIVE`), which the JIT must refuse.
 
-use copygen::arch::kernel::Release;
 use copygen::backend::x86::{
     print_inst, Alu, Cc, Cpp, Directive, Inst, Line, MemRef, Reg, SymBase, SymRef,
 };
@@ -21,6 +20,7 @@ use copygen::backend::Line as AnyLine;
 use copygen::front::strategy::{Flavor, PrefetchKind};
 use copygen::front::variant::CpuFeature;
 use copygen::jit::encode::{encode, EncodeError, Mode};
+use copygen::kernel::version::Release;
 
 use Reg::*;
 

@@ -4,8 +4,8 @@
 
 use std::process::Command;
 
-use copygen::arch::kernel_copy_symbols::probes;
 use copygen::front::strategy::{Arch, Direction};
+use copygen::kernel::copy_symbols::probes;
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::parse::{event, parse_text, Parser, TraceLine};
 use copygen::tools::record::{definitions, pick, to_csv, Row};

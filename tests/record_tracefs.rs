@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use copygen::arch::kernel_copy_symbols::probes;
 use copygen::front::strategy::Arch;
+use copygen::kernel::copy_symbols::probes;
 use copygen::tools::record::{definitions, pick};
 
 fn copygen() -> Command {

@@ -282,10 +282,22 @@ fn the_checker_sees_back_arrows_in_every_form() {
     .is_empty());
     assert!(back_arrows("jit::encode", "use crate::output::render;").is_empty());
     // `stage` takes the longest prefix.
-    assert!(stage("front::strategy") < stage("arch"));
-    assert!(stage("arch") < stage("front::parse"));
-    assert_eq!(stage("backend::x86::entry"), stage("backend"));
-    assert!(stage("lower") < stage("backend::x86::entry"));
+    assert_eq!(stage("front::strategy"), Some(0));
+    assert_eq!(stage("front::parse"), Some(2));
+    assert_eq!(stage("backend::x86::entry"), Some(4));
+    assert_eq!(stage("kernel::version"), Some(0));
+    assert_eq!(stage("kernel::site"), Some(1));
+    assert_eq!(
+        back_arrows(
+            "kernel::site",
+            "use crate::lower::variants::variant_symbol;"
+        ),
+        ["kernel::site (stage 1) names crate::lower::variants::variant_symbol (stage 3)"]
+    );
+    assert_eq!(
+        back_arrows("kernel::version", "use crate::kernel::site::Chain;"),
+        ["kernel::version (stage 0) names crate::kernel::site (stage 1)"]
+    );
     assert_eq!(
         module_of(Path::new("backend/x86/entry.rs")),
         "backend::x86::entry"

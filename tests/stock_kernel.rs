@@ -14,7 +14,7 @@ use copygen::arch::cpu::CpuFeatures;
 use copygen::checks::objfile::decode_x86;
 use copygen::front::strategy::{Arch, Convention, KernelVersion};
 use copygen::jit::site::{JitSite, SiteArgs};
-use copygen::lower::call_site::SiteTarget;
+use copygen::kernel::site::SiteTarget;
 use copygen::tools::bench::site::{site_subject, stock_subject, KernelModel};
 use copygen::tools::bench::stock::{StockFeatures, StockObject};
 

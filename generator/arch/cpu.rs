@@ -7,8 +7,8 @@
 //! way `arch/x86/kernel/cpu/{amd,hygon,intel}.c` of Linux 6.1 and 6.12 set
 //! them, from the vendor, family, model and leaf-1 signature.
 
-use crate::front::strategy::KernelVersion;
 use crate::front::variant::{CpuCondition, CpuFeature};
+use crate::kernel::version::KernelVersion;
 
 /// How user space finds a feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,6 @@ pub mod aarch64;
 pub mod armv6;
 pub mod cpu;
 pub mod i386;
-pub mod kernel;
-pub mod kernel_copy_symbols;
 pub mod riscv64;
 pub mod symbols;
 pub mod x86_64;

@@ -455,7 +455,7 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     for s in &strategies {
         subjects.push(site::site_subject(s, &model).map_err(fail)?);
     }
-    let codes: Vec<(String, copygen::lower::call_site::SiteCode)> = subjects
+    let codes: Vec<(String, copygen::kernel::site::SiteCode)> = subjects
         .iter()
         .map(|s| (s.name.clone(), s.site.site().clone()))
         .collect();

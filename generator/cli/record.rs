@@ -131,7 +131,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
     }
     if a.script {
         let arch = arch.unwrap_or(Arch::X86_64);
-        let table = copygen::arch::kernel_copy_symbols::probes(arch);
+        let table = copygen::kernel::copy_symbols::probes(arch);
         let probe = match a.symbol.as_deref() {
             Some("list") => {
                 let mut s = String::new();
@@ -148,7 +148,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
             None => table
                 .probes
                 .iter()
-                .find(|p| !p.name.starts_with("copygen_copy_user"))
+                .find(|p| !p.name.starts_with(copygen::kernel::symbols::GLUE_SYMBOL))
                 .expect("every arch has a stock copy routine"),
         };
         emit(a.output.as_deref(), &script::script(arch, probe))?;

@@ -130,7 +130,7 @@ pub enum Uaccess {
 
 /// What the call sites of a kernel whose x86_64 copy sites are inline
 /// (6.12's `copy_user_generic()`) run on a CPU whose variant is not a bare
-/// `rep movsb` (`[linux] site`; `lower/call_site.rs` builds the site).
+/// `rep movsb` (`[linux] site`; `kernel/variant_chain.rs` builds the site).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SiteKind {
@@ -153,32 +153,9 @@ pub enum ExtableFormat {
     Copy,
 }
 
-/// A kernel layout the linux flavour is written for (file conventions and
-/// call sites differ).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
-pub enum KernelVersion {
-    /// 6.1 LTS: `<asm/export.h>` in assembly; x86_64 `copy_user_generic()`
-    /// picks a `copy_user_*` routine that does its own STAC/CLAC.
-    #[serde(rename = "6.1")]
-    V6_1,
-    /// 6.12 LTS: `<linux/export.h>` in assembly; x86_64 calls
-    /// `rep_movs_alternative` with STAC/CLAC in the caller.
-    #[serde(rename = "6.12")]
-    V6_12,
-}
-
-impl KernelVersion {
-    pub const ALL: [KernelVersion; 2] = [KernelVersion::V6_1, KernelVersion::V6_12];
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelVersion::V6_1 => "6.1",
-            KernelVersion::V6_12 => "6.12",
-        }
-    }
-    pub fn parse(s: &str) -> Option<KernelVersion> {
-        KernelVersion::ALL.into_iter().find(|v| v.name() == s)
-    }
-}
+/// The kernel tree a linux-flavour file is written for (`[linux] kernel`);
+/// the versions and what differs between them are `kernel::version`'s.
+pub use crate::kernel::version::KernelVersion;
 
 /// One routine per direction, or one serving both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -17,9 +17,9 @@ use dynasmrt::relocations::SimpleRelocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmError, DynasmLabelApi, VecAssembler};
 
 use super::gas_form;
-use crate::arch::kernel;
 use crate::backend::x86::{Alu, Cc, Cpp, Inst, Line, MemRef};
 use crate::front::strategy::PrefetchKind;
+use crate::kernel::version;
 
 /// Which dynasm `.arch` to encode for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -377,9 +377,9 @@ macro_rules! branch {
 }
 
 /// Whether the encoder keeps a block for kernels before `r`: it models the
-/// oldest tree ([`kernel::MODELLED`]), as the shim headers do.
-fn keeps_block_before(r: kernel::Release) -> bool {
-    kernel::MODELLED.release() < r
+/// oldest tree ([`version::MODELLED`]), as the shim headers do.
+fn keeps_block_before(r: version::Release) -> bool {
+    version::MODELLED.release() < r
 }
 
 /// The encoder of one `.arch`: pointer-width register family `$P`, and per

@@ -1,5 +1,5 @@
 //! A kernel call site, JIT-compiled as the CPU executes it: the site's
-//! bytes after alternatives ([`SiteCode`], `lower::call_site`) placed
+//! bytes after alternatives ([`SiteCode`], `kernel::site`) placed
 //! verbatim inside a loop, each `call rel32` in them linked to a routine
 //! JIT-compiled into the same buffer in the `rep movs` convention, or to
 //! code placed as it is ([`PlacedCode`]: the stock kernel's own routine
@@ -30,10 +30,7 @@ use super::{fault, x86_lines, JitError};
 use crate::arch::cpu::CpuFeatures;
 use crate::backend::{self, x86::Inst};
 use crate::front::strategy::{Arch, Convention, ExtableFormat, Flavor, Strategy, Uaccess};
-use crate::lower::call_site::{SiteCode, SiteTarget};
-
-/// The symbol [`SiteTarget::RepMovsAlternative`] links to.
-pub const REP_MOVS_ALTERNATIVE: &str = "rep_movs_alternative";
+use crate::kernel::site::{SiteCode, SiteTarget};
 
 /// How many loop shapes each site is compiled in (0.. leading one-byte
 /// `nop`s, as the fixed-size caller loops of `copygen bench` do: the code
@@ -222,9 +219,9 @@ impl JitSite {
 
 /// Compile `site` with every routine of `code` (each already in the form
 /// the site calls, see [`rep_movs_form`]) in the linux flavour, linking
-/// each of the site's calls: [`SiteTarget::RepMovsAlternative`] to the
-/// routine named [`REP_MOVS_ALTERNATIVE`], [`SiteTarget::Routine`] to the
-/// routine of that symbol. A routine in the C convention is called
+/// each of the site's calls to the routine of its symbol
+/// ([`SiteTarget::symbol`]: [`SiteTarget::RepMovsAlternative`] to
+/// `rep_movs_alternative`). A routine in the C convention is called
 /// through its `rep movs` entry (saves `rdx`, `r8`-`r11`; `rcx` in as
 /// `n`, `rax` out as `rcx`); the routine itself is listed as
 /// `<symbol>`[`C_SUFFIX`]. The entry points of a per-CPU strategy are
@@ -353,10 +350,7 @@ pub fn compile_site_with(
     }
     let c_site = site.convention == Convention::C;
     let target = |t: &SiteTarget| -> Result<usize, SiteError> {
-        let name = match t {
-            SiteTarget::RepMovsAlternative => REP_MOVS_ALTERNATIVE,
-            SiteTarget::Routine(s) => s.as_str(),
-        };
+        let name = t.symbol();
         let c_name = format!("{name}{C_SUFFIX}");
         let find = |n: &str| routines.iter().find(|(s, _)| s == n).map(|&(_, o)| o);
         c_site

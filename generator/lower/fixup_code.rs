@@ -13,7 +13,7 @@ impl Lowering<'_> {
         if copy {
             self.op(Op::MachineCheckExit {
                 target: done.clone(),
-                only_before: crate::arch::kernel::extable_copy_only_before(self.s.linux.kernel),
+                only_before: crate::kernel::version::extable_copy_only_before(self.s.linux.kernel),
             });
         }
         copy

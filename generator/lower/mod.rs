@@ -5,7 +5,6 @@
 //! are done at each user access; it records that in the access's fixup, so
 //! exception tables and fixups are right by construction.
 
-pub mod call_site;
 mod copy_ops;
 mod fixup_code;
 pub mod routine;

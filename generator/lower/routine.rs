@@ -151,10 +151,10 @@ pub enum Op {
     /// without retrying bytes (the poisoned line would be read again).
     /// `only_before`: the file is for every kernel tree, and only the half
     /// for trees before that release has the trap number
-    /// (`arch::kernel::extable_copy_only_before`).
+    /// (`kernel::version::extable_copy_only_before`).
     MachineCheckExit {
         target: Label,
-        only_before: Option<crate::arch::kernel::Release>,
+        only_before: Option<crate::kernel::version::Release>,
     },
     /// Return 0 (`zero`) or `len`: the bytes not copied.
     Return {

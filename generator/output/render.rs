@@ -8,9 +8,9 @@ use serde::Serialize;
 use tera::{Context, Tera};
 
 use super::header::Header;
-use crate::arch::kernel;
 use crate::backend::{self, Function};
 use crate::front::strategy::{Arch, Flavor, Strategy};
+use crate::kernel::version;
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("header", include_str!("../../templates/header.S.tera")),
@@ -77,7 +77,7 @@ struct FileContext<'a> {
     export_header: &'static str,
     export_before_move: &'static str,
     /// `KERNEL_VERSION` arguments of the releases a file for every tree
-    /// tests (`arch/kernel.rs`): `EXPORT_SYMBOL`'s header moved, and
+    /// tests (`kernel/version.rs`): `EXPORT_SYMBOL`'s header moved, and
     /// `EX_TYPE_COPY` removed (also in prose, `6.4`).
     export_moved: String,
     export_moved_name: String,
@@ -101,7 +101,7 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
             crate::front::strategy::ExtableFormat::Absolute => "absolute",
             // A file for both kernels picks _ASM_EXTABLE_CPY by version.
             crate::front::strategy::ExtableFormat::Copy
-                if kernel::extable_copy_only_before(s.linux.kernel).is_some() =>
+                if version::extable_copy_only_before(s.linux.kernel).is_some() =>
             {
                 "copy_by_version"
             }
@@ -109,11 +109,11 @@ pub fn render_functions(s: &Strategy, flavor: Flavor, functions: Vec<Function>) 
         },
         alternatives: !s.variants.is_empty(),
         export_header: s.linux.kernel.map_or("", |k| k.export_header(s.arch)),
-        export_before_move: kernel::export_header_before_move(s.arch),
-        export_moved: kernel::EXPORT_H_MOVED.c_args(),
-        export_moved_name: kernel::EXPORT_H_MOVED.to_string(),
-        copy_removed: kernel::EX_TYPE_COPY_REMOVED.c_args(),
-        copy_removed_name: kernel::EX_TYPE_COPY_REMOVED.to_string(),
+        export_before_move: version::export_header_before_move(s.arch),
+        export_moved: version::EXPORT_H_MOVED.c_args(),
+        export_moved_name: version::EXPORT_H_MOVED.to_string(),
+        copy_removed: version::EX_TYPE_COPY_REMOVED.c_args(),
+        copy_removed_name: version::EX_TYPE_COPY_REMOVED.to_string(),
     };
     let template = match s.arch {
         Arch::X86_64 | Arch::I386 => format!("x86-{}", flavor.name()),

@@ -2,9 +2,9 @@
 //! (`print.rs`) prints and the JIT (`jit/encode.rs`) encodes — routines,
 //! and the per-CPU entry points and resolver (`entry.rs`).
 
-use crate::arch::kernel::Release;
 use crate::front::strategy::PrefetchKind;
 use crate::front::variant::CpuFeature;
+use crate::kernel::version::Release;
 
 /// General-purpose registers by hardware number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -218,12 +218,11 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
         } else {
             Flavor::Standalone
         });
-        // ARM: accept VFP instructions, so the check (not the assembler)
-        // reports them, with their line.
-        let flags = match arch {
-            Arch::Armv6 => vec!["-mfpu=vfp".to_string()],
-            _ => Vec::new(),
-        };
+        let flags = crate::toolchain::toolchain(arch)
+            .check_flags
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
         let how = Assemble {
             arch,
             kernel_shims: kernel,

@@ -1,15 +1,27 @@
 //! The inline call site of a per-CPU strategy (6.12 x86_64), checked per
-//! CPU: for every feature set over the bits the variants name, the bytes
-//! the site holds after alternatives (`lower/call_site.rs`) are decoded and
-//! must be the stock site's length, one `rep movsb` or one `call` of a
+//! CPU in the object the kernel builds for it: the chain's C text (what
+//! the kernel patch writes into `copy_user_generic()`) is compiled by gcc
+//! with the kernel's `ALTERNATIVE` macros (`kernel::alternative`), and for
+//! every feature set over the bits the variants name, the object's
+//! `.altinstructions` are applied as `apply_alternatives()` applies them
+//! ([`super::apply_alternatives`]). The site's bytes then must be the stock
+//! site's length (`kernel::site`), one `rep movsb` or one `call` of a
 //! routine the static check passed in the `rep_movs` convention (the CPU's
-//! variant's routine or the entry point), then only padding NOPs; a
-//! `rep movsb` sits at the site's start, where its exception-table entry
+//! variant's routine or the entry point), then only padding NOPs; a `rep
+//! movsb` sits at the site's start, where its exception-table entry
 //! (`_ASM_EXTABLE_UA(1b, 2b)`) points, and is the stock site's bytes.
 
 use crate::arch::cpu::CpuFeatures;
-use crate::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
-use crate::lower::call_site::{self, Chain, SiteInsn};
+use crate::checks::objfile::{self, Assemble, Loc, ObjectFile, RelocTarget};
+use crate::front::strategy::{Arch, Strategy};
+use crate::front::variant::CpuFeature;
+use crate::kernel::alternative::{site_c_source, SITE_FUNCTION};
+use crate::kernel::nops::kernel_nops;
+use crate::kernel::site::{stock_chain, Chain};
+use crate::kernel::variant_chain::{
+    entry_routine, feature_sets, features_text, is_bare_movsb, variant_for, variant_routine,
+};
+use crate::kernel::version::KernelVersion;
 
 /// What one CPU's site became.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,63 +35,128 @@ pub struct SiteRow {
     pub stock: bool,
 }
 
-/// Check `chain` (of the wired `t`) on every CPU; `checked` are the
-/// routines the static check passed. `Err`: one line per fault found.
+/// The site in the object gcc makes of `chain`'s C text: the object, where
+/// the site starts in `.text`, and its length.
+fn assemble_site(chain: &Chain) -> Result<(ObjectFile, u64, usize), String> {
+    let how = Assemble {
+        arch: Arch::X86_64,
+        kernel_shims: false,
+        debug: false,
+        keep_locals: false,
+        flags: [
+            "-O2",
+            "-fcf-protection=none",
+            "-fno-asynchronous-unwind-tables",
+        ]
+        .map(String::from)
+        .to_vec(),
+    };
+    let obj = objfile::assemble_text(&site_c_source(chain), "site.c", &how)
+        .map_err(|e| format!("the site's C text does not compile: {e:#}"))?;
+    let f = obj
+        .function(SITE_FUNCTION)
+        .ok_or("the site's object has no site function")?;
+    let (start, end) = (f.start, f.end);
+    let len = match obj.alternatives.first() {
+        Some(e) => {
+            if e.site.offset != start {
+                return Err(format!(
+                    "the alternatives patch {}, not the site at .text+{start:#x}",
+                    e.site
+                ));
+            }
+            obj.alternatives
+                .iter()
+                .map(|a| a.site_len as usize)
+                .max()
+                .unwrap_or(0)
+        }
+        // No alternative: the site is the function before its `ret`.
+        None => (end - start).saturating_sub(1) as usize,
+    };
+    Ok((obj, start, len))
+}
+
+/// The symbol a relocation at `at` in `obj`'s `.text` names.
+fn call_target(obj: &ObjectFile, at: u64) -> Option<String> {
+    let place = Loc {
+        section: ".text".into(),
+        offset: at,
+    };
+    match obj.code_relocs.get(&place)? {
+        RelocTarget::Undefined(s) => Some(s.clone()),
+        RelocTarget::Symbol(l) => obj
+            .labels
+            .iter()
+            .find(|(_, v)| *v == l)
+            .map(|(k, _)| k.clone()),
+    }
+}
+
+/// Check `chain` (of the wired `t`) on every CPU, in the object compiled
+/// from its C text; `checked` are the routines the static check passed.
+/// `Err`: one line per fault found.
 pub fn check_sites(
     t: &Strategy,
     kernel: KernelVersion,
     chain: &Chain,
     checked: &[String],
 ) -> Result<Vec<SiteRow>, Vec<String>> {
-    let stock = call_site::stock_chain(kernel);
-    let entry = crate::lower::entry_symbol(t, Flavor::Linux, Direction::FromUser, None);
+    let (obj, start, len) = assemble_site(chain).map_err(|e| vec![e])?;
+    let stock = stock_chain(kernel);
+    let entry = entry_routine(t);
     let mut rows = Vec::new();
     let mut bad = Vec::new();
-    for f in call_site::feature_sets(t) {
-        let name = call_site::features_text(f);
-        let Some(v) = call_site::variant_for(t, f) else {
+    for f in feature_sets(t) {
+        let name = features_text(f);
+        let Some(v) = variant_for(t, f) else {
             bad.push(format!("{name}: no variant holds"));
             continue;
         };
-        let code = chain.resolve(f);
-        let stock_code = stock.resolve(f);
         let mut fail = |m: String| bad.push(format!("{name}: {m}"));
-        if code.bytes.len() != stock_code.bytes.len() {
+        let present = |bit: u16| CpuFeature::from_kernel_bit(bit).is_some_and(|x| f.has(x));
+        let patched = match super::apply_alternatives(&obj, &present, &|n| kernel_nops(kernel, n)) {
+            Ok(p) => p,
+            Err(why) => {
+                fail(why);
+                continue;
+            }
+        };
+        let bytes = &patched.code[".text"][start as usize..start as usize + len];
+        let stock_code = stock.resolve(f);
+        if bytes.len() != stock_code.bytes.len() {
             fail(format!(
                 "{} bytes, the stock site {}",
-                code.bytes.len(),
+                bytes.len(),
                 stock_code.bytes.len()
             ));
         }
-        let insns = crate::checks::objfile::decode_x86(t.arch, &code.bytes, 0);
+        let insns = objfile::decode_x86(t.arch, bytes, 0);
         let total: usize = insns.iter().map(|i| i.len()).sum();
-        if total != code.bytes.len() || insns.iter().any(|i| i.is_invalid()) {
+        if total != bytes.len() || insns.iter().any(|i| i.is_invalid()) {
             fail("bytes that do not decode".into());
         }
-        let texts: Vec<String> = insns
-            .iter()
-            .map(crate::checks::objfile::format_x86)
-            .collect();
+        let texts: Vec<String> = insns.iter().map(objfile::format_x86).collect();
+        let target = call_target(&patched, start + 1);
+        let stock_target = stock_code
+            .calls
+            .first()
+            .map(|c| c.target.symbol().to_string());
+        let is_stock = bytes == stock_code.bytes.as_slice() && target == stock_target;
         match insns.first().map(|i| i.mnemonic()) {
             Some(iced_x86::Mnemonic::Movsb) if insns[0].has_rep_prefix() => {
-                if !call_site::is_bare_movsb(v) {
+                if !is_bare_movsb(v) {
                     fail(format!(
                         "rep movsb inline, but variant `{}` is not one",
                         v.name
                     ));
                 }
-                if stock.chosen(f) == &SiteInsn::RepMovsb && code != stock_code {
+                if stock_code.calls.is_empty() && !is_stock {
                     fail("rep movsb, but not the stock site's bytes".into());
                 }
             }
             Some(iced_x86::Mnemonic::Call) => {
-                let target = code.calls.first().map(|c| c.target.symbol().to_string());
-                let own = crate::lower::variants::variant_symbol(
-                    t,
-                    v,
-                    Flavor::Linux,
-                    Direction::FromUser,
-                );
+                let own = variant_routine(t, v);
                 match target {
                     Some(s) if !checked.contains(&s) => {
                         fail(format!("calls {s}, which the static check did not pass"))
@@ -102,7 +179,7 @@ pub fn check_sites(
                 iced_x86::Mnemonic::Nop | iced_x86::Mnemonic::Int3
             ) || (i == 1
                 && insn.mnemonic() == iced_x86::Mnemonic::Jmp
-                && insn.near_branch_target() == code.bytes.len() as u64);
+                && insn.near_branch_target() == bytes.len() as u64);
             if !pad {
                 fail(format!("{} after the site's instruction", texts[i]));
             }
@@ -111,7 +188,7 @@ pub fn check_sites(
             features: f,
             variant: v.name.clone(),
             insns: texts,
-            stock: code == stock_code,
+            stock: is_stock,
         });
     }
     if bad.is_empty() {

@@ -422,7 +422,7 @@ impl Validator<'_> {
                     "_ASM_EXTABLE_CPY exists on x86_64 only",
                 ));
             }
-            if !crate::arch::kernel::may_use_extable_copy(raw.kernel) {
+            if !crate::kernel::version::may_use_extable_copy(raw.kernel) {
                 return Err(self.err(
                     &path.key("extable"),
                     "_ASM_EXTABLE_CPY is 6.1's (6.4 removed it): 6.12's copy routines use _ASM_EXTABLE_UA (`extable = \"relative\"`)",
@@ -494,7 +494,8 @@ impl Validator<'_> {
             // _ASM_EXTABLE_CPY (a file for both kernels picks it by version),
             // 6.12's _ASM_EXTABLE_UA.
             extable: raw.extable.unwrap_or(
-                if arch == Arch::X86_64 && crate::arch::kernel::may_use_extable_copy(raw.kernel) {
+                if arch == Arch::X86_64 && crate::kernel::version::may_use_extable_copy(raw.kernel)
+                {
                     ExtableFormat::Copy
                 } else {
                     ExtableFormat::Relative

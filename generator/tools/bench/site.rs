@@ -30,12 +30,13 @@ use super::results::{measurements, quantile, Results};
 use super::{round_sequences, BenchOptions, Rng, Sweep};
 use std::path::Path;
 
-use super::stock::{self, StockFeatures, StockObject};
+use super::stock::{StockFeatures, StockObject};
 use crate::arch::cpu::CpuFeatures;
-use crate::front::strategy::{KernelVersion, Strategy};
-use crate::front::variant::CpuFeature;
+use crate::front::strategy::Strategy;
 use crate::jit::site::{compile_site_with, rep_movs_form, JitSite, PlacedCode, SiteArgs};
-use crate::lower::call_site::{self, SiteCode};
+use crate::kernel::site::{stock_site_with, SiteCode};
+use crate::kernel::variant_chain;
+use crate::kernel::version::KernelVersion;
 use crate::tools::host_cpu::HostCpu;
 
 /// A site to time: a name and its compiled loops.
@@ -142,7 +143,7 @@ pub fn host_model(kernel: KernelVersion) -> Result<&'static KernelModel> {
 /// The site a kernel runs on a CPU with `features`: the stock one
 /// (`strategy` `None`; 6.1's taken with REP_GOOD set, see
 /// [`KernelModel::stock_site`] for the one a model's CPU runs) or the one
-/// a patch for `strategy` makes, from `lower::call_site` (the kernel patch
+/// a patch for `strategy` makes, from `kernel::site` (the kernel patch
 /// writes the same chain).
 pub fn resolve_site(
     strategy: Option<&Strategy>,
@@ -150,19 +151,8 @@ pub fn resolve_site(
     features: CpuFeatures,
 ) -> Result<SiteCode> {
     Ok(match strategy {
-        None if kernel.x86_64_calls_rep_movs_alternative() => {
-            call_site::stock_site(kernel, features)
-        }
-        None => stock::stock_site(
-            kernel,
-            StockFeatures {
-                erms: features.has(CpuFeature::Erms),
-                fsrm: features.has(CpuFeature::Fsrm),
-                rep_good: true,
-            },
-            features,
-        ),
-        Some(s) => call_site::site(s, kernel, features),
+        None => stock_site_with(kernel, features, true),
+        Some(s) => variant_chain::site(s, kernel, features),
     })
 }
 

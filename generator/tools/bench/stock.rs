@@ -23,10 +23,11 @@ use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
 
 use crate::arch::cpu::{CpuFeatures, Cpuid};
 use crate::checks::objfile::{self, ObjectFile};
-use crate::front::strategy::{Convention, KernelVersion};
 use crate::front::variant::CpuFeature;
 use crate::jit::site::PlacedCode;
-use crate::lower::call_site::{SiteCall, SiteCode, SiteTarget};
+use crate::kernel::nops::kernel_nops;
+use crate::kernel::site::{self, SiteCode};
+use crate::kernel::version::KernelVersion;
 
 /// The object kbuild builds, relative to the tree.
 pub const OBJECT: &str = "arch/x86/lib/copy_user_64.o";
@@ -453,15 +454,7 @@ impl StockObject {
 
     /// The routines a stock site of this kernel may call.
     pub fn routines(&self) -> &'static [&'static str] {
-        if self.kernel.x86_64_calls_rep_movs_alternative() {
-            &["rep_movs_alternative"]
-        } else {
-            &[
-                "copy_user_generic_unrolled",
-                "copy_user_generic_string",
-                "copy_user_enhanced_fast_string",
-            ]
-        }
+        site::stock_routines(self.kernel)
     }
 
     /// `.text` with every relocation resolved (before alternatives): a
@@ -608,7 +601,11 @@ impl StockObject {
     /// `rep movsb`, FSRM): 6.12 `rep_movs_alternative` without FSRM; 6.1's
     /// `alternative_call_2` on REP_GOOD then ERMS.
     pub fn called(&self, f: StockFeatures) -> Option<&'static str> {
-        stock_callee(self.kernel, f)
+        site::stock_callee(
+            self.kernel,
+            f.cpu_features(CpuFeatures::default()),
+            f.rep_good,
+        )
     }
 
     /// The stock path a CPU with `f` runs, named from the patched object:
@@ -672,61 +669,11 @@ impl StockObject {
     }
 
     /// The stock site on a CPU with `f`: 6.12's inline `rep movsb` or `call
-    /// rep_movs_alternative` (`lower::call_site::stock_site`), 6.1's call of
-    /// the routine `alternative_call_2` picks, in the C convention.
+    /// rep_movs_alternative`, 6.1's call of the routine `alternative_call_2`
+    /// picks, in the C convention (`kernel::site`).
     pub fn site(&self, f: StockFeatures, base: CpuFeatures) -> SiteCode {
-        stock_site(self.kernel, f, base)
+        site::stock_site_with(self.kernel, f.cpu_features(base), f.rep_good)
     }
-}
-
-/// [`StockObject::called`] without an object.
-pub fn stock_callee(kernel: KernelVersion, f: StockFeatures) -> Option<&'static str> {
-    if kernel.x86_64_calls_rep_movs_alternative() {
-        (!f.fsrm).then_some("rep_movs_alternative")
-    } else if f.erms {
-        Some("copy_user_enhanced_fast_string")
-    } else if f.rep_good {
-        Some("copy_user_generic_string")
-    } else {
-        Some("copy_user_generic_unrolled")
-    }
-}
-
-/// The stock site of `kernel` on a CPU with `f` (see [`StockObject::site`]).
-pub fn stock_site(kernel: KernelVersion, f: StockFeatures, base: CpuFeatures) -> SiteCode {
-    if kernel.x86_64_calls_rep_movs_alternative() {
-        return crate::lower::call_site::stock_site(kernel, f.cpu_features(base));
-    }
-    // alternative_call_2(copy_user_generic_unrolled, copy_user_generic_string,
-    // X86_FEATURE_REP_GOOD, copy_user_enhanced_fast_string, X86_FEATURE_ERMS):
-    // three `call rel32` of one length, so no padding.
-    let routine = stock_callee(kernel, f).expect("6.1 always calls");
-    SiteCode {
-        bytes: vec![0xe8, 0, 0, 0, 0],
-        calls: vec![SiteCall {
-            at: 1,
-            target: SiteTarget::Routine(routine.into()),
-        }],
-        convention: Convention::C,
-    }
-}
-
-/// The NOPs `optimize_nops()` writes over `n` one-byte NOPs: 6.12's
-/// `add_nop()` (`lower::call_site::optimized_nops`: one NOP up to 11
-/// bytes); 6.1's `add_nops()`, NOPs of at most `ASM_NOP_MAX` = 8 bytes
-/// one after another (asm/nops.h).
-pub fn kernel_nops(kernel: KernelVersion, n: usize) -> Vec<u8> {
-    if kernel.x86_64_calls_rep_movs_alternative() {
-        return crate::lower::call_site::optimized_nops(n);
-    }
-    let mut out = Vec::with_capacity(n);
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(8);
-        out.extend(crate::lower::call_site::optimized_nops(k));
-        left -= k;
-    }
-    out
 }
 
 /// The `X86_FEATURE_*` name of a bit the stock code tests.

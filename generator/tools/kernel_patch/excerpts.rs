@@ -3,7 +3,7 @@
 //! number, text). The patch is the difference between an excerpt and its
 //! edited copy, so its context lines are the tree's own.
 
-use crate::front::strategy::KernelVersion;
+use crate::kernel::version::KernelVersion;
 
 /// A run of lines of `path` starting at line `line` (1-based).
 #[derive(Debug, Clone, Copy)]

@@ -39,9 +39,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::checks::static_verify::{FunctionSpec, UserSide};
 use crate::front::strategy::{
-    Arch, Convention, Direction, ExtableFormat, Flavor, KernelVersion, RoutineShape, Strategy,
-    Uaccess,
+    Arch, Convention, Direction, ExtableFormat, Flavor, RoutineShape, Strategy, Uaccess,
 };
+use crate::kernel::symbols::{GLUE_SYMBOL, REP_MOVS_ALTERNATIVE};
+use crate::kernel::version::KernelVersion;
 use excerpts::Excerpt;
 
 /// Why a strategy cannot be wired into a tree (bad input: exit 2).
@@ -73,9 +74,6 @@ pub struct Wiring {
     /// One sentence each on what was changed and why.
     pub notes: Vec<String>,
 }
-
-/// The name the glue calls where the tree has no name of its own.
-pub const GLUE_SYMBOL: &str = "copygen_copy_user";
 
 /// Adapt `s` to what the call sites of `kernel` on its arch expect.
 pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
@@ -137,7 +135,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                         "6.12 calls rep_movs_alternative with STAC already done; a routine that does its own STAC/CLAC would nest them (objtool refuses): set [linux] uaccess = \"caller\"".into(),
                     ));
                 }
-                "rep_movs_alternative"
+                REP_MOVS_ALTERNATIVE
             } else {
                 GLUE_SYMBOL
             };
@@ -224,7 +222,7 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
         );
     }
     let site = match (t.arch, kernel) {
-        (Arch::X86_64, k) if crate::lower::call_site::is_variant_chain(t, k) => {
+        (Arch::X86_64, k) if crate::kernel::variant_chain::is_variant_chain(t, k) => {
             site::note(t, k, None)
         }
         (Arch::X86_64, k) if k.x86_64_calls_rep_movs_alternative() => format!(
@@ -275,7 +273,7 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
     let caller = t.linux.uaccess == Uaccess::Caller;
     match t.arch {
         Arch::X86_64 => {
-            if t.linux.both.as_deref() == Some("rep_movs_alternative") {
+            if t.linux.both.as_deref() == Some(REP_MOVS_ALTERNATIVE) {
                 let line = "        lib-y += copy_user_64.o copy_user_uncached_64.o\n";
                 return vec![edit(
                     excerpts::x86_64_makefile(kernel),
@@ -285,8 +283,8 @@ fn glue(t: &Strategy, kernel: KernelVersion) -> Vec<Edit> {
                     )],
                 )];
             }
-            if crate::lower::call_site::is_variant_chain(t, kernel) {
-                let chain = crate::lower::call_site::chain(t, kernel);
+            if crate::kernel::variant_chain::is_variant_chain(t, kernel) {
+                let chain = crate::kernel::variant_chain::chain(t, kernel);
                 let names: Vec<String> = routines(t).into_iter().map(|r| r.name).collect();
                 return vec![
                     site::copy_user_generic_edit(t, &chain),
@@ -523,11 +521,11 @@ pub fn text_size(t: &Strategy, asm: &str) -> Result<(u64, usize)> {
         kernel_shims: true,
         debug: false,
         keep_locals: false,
-        flags: if t.arch == Arch::Armv6 {
-            vec!["-mfpu=vfp".into()]
-        } else {
-            Vec::new()
-        },
+        flags: crate::toolchain::toolchain(t.arch)
+            .check_flags
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
     };
     let obj = crate::checks::objfile::assemble_text(asm, "copygen_user.S", &how)?;
     let text = obj
@@ -568,9 +566,9 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     }
     let mut sites = Vec::new();
     if let Some(kernel) = t.linux.kernel {
-        if crate::lower::call_site::is_variant_chain(t, kernel) {
+        if crate::kernel::variant_chain::is_variant_chain(t, kernel) {
             let checked: Vec<String> = report.functions.iter().map(|f| f.name.clone()).collect();
-            let chain = crate::lower::call_site::chain(t, kernel);
+            let chain = crate::kernel::variant_chain::chain(t, kernel);
             sites = crate::checks::static_verify::site::check_sites(t, kernel, &chain, &checked)
                 .map_err(|bad| {
                     anyhow::anyhow!("the call site after alternatives:\n  {}", bad.join("\n  "))
@@ -914,7 +912,7 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
     let names: Vec<String> = entry_points(t).into_iter().map(|e| e.name).collect();
     let summary = subject(t);
     let mut body = String::new();
-    let drop_in = t.linux.both.as_deref() == Some("rep_movs_alternative");
+    let drop_in = t.linux.both.as_deref() == Some(REP_MOVS_ALTERNATIVE);
     let _ = writeln!(body, "{}\n", describe::stock(t.arch, kernel, drop_in));
     body.push_str(&describe::strategy(t));
     let _ = writeln!(
@@ -1057,7 +1055,7 @@ fn maintained_by(arch: Arch) -> &'static str {
 pub fn subject(t: &Strategy) -> String {
     let what = describe::headline(t);
     let (prefix, long, short) = match t.arch {
-        Arch::X86_64 if t.linux.both.as_deref() == Some("rep_movs_alternative") => (
+        Arch::X86_64 if t.linux.both.as_deref() == Some(REP_MOVS_ALTERNATIVE) => (
             "x86/lib",
             "Copy with {} in rep_movs_alternative",
             "Replace rep_movs_alternative with a generated routine",

@@ -18,8 +18,10 @@
 //! The Makefile builds arch/riscv/lib/copygen_user.S beside uaccess.S.
 
 use super::excerpts::Excerpt;
-use super::{edit, Edit, Unfit, GLUE_SYMBOL};
-use crate::front::strategy::{KernelVersion, RoutineShape, Strategy};
+use super::{edit, Edit, Unfit};
+use crate::front::strategy::{RoutineShape, Strategy};
+use crate::kernel::symbols::GLUE_SYMBOL;
+use crate::kernel::version::KernelVersion;
 
 /// The generated file's place in the tree.
 pub const FILE: &str = "arch/riscv/lib/copygen_user.S";

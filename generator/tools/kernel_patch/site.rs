@@ -1,21 +1,22 @@
-//! The 6.12 x86_64 call site of a per-CPU strategy: `copy_user_generic()`'s
-//! inline `ALTERNATIVE` becomes the chain over the strategy's variants
-//! (`lower/call_site.rs`), and the patch says what each CPU runs and what
-//! the chain costs.
+//! The 6.12 x86_64 call site of a per-CPU strategy in the patch:
+//! `copy_user_generic()`'s inline `ALTERNATIVE` is replaced by the chain
+//! over the strategy's variants (`kernel::variant_chain`), and the patch
+//! says what each CPU runs and what the chain costs.
 
 use std::fmt::Write as _;
 
 use super::{edit, excerpts, Edit};
-use crate::front::strategy::{KernelVersion, Strategy};
-use crate::lower::call_site::{self, Chain};
-
-/// Bytes of one `struct alt_instr` in `.altinstructions` (6.12: two s32
-/// offsets, a u32 of feature and flags, two u8 lengths).
-pub const ALT_INSTR_BYTES: usize = 14;
+use crate::front::strategy::Strategy;
+use crate::kernel::site::{cost_per_site, stock_chain, Chain};
+use crate::kernel::variant_chain::{self, is_bare_movsb, per_cpu_table, variant_routine};
+use crate::kernel::version::KernelVersion;
 
 /// The glue edit of `copy_user_generic()` for the wired `t`.
 pub(super) fn copy_user_generic_edit(t: &Strategy, chain: &Chain) -> Edit {
-    let old = "\t/*\n\t * If CPU has FSRM feature, use 'rep movs'.\n\t * Otherwise, use rep_movs_alternative.\n\t */\n\tasm volatile(\n\t\t\"1:\\n\\t\"\n\t\tALTERNATIVE(\"rep movsb\",\n\t\t\t    \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM))\n";
+    let old = format!(
+        "\t/*\n\t * If CPU has FSRM feature, use 'rep movs'.\n\t * Otherwise, use rep_movs_alternative.\n\t */\n\tasm volatile(\n\t\t\"1:\\n\\t\"\n\t\t{}\n",
+        stock_chain(KernelVersion::V6_12).c_text(2)
+    );
     let mut comment = format!(
         "\t/*\n\t * copygen: one ALTERNATIVE per feature test of the per-CPU variants of\n\t * {} (arch/x86/lib/copygen_user_64.S), patched at boot. A CPU\n\t * whose variant is a bare 'rep movsb' keeps it inline; the others call\n\t * their variant's routine, in rep_movs_alternative's convention, or the\n\t * entry point that picks the variant itself:\n",
         t.name
@@ -27,15 +28,10 @@ pub(super) fn copy_user_generic_edit(t: &Strategy, chain: &Chain) -> Edit {
             v.when
                 .as_ref()
                 .map_or("default".into(), |c| c.kernel_text()),
-            if call_site::is_bare_movsb(v) {
+            if is_bare_movsb(v) {
                 "rep movsb".to_string()
             } else {
-                crate::lower::variants::variant_symbol(
-                    t,
-                    v,
-                    crate::front::strategy::Flavor::Linux,
-                    crate::front::strategy::Direction::FromUser,
-                )
+                variant_routine(t, v)
             }
         );
     }
@@ -44,48 +40,13 @@ pub(super) fn copy_user_generic_edit(t: &Strategy, chain: &Chain) -> Edit {
         "{comment}\tasm volatile(\n\t\t\"1:\\n\\t\"\n\t\t{}\n",
         chain.c_text(2)
     );
-    edit(excerpts::x86_64_copy_user_generic_6_12(), &[(old, new)])
-}
-
-/// One line per feature set over the bits `t` names: the variant the
-/// entry's first-match rule picks and what the site becomes (`entry` when
-/// it calls the entry point), and whether that is the stock site's bytes.
-pub fn per_cpu_table(t: &Strategy, kernel: KernelVersion) -> Vec<String> {
-    let chain = call_site::chain(t, kernel);
-    let stock = call_site::stock_chain(kernel);
-    call_site::feature_sets(t)
-        .into_iter()
-        .map(|f| {
-            let v = call_site::variant_for(t, f).map_or("-", |v| v.name.as_str());
-            let insn = chain.chosen(f);
-            let same = chain.resolve(f) == stock.resolve(f);
-            format!(
-                "{:<14}{:<7}{}{}",
-                call_site::features_text(f),
-                v,
-                insn.gas(),
-                if same { " (stock bytes)" } else { "" }
-            )
-        })
-        .collect()
-}
-
-/// What the chain costs per site against the stock site: (.text bytes,
-/// .altinstructions bytes, .altinstr_replacement bytes), each the
-/// difference.
-pub fn cost_per_site(chain: &Chain, stock: &Chain) -> (isize, isize, isize) {
-    let repl = |c: &Chain| -> usize { c.alts.iter().map(|a| a.insn.bytes().len()).sum() };
-    (
-        chain.len() as isize - stock.len() as isize,
-        (chain.alts.len() as isize - stock.alts.len() as isize) * ALT_INSTR_BYTES as isize,
-        repl(chain) as isize - repl(stock) as isize,
-    )
+    edit(excerpts::x86_64_copy_user_generic_6_12(), &[(&old, new)])
 }
 
 /// The patch body's paragraph on the call site.
 pub fn note(t: &Strategy, kernel: KernelVersion, sites: Option<usize>) -> String {
-    let chain = call_site::chain(t, kernel);
-    let stock = call_site::stock_chain(kernel);
+    let chain = variant_chain::chain(t, kernel);
+    let stock = stock_chain(kernel);
     let mut n = String::from(
         "Call site: 6.12's copy_user_generic() is inline, and its\n\
          \x20 ALTERNATIVE(\"rep movsb\", \"call rep_movs_alternative\",\n\

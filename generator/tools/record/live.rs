@@ -29,10 +29,11 @@ use anyhow::{anyhow, Context, Result};
 use super::kallsyms::Kallsyms;
 use super::parse::{Parser, TraceLine};
 use super::{definitions, pick, ProbeDef, Row, GROUP};
-use crate::arch::kernel_copy_symbols::{probes, CopyProbe};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::Arch;
 use crate::input::BadInput;
+use crate::kernel::copy_symbols::{probes, CopyProbe};
+use crate::kernel::symbols::{GLUE_SYMBOL, REP_MOVS_ALTERNATIVE};
 
 /// The environment cannot be recorded in ([`BadInput`], exit 2): the
 /// message says why and what to do instead.
@@ -384,7 +385,7 @@ fn choose(
     let probe = match &o.symbol {
         Some(name) => {
             let p = pick(o.arch, name).map_err(|e| refuse(e.to_string()))?;
-            if p.name == "rep_movs_alternative" && fsrm {
+            if p.name == REP_MOVS_ALTERNATIVE && fsrm {
                 return Err(refuse(format!(
                     "{FSRM_NOTE}. Record --symbol _copy_user instead (the sizes are then the callers' whole requests), or record in a kernel on a CPU without FSRM (qemu -cpu max,fsrm=off: verify/kernel-record)"
                 )));
@@ -405,14 +406,14 @@ fn choose(
                     "cannot tell which copy routine the kernel has (no available_filter_functions, kallsyms unreadable): name one with --symbol",
                 ));
             };
-            if have.contains("copygen_copy_user") {
-                return Err(refuse(
-                    "the kernel is copygen-patched (copygen_copy_user): name its convention, --symbol copygen_copy_user (C) or --symbol copygen_copy_user:rep_movs",
-                ));
+            if have.contains(GLUE_SYMBOL) {
+                return Err(refuse(format!(
+                    "the kernel is copygen-patched ({GLUE_SYMBOL}): name its convention, --symbol {GLUE_SYMBOL} (C) or --symbol {GLUE_SYMBOL}:rep_movs",
+                )));
             }
             let mut found = None;
             for p in table.probes {
-                if p.name == "rep_movs_alternative" && fsrm && have.contains(p.name) {
+                if p.name == REP_MOVS_ALTERNATIVE && fsrm && have.contains(p.name) {
                     notes.push(format!("{FSRM_NOTE}: recording _copy_{{from,to}}_user"));
                     continue;
                 }

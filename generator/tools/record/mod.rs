@@ -3,7 +3,7 @@
 //! (`tools::trace`'s format).
 //!
 //! Three ways in, one probe table ([`definitions`], from
-//! [`crate::arch::kernel_copy_symbols`]):
+//! [`crate::kernel::copy_symbols`]):
 //! - live ([`live`]): adds the probes to `kprobe_events`, enables them,
 //!   reads `trace_pipe`, removes them again on every way out;
 //! - `--script` ([`script`]): the same probes as a POSIX sh script, for a
@@ -22,8 +22,8 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
 
-use crate::arch::kernel_copy_symbols::{probes, ArchProbes, CopyProbe, SymbolDirection};
 use crate::front::strategy::{Arch, Direction};
+use crate::kernel::copy_symbols::{probes, ArchProbes, CopyProbe, SymbolDirection};
 
 /// The probe group: every event `copygen record` adds is `copygen/NAME`.
 pub const GROUP: &str = "copygen";

@@ -18,10 +18,10 @@ use anyhow::{bail, Result};
 
 use super::kallsyms::Kallsyms;
 use super::Row;
-use crate::arch::kernel_copy_symbols::{kernel_bits_of, probes, ArchProbes};
 use crate::front::diagnostics::escape;
 use crate::front::strategy::{Arch, Direction};
 use crate::input::BadInput;
+use crate::kernel::copy_symbols::{kernel_bits_of, probes, ArchProbes};
 use crate::tools::trace::{MAX_CALLER, MAX_SIZE};
 
 /// The marker line `copygen record --script` writes above the trace.

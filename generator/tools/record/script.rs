@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 
 use super::parse::SCRIPT_MARK;
 use super::{definitions, GROUP};
-use crate::arch::kernel_copy_symbols::{probes, CopyProbe};
 use crate::front::strategy::Arch;
+use crate::kernel::copy_symbols::{probes, CopyProbe};
 
 /// The script for `probe` on `arch`.
 pub fn script(arch: Arch, probe: &CopyProbe) -> String {

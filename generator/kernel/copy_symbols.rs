@@ -18,10 +18,10 @@
 //! | riscv64 | `__asm_copy_to_user` (= `__asm_copy_from_user`) | a0 a1 a2        | by user pointer | `%ra`        |
 //! | riscv64 | `copygen_copy_user` / `fallback_scalar_usercopy` (copygen-patched 6.1 / 6.12) | a0 a1 a2 | by user pointer | `%ra` |
 //!
-//! The register columns are the ABI tables' ([`super::x86_64::LINUX_C`],
-//! [`super::x86_64::REP_MOVS`], [`super::i386::REGPARM`],
-//! [`super::armv6::AAPCS`], [`super::aarch64::AAPCS64`],
-//! [`super::riscv64::LP64`]); the tests check
+//! The register columns are the ABI tables' ([`crate::arch::x86_64::LINUX_C`],
+//! [`crate::arch::x86_64::REP_MOVS`], [`crate::arch::i386::REGPARM`],
+//! [`crate::arch::armv6::AAPCS`], [`crate::arch::aarch64::AAPCS64`],
+//! [`crate::arch::riscv64::LP64`]); the tests check
 //! that the names here are those registers.
 //!
 //! A probe keeps only what a workload trace holds: the low 12 bits of each
@@ -29,6 +29,7 @@
 //! pointer, and for a routine that serves both directions the top bits
 //! that tell a kernel address from a user one.
 
+use super::symbols::{GLUE_SYMBOL, REP_MOVS_ALTERNATIVE};
 use crate::front::strategy::{Arch, Direction};
 
 /// How a probe learns the direction of a call.
@@ -114,9 +115,9 @@ pub const X86_64: ArchProbes = ArchProbes {
     kernel_bits: 1,
     probes: &[
         CopyProbe {
-            name: "copygen_copy_user",
+            name: GLUE_SYMBOL,
             symbols: &[sym(
-                "copygen_copy_user",
+                GLUE_SYMBOL,
                 Both,
                 X86_64_C,
                 "a copygen-patched kernel, convention = \"c\"",
@@ -126,7 +127,7 @@ pub const X86_64: ArchProbes = ArchProbes {
         CopyProbe {
             name: "copygen_copy_user:rep_movs",
             symbols: &[sym(
-                "copygen_copy_user",
+                GLUE_SYMBOL,
                 Both,
                 X86_64_REP,
                 "a copygen-patched kernel, convention = \"rep_movs\"",
@@ -134,9 +135,9 @@ pub const X86_64: ArchProbes = ArchProbes {
             whole_request: false,
         },
         CopyProbe {
-            name: "rep_movs_alternative",
+            name: REP_MOVS_ALTERNATIVE,
             symbols: &[sym(
-                "rep_movs_alternative",
+                REP_MOVS_ALTERNATIVE,
                 Both,
                 X86_64_REP,
                 "6.4 and later, on CPUs without FSRM (FSRM CPUs run rep movsb inline)",
@@ -161,9 +162,9 @@ pub const I386: ArchProbes = ArchProbes {
     kernel_bits: 2,
     probes: &[
         CopyProbe {
-            name: "copygen_copy_user",
+            name: GLUE_SYMBOL,
             symbols: &[sym(
-                "copygen_copy_user",
+                GLUE_SYMBOL,
                 Both,
                 I386_REGPARM,
                 "a copygen-patched kernel (-mregparm=3)",
@@ -252,9 +253,9 @@ pub const RISCV64: ArchProbes = ArchProbes {
             whole_request: false,
         },
         CopyProbe {
-            name: "copygen_copy_user",
+            name: GLUE_SYMBOL,
             symbols: &[sym(
-                "copygen_copy_user",
+                GLUE_SYMBOL,
                 Both,
                 RV64,
                 "6.1 patched by copygen kernel-patch",
@@ -348,9 +349,9 @@ mod tests {
     fn the_registers_are_the_abi_tables() {
         let cases: [(&ArchProbes, &str, &Abi); 9] = [
             (&X86_64, "_copy_from_user", &x86_64::LINUX_C),
-            (&X86_64, "rep_movs_alternative", &x86_64::REP_MOVS),
+            (&X86_64, REP_MOVS_ALTERNATIVE, &x86_64::REP_MOVS),
             (&X86_64, "copygen_copy_user:rep_movs", &x86_64::REP_MOVS),
-            (&X86_64, "copygen_copy_user", &x86_64::LINUX_C),
+            (&X86_64, GLUE_SYMBOL, &x86_64::LINUX_C),
             (&I386, "__copy_user_ll", &i386::REGPARM),
             (&ARMV6, "arm_copy_to_user", &armv6::AAPCS),
             (&AARCH64, "__arch_copy_from_user", &aarch64::AAPCS64),

@@ -1,10 +1,40 @@
-//! Kernel-version facts: the one table of what differs between the kernel
-//! trees copygen targets (`[linux] kernel`, [`KernelVersion`]) and the
-//! releases where those differences begin.
+//! The kernel trees copygen targets (`[linux] kernel`, [`KernelVersion`]),
+//! the one table of what differs between them, and the releases where
+//! those differences begin. The strategy types name [`KernelVersion`], so
+//! this module is of their stage (0).
 
 use std::fmt;
 
-use crate::front::strategy::{Arch, KernelVersion};
+use serde::{Deserialize, Serialize};
+
+use crate::front::strategy::Arch;
+
+/// A kernel layout the linux flavour is written for (file conventions and
+/// call sites differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+pub enum KernelVersion {
+    /// 6.1 LTS: `<asm/export.h>` in assembly; x86_64 `copy_user_generic()`
+    /// picks a `copy_user_*` routine that does its own STAC/CLAC.
+    #[serde(rename = "6.1")]
+    V6_1,
+    /// 6.12 LTS: `<linux/export.h>` in assembly; x86_64 calls
+    /// `rep_movs_alternative` with STAC/CLAC in the caller.
+    #[serde(rename = "6.12")]
+    V6_12,
+}
+
+impl KernelVersion {
+    pub const ALL: [KernelVersion; 2] = [KernelVersion::V6_1, KernelVersion::V6_12];
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVersion::V6_1 => "6.1",
+            KernelVersion::V6_12 => "6.12",
+        }
+    }
+    pub fn parse(s: &str) -> Option<KernelVersion> {
+        KernelVersion::ALL.into_iter().find(|v| v.name() == s)
+    }
+}
 
 /// A kernel release, `major.minor`, ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,0 +1,205 @@
+//! The 6.12 x86_64 call site of a per-CPU strategy: `copy_user_generic()`'s
+//! inline `ALTERNATIVE` becomes a chain over the strategy's variants
+//! ([`chain`]), and what each CPU feature set runs follows from it
+//! ([`site`], [`per_cpu_table`]). The routines the chain calls are named by
+//! `arch::symbols`, as the backend names them.
+
+use super::site::{stock_chain, Alt, Chain, SiteCode, SiteInsn, SiteTarget, MAX_ALTERNATIVES};
+use super::version::KernelVersion;
+use crate::arch::cpu::CpuFeatures;
+use crate::arch::symbols;
+use crate::front::strategy::{Arch, Convention, Direction, Flavor, MethodKind, Strategy};
+use crate::front::variant::{CpuFeature, Variant};
+
+/// The site of the strategy `t` (wired for `kernel`: one routine for both
+/// directions, named as the glue calls it) on a CPU with `features`.
+pub fn site(t: &Strategy, kernel: KernelVersion, features: CpuFeatures) -> SiteCode {
+    chain(t, kernel).resolve(features)
+}
+
+/// Whether the kernel's sites are inline and the strategy's site is the
+/// chain over its variants (x86_64, 6.12, per-CPU, `rep_movs` convention).
+pub fn is_variant_chain(t: &Strategy, kernel: KernelVersion) -> bool {
+    t.arch == Arch::X86_64
+        && kernel.x86_64_calls_rep_movs_alternative()
+        && t.linux.convention == Convention::RepMovs
+        && !t.variants.is_empty()
+}
+
+/// Whether a variant is a bare `rep movsb`: one size class for every size,
+/// `rep movs` of unit 1 without alignment prologue or guards.
+pub fn is_bare_movsb(v: &Variant) -> bool {
+    matches!(
+        v.classes.as_slice(),
+        [c] if c.lo == 0
+            && c.hi.is_none()
+            && c.guards.is_empty()
+            && c.method.kind == MethodKind::RepMovs { unit: 1, align: None }
+    )
+}
+
+/// The routine a site calls for variant `v` of the wired `t` (in the
+/// `rep movs` convention, one routine for both directions).
+pub fn variant_routine(t: &Strategy, v: &Variant) -> String {
+    symbols::variant_entry(t, v, Flavor::Linux, Direction::FromUser)
+}
+
+/// The entry point a site calls when it cannot pick the variant itself.
+pub fn entry_routine(t: &Strategy) -> String {
+    symbols::entry(t, Flavor::Linux, Direction::FromUser, None)
+}
+
+/// The site of one variant: the inline `rep movsb` when it is one, else a
+/// call of its routine.
+fn variant_insn(t: &Strategy, v: &Variant) -> SiteInsn {
+    if is_bare_movsb(v) {
+        SiteInsn::RepMovsb
+    } else {
+        SiteInsn::Call(SiteTarget::Routine(variant_routine(t, v)))
+    }
+}
+
+/// The chain of the wired strategy `t` in `kernel`.
+///
+/// For x86_64 6.12 per-CPU strategies in the `rep_movs` convention: from
+/// the lowest priority (the default variant, the original instruction) to
+/// the highest, "if the variant's first bit holds, the variant's site",
+/// then for each further bit of its condition, "if that bit fails, call
+/// the entry" (whose own ALTERNATIVEs make the exact first-match choice).
+/// A CPU therefore runs the site of its variant or calls the entry, both
+/// right; a variant whose condition holds is never overridden by a
+/// higher-priority one (that one's condition fails, so at most its entry
+/// call applies). Otherwise (6.1, the C convention, no variants) the site
+/// is a call of the routine on every CPU, or, for a strategy that *is*
+/// 6.12's `rep_movs_alternative`, the stock site.
+pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
+    let entry = entry_routine(t);
+    let call_entry = || SiteInsn::Call(SiteTarget::Routine(entry.clone()));
+    // 6.1's glue calls the entry in the strategy's own convention; a 6.12
+    // site is in the `rep movs` convention (a C-convention routine is
+    // reached through its `rep movs` entry, `jit::site`).
+    let convention = if kernel.x86_64_calls_rep_movs_alternative() {
+        Convention::RepMovs
+    } else {
+        t.linux.convention
+    };
+    let calls_entry = |fallback: Option<String>| Chain {
+        old: call_entry(),
+        alts: Vec::new(),
+        fallback,
+        convention,
+    };
+    if !is_variant_chain(t, kernel) {
+        if t.arch == Arch::X86_64
+            && kernel.x86_64_calls_rep_movs_alternative()
+            && t.linux.convention == Convention::RepMovs
+        {
+            return stock_chain(kernel);
+        }
+        return calls_entry(None);
+    }
+    let (default, rest) = t.variants.split_last().expect("variants");
+    let mut alts = Vec::new();
+    for v in rest.iter().rev() {
+        let Some(c) = &v.when else { continue };
+        let bits: Vec<(CpuFeature, bool)> = c
+            .require
+            .iter()
+            .map(|&f| (f, false))
+            .chain(c.exclude.iter().map(|&f| (f, true)))
+            .collect();
+        let Some((&(first, first_neg), others)) = bits.split_first() else {
+            continue;
+        };
+        alts.push(Alt {
+            feature: first,
+            negate: first_neg,
+            insn: variant_insn(t, v),
+        });
+        for &(f, neg) in others {
+            alts.push(Alt {
+                feature: f,
+                negate: !neg,
+                insn: call_entry(),
+            });
+        }
+    }
+    if alts.len() > MAX_ALTERNATIVES {
+        return calls_entry(Some(format!(
+            "the chain over the variants would nest {} ALTERNATIVEs; 6.12's macros nest at most {MAX_ALTERNATIVES} (ALTERNATIVE_3), so every site calls {entry}",
+            alts.len()
+        )));
+    }
+    Chain {
+        old: variant_insn(t, default),
+        alts,
+        fallback: None,
+        convention: Convention::RepMovs,
+    }
+}
+
+/// Every combination of the features `t`'s variants name (each feature
+/// outside them absent), in counting order: the CPUs a site differs on.
+pub fn feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
+    let named: Vec<CpuFeature> = CpuFeature::ALL
+        .into_iter()
+        .filter(|f| {
+            t.variants.iter().any(|v| {
+                v.when
+                    .as_ref()
+                    .is_some_and(|c| c.require.contains(f) || c.exclude.contains(f))
+            })
+        })
+        .collect();
+    (0..1u32 << named.len())
+        .map(|m| {
+            let on: Vec<CpuFeature> = named
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| m & (1 << i) != 0)
+                .map(|(_, &f)| f)
+                .collect();
+            CpuFeatures::from_list(&on)
+        })
+        .collect()
+}
+
+/// The variant the first-match rule picks on `features`.
+pub fn variant_for(t: &Strategy, features: CpuFeatures) -> Option<&Variant> {
+    t.variants
+        .iter()
+        .find(|v| v.when.as_ref().is_none_or(|c| c.holds(features)))
+}
+
+/// `erms+fsrm`, or `none`: a feature set as the site reports name it.
+pub fn features_text(f: CpuFeatures) -> String {
+    let names: Vec<String> = f.list().iter().map(|x| x.name()).collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join("+")
+    }
+}
+
+/// One line per feature set over the bits `t` names: the variant the
+/// entry's first-match rule picks and what the site becomes (`entry` when
+/// it calls the entry point), and whether that is the stock site's bytes.
+pub fn per_cpu_table(t: &Strategy, kernel: KernelVersion) -> Vec<String> {
+    let chain = chain(t, kernel);
+    let stock = stock_chain(kernel);
+    feature_sets(t)
+        .into_iter()
+        .map(|f| {
+            let v = variant_for(t, f).map_or("-", |v| v.name.as_str());
+            let insn = chain.chosen(f);
+            let same = chain.resolve(f) == stock.resolve(f);
+            format!(
+                "{:<14}{:<7}{}{}",
+                features_text(f),
+                v,
+                insn.gas(),
+                if same { " (stock bytes)" } else { "" }
+            )
+        })
+        .collect()
+}
