@@ -232,35 +232,6 @@ fn section(obj: &Path, name: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// 6.12's C-side macros (arch/x86/include/asm/alternative.h), as gcc sees
-/// them in the kernel.
-const ALTERNATIVE_H: &str = r##"
-#define __stringify_1(x...) #x
-#define __stringify(x...) __stringify_1(x)
-#define ALT_FLAGS_SHIFT 16
-#define ALT_FLAG_NOT (1 << 0)
-#define ALT_NOT(feature) ((ALT_FLAG_NOT << ALT_FLAGS_SHIFT) | (feature))
-#define X86_FEATURE_ERMS (9 * 32 + 9)
-#define X86_FEATURE_FSRM (18 * 32 + 4)
-#define X86_FEATURE_ZEN (7 * 32 + 28)
-#define alt_slen "772b-771b"
-#define alt_total_slen "773b-771b"
-#define alt_rlen "775f-774f"
-#define OLDINSTR(oldinstr) "# ALT: oldinstr\n" "771:\n\t" oldinstr "\n772:\n" "# ALT: padding\n" \
-	".skip -(((" alt_rlen ")-(" alt_slen ")) > 0) * " "((" alt_rlen ")-(" alt_slen ")),0x90\n" "773:\n"
-#define ALTINSTR_ENTRY(ft_flags) ".pushsection .altinstructions,\"a\"\n" " .long 771b - .\n" \
-	" .long 774f - .\n" " .4byte " __stringify(ft_flags) "\n" " .byte " alt_total_slen "\n" \
-	" .byte " alt_rlen "\n" ".popsection\n"
-#define ALTINSTR_REPLACEMENT(newinstr) ".pushsection .altinstr_replacement, \"ax\"\n" \
-	"# ALT: replacement\n" "774:\n\t" newinstr "\n775:\n" ".popsection\n"
-#define ALTERNATIVE(oldinstr, newinstr, ft_flags) OLDINSTR(oldinstr) ALTINSTR_ENTRY(ft_flags) \
-	ALTINSTR_REPLACEMENT(newinstr)
-#define ALTERNATIVE_2(oldinstr, newinstr1, ft_flags1, newinstr2, ft_flags2) \
-	ALTERNATIVE(ALTERNATIVE(oldinstr, newinstr1, ft_flags1), newinstr2, ft_flags2)
-#define ALTERNATIVE_3(oldinstr, newinstr1, ft_flags1, newinstr2, ft_flags2, newinstr3, ft_flags3) \
-	ALTERNATIVE(ALTERNATIVE_2(oldinstr, newinstr1, ft_flags1, newinstr2, ft_flags2), newinstr3, ft_flags3)
-"##;
-
 /// The chain's C text compiled by gcc with the kernel's macros: the site's
 /// length and original bytes, each alternative's entry (flags, lengths) and
 /// replacement, and then apply_alternatives() over those very entries for
@@ -271,7 +242,8 @@ fn check_against_gcc(c: &Chain) {
     std::fs::write(
         &src,
         format!(
-            "{ALTERNATIVE_H}\nvoid site(void)\n{{\n\tasm volatile(\"1:\\n\\t\"\n\t\t{}\n\t\t\"2:\\n\" ::: \"memory\");\n}}\n",
+            "{}\nvoid site(void)\n{{\n\tasm volatile(\"1:\\n\\t\"\n\t\t{}\n\t\t\"2:\\n\" ::: \"memory\");\n}}\n",
+            copygen::kernel::alternative::c_header(),
             c.c_text(2)
         ),
     )
