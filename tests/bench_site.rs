@@ -585,6 +585,108 @@ fn bad_site_options_are_located_errors() {
     assert!(!out.exists(), "nothing written");
 }
 
+#[test]
+fn a_tree_that_is_not_the_kernel_asked_for_is_a_located_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let site = |tree: &str, kernel: &str| {
+        [
+            "bench",
+            "--site",
+            "kernel",
+            "--site-kernel",
+            kernel,
+            "--tree",
+            tree,
+            "guarded-movsb",
+            "--sizes",
+            "8",
+        ]
+        .map(str::to_string)
+    };
+    let run = |args: [String; 10], needles: &[&str]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, needles);
+    };
+    // No Makefile: not a tree.
+    run(site(&d, "6.12"), &["--tree", &d, "no kernel tree there"]);
+    // A tree of another version.
+    std::fs::write(
+        dir.path().join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n",
+    )
+    .unwrap();
+    run(site(&d, "6.1"), &["--tree", "says Linux 6.12, not 6.1"]);
+    // The right version without the routine's source.
+    run(
+        site(&d, "6.12"),
+        &["--tree", "no arch/x86/lib/copy_user_64.S there"],
+    );
+}
+
+/// `bench --site kernel --workload`: every subject is a site, the stock
+/// one first and the baseline; the report names the stock path and gives
+/// every subject a ratio to it, in text and JSON.
+#[test]
+fn a_workload_replays_through_the_sites_against_the_stock_site() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/generator/workloads/x86_64/cat.csv"
+    );
+    for (kernel, stock_path) in [("6.1", "stock path: 6.1: "), ("6.12", "stock path: 6.12")] {
+        if stock_object(KernelVersion::parse(kernel).unwrap()).is_none() {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("replay.json");
+        let o = copygen(&[
+            "bench",
+            "--site",
+            "kernel",
+            "--site-kernel",
+            kernel,
+            "--workload",
+            trace,
+            "unrolled64",
+            "guarded-movsb",
+            "--repeats",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.starts_with(stock_path), "{text}");
+        let stock = format!("stock {kernel}");
+        let head = format!("vs {stock}");
+        assert!(text.contains(&head), "{text}");
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                [stock.as_str(), "unrolled64 ", "guarded-movsb "]
+                    .iter()
+                    .any(|n| l.starts_with(n))
+                    && l.ends_with('x')
+            })
+            .collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[0].ends_with("1.00x"), "{text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["context"]["baseline"], stock.as_str(), "{v}");
+        let names: Vec<&str> = v["subjects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, [stock.as_str(), "unrolled64", "guarded-movsb"]);
+        for s in v["subjects"].as_array().unwrap() {
+            assert!(s["tsc_ticks"].as_f64().unwrap() > 0.0, "{s}");
+        }
+    }
+}
+
 fn tempfile_dir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("copygen-bench-site-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();

@@ -95,7 +95,7 @@ pub struct BenchArgs {
     /// as alternatives leave it for this CPU, inline in the timing loop with
     /// the routine it calls, against the stock kernel's site.
     #[arg(long, value_name = "WHERE", value_parser = ["kernel"],
-          conflicts_with_all = ["workload", "kernel", "baseline", "variant"])]
+          conflicts_with_all = ["kernel", "baseline", "variant"])]
     site: Option<String>,
     /// With --site kernel: the kernel whose call site is timed (6.1 or
     /// 6.12).
@@ -127,7 +127,7 @@ pub struct BenchArgs {
     /// takes (distributions, sizes 0..64, 8 KiB at offsets 0..0x20, the
     /// alias band) for one strategy and write them here.
     #[arg(long, value_name = "FILE", requires = "site",
-          conflicts_with_all = ["table", "sizes", "alias_offsets", "distribution", "json", "plot", "cold"])]
+          conflicts_with_all = ["table", "sizes", "alias_offsets", "distribution", "workload", "json", "plot", "cold"])]
     figures_out: Option<PathBuf>,
 }
 
@@ -307,7 +307,11 @@ fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure
     use copygen::tools::bench;
     let trace = copygen::tools::trace::Trace::load(path)
         .map_err(|e| Failure::Input(BadInput(format!("{e:#}"))))?;
-    let (subjects, baseline) = subjects_and_baseline(a, Vec::new())?;
+    let sites = a.site.is_some().then(|| sites(a)).transpose()?;
+    let (subjects, baseline) = match sites {
+        Some(_) => (Vec::new(), None),
+        None => subjects_and_baseline(a, Vec::new())?,
+    };
     let replay = bench::Replay::new(trace, a.calls, a.working_set);
     if replay.trace.calls.len() < bench::DEFAULT_CALLS {
         errln!(
@@ -317,14 +321,25 @@ fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure
         );
     }
     let opts = run_options(a);
-    let mut results = with_progress("workload", |p| {
-        bench::run_replay(&replay, &subjects, &opts, p)
-    });
+    let mut results = match &sites {
+        Some(s) => {
+            let empty = bench::site::empty_site(&s.model).map_err(Failure::Other)?;
+            with_progress("workload", |p| {
+                bench::run_replay_sites(&replay, &s.subjects, &empty, &opts, p)
+            })
+        }
+        None => with_progress("workload", |p| {
+            bench::run_replay(&replay, &subjects, &opts, p)
+        }),
+    };
     if let Some(b) = baseline {
         results.baseline = b;
     }
     results.command = command_line();
-    table(a, format_args!("{}", results.text()))?;
+    match &sites {
+        Some(s) => table(a, format_args!("{}\n{}", s.stock_path, results.text()))?,
+        None => table(a, format_args!("{}", results.text()))?,
+    }
     if let Some(p) = &a.json {
         let text = serde_json::to_string_pretty(&results.json()).expect("json");
         copygen::output::write::write_file(p, &(text + "\n"))?;
@@ -402,8 +417,17 @@ pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Stra
     Ok(s)
 }
 
-/// `--site kernel`: the strategies' call sites against the stock site.
-fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitCode, Failure> {
+/// What `--site kernel` times: the stock kernel's site first (the
+/// baseline), then each strategy's; and the report's line naming the stock
+/// path this CPU runs.
+struct Sites {
+    model: copygen::tools::bench::site::KernelModel,
+    subjects: Vec<copygen::tools::bench::site::SiteSubject>,
+    stock_path: String,
+}
+
+/// The checks of `--site kernel`'s arguments, and its sites.
+fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
     use copygen::front::strategy::KernelVersion;
     use copygen::tools::bench::{self, site};
     let kernel = match KernelVersion::parse(&a.site_kernel) {
@@ -455,6 +479,21 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     for s in &strategies {
         subjects.push(site::site_subject(s, &model).map_err(fail)?);
     }
+    Ok(Sites {
+        model,
+        subjects,
+        stock_path,
+    })
+}
+
+/// `--site kernel`: the strategies' call sites against the stock site.
+fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitCode, Failure> {
+    use copygen::tools::bench::site;
+    let Sites {
+        subjects,
+        stock_path,
+        ..
+    } = sites(a)?;
     let codes: Vec<(String, copygen::kernel::site::SiteCode)> = subjects
         .iter()
         .map(|s| (s.name.clone(), s.site.site().clone()))

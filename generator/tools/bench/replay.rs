@@ -11,6 +11,12 @@
 //! The size x distance table comes from a second pass over the same
 //! segment that timestamps each call; the timer's own cost (measured on an
 //! empty routine) is subtracted.
+//!
+//! With `--site kernel` ([`run_replay_sites`]) the subjects are call sites
+//! (`bench::site`): each call's arguments are loaded by the site's own
+//! loop and the site runs inline, the stock kernel's site first (the
+//! baseline); the timer's cost is then that of an empty site in the same
+//! loop.
 
 use std::fmt::Write as _;
 
@@ -18,7 +24,9 @@ use serde::Serialize;
 
 use super::clock::{tsc_end, tsc_start};
 use super::placement::{self, Placed};
+use super::site::SiteSubject;
 use super::{quantile, BenchOptions, CopyFn, Rng, Subject};
+use crate::jit::site::{JitSite, SiteArgs};
 use crate::tools::trace::{cell, cell_counts, Trace, BANDS, SIZE_CLASSES};
 
 /// The default working set: L2-resident on current x86 cores.
@@ -85,27 +93,85 @@ impl Drop for Regions {
     }
 }
 
-fn replay_all(f: CopyFn, regions: &Regions, calls: &[Placed]) -> f64 {
-    let t0 = tsc_start();
-    for p in calls {
-        let (d, s) = regions.at(p);
-        // SAFETY: within the regions (place()).
-        let r = unsafe { f(std::hint::black_box(d), std::hint::black_box(s), p.n) };
-        std::hint::black_box(r);
-    }
-    (tsc_end() - t0) as f64 / calls.len().max(1) as f64
+/// What a replay times: a routine called from the replay loop, or a call
+/// site run inline in its own loop (the round picks the loop's shape, as
+/// `run_sites` does).
+#[derive(Clone, Copy)]
+enum Player<'a> {
+    Routine(CopyFn),
+    Site(&'a JitSite),
 }
 
-fn replay_each(f: CopyFn, regions: &Regions, calls: &[Placed], ticks: &mut Vec<u64>) {
-    ticks.clear();
-    for p in calls {
-        let (d, s) = regions.at(p);
-        let t0 = tsc_start();
-        // SAFETY: within the regions (place()).
-        let r = unsafe { f(std::hint::black_box(d), std::hint::black_box(s), p.n) };
-        ticks.push(tsc_end() - t0);
-        std::hint::black_box(r);
+impl Player<'_> {
+    /// Ticks per call over `calls`, replayed back to back.
+    fn all(self, regions: &Regions, calls: &[Placed], round: usize) -> f64 {
+        let t = match self {
+            Player::Routine(f) => {
+                let t0 = tsc_start();
+                for p in calls {
+                    let (d, s) = regions.at(p);
+                    // SAFETY: within the regions (place()).
+                    let r = unsafe { f(std::hint::black_box(d), std::hint::black_box(s), p.n) };
+                    std::hint::black_box(r);
+                }
+                tsc_end() - t0
+            }
+            Player::Site(site) => {
+                let args = site_args(regions, calls);
+                let t0 = tsc_start();
+                // SAFETY: every entry lies within the regions (place()).
+                let left = unsafe {
+                    site.run(
+                        round,
+                        args.as_ptr(),
+                        args.len() as u64,
+                        std::mem::size_of::<SiteArgs>() as u64,
+                    )
+                };
+                let t = tsc_end() - t0;
+                std::hint::black_box(left);
+                t
+            }
+        };
+        t as f64 / calls.len().max(1) as f64
     }
+
+    /// Each call of `calls` timed alone, into `ticks`.
+    fn each(self, regions: &Regions, calls: &[Placed], round: usize, ticks: &mut Vec<u64>) {
+        ticks.clear();
+        match self {
+            Player::Routine(f) => {
+                for p in calls {
+                    let (d, s) = regions.at(p);
+                    let t0 = tsc_start();
+                    // SAFETY: within the regions (place()).
+                    let r = unsafe { f(std::hint::black_box(d), std::hint::black_box(s), p.n) };
+                    ticks.push(tsc_end() - t0);
+                    std::hint::black_box(r);
+                }
+            }
+            Player::Site(site) => {
+                for a in site_args(regions, calls) {
+                    let t0 = tsc_start();
+                    // SAFETY: within the regions (place()).
+                    let left = unsafe { site.run(round, &a, 1, 0) };
+                    ticks.push(tsc_end() - t0);
+                    std::hint::black_box(left);
+                }
+            }
+        }
+    }
+}
+
+/// The placed calls as a site's arguments.
+fn site_args(regions: &Regions, calls: &[Placed]) -> Vec<SiteArgs> {
+    calls
+        .iter()
+        .map(|p| {
+            let (to, from) = regions.at(p);
+            SiteArgs { to, from, n: p.n }
+        })
+        .collect()
 }
 
 unsafe extern "sysv64" fn empty(_: *mut u8, _: *const u8, _: usize) -> usize {
@@ -154,6 +220,42 @@ pub fn run_replay(
     opts: &BenchOptions,
     progress: &dyn Fn(u64, u64),
 ) -> ReplayResults {
+    let players: Vec<(String, Player)> = subjects
+        .iter()
+        .map(|s| (s.name.clone(), Player::Routine(s.f)))
+        .collect();
+    let mut res = replay_players(r, &players, Player::Routine(empty), opts, progress);
+    let names: Vec<String> = subjects.iter().map(|s| s.name.clone()).collect();
+    res.baseline = super::default_baseline(&names);
+    res
+}
+
+/// Replay `r` on every call site (see the module text): `sites[0]` is the
+/// stock kernel's, the baseline; `empty` is a site with no code, compiled
+/// alike, whose cost is the timer's.
+pub fn run_replay_sites(
+    r: &Replay,
+    sites: &[SiteSubject],
+    empty: &JitSite,
+    opts: &BenchOptions,
+    progress: &dyn Fn(u64, u64),
+) -> ReplayResults {
+    let players: Vec<(String, Player)> = sites
+        .iter()
+        .map(|s| (s.name.clone(), Player::Site(&s.site)))
+        .collect();
+    let mut res = replay_players(r, &players, Player::Site(empty), opts, progress);
+    res.baseline = 0;
+    res
+}
+
+fn replay_players(
+    r: &Replay,
+    subjects: &[(String, Player)],
+    timer_probe: Player,
+    opts: &BenchOptions,
+    progress: &dyn Fn(u64, u64),
+) -> ReplayResults {
     let repeats = opts.repeats.max(1);
     let regions = Regions::new(r.region_pages());
     let trace = &r.trace.calls;
@@ -161,19 +263,19 @@ pub fn run_replay(
     let mut totals = vec![Vec::with_capacity(repeats); subjects.len()];
     let mut cell_rounds = vec![vec![vec![Vec::new(); 5]; 6]; subjects.len()];
     let mut ticks = Vec::with_capacity(r.calls);
-    // The timer's cost: timestamps around an empty routine.
+    // The timer's cost: timestamps around an empty routine (or site).
     let probe = placement::place(
         &placement::segment(trace, 0, r.calls.min(1024)),
         r.region_pages(),
     );
-    replay_each(empty, &regions, &probe, &mut ticks);
+    timer_probe.each(&regions, &probe, 0, &mut ticks);
     let mut t: Vec<f64> = ticks.iter().map(|&x| x as f64).collect();
     t.sort_by(|a, b| a.total_cmp(b));
     let timer = quantile(&t, 0.5);
     let mut order: Vec<usize> = (0..subjects.len()).collect();
     let total = (repeats * subjects.len()) as u64;
     let mut done = 0;
-    for _ in 0..repeats {
+    for round in 0..repeats {
         let seg = placement::segment(
             trace,
             placement::segment_start(trace.len(), &mut rng),
@@ -190,10 +292,10 @@ pub fn run_replay(
         let warm = placement::place(&warm_seg, r.region_pages());
         rng.shuffle(&mut order);
         for &s in &order {
-            let f = subjects[s].f;
-            replay_all(f, &regions, &warm);
-            totals[s].push(replay_all(f, &regions, &timed));
-            replay_each(f, &regions, &timed, &mut ticks);
+            let p = subjects[s].1;
+            p.all(&regions, &warm, round);
+            totals[s].push(p.all(&regions, &timed, round));
+            p.each(&regions, &timed, round, &mut ticks);
             let mut sum = [[0u64; 5]; 6];
             for (&(c, b), &k) in cells.iter().zip(&ticks) {
                 sum[c][b] += k;
@@ -210,7 +312,7 @@ pub fn run_replay(
             progress(done, total);
         }
     }
-    let names: Vec<String> = subjects.iter().map(|s| s.name.clone()).collect();
+    let names: Vec<String> = subjects.iter().map(|s| s.0.clone()).collect();
     let figures = (0..subjects.len())
         .map(|s| {
             let (ticks, q1, q3) = spread(&totals[s]);
@@ -236,7 +338,7 @@ pub fn run_replay(
     ReplayResults {
         replay: r.clone(),
         figures,
-        baseline: super::default_baseline(&names),
+        baseline: 0,
         repeats,
         counts: cell_counts(trace.iter().map(|c| &c.call)),
         timer_ticks: timer,
@@ -434,8 +536,9 @@ pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &BenchOptions) -> V
         );
         rng.shuffle(&mut order);
         for &s in &order {
-            replay_all(subjects[s].f, &regions, &warm);
-            totals[s].push(replay_all(subjects[s].f, &regions, &timed));
+            let p = Player::Routine(subjects[s].f);
+            p.all(&regions, &warm, 0);
+            totals[s].push(p.all(&regions, &timed, 0));
         }
     }
     totals

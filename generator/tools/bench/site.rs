@@ -190,6 +190,18 @@ pub fn site_subject(s: &Strategy, model: &KernelModel) -> Result<SiteSubject> {
     })
 }
 
+/// A site with no code in the stock site's convention, compiled as the
+/// others are: what the loop and the timestamps around one call cost (the
+/// timer a per-call replay subtracts).
+pub fn empty_site(model: &KernelModel) -> Result<JitSite> {
+    let code = SiteCode {
+        bytes: Vec::new(),
+        calls: Vec::new(),
+        convention: model.stock_site().convention,
+    };
+    compile_site_with(&code, &[], &[], model.features).context("the empty site")
+}
+
 /// TSC ticks per execution of `args` (`stride` 0: one set of arguments
 /// `count` times; else `count` consecutive entries).
 fn time_site(site: &JitSite, context: usize, args: &[SiteArgs], count: u64, stride: u64) -> f64 {
