@@ -119,3 +119,60 @@ fn jit_emit_and_verify_take_catalog_names_and_several_inputs() {
     let (code, out) = copygen(&["jit", "no-such-strategy"]);
     assert_eq!(code, 2, "{out}");
 }
+
+/// A `.S` of a Linux tree (no copygen header) is refused with the command
+/// that checks it as the tree builds it; one copygen wrote into the tree is
+/// checked as always.
+#[test]
+fn a_kernel_trees_own_source_is_refused_with_the_command_that_checks_it() {
+    let tree = tempfile::tempdir().unwrap();
+    let t = tree.path();
+    std::fs::write(
+        t.join("Makefile"),
+        "# SPDX-License-Identifier: GPL-2.0\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n",
+    )
+    .unwrap();
+    std::fs::write(t.join("Kbuild"), "").unwrap();
+    let lib = t.join("arch/arm64/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let source = lib.join("copy_from_user.S");
+    std::fs::write(
+        &source,
+        "#include <linux/linkage.h>\n#include <asm/asm-uaccess.h>\nSYM_FUNC_START(__arch_copy_from_user)\n\tret\nSYM_FUNC_END(__arch_copy_from_user)\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["verify", "--static"])
+        .arg(&source)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let t = std::fs::canonicalize(t).unwrap();
+    for needle in [
+        "a source of the Linux 6.12 tree".to_string(),
+        format!(
+            "make -C {} ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- defconfig prepare arch/arm64/lib/copy_from_user.o",
+            t.display()
+        ),
+        format!(
+            "copygen verify --static {}/arch/arm64/lib/copy_from_user.o",
+            t.display()
+        ),
+    ] {
+        assert!(err.contains(&needle), "`{needle}` not in {err}");
+    }
+    // copygen's own file in the same tree is checked.
+    let s = catalog()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "unrolled64")
+        .unwrap();
+    let ours = t.join("arch/x86/lib/copy_user_copygen.S");
+    std::fs::create_dir_all(ours.parent().unwrap()).unwrap();
+    std::fs::write(&ours, render(&s, Flavor::Linux)).unwrap();
+    let (code, text) = verify_static(&ours);
+    assert_eq!(code, 0, "{text}");
+}

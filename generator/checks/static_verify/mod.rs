@@ -49,6 +49,7 @@ mod isa;
 mod report;
 mod rv64;
 pub mod site;
+mod tree_source;
 mod variant_pointer;
 mod x86;
 
@@ -198,6 +199,15 @@ pub fn check_object(path: &Path, options: &Options) -> Result<Report> {
             .map_err(|e| objfile::Unusable(format!("{}: {e}", path.display())))?;
         // A file copygen generated in another run states its facts.
         let header = crate::output::header::read(&text);
+        if header.is_none() {
+            if let Some((tree, version)) = tree_source::linux_tree_of(path) {
+                let i386 = options.arch == Some(Arch::I386);
+                return Err(crate::input::BadInput(tree_source::refusal(
+                    path, &tree, &version, i386,
+                ))
+                .into());
+            }
+        }
         let (h_arch, h_flavor, h_conv) = (
             header.as_ref().map(|h| h.arch),
             header.as_ref().map(|h| h.flavor),
