@@ -5,7 +5,8 @@
 //! kprobe sees them ([`copy_symbols`]), the x86_64 call site per kernel and
 //! CPU feature set and the chain a per-CPU strategy makes of it ([`site`],
 //! [`variant_chain`]), the kernel's `ALTERNATIVE` macros and patch table
-//! ([`alternative`]) and the NOPs its `optimize_nops()` writes ([`nops`]).
+//! ([`alternative`]), the NOPs its `optimize_nops()` writes ([`nops`]) and
+//! the type word of its exception-table entries ([`extable`]).
 //!
 //! Lowering, the JIT, the static verifier and the tools take these facts
 //! from here; none of them spells a kernel symbol, an x86 NOP or a line of
@@ -13,6 +14,7 @@
 
 pub mod alternative;
 pub mod copy_symbols;
+pub mod extable;
 pub mod nops;
 pub mod site;
 pub mod symbols;

@@ -151,9 +151,25 @@ pub(super) fn objdump_all(path: &Path, arch: Arch) -> Result<BTreeMap<String, In
     Ok(sections)
 }
 
-/// The listing of `f`: labels numbered by first appearance, user accesses
-/// marked with their fixup, no addresses or encodings.
-pub(super) fn listing(obj: &ObjectFile, f: &FnSym, insns: &Insns) -> Vec<String> {
+/// A function's listing and its exception-table entries named as the
+/// listing names them.
+pub(super) struct Listing {
+    /// Labels numbered by first appearance, user accesses marked with
+    /// their fixup, no addresses or encodings.
+    pub(super) lines: Vec<String>,
+    /// `(instruction, fixup)` of each entry of [`ObjectFile::entries_of`],
+    /// in its order: the instruction's text as its line prints it (without
+    /// the user mark; `+0x1a`, its offset in the function, when no
+    /// instruction starts there) and the fixup's label.
+    pub(super) entries: Vec<(String, String)>,
+}
+
+/// The listing of `f` (empty `insns`: no lines, entries named by offset).
+pub(super) fn listing(
+    obj: &ObjectFile,
+    f: &FnSym,
+    insns: &[(u64, String, Option<u64>)],
+) -> Listing {
     let fixups: BTreeMap<u64, Loc> = obj
         .entries_of(f)
         .map(|e| (e.insn.offset, e.fixup.clone()))
@@ -180,6 +196,8 @@ pub(super) fn listing(obj: &ObjectFile, f: &FnSym, insns: &Insns) -> Vec<String>
             .clone()
     };
     let mut out = Vec::new();
+    // The text of each instruction with an entry, labels named.
+    let mut texts: HashMap<u64, String> = HashMap::new();
     for (addr, text, target) in insns {
         if targets.contains(addr) {
             let l = name_of(*addr, &mut names);
@@ -206,11 +224,32 @@ pub(super) fn listing(obj: &ObjectFile, f: &FnSym, insns: &Insns) -> Vec<String>
             } else {
                 far(fx, &mut outside)
             };
+            texts.insert(*addr, line.clone());
             line.push_str(&format!(" ; user \u{2192} fixup {label}"));
         }
         out.push(format!("\t{line}"));
     }
-    out
+    // An instruction with two entries shows one in its line; the other's
+    // fixup is named after the lines' labels.
+    let entries = obj
+        .entries_of(f)
+        .map(|e| {
+            let insn = texts
+                .get(&e.insn.offset)
+                .cloned()
+                .unwrap_or_else(|| format!("+{:#x}", e.insn.offset - f.start));
+            let fixup = if inside(&e.fixup) {
+                name_of(e.fixup.offset, &mut names)
+            } else {
+                far(&e.fixup, &mut outside)
+            };
+            (insn, fixup)
+        })
+        .collect();
+    Listing {
+        lines: out,
+        entries,
+    }
 }
 
 /// A listing line with its label names (`L3`, `F1`) replaced by `L?`, and
@@ -247,9 +286,16 @@ pub(super) fn abstract_labels(line: &str) -> (String, Vec<&str>) {
 /// inserted or dropped label does not renumber every later one: lines that
 /// are equal with the names abstracted pair their labels up; labels only
 /// `new` has get numbers after the highest of `old`, in order of appearance.
-pub(super) fn align_labels(old: &[String], new: &[String]) -> Vec<String> {
+/// `extra` (texts naming `new`'s labels that are not lines of its listing)
+/// is renamed the same way.
+pub(super) fn align_labels(
+    old: &[String],
+    new: &[String],
+    extra: &[String],
+) -> (Vec<String>, Vec<String>) {
     let a: Vec<(String, Vec<&str>)> = old.iter().map(|l| abstract_labels(l)).collect();
     let b: Vec<(String, Vec<&str>)> = new.iter().map(|l| abstract_labels(l)).collect();
+    let x: Vec<(String, Vec<&str>)> = extra.iter().map(|l| abstract_labels(l)).collect();
     let ka: Vec<&str> = a.iter().map(|x| x.0.as_str()).collect();
     let kb: Vec<&str> = b.iter().map(|x| x.0.as_str()).collect();
     let mut map: HashMap<&str, String> = HashMap::new();
@@ -290,7 +336,9 @@ pub(super) fn align_labels(old: &[String], new: &[String]) -> Vec<String> {
             *e = (*e).max(n);
         }
     }
-    b.iter()
+    let mut lines: Vec<String> = b
+        .iter()
+        .chain(&x)
         .map(|(text, labels)| {
             let mut out = String::new();
             let mut parts = text.split("L?");
@@ -307,5 +355,7 @@ pub(super) fn align_labels(old: &[String], new: &[String]) -> Vec<String> {
             }
             out
         })
-        .collect()
+        .collect();
+    let extra = lines.split_off(b.len());
+    (lines, extra)
 }

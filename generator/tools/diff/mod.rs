@@ -89,6 +89,104 @@ pub struct FilePair {
     pub status: Change,
 }
 
+/// One exception-table entry of a function, named as the listings name
+/// things: the instruction's text and the fixup's label (`L2`, `F1`), so
+/// renumbered labels and moved code are not a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExtableRow {
+    /// Offset of the instruction in its function (shown, not compared).
+    pub offset: u64,
+    /// The instruction (`+0x1a`, its offset, when no listing has it).
+    pub insn: String,
+    pub fixup: String,
+    /// How its words are relocated: `relative` or `absolute`.
+    pub kind: String,
+    /// The entry type of 12-byte entries ([`crate::kernel::extable`]):
+    /// `EX_TYPE_UACCESS`.
+    #[serde(rename = "type")]
+    pub entry_type: Option<String>,
+    /// The type word's data fields, when any is not 0 (`reg=2 imm=-14`).
+    pub data: Option<String>,
+}
+
+impl ExtableRow {
+    /// What differs between two entries paired up (`insn`, `fixup`,
+    /// `kind`, `type`, `data`; the offset is not compared).
+    fn differences(&self, new: &ExtableRow) -> Vec<String> {
+        [
+            ("insn", self.insn != new.insn),
+            ("fixup", self.fixup != new.fixup),
+            ("kind", self.kind != new.kind),
+            ("type", self.entry_type != new.entry_type),
+            ("data", self.data != new.data),
+        ]
+        .into_iter()
+        .filter(|x| x.1)
+        .map(|x| x.0.to_string())
+        .collect()
+    }
+}
+
+/// An entry of the old side, of the new side, or of both paired up.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExtablePair {
+    /// `unchanged`, `modified` (paired, `changed` says what differs),
+    /// `added` or `removed`.
+    pub status: Change,
+    pub old: Option<ExtableRow>,
+    pub new: Option<ExtableRow>,
+    /// The fields that differ ([`ExtableRow`]'s names: `type` for a type
+    /// change such as `EX_TYPE_COPY` to `EX_TYPE_UACCESS`).
+    pub changed: Vec<String>,
+}
+
+/// Pair the entries of the two sides, each in the order of its
+/// instructions in the function: entries on the same instruction text in
+/// the same order pair up; between those, entries pair by order and the
+/// rest are added or removed.
+fn pair_entries(old: &[ExtableRow], new: &[ExtableRow]) -> Vec<ExtablePair> {
+    let ka: Vec<&str> = old.iter().map(|e| e.insn.as_str()).collect();
+    let kb: Vec<&str> = new.iter().map(|e| e.insn.as_str()).collect();
+    let mut out = Vec::new();
+    let both = |o: &ExtableRow, n: &ExtableRow| {
+        let changed = o.differences(n);
+        ExtablePair {
+            status: if changed.is_empty() {
+                Change::Unchanged
+            } else {
+                Change::Modified
+            },
+            old: Some(o.clone()),
+            new: Some(n.clone()),
+            changed,
+        }
+    };
+    let one = |e: &ExtableRow, status: Change| ExtablePair {
+        status,
+        old: (status == Change::Removed).then(|| e.clone()),
+        new: (status == Change::Added).then(|| e.clone()),
+        changed: Vec::new(),
+    };
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &ka, &kb) {
+        let (o, n) = (op.old_range(), op.new_range());
+        let paired = o.len().min(n.len());
+        for k in 0..paired {
+            out.push(both(&old[o.start + k], &new[n.start + k]));
+        }
+        out.extend(
+            old[o.start + paired..o.end]
+                .iter()
+                .map(|e| one(e, Change::Removed)),
+        );
+        out.extend(
+            new[n.start + paired..n.end]
+                .iter()
+                .map(|e| one(e, Change::Added)),
+        );
+    }
+    out
+}
+
 /// A function whose code or exception table changed.
 #[derive(Debug, Clone, Serialize)]
 pub struct FnChange {
@@ -101,6 +199,9 @@ pub struct FnChange {
     pub new_entries: Option<u64>,
     /// The listings' unified diff (empty when they could not be made).
     pub diff: String,
+    /// The function's exception-table entries paired old with new
+    /// ([`pair_entries`]) when any entry changed; empty otherwise.
+    pub extable: Vec<ExtablePair>,
     /// The symbol in its own objects (without the file qualifier).
     pub symbol: String,
     /// `rel` of the file on each side.
@@ -126,6 +227,8 @@ struct FnView {
     size: u64,
     entries: u64,
     listing: Option<Vec<String>>,
+    /// The entries in the order of their instructions.
+    rows: Vec<ExtableRow>,
     symbol: String,
     file: String,
 }
@@ -262,6 +365,29 @@ pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
                     },
                     _ => f.name.clone(),
                 };
+                let named = listing(&obj, f, insns.as_deref().unwrap_or_default());
+                let mut rows: Vec<ExtableRow> = obj
+                    .entries_of(f)
+                    .zip(named.entries)
+                    .map(|(e, (insn, fixup))| {
+                        let t = e
+                            .type_word
+                            .map(|w| crate::kernel::extable::entry_type(obj.arch, w));
+                        ExtableRow {
+                            offset: e.insn.offset - f.start,
+                            insn,
+                            fixup,
+                            kind: match e.kind {
+                                objfile::EntryKind::Relative => "relative",
+                                objfile::EntryKind::Absolute => "absolute",
+                            }
+                            .to_string(),
+                            entry_type: t.as_ref().map(|t| t.name.clone()),
+                            data: t.and_then(|t| t.data),
+                        }
+                    })
+                    .collect();
+                rows.sort_by_key(|r| r.offset);
                 collected.push((
                     k,
                     format!("{}/{}", any.arch, any.flavor),
@@ -269,8 +395,9 @@ pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
                     sym,
                     FnView {
                         size: f.end - f.start,
-                        entries: obj.entries_of(f).count() as u64,
-                        listing: insns.map(|i| listing(&obj, f, &i)),
+                        entries: rows.len() as u64,
+                        listing: insns.is_some().then_some(named.lines),
+                        rows,
                         symbol: f.name.clone(),
                         file: src.rel.clone(),
                     },
@@ -323,8 +450,21 @@ pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
             s.push('\n');
             s
         };
+        // The new side's entries, named after the old side's labels.
+        let mut new_rows = n.map(|v| v.rows.clone()).unwrap_or_default();
         let (lo, ln) = match (o.map(|v| &v.listing), n.map(|v| &v.listing)) {
-            (Some(Some(a)), Some(Some(b))) => (Some(joined(a)), Some(joined(&align_labels(a, b)))),
+            (Some(Some(a)), Some(Some(b))) => {
+                let names: Vec<String> = new_rows
+                    .iter()
+                    .flat_map(|r| [r.insn.clone(), r.fixup.clone()])
+                    .collect();
+                let (lines, names) = align_labels(a, b, &names);
+                for (r, pair) in new_rows.iter_mut().zip(names.chunks(2)) {
+                    r.insn = pair[0].clone();
+                    r.fixup = pair[1].clone();
+                }
+                (Some(joined(a)), Some(joined(&lines)))
+            }
             (Some(a), Some(b)) => (a.as_deref().map(joined), b.as_deref().map(joined)),
             (None, b) => (
                 Some(String::new()),
@@ -338,7 +478,10 @@ pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
         let same_figures =
             matches!((o, n), (Some(a), Some(b)) if a.size == b.size && a.entries == b.entries);
         let same_code = lo.is_some() && lo == ln;
-        if same_figures && (same_code || lo.is_none() || ln.is_none()) {
+        let old_rows = o.map(|v| v.rows.as_slice()).unwrap_or_default();
+        let extable = pair_entries(old_rows, &new_rows);
+        let same_entries = extable.iter().all(|p| p.status == Change::Unchanged);
+        if same_figures && same_entries && (same_code || lo.is_none() || ln.is_none()) {
             continue;
         }
         let diff = match (&lo, &ln) {
@@ -372,6 +515,7 @@ pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
             old_entries: o.map(|v| v.entries),
             new_entries: n.map(|v| v.entries),
             diff,
+            extable: if same_entries { Vec::new() } else { extable },
             symbol: n.or(o).map(|v| v.symbol.clone()).unwrap_or_default(),
             old_file: o.map(|v| v.file.clone()),
             new_file: n.map(|v| v.file.clone()),
@@ -420,6 +564,12 @@ fn escaped(r: &DiffReport) -> DiffReport {
         opt(&mut c.old_file);
         opt(&mut c.new_file);
         c.diff = escape(&c.diff, true).into_owned();
+        for p in &mut c.extable {
+            for e in p.old.iter_mut().chain(p.new.iter_mut()) {
+                one(&mut e.insn);
+                one(&mut e.fixup);
+            }
+        }
     }
     for n in &mut r.notes {
         *n = escape(n, true).into_owned();
@@ -468,6 +618,45 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
     title(&mut s, "__ex_table entries per function");
     s.push_str(&escape(&format_bloat(&r.entries, "Function"), true));
     s.push('\n');
+    let tables: Vec<&FnChange> = r.changed.iter().filter(|c| !c.extable.is_empty()).collect();
+    if !tables.is_empty() {
+        title(&mut s, "__ex_table entries of changed functions");
+        for c in tables {
+            let _ = writeln!(s, "{}", escape(&c.name, false));
+            for p in &c.extable {
+                let (mark, paint) = match p.status {
+                    Change::Unchanged => (' ', None),
+                    Change::Modified => ('~', Some(CYAN)),
+                    Change::Added => ('+', Some(GREEN)),
+                    Change::Removed => ('-', Some(RED)),
+                };
+                let e = p.new.as_ref().or(p.old.as_ref()).expect("a side");
+                let mut line = format!("  {mark} {}", entry_text(e));
+                if let (Some(o), Some(n)) = (&p.old, &p.new) {
+                    for what in &p.changed {
+                        let (a, b) = match what.as_str() {
+                            "insn" => (o.insn.clone(), n.insn.clone()),
+                            "fixup" => (o.fixup.clone(), n.fixup.clone()),
+                            "kind" => (o.kind.clone(), n.kind.clone()),
+                            "type" => (shown(&o.entry_type), shown(&n.entry_type)),
+                            _ => (shown(&o.data), shown(&n.data)),
+                        };
+                        let _ = write!(line, "; {what} changed: {a} \u{2192} {b}");
+                    }
+                }
+                let line = escape(&line, false);
+                match paint.filter(|_| color) {
+                    Some(p) => {
+                        let _ = writeln!(s, "{p}{line}{RESET}");
+                    }
+                    None => {
+                        let _ = writeln!(s, "{line}");
+                    }
+                }
+            }
+        }
+        s.push('\n');
+    }
     title(&mut s, "instructions of changed functions");
     let diffs: Vec<&FnChange> = r.changed.iter().filter(|c| !c.diff.is_empty()).collect();
     if diffs.is_empty() {
@@ -503,6 +692,27 @@ pub fn render_text(r: &DiffReport, color: bool) -> String {
         let _ = writeln!(s, "note: {}", escape(n, true));
     }
     s
+}
+
+/// A field of an entry as the text report shows it (`none` when absent).
+fn shown(field: &Option<String>) -> String {
+    field.clone().unwrap_or_else(|| "none".into())
+}
+
+/// An entry on one line: `+0x1a movb (%rsi), %al → L2 [relative
+/// EX_TYPE_UACCESS]` (offset in the function, instruction, fixup, then
+/// how it is relocated, its type and data).
+fn entry_text(e: &ExtableRow) -> String {
+    let mut what = vec![e.kind.as_str()];
+    what.extend(e.entry_type.as_deref());
+    what.extend(e.data.as_deref());
+    format!(
+        "+{:#x} {} \u{2192} {} [{}]",
+        e.offset,
+        e.insn,
+        e.fixup,
+        what.join(" ")
+    )
 }
 
 /// The report as JSON (the same figures as the text), its text from the
