@@ -14,7 +14,30 @@ fn copygen(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn bad_tune_site_options_are_located_errors() {
-    let cases: [(&[&str], &[&str]); 3] = [
+    let cases: [(&[&str], &[&str]); 5] = [
+        // As `bench --site kernel --stock-features`: a name the stock
+        // kernel's copy does not test, and the option without --site.
+        (
+            &[
+                "tune",
+                "--site",
+                "kernel",
+                "--stock-features",
+                "-erms,-avx",
+                "--distribution",
+                "MemcpyGoogleQ",
+            ],
+            &["--stock-features", "`-avx`", "erms, fsrm, rep_good"],
+        ),
+        (
+            &[
+                "tune",
+                "--stock-features=-erms",
+                "--distribution",
+                "MemcpyGoogleQ",
+            ],
+            &["--site"],
+        ),
         (
             &[
                 "tune",
@@ -82,6 +105,58 @@ fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
     let file = std::fs::read_to_string(&out).unwrap();
     assert!(
         file.contains("# Cost per call vs the stock 6.12 call site"),
+        "{file}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_kernel_tune_against_another_cpu_s_code_says_so_and_writes_the_6_1_convention() {
+    let dir = std::env::temp_dir().join(format!("copygen-tune-site61-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("tuned.toml");
+    let o = copygen(&[
+        "tune",
+        "--site",
+        "kernel",
+        "--site-kernel",
+        "6.1",
+        "--stock-features=-erms,-fsrm",
+        "--distribution",
+        "MemcpyGoogleQ",
+        "--budget",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // Without ERMS and FSRM, 6.1 calls copy_user_generic_string.
+    for want in [
+        "stock path: 6.1: copy_user_generic_string",
+        "(--stock-features): the code such a CPU runs, timed on this CPU",
+        "against stock 6.1 (median",
+        "Chosen per size class",
+    ] {
+        assert!(text.contains(want), "no `{want}` in\n{text}");
+    }
+    assert!(text.contains("\n  large "), "{text}");
+    assert!(err.contains("--kernel 6.1`"), "{err}");
+    let file = std::fs::read_to_string(&out).unwrap();
+    for want in [
+        "# stock path: 6.1: copy_user_generic_string",
+        "timed on this CPU, not on a CPU without them",
+        "# Cost per call vs the stock 6.1 call site",
+        "# Size classes",
+    ] {
+        assert!(file.contains(want), "no `{want}` in\n{file}");
+    }
+    // 6.1's glue calls the routine in the C convention.
+    let s = copygen::front::parse::load(&out, None).unwrap();
+    assert_eq!(
+        s.linux.convention,
+        copygen::front::strategy::Convention::C,
         "{file}"
     );
     let _ = std::fs::remove_dir_all(&dir);

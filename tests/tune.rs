@@ -367,3 +367,193 @@ fn bad_tune_input_exits_2() {
         assert!(!out.exists(), "{args:?} wrote a file");
     }
 }
+
+// ---- the size classes: short, mid, large ------------------------------------------
+
+/// What a strategy runs outside its guards, per class: (lo, hi, method
+/// name, `rep movs` unit and whether it aligns, when it is one).
+fn class_methods(s: &copygen::front::strategy::Strategy) -> Vec<(u64, Option<u64>, String)> {
+    s.classes
+        .iter()
+        .map(|k| (k.lo, k.hi, k.method.name.clone()))
+        .collect()
+}
+
+#[test]
+fn every_choice_of_the_size_classes_is_a_valid_strategy() {
+    use copygen::front::strategy::MethodKind;
+    use copygen::tools::tune::space::{ALIGN, BLOCK, PREFETCH, REGS, SHORT_MAX};
+    use copygen::tools::tune::{LARGE, MID_MAX};
+    let header = CandidateBase::new("t");
+    let mut i = 0usize;
+    for &short_max in SHORT_MAX {
+        for &mid_max in MID_MAX {
+            for &large in LARGE {
+                for &block in BLOCK {
+                    for (overlap_tail, block_tail) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
+                        i += 1;
+                        let mut c = Candidate {
+                            short_max,
+                            mid_max,
+                            large,
+                            // Half of them with a fixed guard over part of
+                            // the mid class and the large class.
+                            narrow: if i % 2 == 0 { 15 } else { 0 },
+                            guard_from: 100,
+                            ..Candidate::bare_guarded()
+                        };
+                        c.mid_loop.block = block;
+                        c.mid_loop.overlap_tail = overlap_tail;
+                        c.mid_loop.block_tail = block_tail;
+                        c.mid_loop.registers = REGS[i % REGS.len()];
+                        c.mid_loop.interleaved = i % 3 == 0;
+                        c.mid_loop.align = ALIGN[i % ALIGN.len()];
+                        c.mid_loop.prefetch = PREFETCH[i % PREFETCH.len()];
+                        let text = c.toml(&header);
+                        let s = parse::parse(Path::new("t.toml"), &text, None)
+                            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+                        assert_eq!(s.classes[0].lo, 0);
+                        assert_eq!(s.classes.last().unwrap().hi, None);
+                        for w in s.classes.windows(2) {
+                            assert_eq!(w[0].hi.map(|h| h + 1), Some(w[1].lo), "{text}");
+                        }
+                        let mid_end = c.mid_end();
+                        for k in &s.classes {
+                            let expected = if short_max > 0 && k.lo == 0 {
+                                "small"
+                            } else if mid_end.is_some_and(|m| k.lo <= m) {
+                                "mid"
+                            } else {
+                                large.name()
+                            };
+                            assert_eq!(k.method.name, expected, "{text}");
+                            if let MethodKind::RepMovs { unit, align } = &k.method.kind {
+                                assert_eq!(*unit, large.unit, "{text}");
+                                assert_eq!(align.is_some(), large.align_dst, "{text}");
+                            }
+                            // A class is in one class of the candidate.
+                            if let Some(m) = mid_end {
+                                assert!(k.lo > m || k.hi.is_some_and(|h| h <= m), "{text}");
+                            }
+                        }
+                        // The mid class is there exactly when it ends above
+                        // the short class.
+                        assert_eq!(
+                            s.classes.iter().any(|k| k.method.name == "mid"),
+                            mid_max > short_max,
+                            "{text}"
+                        );
+                        // Guards come before the class's method, in the mid
+                        // class as in the large one.
+                        if c.narrow > 0 {
+                            assert!(s
+                                .classes
+                                .iter()
+                                .all(|k| k.guards.is_empty() == (k.lo < 100)));
+                        }
+                        // What the report says per class covers every size once.
+                        let choices = c.class_choices();
+                        assert_eq!(choices[0].lo, 0);
+                        assert_eq!(choices.last().unwrap().hi, None);
+                        copygen::jit::compile(&s).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_no_erms_seed_is_guarded_movsb_s_zen_without_erms_variant() {
+    let seeds = Candidate::seeds();
+    let no_erms = Candidate::no_erms();
+    assert!(seeds.contains(&no_erms));
+    let space = tune::BandSpace::default();
+    assert!(Candidate::band_seeds(&space, &[]).contains(&no_erms));
+    // Every seed, fixed-shape or over bands, validates.
+    for c in seeds.iter().chain(&Candidate::band_seeds(&space, &[])) {
+        let text = c.toml(&CandidateBase::new("t"));
+        parse::parse(Path::new("t.toml"), &text, None).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+    let s = parse::parse(
+        Path::new("t.toml"),
+        &no_erms.toml(&CandidateBase::new("t")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        class_methods(&s),
+        vec![
+            (0, Some(64), "small".to_string()),
+            (65, Some(512), "mid".to_string()),
+            (513, None, "movsq_aligned".to_string()),
+        ]
+    );
+    // The same methods, class by class, as the catalog's variant for Zen
+    // without ERMS.
+    let catalog = copygen::front::catalog::catalog().unwrap();
+    let guarded = catalog.iter().find(|s| s.name == "guarded-movsb").unwrap();
+    let zen_movsq = guarded
+        .variants
+        .iter()
+        .find(|v| v.name == "zen_movsq")
+        .unwrap();
+    let shape = |classes: &[copygen::front::strategy::SizeClass]| {
+        classes
+            .iter()
+            .map(|k| (k.lo, k.hi, k.method.kind.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shape(&s.classes), shape(&zen_movsq.classes));
+    // The aligned `rep movsq` and its `rep movsb` of the rest keep the
+    // contract on every case.
+    let (report, ok) = copygen::jit::contract::run_strategy(&s).unwrap();
+    assert!(ok, "{report}");
+}
+
+#[test]
+fn the_search_reaches_every_choice_of_the_mid_and_large_classes() {
+    use std::collections::HashSet;
+    use tune::{BandSpace, LARGE, MID_MAX};
+    let with_bands = BandSpace {
+        options: vec![(1, 15, 65, None), (16, 31, 0, Some(1024))],
+    };
+    let spaces = [None, Some(BandSpace::default()), Some(with_bands)];
+    for space in &spaces {
+        let mut rng = Rng::new(5);
+        let mut pool = match space {
+            None => Candidate::seeds(),
+            Some(b) if b.options.is_empty() => Candidate::band_seeds(b, &[]),
+            Some(b) => Candidate::band_seeds(b, &[vec![0], vec![0, 1]]),
+        };
+        for i in 0..600 {
+            let parent = &pool[i % pool.len()];
+            let c = match space {
+                None => parent.mutate(&mut rng),
+                Some(b) => parent.mutate_bands(&mut rng, b),
+            };
+            pool.push(c);
+        }
+        let mids: HashSet<u32> = pool.iter().map(|c| c.mid_max).collect();
+        let larges: HashSet<_> = pool.iter().map(|c| c.large).collect();
+        let blocks: HashSet<u32> = pool.iter().map(|c| c.mid_loop.block).collect();
+        let tails: HashSet<bool> = pool.iter().map(|c| c.mid_loop.block_tail).collect();
+        let shorts: HashSet<u32> = pool.iter().map(|c| c.short_max).collect();
+        assert_eq!(mids, MID_MAX.iter().copied().collect(), "{space:?}");
+        assert_eq!(larges, LARGE.iter().copied().collect(), "{space:?}");
+        assert_eq!(blocks.len(), tune::space::BLOCK.len(), "{space:?}");
+        assert_eq!(tails.len(), 2, "{space:?}");
+        assert_eq!(shorts.len(), tune::space::SHORT_MAX.len(), "{space:?}");
+        // The written strategies have the classes the candidates name.
+        for c in pool.iter().step_by(7) {
+            let text = c.toml(&CandidateBase::new("t"));
+            let s = parse::parse(Path::new("t.toml"), &text, None)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let names: Vec<String> = class_methods(&s).into_iter().map(|k| k.2).collect();
+            assert_eq!(names.contains(&"mid".to_string()), c.mid_end().is_some());
+            assert_eq!(names.last().map(String::as_str), Some(c.large.name()));
+        }
+    }
+}

@@ -71,6 +71,18 @@ pub struct TuneArgs {
         requires = "site"
     )]
     site_kernel: String,
+    /// With --site kernel: change the features the kernel's alternatives
+    /// are resolved for (the stock site, the tree's routine, the candidates'
+    /// sites), e.g. `-erms,-fsrm` to tune against the code a CPU without
+    /// ERMS runs; names erms, fsrm, rep_good (as `bench --site kernel`).
+    /// The timing is still this CPU's.
+    #[arg(
+        long,
+        value_name = "LIST",
+        requires = "site",
+        allow_hyphen_values = true
+    )]
+    stock_features: Option<String>,
 }
 
 /// The longest `--budget`, in seconds (a week).
@@ -157,6 +169,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         workloads,
         check_workloads,
         site: site_kernel(&a)?,
+        stock_features: a.stock_features.clone(),
     };
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(
@@ -197,8 +210,14 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     let file = a.output.as_ref().map_or("TUNED.toml".to_string(), |p| {
         copygen::front::diagnostics::escape(&p.display().to_string(), false).into_owned()
     });
+    // The kernel tuned for (`--site-kernel`), else the newest.
+    let kernel = if a.site.is_some() {
+        a.site_kernel.as_str()
+    } else {
+        "6.12"
+    };
     errln!(
-        "next: `copygen kernel-patch {file} --kernel 6.12` makes it a kernel patch; \
+        "next: `copygen kernel-patch {file} --kernel {kernel}` makes it a kernel patch; \
          tune on other CPUs and `copygen tune --merge {file} OTHER.toml -o merged.toml` \
          makes one per-CPU strategy"
     );
@@ -222,6 +241,11 @@ fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVe
              tune on the traces without --site, or on distributions with it"
                 .into(),
         )));
+    }
+    if let Some(spec) = &a.stock_features {
+        copygen::tools::bench::stock::StockFeatures::host()
+            .with(spec)
+            .map_err(|e| Failure::Input(BadInput(format!("error: --stock-features: {e}"))))?;
     }
     match KernelVersion::parse(&a.site_kernel) {
         Some(k) => Ok(Some(k)),

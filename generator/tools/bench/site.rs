@@ -126,17 +126,21 @@ impl KernelModel {
     }
 }
 
-/// The model of `kernel` for this CPU from the default tree, loaded once
-/// per process (`tune --site kernel` measures many candidates).
-pub fn host_model(kernel: KernelVersion) -> Result<&'static KernelModel> {
-    static MODELS: std::sync::Mutex<Vec<(KernelVersion, &'static KernelModel)>> =
-        std::sync::Mutex::new(Vec::new());
+/// The model of `kernel` for this CPU from the default tree, its features
+/// changed by `force` as [`KernelModel::new`] changes them, loaded once per
+/// process and `force` (`tune --site kernel` measures many candidates).
+pub fn host_model(kernel: KernelVersion, force: Option<&str>) -> Result<&'static KernelModel> {
+    type Models = Vec<(KernelVersion, Option<String>, &'static KernelModel)>;
+    static MODELS: std::sync::Mutex<Models> = std::sync::Mutex::new(Vec::new());
     let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, m)) = models.iter().find(|(k, _)| *k == kernel) {
+    if let Some((_, _, m)) = models
+        .iter()
+        .find(|(k, f, _)| *k == kernel && f.as_deref() == force)
+    {
         return Ok(m);
     }
-    let m: &'static KernelModel = Box::leak(Box::new(KernelModel::new(kernel, None, None)?));
-    models.push((kernel, m));
+    let m: &'static KernelModel = Box::leak(Box::new(KernelModel::new(kernel, None, force)?));
+    models.push((kernel, force.map(str::to_string), m));
     Ok(m)
 }
 

@@ -16,8 +16,9 @@ fn ratio_range(lo: f64, hi: f64) -> String {
 }
 
 /// What the band measurement found, per size, and what the tune chose
-/// for each band (with the tuned strategy's worst ratio to `rep movsb`
-/// there on the final grid of `res`, subject `subject`).
+/// for each band (with the tuned strategy's worst ratio to the baseline
+/// of `res` — `rep movsb`, or the stock site with `--site kernel` — there
+/// on the final grid, subject `subject`).
 pub fn bands_text(
     per_size: &[SizeBands],
     chosen: Option<&Candidate>,
@@ -96,7 +97,8 @@ pub fn bands_text(
     };
     let _ = writeln!(
         out,
-        "Chosen per band (the tuned strategy's worst ratio to rep_movsb in the band on the final grid, per size range):"
+        "Chosen per band (the tuned strategy's worst ratio to {} in the band on the final grid, per size range):",
+        res.subjects[res.baseline]
     );
     let mut seen: Vec<(u32, u32)> = Vec::new();
     for sb in per_size {

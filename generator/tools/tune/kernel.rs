@@ -12,14 +12,15 @@ use super::{Candidate, TuneOptions};
 use crate::front::strategy::{Arch, KernelVersion, Strategy};
 use crate::tools::bench::{self, site, Results, Sweep};
 
-/// The stock site first (the baseline), then each strategy's site.
+/// The stock site first (the baseline), then each strategy's site, for a
+/// CPU with this one's features changed by `force` (`--stock-features`).
 pub(super) fn measure(
     sweep: &Sweep,
     strategies: &[&Strategy],
-    kernel: KernelVersion,
+    (kernel, force): (KernelVersion, Option<&str>),
     opts: &bench::BenchOptions,
 ) -> Result<Results> {
-    let model = site::host_model(kernel)?;
+    let model = site::host_model(kernel, force)?;
     let mut subjects = vec![site::stock_subject(model)?];
     for s in strategies {
         subjects.push(site::site_subject(s, model)?);
@@ -42,7 +43,7 @@ pub(super) fn screen(
         target_ticks: 6_000.0,
         seed,
     };
-    let res = measure(&sweep, &[&s], kernel, &opts).ok()?;
+    let res = measure(&sweep, &[&s], (kernel, o.stock_features.as_deref()), &opts).ok()?;
     Some(score(&res, 1, o.dists.len(), cliff))
 }
 
@@ -52,7 +53,7 @@ pub(super) fn screen(
 pub(super) fn final_report(
     sweep: &Sweep,
     tuned: &Strategy,
-    kernel: KernelVersion,
+    kernel: (KernelVersion, Option<&str>),
     opts: &bench::BenchOptions,
 ) -> Result<(Results, usize)> {
     let catalog: Vec<Strategy> = crate::front::catalog::catalog()?
@@ -64,4 +65,10 @@ pub(super) fn final_report(
     let mut res = measure(sweep, &all, kernel, opts)?;
     res.subjects[1] = format!("{} (tuned)", tuned.name);
     Ok((res, 1))
+}
+
+/// The stock path the model's CPU runs and, with `--stock-features`, that
+/// its features were forced (the code such a CPU runs, timed on this one).
+pub(super) fn stock_path(kernel: KernelVersion, force: Option<&str>) -> Result<String> {
+    site::host_model(kernel, force)?.path_text()
 }

@@ -5,11 +5,14 @@
 //!
 //! First the CPU's alias bands are measured ([`bands`]): where `rep movsb`
 //! has a cliff in `(dst - src) mod 4096`, at which sizes, how wide. The
-//! search space is then an optional head/tail class for short copies,
-//! `rep movsb` above it, and for each measured band an optional guard (the
-//! band, from some size up) sending it to an unrolled loop of its own —
-//! block, registers, grouping, alignment, prefetch and tail free. With no
-//! band, no candidate has an alias guard. Every candidate is written as
+//! search space is then an optional head/tail class for short copies, an
+//! optional mid class (an unrolled loop up to a searched size), the large
+//! class's `rep movsb` or `rep movsq` (each with or without the
+//! destination aligned to 8), and for each measured band an optional guard
+//! (the band, for a size range) sending it to an unrolled loop of its own
+//! — block, registers, grouping, alignment, prefetch and tail free; a guard
+//! is tested before the mid or large class's method. With no band, no
+//! candidate has an alias guard. Every candidate is written as
 //! TOML and parsed by the ordinary validator, so what is measured is
 //! exactly what a strategy file says.
 //!
@@ -52,7 +55,7 @@ mod kernel;
 mod measure;
 pub mod merge;
 mod report;
-mod space;
+pub mod space;
 pub mod traces;
 
 pub use crate::tools::host_cpu::{cpu_info, CpuInfo};
@@ -61,7 +64,10 @@ pub use measure::{round_ratios, score, score_with, tune_sweep, Score, GRID_ALIAS
 pub use report::{
     class_table, plot_results, report, report_json, report_text, ALIAS_CLASSES, SIZE_CLASSES,
 };
-pub use space::{BandGuard, BandSpace, Candidate, CandidateBase, LoopShape};
+pub use space::{
+    BandGuard, BandSpace, Candidate, CandidateBase, ClassChoice, ClassKind, LargeMethod, LoopShape,
+    LARGE, MID_MAX,
+};
 
 // ---- Ctrl-C ----------------------------------------------------------------------
 
@@ -106,6 +112,10 @@ pub struct TuneOptions {
     /// Score call sites as this kernel runs them against its stock site
     /// (`kernel.rs`), instead of called routines against `rep movsb`.
     pub site: Option<crate::front::strategy::KernelVersion>,
+    /// With `site`: the features the kernel's alternatives are resolved
+    /// for, changed from this CPU's (`-erms,-fsrm`: the code a CPU without
+    /// ERMS runs, timed on this one); `bench --site kernel --stock-features`.
+    pub stock_features: Option<String>,
 }
 
 /// The search's result.
@@ -131,6 +141,9 @@ pub struct Outcome {
     pub chosen: Option<Candidate>,
     /// The final replay of each trace, tuned on or checked.
     pub traces: Vec<traces::TraceReport>,
+    /// With `--site kernel`: the stock path the baseline runs (and, with
+    /// `--stock-features`, that it is another CPU's code timed on this one).
+    pub stock_path: Option<String>,
 }
 
 struct Evaluated {
@@ -178,6 +191,11 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     catch_ctrl_c();
     let start = Instant::now();
     let cpu = cpu_info();
+    // The stock site is loaded (and its tree built) before anything is measured.
+    let stock_path = match o.site {
+        Some(k) => Some(kernel::stock_path(k, o.stock_features.as_deref())?),
+        None => None,
+    };
     progress(0.0, "measuring the alias bands");
     let band_table = bands::measure_bands(o.seed);
     let per_size = bands::detect_bands(&band_table);
@@ -293,7 +311,12 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
             (res, tr)
         }
         Some(k) => {
-            let res = kernel::measure(&sweep, &strategies.iter().collect::<Vec<_>>(), k, &opts)?;
+            let res = kernel::measure(
+                &sweep,
+                &strategies.iter().collect::<Vec<_>>(),
+                (k, o.stock_features.as_deref()),
+                &opts,
+            )?;
             let tr = vec![Vec::new(); subjects.len().saturating_sub(1)];
             (res, tr)
         }
@@ -339,7 +362,9 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     };
     let (report, tuned_subject) = match o.site {
         None => (final_report(&sweep, &strategy, &opts)?, 2),
-        Some(k) => kernel::final_report(&sweep, &strategy, k, &opts)?,
+        Some(k) => {
+            kernel::final_report(&sweep, &strategy, (k, o.stock_features.as_deref()), &opts)?
+        }
     };
     // Traces replay called routines against rep movsb; `--site kernel`
     // refuses them (cli/tune.rs), so in that mode there are none.
@@ -379,7 +404,19 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         (&report, tuned_subject),
         &fin,
         evaluated,
+        stock_path.as_deref(),
     );
+    if let Some(c) = &cand {
+        header.comments.push(format!(
+            "Size classes (ratio to {} on the final grid outside alias guards: median, worst):",
+            report.subjects[report.baseline]
+        ));
+        header.comments.extend(
+            report::class_choice_lines(c, &strategy, &report, tuned_subject)
+                .into_iter()
+                .map(|l| format!("  {l}")),
+        );
+    }
     header.comments.extend(traces::trace_comments(&traces));
     header
         .comments
@@ -412,6 +449,7 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         bands: per_size,
         chosen: cand,
         traces,
+        stock_path,
     })
 }
 
@@ -448,6 +486,7 @@ fn run_comments(
     (res, tuned): (&Results, usize),
     fin: &Score,
     evaluated: usize,
+    stock_path: Option<&str>,
 ) -> Vec<String> {
     let versus = match o.site {
         None => "rep movsb".to_string(),
@@ -456,8 +495,14 @@ fn run_comments(
             k.name()
         ),
     };
-    let mut c = vec![
-        format!("Tuned by `copygen tune` on {}.", cpu.describe()),
+    let mut c = vec![format!("Tuned by `copygen tune` on {}.", cpu.describe())];
+    c.extend(
+        stock_path
+            .into_iter()
+            .flat_map(str::lines)
+            .map(str::to_string),
+    );
+    c.extend([
         format!(
             "rep movsb at 1 KiB with (dst - src) mod 4096 in 1..=15: {cliff_ratio:.1}x its cost at 0{}.",
             if cliff_ratio > ALIAS_CLIFF_RATIO {
@@ -481,7 +526,7 @@ fn run_comments(
             "Cost per call vs {versus}, same run (median of {} rounds, random page offsets):",
             res.repeats
         ),
-    ];
+    ]);
     let ratios = round_ratios(res, tuned);
     for (r, row) in res.sweep.rows.iter().enumerate() {
         if let Some(d) = row.dist {

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::space::{Candidate, ClassKind};
 use super::{round_ratios, score, score_with, Outcome, BAND_BOUND, BAND_FROM, BOUND};
 use crate::tools::bench::{self, Results};
 
@@ -54,6 +55,66 @@ pub fn class_table(res: &Results, subject: usize) -> Vec<Vec<Option<f64>>> {
         .collect()
 }
 
+/// Per size class of the chosen candidate `c` (`strategy`, subject
+/// `subject` of `res`): its sizes, the method, and the median and worst
+/// ratio to the baseline over the grid cells of those sizes that no alias
+/// guard of `strategy` takes (guards are reported per band, `band_report.rs`).
+pub fn class_choice_lines(
+    c: &Candidate,
+    strategy: &crate::front::strategy::Strategy,
+    res: &Results,
+    subject: usize,
+) -> Vec<String> {
+    use crate::front::strategy::Condition;
+    let ratios = round_ratios(res, subject);
+    let guarded = |n: u64, x: u64| {
+        strategy
+            .classes
+            .iter()
+            .find(|k| k.lo <= n && k.hi.is_none_or(|h| n <= h))
+            .is_some_and(|k| {
+                k.guards.iter().any(|g| match g.condition {
+                    Condition::Alias { lo, hi } => (lo as u64..=hi as u64).contains(&x),
+                    _ => true,
+                })
+            })
+    };
+    c.class_choices()
+        .iter()
+        .map(|k| {
+            let mut v: Vec<f64> = res
+                .sweep
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| {
+                    let n = r.n as u64;
+                    r.dist.is_none()
+                        && k.lo <= n
+                        && k.hi.is_none_or(|h| n <= h)
+                        && !guarded(n, r.x as u64)
+                })
+                .map(|(i, _)| ratios[i])
+                .collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            let figures = match v.last() {
+                Some(worst) => format!(
+                    "median {:.2}x, worst {worst:.2}x ({} cells)",
+                    bench::quantile(&v, 0.5),
+                    v.len()
+                ),
+                None => "no grid cell of these sizes".into(),
+            };
+            let class = match k.kind {
+                ClassKind::Short => "short",
+                ClassKind::Mid => "mid",
+                ClassKind::Large => "large",
+            };
+            format!("{class} {}: {}; {figures}", k.sizes(), k.method)
+        })
+        .collect()
+}
+
 /// The report `copygen tune` prints.
 pub fn report_text(o: &Outcome) -> String {
     report(o).0
@@ -71,6 +132,9 @@ fn report_with(o: &Outcome, missed: &std::cell::Cell<usize>) -> String {
     let res = &o.report;
     let mut out = String::new();
     let _ = writeln!(out, "CPU: {}", o.cpu.describe());
+    if let Some(p) = &o.stock_path {
+        let _ = writeln!(out, "{p}");
+    }
     match o.cliff {
         Some(r) => {
             let _ = writeln!(
@@ -121,6 +185,16 @@ fn report_with(o: &Outcome, missed: &std::cell::Cell<usize>) -> String {
             let _ = write!(out, "  {:>w$}", cell, w = name_w.max(14));
         }
         out.push('\n');
+    }
+    if let Some(c) = &o.chosen {
+        let _ = writeln!(
+            out,
+            "\nChosen per size class (`{}`'s ratio to {} on the final grid's cells outside its alias guards: median, worst):",
+            o.strategy.name, res.subjects[res.baseline]
+        );
+        for l in class_choice_lines(c, &o.strategy, res, o.tuned_subject) {
+            let _ = writeln!(out, "  {l}");
+        }
     }
     out.push_str(&super::traces::traces_text(&o.traces, &o.strategy.name));
     out.push('\n');
@@ -240,6 +314,8 @@ pub fn report_json(o: &Outcome, tuned: usize) -> serde_json::Value {
         "band_table": o.band_table,
         "bands": o.bands,
         "chosen_guards": o.chosen.as_ref().map(|c| &c.bands),
+        "chosen": o.chosen,
+        "stock_path": o.stock_path,
         "traces": o.traces.iter().map(|t| serde_json::json!({
             "workload": t.results.replay.trace.origin,
             "tuned_on": t.tuned_on,

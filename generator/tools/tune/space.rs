@@ -1,5 +1,7 @@
 //! The search space, all of it: a [`Candidate`] (the shape every tuned
-//! strategy has), the choices each parameter draws from, its neighbours
+//! strategy has: a short head/tail class, a mid-size unrolled loop, the
+//! large class's `rep movs`, alias guards in front of the mid and large
+//! classes), the choices each parameter draws from, its neighbours
 //! (over a fixed band shape, [`Candidate::mutate`], or over the bands this
 //! CPU showed, [`Candidate::mutate_bands`] within a [`BandSpace`]), and the
 //! strategy file it stands for ([`CandidateBase`] holds what every
@@ -135,6 +137,113 @@ impl BandGuard {
     }
 }
 
+/// A run of sizes above the short class with one method and one set of
+/// guards: `lo..=hi` (no `hi`: every size up), the fixed shape's band (0:
+/// none), the measured-band guards active, whether in the mid class.
+struct Segment {
+    lo: u64,
+    hi: Option<u64>,
+    band: u32,
+    active: Vec<usize>,
+    mid: bool,
+}
+
+/// The large class's method: `rep movsb`, or `rep movsq` (then `rep
+/// movsb` of the last `len mod 8` bytes), each optionally after a prologue
+/// that aligns the destination to 8 (from 64 bytes, as 6.12's
+/// `.Llarge_movsq`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct LargeMethod {
+    /// Bytes per `rep movs` step: 1 (`rep movsb`) or 8 (`rep movsq`).
+    pub unit: u32,
+    /// Align the destination to 8 first.
+    pub align_dst: bool,
+}
+
+impl LargeMethod {
+    /// A bare `rep movsb`.
+    pub const MOVSB: LargeMethod = LargeMethod {
+        unit: 1,
+        align_dst: false,
+    };
+    /// The destination aligned to 8, then `rep movsq` (the stock 6.12 path
+    /// from 64 bytes on a CPU without ERMS).
+    pub const MOVSQ_ALIGNED: LargeMethod = LargeMethod {
+        unit: 8,
+        align_dst: true,
+    };
+
+    /// The method's name in the strategy file.
+    pub fn name(&self) -> &'static str {
+        match (self.unit, self.align_dst) {
+            (1, false) => "movsb",
+            (1, true) => "movsb_aligned",
+            (_, false) => "movsq",
+            (_, true) => "movsq_aligned",
+        }
+    }
+
+    /// `rep movsq, dst aligned to 8 from 64 B`.
+    pub fn describe(&self) -> String {
+        let insn = if self.unit == 1 {
+            "rep movsb"
+        } else {
+            "rep movsq (then rep movsb of the rest)"
+        };
+        if self.align_dst {
+            format!("{insn}, dst aligned to 8 from {LARGE_ALIGN_FROM} B")
+        } else {
+            insn.to_string()
+        }
+    }
+
+    fn method(&self) -> Method {
+        Method {
+            name: self.name().into(),
+            kind: MethodKind::RepMovs {
+                unit: self.unit,
+                align: self.align_dst.then_some(Align {
+                    pointer: AlignPointer::Dst,
+                    to: 8,
+                    min_size: LARGE_ALIGN_FROM,
+                }),
+            },
+        }
+    }
+}
+
+/// The size from which the large class's alignment prologue runs (6.12's
+/// `.Llarge_movsq` threshold).
+pub const LARGE_ALIGN_FROM: u64 = 64;
+
+/// What one size class of a candidate runs (outside its alias guards).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClassKind {
+    Short,
+    Mid,
+    Large,
+}
+
+/// One size class of a candidate, for the report: its sizes, which class
+/// it is and its method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassChoice {
+    pub lo: u64,
+    pub hi: Option<u64>,
+    pub kind: ClassKind,
+    pub method: String,
+}
+
+impl ClassChoice {
+    /// `0..=64 B` or `513.. B`.
+    pub fn sizes(&self) -> String {
+        match self.hi {
+            Some(h) => format!("{}..={h} B", self.lo),
+            None => format!("{}.. B", self.lo),
+        }
+    }
+}
+
 /// One point of the search space (see the module comment).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Candidate {
@@ -142,6 +251,13 @@ pub struct Candidate {
     pub short_max: u32,
     /// Registers of the head/tail copies (8-byte).
     pub short_registers: u32,
+    /// Sizes from the short class's end up to `mid_max` use `mid_loop`; 0
+    /// (or not above `short_max`): no mid class.
+    pub mid_max: u32,
+    /// The mid class's loop.
+    pub mid_loop: LoopShape,
+    /// What every size above the short and mid classes runs.
+    pub large: LargeMethod,
     /// The fixed band shape (`narrow`, `wide`, `wide_until`, `guard_from`,
     /// `band_loop`): what [`Candidate::mutate`] searches, for hand-built
     /// candidates; `tune` searches [`Candidate::bands`] instead.
@@ -155,15 +271,35 @@ pub struct Candidate {
     pub band_loop: LoopShape,
     /// Guards of measured bands, disjoint, by `lo`; when there are any,
     /// the fixed shape above (`narrow`, `wide`) guards nothing.
+    ///
+    /// Every guard (fixed or measured) is tested before its class's
+    /// method, in the mid class as in the large one: a copy whose size is
+    /// in a guard's range and whose `(dst - src) mod 4096` is in its band
+    /// runs the guard's loop, whatever class its size is in.
     pub bands: Vec<BandGuard>,
 }
 
 // ---- the choices ----------------------------------------------------------------
 
 /// Sizes the short head/tail class may end at (0: none).
-const SHORT_MAX: &[u32] = &[0, 8, 16, 32, 64, 128];
+pub const SHORT_MAX: &[u32] = &[0, 8, 16, 32, 64, 128];
 /// Registers of the head/tail copies.
-const SHORT_REGS: &[u32] = &[2, 4];
+pub const SHORT_REGS: &[u32] = &[2, 4];
+/// Sizes the mid class may end at (0: none).
+pub const MID_MAX: &[u32] = &[0, 128, 256, 512, 1024, 2048, 4096];
+/// The large class's methods.
+pub const LARGE: &[LargeMethod] = &[
+    LargeMethod::MOVSB,
+    LargeMethod {
+        unit: 1,
+        align_dst: true,
+    },
+    LargeMethod {
+        unit: 8,
+        align_dst: false,
+    },
+    LargeMethod::MOVSQ_ALIGNED,
+];
 /// Sizes the fixed shape's alias guards may start at ([`Candidate::mutate`]).
 const FIXED_GUARD_FROM: &[u32] = &[0, 16, 32, 64, 128, 256, 512, 1024];
 /// The fixed shape's narrow band `1..=narrow` (0: no guard).
@@ -185,12 +321,13 @@ const BAND_GUARD_UNTIL: &[Option<u32>] = &[
     Some(2048),
     Some(4096),
 ];
-/// A guard loop's block, registers, alignment and prefetch distance.
-const BLOCK: &[u32] = &[32, 64, 128];
-const REGS: &[u32] = &[2, 4];
-const ALIGN: &[Option<(&str, u32)>] =
+/// A loop's (a guard's or the mid class's) block, registers, alignment
+/// and prefetch distance.
+pub const BLOCK: &[u32] = &[32, 64, 128];
+pub const REGS: &[u32] = &[2, 4];
+pub const ALIGN: &[Option<(&str, u32)>] =
     &[None, Some(("dst", 8)), Some(("dst", 16)), Some(("src", 8))];
-const PREFETCH: &[Option<u32>] = &[None, Some(256), Some(512)];
+pub const PREFETCH: &[Option<u32>] = &[None, Some(256), Some(512)];
 
 /// One of `v`, drawn by `rng`.
 fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
@@ -203,6 +340,9 @@ impl Candidate {
         Candidate {
             short_max: 0,
             short_registers: 4,
+            mid_max: 0,
+            mid_loop: seed_loop(false),
+            large: LargeMethod::MOVSB,
             guard_from: 0,
             narrow: 15,
             wide: 15,
@@ -221,7 +361,8 @@ impl Candidate {
     }
 
     /// Where the search starts: the bare guarded shape, guarded-movsb's
-    /// shape, a wide band for short copies only, a short head/tail class.
+    /// shape, a wide band for short copies only, a short head/tail class,
+    /// and the shape for a CPU without ERMS ([`Candidate::no_erms`]).
     pub fn seeds() -> Vec<Candidate> {
         let bare = Candidate::bare_guarded();
         let guarded_movsb = Candidate {
@@ -241,7 +382,21 @@ impl Candidate {
             short_max: 16,
             ..bare.clone()
         };
-        vec![short, wide_short, guarded_movsb, bare]
+        vec![short, wide_short, guarded_movsb, bare, Candidate::no_erms()]
+    }
+
+    /// The shape that beats the stock routine on a CPU without ERMS (AMD
+    /// Zen 1 and 2; `guarded-movsb`'s `zen_movsq` variant): head/tail
+    /// copies up to 64 bytes, a 64-byte unrolled loop (destination aligned
+    /// to 8, overlapping tail) up to 512, then the destination-aligned
+    /// `rep movsq`; no alias guard.
+    pub fn no_erms() -> Candidate {
+        Candidate {
+            short_max: 64,
+            mid_max: 512,
+            large: LargeMethod::MOVSQ_ALIGNED,
+            ..Candidate::unguarded(0)
+        }
     }
 
     /// The alias band guarded at size `n` (0: none).
@@ -255,12 +410,19 @@ impl Candidate {
         }
     }
 
-    /// Size classes above the short class: (lo, hi, band of the fixed
-    /// shape, the measured-band guards active).
-    fn classes(&self) -> Vec<(u64, Option<u64>, u32, Vec<usize>)> {
+    /// The mid class's last size, when it has one.
+    pub fn mid_end(&self) -> Option<u64> {
+        let m = self.mid_max as u64;
+        (m > 0 && m >= self.start()).then_some(m)
+    }
+
+    /// Size classes above the short class, each one [`Segment`].
+    fn classes(&self) -> Vec<Segment> {
         let start = self.start();
+        let mid_end = self.mid_end();
         let mut cuts: Vec<u64> = [self.guard_from as u64, self.wide_until as u64]
             .into_iter()
+            .chain(mid_end.map(|m| m + 1))
             .chain(self.bands.iter().map(|b| b.from as u64))
             .chain(self.bands.iter().filter_map(|b| b.until.map(u64::from)))
             .filter(|&c| c > start)
@@ -272,13 +434,25 @@ impl Candidate {
                 .filter(|&i| self.bands[i].covers(n))
                 .collect()
         };
-        let mut out: Vec<(u64, Option<u64>, u32, Vec<usize>)> = Vec::new();
+        let in_mid = |n: u64| mid_end.is_some_and(|m| n <= m);
+        let mut out: Vec<Segment> = Vec::new();
         let mut lo = start;
         for hi_excl in cuts.into_iter().map(Some).chain([None]) {
-            let (band, act) = (self.band_at(lo), active(lo));
+            let next = Segment {
+                lo,
+                hi: hi_excl.map(|h| h - 1),
+                band: self.band_at(lo),
+                active: active(lo),
+                mid: in_mid(lo),
+            };
             match out.last_mut() {
-                Some(last) if last.2 == band && last.3 == act => last.1 = hi_excl.map(|h| h - 1),
-                _ => out.push((lo, hi_excl.map(|h| h - 1), band, act)),
+                Some(last)
+                    if (last.band, &last.active, last.mid)
+                        == (next.band, &next.active, next.mid) =>
+                {
+                    last.hi = next.hi
+                }
+                _ => out.push(next),
             }
             if let Some(h) = hi_excl {
                 lo = h;
@@ -311,17 +485,12 @@ impl Candidate {
                 registers: self.short_registers,
             },
         );
-        let movsb = method(
-            "movsb",
-            MethodKind::RepMovs {
-                unit: 1,
-                align: None,
-            },
-        );
-        let bands = self.classes();
-        let guarded_lo = bands.iter().filter(|c| c.2 > 0).map(|c| c.0).min();
-        let band = self.band_loop.method("band", guarded_lo.unwrap_or(0));
+        let large = self.large.method();
         let start = self.start();
+        let mid = self.mid_loop.method("mid", start);
+        let bands = self.classes();
+        let guarded_lo = bands.iter().filter(|c| c.band > 0).map(|c| c.lo).min();
+        let band = self.band_loop.method("band", guarded_lo.unwrap_or(0));
         let band_methods: Vec<Method> = self
             .bands
             .iter()
@@ -339,7 +508,14 @@ impl Candidate {
                 method: small,
             });
         }
-        for (lo, hi, b, active) in bands {
+        for Segment {
+            lo,
+            hi,
+            band: b,
+            active,
+            mid: in_mid,
+        } in bands
+        {
             let mut guards = Vec::new();
             if b > 0 {
                 guards.push(Guard {
@@ -360,7 +536,7 @@ impl Candidate {
                 lo,
                 hi,
                 guards,
-                method: movsb.clone(),
+                method: if in_mid { mid.clone() } else { large.clone() },
             });
         }
         Strategy {
@@ -393,22 +569,63 @@ impl Candidate {
         let mut c = self.clone();
         let changes = 1 + (rng.next_u64() % 2) as usize;
         for _ in 0..changes {
-            match rng.next_u64() % 12 {
+            match rng.next_u64() % 10 {
                 0 => c.short_max = pick(rng, SHORT_MAX),
                 1 => c.short_registers = pick(rng, SHORT_REGS),
                 2 => c.guard_from = pick(rng, FIXED_GUARD_FROM),
                 3 => c.narrow = pick(rng, NARROW),
                 4 => c.wide = pick(rng, WIDE),
                 5 => c.wide_until = pick(rng, WIDE_UNTIL),
-                6 => c.band_loop.block = pick(rng, BLOCK),
-                7 => c.band_loop.registers = pick(rng, REGS),
-                8 => c.band_loop.interleaved = !c.band_loop.interleaved,
-                9 => c.band_loop.align = pick(rng, ALIGN),
-                10 => c.band_loop.prefetch = pick(rng, PREFETCH),
-                _ => c.band_loop.overlap_tail = !c.band_loop.overlap_tail,
+                6 => mutate_loop(&mut c.band_loop, rng),
+                7 => c.mid_max = pick(rng, MID_MAX),
+                8 => mutate_loop(&mut c.mid_loop, rng),
+                _ => c.large = pick(rng, LARGE),
             }
         }
         c
+    }
+
+    /// The candidate's size classes outside its guards: the short class,
+    /// the mid class and the large class, those it has.
+    pub fn class_choices(&self) -> Vec<ClassChoice> {
+        let mut out = Vec::new();
+        if self.short_max > 0 {
+            out.push(ClassChoice {
+                lo: 0,
+                hi: Some(self.short_max as u64),
+                kind: ClassKind::Short,
+                method: format!("head/tail copies, {} registers", self.short_registers),
+            });
+        }
+        let mid_end = self.mid_end();
+        if let Some(m) = mid_end {
+            out.push(ClassChoice {
+                lo: self.start(),
+                hi: Some(m),
+                kind: ClassKind::Mid,
+                method: self.mid_loop.describe(),
+            });
+        }
+        out.push(ClassChoice {
+            lo: mid_end.map_or(self.start(), |m| m + 1),
+            hi: None,
+            kind: ClassKind::Large,
+            method: self.large.describe(),
+        });
+        out
+    }
+}
+
+/// One of a loop's parameters changed.
+fn mutate_loop(l: &mut LoopShape, rng: &mut bench::Rng) {
+    match rng.next_u64() % 7 {
+        0 => l.block = pick(rng, BLOCK),
+        1 => l.registers = pick(rng, REGS),
+        2 => l.interleaved = !l.interleaved,
+        3 => l.align = pick(rng, ALIGN),
+        4 => l.prefetch = pick(rng, PREFETCH),
+        5 => l.overlap_tail = !l.overlap_tail,
+        _ => l.block_tail = !l.block_tail,
     }
 }
 
@@ -441,8 +658,9 @@ impl Candidate {
     /// Where a search over measured bands starts: no guard (with and
     /// without a short class), then, for each set of bands one size
     /// showed, every band guarded from where it was seen, with the
-    /// branch-light loop and with the word-tail loop. With no band: only
-    /// the unguarded ones.
+    /// branch-light loop and with the word-tail loop, then the shape for a
+    /// CPU without ERMS ([`Candidate::no_erms`], screened first). With no
+    /// band: the unguarded ones and that one.
     pub fn band_seeds(space: &BandSpace, sets: &[Vec<usize>]) -> Vec<Candidate> {
         let mut out = vec![Candidate::unguarded(16), Candidate::unguarded(0)];
         for set in sets {
@@ -467,26 +685,31 @@ impl Candidate {
                 });
             }
         }
+        out.push(Candidate::no_erms());
         out
     }
 
     /// A neighbour within the measured bands: one or two changes among
-    /// the short class, adding, removing or moving a guard, and a guard's
-    /// loop. Guards stay disjoint and come only from `space`.
+    /// the short class, the mid class's end and loop, the large class's
+    /// method, adding, removing or moving a guard, and a guard's loop.
+    /// Guards stay disjoint and come only from `space`.
     pub fn mutate_bands(&self, rng: &mut bench::Rng, space: &BandSpace) -> Candidate {
         let mut c = self.clone();
         c.narrow = 0;
         let changes = 1 + (rng.next_u64() % 2) as usize;
         for _ in 0..changes {
             let op = if space.options.is_empty() {
-                rng.next_u64() % 2
+                rng.next_u64() % 5
             } else {
-                rng.next_u64() % 6
+                rng.next_u64() % 9
             };
             match op {
                 0 => c.short_max = pick(rng, SHORT_MAX),
                 1 => c.short_registers = pick(rng, SHORT_REGS),
-                2 => {
+                2 => c.mid_max = pick(rng, MID_MAX),
+                3 => mutate_loop(&mut c.mid_loop, rng),
+                4 => c.large = pick(rng, LARGE),
+                5 => {
                     // Add a band not overlapping a guarded one.
                     let (lo, hi, from, until) = pick(rng, &space.options);
                     if !c.bands.iter().any(|g| g.lo <= hi && lo <= g.hi) {
@@ -505,11 +728,11 @@ impl Candidate {
                         c.bands.sort_by_key(|g| g.lo);
                     }
                 }
-                3 if !c.bands.is_empty() => {
+                6 if !c.bands.is_empty() => {
                     let i = (rng.next_u64() % c.bands.len() as u64) as usize;
                     c.bands.remove(i);
                 }
-                4 if !c.bands.is_empty() => {
+                7 if !c.bands.is_empty() => {
                     // Move one end of a guard's size range, keeping
                     // from < until.
                     let i = (rng.next_u64() % c.bands.len() as u64) as usize;
@@ -525,16 +748,7 @@ impl Candidate {
                 }
                 _ if !c.bands.is_empty() => {
                     let i = (rng.next_u64() % c.bands.len() as u64) as usize;
-                    let l = &mut c.bands[i].method;
-                    match rng.next_u64() % 7 {
-                        0 => l.block = pick(rng, BLOCK),
-                        1 => l.registers = pick(rng, REGS),
-                        2 => l.interleaved = !l.interleaved,
-                        3 => l.align = pick(rng, ALIGN),
-                        4 => l.prefetch = pick(rng, PREFETCH),
-                        5 => l.overlap_tail = !l.overlap_tail,
-                        _ => l.block_tail = !l.block_tail,
-                    }
+                    mutate_loop(&mut c.bands[i].method, rng);
                 }
                 _ => c.short_max = pick(rng, SHORT_MAX),
             }
@@ -634,7 +848,8 @@ impl CandidateBase {
         CandidateBase {
             name: name.to_string(),
             description: "Tuned by `copygen tune` for one CPU and a set of size distributions: \
-                          `rep movsb` with alias guards (see the comments above)."
+                          head/tail copies, an unrolled loop and `rep movs` by size class, with \
+                          alias guards (see the comments above)."
                 .into(),
             directions: vec![Direction::FromUser, Direction::ToUser],
             linux: LinuxOptions {
