@@ -161,3 +161,53 @@ fn a_kernel_tune_against_another_cpu_s_code_says_so_and_writes_the_6_1_conventio
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `tune --site kernel` tunes on traces too: each candidate's site
+/// replays them against the stock site, and the report and the file give
+/// each trace's ratio to the stock site.
+#[test]
+fn a_kernel_tune_replays_its_traces_through_the_sites() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tuned.toml");
+    let traces = concat!(env!("CARGO_MANIFEST_DIR"), "/generator/workloads/x86_64");
+    let (cat, dd) = (format!("{traces}/cat.csv"), format!("{traces}/dd-512.csv"));
+    let o = copygen(&[
+        "tune",
+        "--site",
+        "kernel",
+        "--workload",
+        &cat,
+        "--check-workload",
+        &dd,
+        "--budget",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("Workload traces, `tuned` against stock 6.12 ("),
+        "{text}"
+    );
+    let ratio_of = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .and_then(|l| l.split(": ").nth(1))
+            .and_then(|r| r.split('x').next())
+            .and_then(|r| r.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no ratio of {name} in\n{text}"))
+    };
+    for name in [cat.as_str(), dd.as_str()] {
+        let r = ratio_of(name);
+        assert!(r > 0.0 && r.is_finite(), "{name}: {r}");
+    }
+    let (on, off) = (
+        text.find("  tuned on:").unwrap(),
+        text.find("  not tuned on (--check-workload):").unwrap(),
+    );
+    assert!(on < off, "{text}");
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(file.contains("#   trace "), "{file}");
+    assert!(file.contains("(not tuned on)"), "{file}");
+}

@@ -234,14 +234,6 @@ fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVe
     if a.site.is_none() {
         return Ok(None);
     }
-    if !a.workload.is_empty() || !a.check_workload.is_empty() {
-        return Err(Failure::Input(BadInput(
-            "error: --site kernel with --workload/--check-workload: traces are replayed \
-             through called routines against rep movsb, not through the kernel's call site; \
-             tune on the traces without --site, or on distributions with it"
-                .into(),
-        )));
-    }
     if let Some(spec) = &a.stock_features {
         copygen::tools::bench::stock::StockFeatures::host()
             .with(spec)

@@ -45,8 +45,8 @@ pub use baselines::{baseline, rep_movsb, rep_movsq, BASELINES};
 pub use clock::tsc_hz;
 pub use plot::plot_svg;
 pub use replay::{
-    replay_rounds, round_ratio, run_replay, run_replay_sites, Replay, ReplayFigure, ReplayResults,
-    DEFAULT_WORKING_SET, MIN_CELL_CALLS,
+    replay_rounds, replay_rounds_sites, round_ratio, run_replay, run_replay_sites, Replay,
+    ReplayFigure, ReplayResults, DEFAULT_WORKING_SET, MIN_CELL_CALLS,
 };
 pub use report::{google_benchmark_json, text_table};
 pub use results::{default_baseline, quantile, Measurement, Results};

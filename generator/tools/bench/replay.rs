@@ -520,13 +520,29 @@ impl ReplayResults {
 /// scores a trace by. Every round replays a fresh segment, the same for
 /// every subject, in a freshly shuffled subject order after a warm-up.
 pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &BenchOptions) -> Vec<Vec<f64>> {
+    let players: Vec<Player> = subjects.iter().map(|s| Player::Routine(s.f)).collect();
+    rounds_of(r, &players, opts)
+}
+
+/// [`replay_rounds`] of call sites (`tune --site kernel`): `sites[0]` is
+/// the stock site.
+pub fn replay_rounds_sites(
+    r: &Replay,
+    sites: &[SiteSubject],
+    opts: &BenchOptions,
+) -> Vec<Vec<f64>> {
+    let players: Vec<Player> = sites.iter().map(|s| Player::Site(&s.site)).collect();
+    rounds_of(r, &players, opts)
+}
+
+fn rounds_of(r: &Replay, subjects: &[Player], opts: &BenchOptions) -> Vec<Vec<f64>> {
     let repeats = opts.repeats.max(1);
     let regions = Regions::new(r.region_pages());
     let trace = &r.trace.calls;
     let mut rng = Rng::new(opts.seed);
     let mut totals = vec![Vec::with_capacity(repeats); subjects.len()];
     let mut order: Vec<usize> = (0..subjects.len()).collect();
-    for _ in 0..repeats {
+    for round in 0..repeats {
         let start = placement::segment_start(trace.len(), &mut rng);
         let timed = placement::place(&placement::segment(trace, start, r.calls), r.region_pages());
         let start = placement::segment_start(trace.len(), &mut rng);
@@ -536,9 +552,8 @@ pub fn replay_rounds(r: &Replay, subjects: &[Subject], opts: &BenchOptions) -> V
         );
         rng.shuffle(&mut order);
         for &s in &order {
-            let p = Player::Routine(subjects[s].f);
-            p.all(&regions, &warm, 0);
-            totals[s].push(p.all(&regions, &timed, 0));
+            subjects[s].all(&regions, &warm, round);
+            totals[s].push(subjects[s].all(&regions, &timed, round));
         }
     }
     totals

@@ -7,31 +7,83 @@
 
 use anyhow::Result;
 
-use super::measure::{compile, score, tune_sweep, Score, QUICK_ALIAS, QUICK_SIZES};
-use super::{Candidate, TuneOptions};
+use super::measure::{compile, score_with, tune_sweep, Score, QUICK_ALIAS, QUICK_SIZES};
+use super::{traces, Candidate, TuneOptions};
 use crate::front::strategy::{Arch, KernelVersion, Strategy};
-use crate::tools::bench::{self, site, Results, Sweep};
+use crate::tools::bench::{self, site, Replay, Results, Sweep};
 
 /// The stock site first (the baseline), then each strategy's site, for a
 /// CPU with this one's features changed by `force` (`--stock-features`).
-pub(super) fn measure(
-    sweep: &Sweep,
+fn sites(
     strategies: &[&Strategy],
     (kernel, force): (KernelVersion, Option<&str>),
-    opts: &bench::BenchOptions,
-) -> Result<Results> {
+) -> Result<Vec<site::SiteSubject>> {
     let model = site::host_model(kernel, force)?;
     let mut subjects = vec![site::stock_subject(model)?];
     for s in strategies {
         subjects.push(site::site_subject(s, model)?);
     }
+    Ok(subjects)
+}
+
+/// Each strategy's site against the stock site on `sweep`.
+pub(super) fn measure(
+    sweep: &Sweep,
+    strategies: &[&Strategy],
+    kernel: (KernelVersion, Option<&str>),
+    opts: &bench::BenchOptions,
+) -> Result<Results> {
+    let subjects = sites(strategies, kernel)?;
     Ok(site::run_sites(sweep, &subjects, opts, &|_, _| {}))
+}
+
+/// [`traces::trace_ratios`] of the strategies' sites against the stock
+/// site: per strategy, per replay, the median over rounds of the ratio.
+pub(super) fn trace_ratios(
+    replays: &[Replay],
+    strategies: &[&Strategy],
+    kernel: (KernelVersion, Option<&str>),
+    repeats: usize,
+    seed: u64,
+) -> Result<Vec<Vec<f64>>> {
+    if replays.is_empty() {
+        return Ok(vec![Vec::new(); strategies.len()]);
+    }
+    let subjects = sites(strategies, kernel)?;
+    Ok(traces::ratios_by(
+        replays,
+        subjects.len(),
+        repeats,
+        seed,
+        &|r, opts| bench::replay_rounds_sites(r, &subjects, opts),
+    ))
+}
+
+/// The final replay of each trace: the stock site (the baseline) and the
+/// tuned strategy's site, with the size x distance table.
+pub(super) fn final_trace_reports(
+    o: &TuneOptions,
+    tuned: &Strategy,
+    kernel: (KernelVersion, Option<&str>),
+    seed: u64,
+) -> Result<Vec<traces::TraceReport>> {
+    let mut subjects = sites(&[tuned], kernel)?;
+    subjects[1].name = format!("{} (tuned)", tuned.name);
+    let empty = site::empty_site(site::host_model(kernel.0, kernel.1)?)?;
+    Ok(traces::final_reports_by(
+        &o.workloads,
+        &o.check_workloads,
+        1,
+        seed,
+        &|r, opts| bench::run_replay_sites(r, &subjects, &empty, opts, &|_, _| {}),
+    ))
 }
 
 /// [`super::screen`] against the stock site.
 pub(super) fn screen(
     c: &Candidate,
     o: &TuneOptions,
+    replays: &[Replay],
     cliff: bool,
     seed: u64,
     kernel: KernelVersion,
@@ -43,8 +95,10 @@ pub(super) fn screen(
         target_ticks: 6_000.0,
         seed,
     };
-    let res = measure(&sweep, &[&s], (kernel, o.stock_features.as_deref()), &opts).ok()?;
-    Some(score(&res, 1, o.dists.len(), cliff))
+    let target = (kernel, o.stock_features.as_deref());
+    let res = measure(&sweep, &[&s], target, &opts).ok()?;
+    let tr = trace_ratios(replays, &[&s], target, 5, seed).ok()?;
+    Some(score_with(&res, 1, o.dists.len(), cliff, &tr[0]))
 }
 
 /// The final report against the stock site: the tuned strategy's site,

@@ -168,7 +168,7 @@ fn screen(
     seed: u64,
 ) -> Option<Score> {
     if let Some(k) = o.site {
-        return kernel::screen(c, o, cliff, seed, k);
+        return kernel::screen(c, o, replays, cliff, seed, k);
     }
     let (_, subject) = compile(c, &o.header)?;
     let sweep = tune_sweep(&o.dists, QUICK_SIZES, QUICK_ALIAS, 2048);
@@ -311,13 +311,10 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
             (res, tr)
         }
         Some(k) => {
-            let res = kernel::measure(
-                &sweep,
-                &strategies.iter().collect::<Vec<_>>(),
-                (k, o.stock_features.as_deref()),
-                &opts,
-            )?;
-            let tr = vec![Vec::new(); subjects.len().saturating_sub(1)];
+            let all: Vec<&Strategy> = strategies.iter().collect();
+            let target = (k, o.stock_features.as_deref());
+            let res = kernel::measure(&sweep, &all, target, &opts)?;
+            let tr = kernel::trace_ratios(&replays, &all, target, opts.repeats, opts.seed)?;
             (res, tr)
         }
     };
@@ -366,12 +363,17 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
             kernel::final_report(&sweep, &strategy, (k, o.stock_features.as_deref()), &opts)?
         }
     };
-    // Traces replay called routines against rep movsb; `--site kernel`
-    // refuses them (cli/tune.rs), so in that mode there are none.
-    let traces = if o.site.is_some() {
-        Vec::new()
+    // Traces replay called routines against rep movsb, or with `--site
+    // kernel` the sites against the stock site.
+    progress(0.95, "replaying the traces");
+    let traces = if let Some(k) = o.site {
+        kernel::final_trace_reports(
+            o,
+            &strategy,
+            (k, o.stock_features.as_deref()),
+            rng.next_u64(),
+        )?
     } else {
-        progress(0.95, "replaying the traces");
         let mut tuned = bench::strategy_subject(&strategy)?;
         tuned.name = format!("{} (tuned)", strategy.name);
         let subjects = [

@@ -1,7 +1,8 @@
 //! Workload traces in a tune (`--workload`, `--check-workload`): each
 //! trace replayed as `copygen bench --workload` replays it (recorded
 //! order, recorded page offsets, a fresh segment each round), every
-//! candidate against `rep movsb` in the same rounds.
+//! candidate against `rep movsb` in the same rounds, or, with `--site
+//! kernel`, its call site against the stock kernel's (`kernel.rs`).
 
 use std::fmt::Write as _;
 
@@ -30,6 +31,20 @@ pub fn trace_ratios(
     repeats: usize,
     seed: u64,
 ) -> Vec<Vec<f64>> {
+    ratios_by(replays, subjects.len(), repeats, seed, &|r, opts| {
+        bench::replay_rounds(r, subjects, opts)
+    })
+}
+
+/// [`trace_ratios`] of `n` subjects whose rounds `rounds` measures (the
+/// first the baseline).
+pub fn ratios_by(
+    replays: &[Replay],
+    n: usize,
+    repeats: usize,
+    seed: u64,
+    rounds: &dyn Fn(&Replay, &bench::BenchOptions) -> Vec<Vec<f64>>,
+) -> Vec<Vec<f64>> {
     let per_replay: Vec<Vec<Vec<f64>>> = replays
         .iter()
         .enumerate()
@@ -39,10 +54,10 @@ pub fn trace_ratios(
                 seed: seed.wrapping_add(i as u64),
                 ..bench::BenchOptions::default()
             };
-            bench::replay_rounds(r, subjects, &opts)
+            rounds(r, &opts)
         })
         .collect();
-    (1..subjects.len())
+    (1..n)
         .map(|s| {
             per_replay
                 .iter()
@@ -63,7 +78,7 @@ pub struct TraceReport {
 }
 
 impl TraceReport {
-    /// The tuned strategy over `rep movsb`.
+    /// The tuned strategy over the baseline (`rep movsb`, or the stock site).
     pub fn ratio(&self) -> f64 {
         self.results.ratio(self.subject)
     }
@@ -78,6 +93,21 @@ pub fn final_reports(
     tuned: usize,
     seed: u64,
 ) -> Vec<TraceReport> {
+    final_reports_by(tuned_on, checked, tuned, seed, &|r, opts| {
+        let mut results = bench::run_replay(r, subjects, opts, &|_, _| {});
+        results.baseline = 0;
+        results
+    })
+}
+
+/// [`final_reports`] with the replay `replay` runs (its baseline set).
+pub fn final_reports_by(
+    tuned_on: &[Trace],
+    checked: &[Trace],
+    tuned: usize,
+    seed: u64,
+    replay: &dyn Fn(&Replay, &bench::BenchOptions) -> ReplayResults,
+) -> Vec<TraceReport> {
     let opts = bench::BenchOptions {
         repeats: 9,
         seed,
@@ -89,12 +119,10 @@ pub fn final_reports(
         .chain(checked.iter().map(|t| (false, t)))
         .map(|(on, t)| {
             let r = Replay::new(t.clone(), bench::DEFAULT_CALLS, bench::DEFAULT_WORKING_SET);
-            let mut results = bench::run_replay(&r, subjects, &opts, &|_, _| {});
-            results.baseline = 0;
             TraceReport {
                 tuned_on: on,
                 subject: tuned,
-                results,
+                results: replay(&r, &opts),
             }
         })
         .collect()
@@ -106,9 +134,11 @@ pub fn traces_text(reports: &[TraceReport], strategy: &str) -> String {
     if reports.is_empty() {
         return out;
     }
+    let base = &reports[0].results;
     let _ = writeln!(
         out,
-        "\nWorkload traces, `{strategy}` against rep_movsb (replayed in the recorded order at the recorded page offsets, median of rounds):"
+        "\nWorkload traces, `{strategy}` against {} (replayed in the recorded order at the recorded page offsets, median of rounds):",
+        base.figures[base.baseline].subject
     );
     for (label, on) in [
         ("tuned on", true),
