@@ -14,7 +14,7 @@ use copygen::front::strategy::Arch;
 
 mod common;
 
-use common::fixup_mutants::{fixup_mutants, FixupMutant};
+use common::fixup_mutants::{fixup_mutants, FixupMutant, Kind};
 use common::static_check::{check_text, strategy};
 
 /// (preset, the function whose fixups are mutated): one per arch and per
@@ -203,7 +203,6 @@ fn every_fixup_mutant_fault_injection_catches_the_static_verifier_catches() {
     };
     let mut rows = Vec::new();
     for &(preset, function) in PRESETS {
-        let started = std::time::Instant::now();
         let s = strategy(preset);
         check_tools(s.arch).unwrap_or_else(|e| {
             panic!(
@@ -226,7 +225,13 @@ fn every_fixup_mutant_fault_injection_catches_the_static_verifier_catches() {
         assert!(clean.passed(), "{path}:\n{clean}");
         let mutants: Vec<FixupMutant> = fixup_mutants(s.arch, &text, function);
         assert!(mutants.len() >= 3, "{preset}: {} mutants", mutants.len());
+        let mut names: Vec<&str> = mutants.iter().map(|m| m.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), mutants.len(), "{preset}: mutant names repeat");
         for m in mutants {
+            // (A mutant that does not assemble panics here, so the harness
+            // fails only on what the code does.)
             let r = check_text(&m.text, &file, &Options::default());
             let fault = fault_verdict(run_asm_with(s.arch, &m.text, &entries, &limits));
             rows.push(Row {
@@ -238,7 +243,19 @@ fn every_fixup_mutant_fault_injection_catches_the_static_verifier_catches() {
                 fault_caught: fault,
             });
         }
-        eprintln!("{preset}: {:.1?}", started.elapsed());
+    }
+
+    for kind in [
+        Kind::Swap,
+        Kind::Offset,
+        Kind::DroppedRetry,
+        Kind::WrongReturn,
+    ] {
+        assert!(
+            rows.iter().any(|r| r.kind == kind.name()),
+            "no {} mutant",
+            kind.name()
+        );
     }
 
     let why = |r: &Row| listed(r).map(|(_, w)| w).unwrap_or("");
