@@ -148,3 +148,28 @@ fn swapping_two_to_user_fixups_of_a64_overlap_fails() {
         "{r}"
     );
 }
+
+#[test]
+fn a_fixup_path_that_returns_a_pointer_fails() {
+    let r = unrolled64_with(
+        ".Lfrom_fixup_done:\n\tmovq\t%rdx, %rax",
+        ".Lfrom_fixup_done:\n\tmovq\t%rsi, %rax",
+    );
+    assert_eq!(r.verdict(), Verdict::Fail, "{r}");
+    assert!(
+        r.to_string()
+            .contains("a fault here returns a pointer in rax (at `ret`"),
+        "{r}"
+    );
+}
+
+#[test]
+fn riscv64_counts_are_proven() {
+    // `mv a0, a2` (`add a0, x0, a2`) returns the length left.
+    for preset in ["riscv-misaligned-fast", "riscv-uaccess", "riscv-word-loop"] {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("emitted/riscv64/standalone/{preset}.S"));
+        let r = check_object(&p, &Options::default()).unwrap();
+        assert!(r.passed() && r.findings().next().is_none(), "{r}");
+    }
+}

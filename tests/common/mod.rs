@@ -4,6 +4,7 @@
 //! the choices and every knob is reachable.
 #![allow(dead_code)]
 
+pub mod fixup_mutants;
 pub mod mutant;
 pub mod site;
 pub mod static_check;

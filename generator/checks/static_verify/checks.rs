@@ -655,7 +655,9 @@ fn check_return(func: &mut Func, states: &[Option<State>], k: usize, st: &State)
 /// reach the value returned must be the number of bytes not stored, `n -
 /// F` for the stored prefix `to[0..F)`. Both are known against the ghost
 /// `LEN` (`LEN + r` and `LEN + stored`), so they are equal exactly when the
-/// offsets are: a difference is an error at the access. A count the
+/// offsets are: a difference is an error at the access, and so is a
+/// pointer returned (the source or destination pointer, or a stack
+/// address, plus a constant). A count the
 /// analysis cannot tie to `LEN`, or a prefix it lost, is not proven: one
 /// warning for the function, naming the first such access.
 fn check_counts(func: &mut Func, states: &[Option<State>]) {
@@ -671,6 +673,7 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
         let from_fault = fault_state(&func.insns[k], &st);
         let paths = analyse_from(func, fx, from_fault);
         let mut wrong = None;
+        let mut pointer = None;
         let mut why_not = None;
         let mut gap = None;
         for (j, s) in paths.iter().enumerate() {
@@ -688,6 +691,11 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
                 s.clone()
             };
             let r = s.regs[abi.ret];
+            // A pointer (plus a constant) is never a count.
+            if r.off.is_some() && [SRC, DST, STACK].contains(&r.tags) {
+                pointer.get_or_insert(j);
+                continue;
+            }
             match (r.tags == LEN, r.off, s.stored) {
                 (true, Some(r), Some(f)) if r == f => {}
                 (true, Some(r), Some(f)) => {
@@ -710,6 +718,15 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
                 k,
                 format!(
                     "after a fault here, the fixup path stores {g} bytes past the bytes stored so far (at {at}): the bytes between are never copied"
+                ),
+            );
+        } else if let Some(j) = pointer {
+            let ret = func.describe(j);
+            func.finding(
+                Severity::Error,
+                k,
+                format!(
+                    "a fault here returns a pointer in {reg} (at {ret}), not the number of bytes not copied"
                 ),
             );
         } else if let Some((j, d)) = wrong {

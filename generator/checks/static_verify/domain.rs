@@ -264,7 +264,8 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
             Val::derived([a]).with_low(low)
         };
     }
-    if sign > 0 && a.konst_value().is_some() && (b.tags == SRC || b.tags == DST) {
+    // `k + v` is `v + k` (RISC-V's `mv a0, a2` is `add a0, x0, a2`).
+    if sign > 0 && a.konst_value().is_some() && [SRC, DST, LEN, STACK].contains(&b.tags) {
         return add_val(b, a, 1);
     }
     Val::derived([a, b])
