@@ -428,22 +428,8 @@ struct Sites {
 
 /// The checks of `--site kernel`'s arguments, and its sites.
 fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
-    use copygen::front::strategy::KernelVersion;
     use copygen::tools::bench::{self, site};
-    let kernel = match KernelVersion::parse(&a.site_kernel) {
-        Some(k) => k,
-        None => {
-            return Err(Failure::Input(BadInput(format!(
-                "error: --site-kernel: `{}` is not a kernel whose call site is known (6.1, 6.12)",
-                a.site_kernel
-            ))))
-        }
-    };
-    if let Some(spec) = &a.stock_features {
-        copygen::tools::bench::stock::StockFeatures::host()
-            .with(spec)
-            .map_err(|e| Failure::Input(BadInput(format!("error: --stock-features: {e}"))))?;
-    }
+    let kernel = super::site_target(&a.site_kernel, a.stock_features.as_deref())?;
     if let Some(t) = &a.tree {
         copygen::tools::bench::stock::locate_tree(kernel, Some(t))
             .map_err(|e| Failure::Input(BadInput(format!("error: {e:#}"))))?;

@@ -91,6 +91,24 @@ pub fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
     }
 }
 
+/// `--site-kernel` and `--stock-features` of `bench` and `tune --site
+/// kernel`: the kernel whose call site is the target, both checked.
+pub fn site_target(
+    kernel: &str,
+    stock_features: Option<&str>,
+) -> Result<copygen::front::strategy::KernelVersion, Failure> {
+    if let Some(spec) = stock_features {
+        copygen::tools::bench::stock::StockFeatures::host()
+            .with(spec)
+            .map_err(|e| Failure::Input(BadInput(format!("error: --stock-features: {e}"))))?;
+    }
+    copygen::front::strategy::KernelVersion::parse(kernel).ok_or_else(|| {
+        Failure::Input(BadInput(format!(
+            "error: --site-kernel: `{kernel}` is not a kernel whose call site is known (6.1, 6.12)"
+        )))
+    })
+}
+
 pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
     match a {
         None => Ok(None),

@@ -230,21 +230,9 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
 
 /// `--site kernel`'s kernel (6.1 or 6.12).
 fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVersion>, Failure> {
-    use copygen::front::strategy::KernelVersion;
-    if a.site.is_none() {
-        return Ok(None);
-    }
-    if let Some(spec) = &a.stock_features {
-        copygen::tools::bench::stock::StockFeatures::host()
-            .with(spec)
-            .map_err(|e| Failure::Input(BadInput(format!("error: --stock-features: {e}"))))?;
-    }
-    match KernelVersion::parse(&a.site_kernel) {
-        Some(k) => Ok(Some(k)),
-        None => Err(Failure::Input(BadInput(format!(
-            "error: --site-kernel: `{}` is not a kernel whose call site is known (6.1, 6.12)",
-            a.site_kernel
-        )))),
+    match a.site {
+        None => Ok(None),
+        Some(_) => super::site_target(&a.site_kernel, a.stock_features.as_deref()).map(Some),
     }
 }
 
