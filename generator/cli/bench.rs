@@ -112,17 +112,8 @@ pub struct BenchArgs {
     /// /usr/src/linux-source-VERSION.tar.xz, unpacked into the cache.
     #[arg(long, value_name = "DIR", requires = "site")]
     tree: Option<PathBuf>,
-    /// With --site kernel: change the features the kernel's alternatives
-    /// are resolved for (the stock site, the tree's routine, the patched
-    /// sites), e.g. `-erms,-fsrm` for the code a CPU without ERMS runs;
-    /// names erms, fsrm, rep_good. The timing is still this CPU's.
-    #[arg(
-        long,
-        value_name = "LIST",
-        requires = "site",
-        allow_hyphen_values = true
-    )]
-    stock_features: Option<String>,
+    #[command(flatten)]
+    stock: super::StockFeaturesArg,
     /// With --site kernel: measure the figures `kernel-patch --figures`
     /// takes (distributions, sizes 0..64, 8 KiB at offsets 0..0x20, the
     /// alias band) for one strategy and write them here.
@@ -429,7 +420,7 @@ struct Sites {
 /// The checks of `--site kernel`'s arguments, and its sites.
 fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
     use copygen::tools::bench::{self, site};
-    let kernel = super::site_target(&a.site_kernel, a.stock_features.as_deref())?;
+    let kernel = super::site_target(&a.site_kernel, a.stock.stock_features.as_deref())?;
     if let Some(t) = &a.tree {
         copygen::tools::bench::stock::locate_tree(kernel, Some(t))
             .map_err(|e| Failure::Input(BadInput(format!("error: {e:#}"))))?;
@@ -457,8 +448,9 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
         ))));
     }
     let fail = |e: anyhow::Error| Failure::Input(BadInput(format!("error: {e:#}")));
-    let model = site::KernelModel::new(kernel, a.tree.as_deref(), a.stock_features.as_deref())
-        .map_err(Failure::Other)?;
+    let model =
+        site::KernelModel::new(kernel, a.tree.as_deref(), a.stock.stock_features.as_deref())
+            .map_err(Failure::Other)?;
     let stock_path = model.path_text().map_err(fail)?;
     errln!("stock routine: {}", model.stock.path.display());
     let mut subjects = vec![site::stock_subject(&model).map_err(fail)?];

@@ -91,6 +91,22 @@ pub fn parse_flavor(f: Option<String>) -> Result<Vec<Flavor>, Failure> {
     }
 }
 
+/// `--stock-features` of `bench` and `tune`, with `--site kernel`.
+#[derive(clap::Args)]
+pub struct StockFeaturesArg {
+    /// With --site kernel: change the features the kernel's alternatives
+    /// are resolved for (the stock site, the tree's routine, the patched
+    /// or candidate sites), e.g. `-erms,-fsrm` for the code a CPU without
+    /// ERMS runs; names erms, fsrm, rep_good. The timing is still this CPU's.
+    #[arg(
+        long,
+        value_name = "LIST",
+        requires = "site",
+        allow_hyphen_values = true
+    )]
+    pub stock_features: Option<String>,
+}
+
 /// `--site-kernel` and `--stock-features` of `bench` and `tune --site
 /// kernel`: the kernel whose call site is the target, both checked.
 pub fn site_target(

@@ -71,18 +71,8 @@ pub struct TuneArgs {
         requires = "site"
     )]
     site_kernel: String,
-    /// With --site kernel: change the features the kernel's alternatives
-    /// are resolved for (the stock site, the tree's routine, the candidates'
-    /// sites), e.g. `-erms,-fsrm` to tune against the code a CPU without
-    /// ERMS runs; names erms, fsrm, rep_good (as `bench --site kernel`).
-    /// The timing is still this CPU's.
-    #[arg(
-        long,
-        value_name = "LIST",
-        requires = "site",
-        allow_hyphen_values = true
-    )]
-    stock_features: Option<String>,
+    #[command(flatten)]
+    stock: super::StockFeaturesArg,
 }
 
 /// The longest `--budget`, in seconds (a week).
@@ -169,7 +159,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         workloads,
         check_workloads,
         site: site_kernel(&a)?,
-        stock_features: a.stock_features.clone(),
+        stock_features: a.stock.stock_features.clone(),
     };
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(
@@ -232,7 +222,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
 fn site_kernel(a: &TuneArgs) -> Result<Option<copygen::front::strategy::KernelVersion>, Failure> {
     match a.site {
         None => Ok(None),
-        Some(_) => super::site_target(&a.site_kernel, a.stock_features.as_deref()).map(Some),
+        Some(_) => super::site_target(&a.site_kernel, a.stock.stock_features.as_deref()).map(Some),
     }
 }
 
