@@ -12,6 +12,35 @@ fn copygen(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// What a tune wrote: its report, its standard error, the tuned file's
+/// text and path (the folder lives as long as this).
+struct Tuned {
+    report: String,
+    err: String,
+    file: String,
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A two-second `tune --site kernel ARGS -o FILE` that must succeed.
+fn tune_site(args: &[&str]) -> Tuned {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuned.toml");
+    let mut all = vec!["tune", "--site", "kernel", "--budget", "2"];
+    all.extend(args);
+    all.extend(["-o", path.to_str().unwrap()]);
+    let o = copygen(&all);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{args:?}: {err}");
+    Tuned {
+        report: String::from_utf8_lossy(&o.stdout).into_owned(),
+        err,
+        file: std::fs::read_to_string(&path).unwrap(),
+        path,
+        _dir: dir,
+    }
+}
+
 #[test]
 fn bad_tune_site_options_are_located_errors() {
     let cases: [(&[&str], &[&str]); 5] = [
@@ -78,22 +107,9 @@ fn bad_tune_site_options_are_located_errors() {
 
 #[test]
 fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
-    let dir = std::env::temp_dir().join(format!("copygen-tune-site-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("tuned.toml");
-    let o = copygen(&[
-        "tune",
-        "--site",
-        "kernel",
-        "--distribution",
-        "MemcpyGoogleQ",
-        "--budget",
-        "2",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let Tuned {
+        report: text, file, ..
+    } = tune_site(&["--distribution", "MemcpyGoogleQ"]);
     assert!(
         text.contains("against stock 6.12 (median"),
         "the report's baseline is the stock site:\n{text}"
@@ -102,36 +118,27 @@ fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
     assert!(text.contains("<= 1.05x stock 6.12"), "{text}");
     // The tuned strategy's column is its site; the catalog's come after.
     assert!(text.contains("tuned (tuned)"), "{text}");
-    let file = std::fs::read_to_string(&out).unwrap();
     assert!(
         file.contains("# Cost per call vs the stock 6.12 call site"),
         "{file}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_kernel_tune_against_another_cpu_s_code_says_so_and_writes_the_6_1_convention() {
-    let dir = std::env::temp_dir().join(format!("copygen-tune-site61-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("tuned.toml");
-    let o = copygen(&[
-        "tune",
-        "--site",
-        "kernel",
+    let Tuned {
+        report: text,
+        err,
+        file,
+        path,
+        _dir: _keep_the_file,
+    } = tune_site(&[
         "--site-kernel",
         "6.1",
         "--stock-features=-erms,-fsrm",
         "--distribution",
         "MemcpyGoogleQ",
-        "--budget",
-        "2",
-        "-o",
-        out.to_str().unwrap(),
     ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{err}");
     // Without ERMS and FSRM, 6.1 calls copy_user_generic_string.
     for want in [
         "stock path: 6.1: copy_user_generic_string",
@@ -143,7 +150,6 @@ fn a_kernel_tune_against_another_cpu_s_code_says_so_and_writes_the_6_1_conventio
     }
     assert!(text.contains("\n  large "), "{text}");
     assert!(err.contains("--kernel 6.1`"), "{err}");
-    let file = std::fs::read_to_string(&out).unwrap();
     for want in [
         "# stock path: 6.1: copy_user_generic_string",
         "timed on this CPU, not on a CPU without them",
@@ -153,13 +159,12 @@ fn a_kernel_tune_against_another_cpu_s_code_says_so_and_writes_the_6_1_conventio
         assert!(file.contains(want), "no `{want}` in\n{file}");
     }
     // 6.1's glue calls the routine in the C convention.
-    let s = copygen::front::parse::load(&out, None).unwrap();
+    let s = copygen::front::parse::load(&path, None).unwrap();
     assert_eq!(
         s.linux.convention,
         copygen::front::strategy::Convention::C,
         "{file}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `tune --site kernel` tunes on traces too: each candidate's site
@@ -167,25 +172,11 @@ fn a_kernel_tune_against_another_cpu_s_code_says_so_and_writes_the_6_1_conventio
 /// each trace's ratio to the stock site.
 #[test]
 fn a_kernel_tune_replays_its_traces_through_the_sites() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("tuned.toml");
     let traces = concat!(env!("CARGO_MANIFEST_DIR"), "/generator/workloads/x86_64");
     let (cat, dd) = (format!("{traces}/cat.csv"), format!("{traces}/dd-512.csv"));
-    let o = copygen(&[
-        "tune",
-        "--site",
-        "kernel",
-        "--workload",
-        &cat,
-        "--check-workload",
-        &dd,
-        "--budget",
-        "2",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let Tuned {
+        report: text, file, ..
+    } = tune_site(&["--workload", &cat, "--check-workload", &dd]);
     assert!(
         text.contains("Workload traces, `tuned` against stock 6.12 ("),
         "{text}"
@@ -207,7 +198,6 @@ fn a_kernel_tune_replays_its_traces_through_the_sites() {
         text.find("  not tuned on (--check-workload):").unwrap(),
     );
     assert!(on < off, "{text}");
-    let file = std::fs::read_to_string(&out).unwrap();
     assert!(file.contains("#   trace "), "{file}");
     assert!(file.contains("(not tuned on)"), "{file}");
 }
