@@ -71,13 +71,20 @@ pub fn cmd_emit(a: EmitArgs) -> Result<ExitCode, Failure> {
             outputs.push((emitted_path(s, fl), render(s, fl)));
         }
     }
+    // One look at `-o`: a concurrent run may create the folder between two
+    // (then `is_dir` says no and `exists` yes: a folder taken for a file).
+    let existing = output
+        .as_deref()
+        .map(|p| std::fs::metadata(p).map(|m| m.is_dir()));
+    let is_dir = matches!(existing, Some(Ok(true)));
+    let is_other = matches!(existing, Some(Ok(false)));
     match output.as_deref() {
         None => print_all(&outputs)?,
         Some(p) if p.as_os_str() == "-" => print_all(&outputs)?,
-        Some(p) if outputs.len() == 1 && !p.is_dir() => {
+        Some(p) if outputs.len() == 1 && !is_dir => {
             copygen::output::write::write_file(p, &outputs[0].1)?
         }
-        Some(p) if !p.is_dir() && (p.extension().is_some_and(|e| e == "S") || p.exists()) => {
+        Some(p) if !is_dir && (p.extension().is_some_and(|e| e == "S") || is_other) => {
             let why = if flavors.len() > 1 {
                 "both flavors: choose one with `--flavor linux` or `--flavor standalone`, or give a folder"
             } else {
