@@ -60,6 +60,30 @@ pub fn folder(path: &Path) -> Registered {
     register(path, true)
 }
 
+/// Run `make` (which creates a path and registers it) with the stopping
+/// signals blocked in this thread, so that none can arrive between the
+/// path's creation and its registration; one that came meanwhile is
+/// delivered when `make` returns, and removes what it made.
+pub fn atomically<T>(make: impl FnOnce() -> T) -> T {
+    INSTALL.call_once(install);
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset; the mask
+    // is this thread's, restored below.
+    let old = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    };
+    let out = make();
+    // SAFETY: restores the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut()) };
+    out
+}
+
 fn register(path: &Path, folder: bool) -> Registered {
     INSTALL.call_once(install);
     let Ok(path) = CString::new(path.as_os_str().as_bytes()) else {

@@ -233,13 +233,16 @@ fn stage(
         create_dirs(&dir, made_dirs).with_context(|| format!("creating {}", dir.display()))?;
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         // A new file is created 0666 less the umask, like any program's.
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .permissions(fs::Permissions::from_mode(0o666))
-            .tempfile_in(&dir)
-            .map_err(|e| with_hint(e, &format!("a temporary file in {}", dir.display())))?;
-        let on_signal = super::cleanup::file(tmp.path());
+        let (mut tmp, on_signal) = super::cleanup::atomically(|| {
+            let tmp = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(".tmp")
+                .permissions(fs::Permissions::from_mode(0o666))
+                .tempfile_in(&dir)?;
+            let on_signal = super::cleanup::file(tmp.path());
+            Ok::<_, std::io::Error>((tmp, on_signal))
+        })
+        .map_err(|e| with_hint(e, &format!("a temporary file in {}", dir.display())))?;
         if let Some(mode) = mode {
             fs::set_permissions(tmp.path(), fs::Permissions::from_mode(*mode))
                 .with_context(|| format!("keeping the mode of {}", given.display()))?;
@@ -277,10 +280,12 @@ fn create_dirs(dir: &Path, made: &mut Vec<MadeDir>) -> std::io::Result<()> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_dirs(parent, made)?;
     }
-    match fs::create_dir(dir) {
-        Ok(()) => made.push(MadeDir {
+    let made_here =
+        super::cleanup::atomically(|| fs::create_dir(dir).map(|()| super::cleanup::folder(dir)));
+    match made_here {
+        Ok(on_signal) => made.push(MadeDir {
             path: dir.to_path_buf(),
-            on_signal: super::cleanup::folder(dir),
+            on_signal,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
         Err(e) => return Err(e),
@@ -353,14 +358,17 @@ fn backup_of(path: &Path) -> Result<Option<Backup>> {
         .unwrap_or(Path::new("."));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     // A fresh name: make a temporary file, then link the old file over it.
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".old")
-        .tempfile_in(dir)
-        .with_context(|| format!("a backup of {}", path.display()))?
-        .into_temp_path();
-    fs::remove_file(&tmp)?;
-    let on_signal = super::cleanup::file(&tmp);
+    let (tmp, on_signal) = super::cleanup::atomically(|| {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".old")
+            .tempfile_in(dir)?
+            .into_temp_path();
+        let on_signal = super::cleanup::file(&tmp);
+        fs::remove_file(&tmp)?;
+        Ok::<_, std::io::Error>((tmp, on_signal))
+    })
+    .with_context(|| format!("a backup of {}", path.display()))?;
     fs::hard_link(path, &tmp).with_context(|| format!("a backup of {}", path.display()))?;
     Ok(Some(Backup {
         link: tmp,
