@@ -19,6 +19,18 @@ const X86_FLAG_SHIFT: u32 = 12;
 /// `EX_DATA_IMM_SHIFT`: the immediate is the signed top half.
 const X86_IMM_SHIFT: u32 = 16;
 
+/// x86's `EX_TYPE_DEFAULT`: resume at the fixup.
+pub const X86_EX_TYPE_DEFAULT: u32 = 1;
+/// x86's `EX_TYPE_UACCESS`: resume at the fixup (a user access).
+pub const X86_EX_TYPE_UACCESS: u32 = 3;
+/// x86's `EX_TYPE_COPY` (6.1): `ax` = the trap number, then the fixup.
+pub const X86_EX_TYPE_COPY: u32 = 4;
+
+/// The type of an x86 entry's type word (its data fields dropped).
+pub fn x86_type(word: u32) -> u32 {
+    word & X86_TYPE_MASK
+}
+
 /// x86's `EX_TYPE_*` by number. 4, `EX_TYPE_COPY`, is 6.1's (6.4 removed
 /// it: [`crate::kernel::version::EX_TYPE_COPY_REMOVED`]); 21,
 /// `EX_TYPE_ERETU`, came with FRED (6.9).

@@ -25,6 +25,7 @@ use crate::arch::cpu::{CpuFeatures, Cpuid};
 use crate::checks::objfile::{self, ObjectFile};
 use crate::front::variant::CpuFeature;
 use crate::jit::site::PlacedCode;
+use crate::kernel::extable;
 use crate::kernel::nops::kernel_nops;
 use crate::kernel::site::{self, SiteCode};
 use crate::kernel::version::KernelVersion;
@@ -562,13 +563,13 @@ impl StockObject {
             if e.insn.section != ".text" || e.fixup.section != ".text" {
                 continue;
             }
-            match e.type_word.map(|w| w & 0xff) {
-                // EX_TYPE_DEFAULT, EX_TYPE_UACCESS: resume at the fixup.
-                None | Some(1) | Some(3) => {
+            match e.type_word.map(extable::x86_type) {
+                None | Some(extable::X86_EX_TYPE_DEFAULT | extable::X86_EX_TYPE_UACCESS) => {
                     extable.push((e.insn.offset as u32, e.fixup.offset as u32))
                 }
-                // 6.1's EX_TYPE_COPY: ax = trapnr, then the fixup.
-                Some(4) if !self.kernel.x86_64_calls_rep_movs_alternative() => {
+                Some(extable::X86_EX_TYPE_COPY)
+                    if !self.kernel.x86_64_calls_rep_movs_alternative() =>
+                {
                     let stub = match stubs.iter().find(|(f, _)| *f == e.fixup.offset) {
                         Some(&(_, s)) => s,
                         None => {
