@@ -211,7 +211,11 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let mut seeds = Candidate::band_seeds(&space, &space.size_sets(&per_size));
     let mut round = 0u64;
     let mut stopped_early = false;
-    while start.elapsed() < search_until {
+    // Loading the stock site and measuring the bands count against the
+    // budget; on a loaded machine they can use up a short one, so the first
+    // candidates are measured regardless and a tune always has a result.
+    const FIRST_TRIES: u64 = 8;
+    while start.elapsed() < search_until || (pool.is_empty() && round < FIRST_TRIES) {
         if stop_requested() {
             stopped_early = true;
             break;
