@@ -109,12 +109,19 @@ fn every_preset_passes_checkpatch_strict() {
     let dir = tempfile::tempdir().unwrap();
     let figures = write(dir.path(), "figures.txt", FIGURES);
     for (args, with_figures) in [
-        (&["movs-alternative", "--kernel", "6.12"][..], false),
+        (
+            &["movs-alternative", "--kernel", "6.12", "--kunit"][..],
+            false,
+        ),
         (&["unrolled64", "--kernel", "6.1"][..], false),
         (&["movsl", "--kernel", "6.1"][..], false),
         (&["ldm-stm", "--kernel", "6.1"][..], false),
-        (&["a64-overlap", "--kernel", "6.12"][..], false),
-        (&["guarded-movsb", "--kernel", "6.12"][..], true),
+        (&["a64-overlap", "--kernel", "6.12", "--kunit"][..], false),
+        (
+            &["arm64-template", "--kernel", "6.12", "--kunit"][..],
+            false,
+        ),
+        (&["guarded-movsb", "--kernel", "6.12", "--kunit"][..], true),
     ] {
         let mut a: Vec<&str> = args.to_vec();
         a.extend([
@@ -789,4 +796,122 @@ fn a_series_per_arch_has_a_cover_letter_reroll_and_base() {
         p.contains(&format!("\n\nbase-commit: {base}\n-- \ncopygen ")),
         "{p}"
     );
+}
+
+/// `--kunit` (6.12): the suite, its Kconfig entry next to the tree's
+/// usercopy suite's and its Makefile line go into the patch, which `git am
+/// -3` applies to a pristine tree; the count the suite wants follows the
+/// strategy's precision. 6.1 (no `kunit_vm_mmap()`) is refused with exit 2
+/// and nothing written.
+#[test]
+fn the_kunit_suite_rides_in_6_12_patches() {
+    let files = [
+        "Makefile",
+        "arch/x86/lib/Makefile",
+        "arch/arm64/lib/Makefile",
+        "arch/arm64/lib/copy_from_user.S",
+        "arch/arm64/lib/copy_to_user.S",
+        "arch/arm64/lib/copy_template.S",
+        "lib/Kconfig.debug",
+        "lib/Makefile",
+    ];
+    // (one extraction: the repository is the pristine tree between patches)
+    let Some(tree) = repo_6_12(&files) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let patch = |preset: &str, kunit: bool| {
+        let mut a = vec![
+            preset,
+            "--kernel",
+            "6.12",
+            "--no-verify",
+            "--author",
+            "A B <ab@example.org>",
+            "--tree",
+            tree.path().to_str().unwrap(),
+        ];
+        if kunit {
+            a.push("--kunit");
+        }
+        ok(run(copygen(None, dir.path()), &a))
+    };
+    let suite = "lib/copygen_usercopy_kunit.c";
+    let plain = patch("movs-alternative", false);
+    assert!(!plain.contains(suite) && !plain.contains("lib/Kconfig.debug"));
+
+    let plain_kunit = patch("movs-alternative", true);
+    for (preset, exact) in [("movs-alternative", true), ("arm64-template", false)] {
+        let p = patch(preset, true);
+        let file = write(dir.path(), &format!("{preset}.patch"), &p);
+        let am = git_in(tree.path(), &["am", "-3", file.to_str().unwrap()], None);
+        assert!(
+            am.status.success(),
+            "{preset}: {}",
+            String::from_utf8_lossy(&am.stderr)
+        );
+        let read = |f: &str| std::fs::read_to_string(tree.path().join(f)).unwrap();
+        let c = read(suite);
+        assert_eq!(c, new_file(&p, suite), "{preset}");
+        assert!(c.contains("kunit_test_suites(&copygen_usercopy_suite);"));
+        assert!(c.contains("#define MAX_SIZE\t256\n"));
+        let rule = if exact {
+            "left <= fewest && (avail == 0 || left < size)"
+        } else {
+            "left <= size && (avail == 0 || left < size)"
+        };
+        assert!(c.contains(rule), "{preset}: {c}");
+        let kconfig = read("lib/Kconfig.debug");
+        let entry = kconfig
+            .find("\nconfig COPYGEN_USERCOPY_KUNIT_TEST\n")
+            .expect("the Kconfig entry");
+        assert!(kconfig.find("\nconfig USERCOPY_KUNIT_TEST\n").unwrap() < entry);
+        assert!(kconfig[entry..].contains("\tdepends on KUNIT && MMU\n"));
+        assert!(read("lib/Makefile").contains(
+            "obj-$(CONFIG_USERCOPY_KUNIT_TEST) += usercopy_kunit.o\n\
+             obj-$(CONFIG_COPYGEN_USERCOPY_KUNIT_TEST) += copygen_usercopy_kunit.o\n"
+        ));
+        let words = p.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("(CONFIG_COPYGEN_USERCOPY_KUNIT_TEST) is a KUnit suite"));
+        let back = git_in(tree.path(), &["reset", "-q", "--hard", "HEAD~1"], None);
+        assert!(back.status.success());
+    }
+
+    // Where the stock routine stays in the tree (6.12 x86_64's chain of
+    // variants), the timings come with the stock site's, verbatim.
+    let chain = ok(run(
+        copygen(None, dir.path()),
+        &[
+            "guarded-movsb",
+            "--kernel",
+            "6.12",
+            "--kunit",
+            "--no-verify",
+            "--author",
+            "A B <ab@example.org>",
+        ],
+    ));
+    let stock_site = "ALTERNATIVE(\"rep movsb\",\n\t\t\t\t \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM))";
+    assert!(new_file(&chain, suite).contains(stock_site));
+    assert!(new_file(&chain, suite).contains("copygen_stock_copy(ku, priv->kbuf, sizes[i])"));
+    assert!(!new_file(&plain_kunit, suite).contains("copygen_stock_copy"));
+
+    let out = dir.path().join("old.patch");
+    let o = run(
+        copygen(None, dir.path()),
+        &[
+            "unrolled64",
+            "--kernel",
+            "6.1",
+            "--kunit",
+            "--author",
+            "A B <ab@example.org>",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--kunit") && err.contains("6.12"), "{err}");
+    assert!(!out.exists());
 }

@@ -69,6 +69,11 @@ pub struct KernelPatchArgs {
     /// message are split into narrower ones).
     #[arg(long, value_name = "FILE")]
     figures: Option<PathBuf>,
+    /// Add a KUnit suite of the routines (lib/copygen_usercopy_kunit.c, its
+    /// Kconfig entry and Makefile line): exact counts and bytes at every
+    /// size up to 256 and every fault offset, and ns per call (6.12).
+    #[arg(long)]
+    kunit: bool,
 }
 
 /// `git config KEY` in the current directory, if set.
@@ -274,6 +279,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         author,
         signed_off_by,
         figures,
+        kunit,
     } = a;
     let kernel = KernelVersion::parse(&kernel).ok_or_else(|| {
         Failure::Input(BadInput(format!(
@@ -292,6 +298,12 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
             "error: --arch: several architectures make a series: give --output-directory DIR"
                 .into(),
         )));
+    }
+    if let Some(why) = kunit
+        .then(|| copygen::tools::kernel_patch::kunit::unsupported(kernel))
+        .flatten()
+    {
+        return Err(Failure::Input(BadInput(format!("error: {why}"))));
     }
     if let Some(b) = &base {
         let hex = b
@@ -383,6 +395,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
             tree: tree.as_deref(),
             boot: booted.as_ref(),
             series: &series,
+            kunit,
         };
         let text = copygen::tools::kernel_patch::patch(&s, &r)?;
         let subject = copygen::tools::kernel_patch::subject(&w.strategy);

@@ -19,6 +19,8 @@
 #   record-<arch>.config  kernel-record: kprobe events, tracefs, networking over loopback
 #                         and what busybox needs; kernel-boot does not use them (they do
 #                         not change the copy routines or their call sites)
+#   kunit-6.12.config     a patched 6.12 kernel: the patch's own KUnit suite (every 6.12
+#                         patch made here carries it: kernel-patch --kunit), built in
 #
 # After each build the code sections of vmlinux (.text, the alternatives, the exception
 # table) are hashed under a key of the sources (the .config and every file the patch
@@ -52,9 +54,11 @@ kernel_build_prepare() {
 	fresh=$(mktemp "$dir/copygen.patch.XXXXXX")
 	if [[ -n $preset ]]; then
 		local key strategy_file=$kernel_root/generator/strategies/$preset.toml
+		local -a kunit=()
+		[[ $version == 6.12 ]] && kunit=(--kunit)
 		key=$( {
 			sha256sum <"$copygen"
-			echo "$preset $version $arch $author"
+			echo "$preset $version $arch $author ${kunit[*]}"
 			[[ ! -f $strategy_file ]] || cat "$strategy_file"
 			[[ ! -f $preset ]] || cat "$preset" # (a strategy file given by its path)
 		} | sha256sum | cut -c1-16)
@@ -63,7 +67,7 @@ kernel_build_prepare() {
 			cp "$dir/patches/$key" "$fresh"
 			echo "$(basename "$0"): the patch of $preset made by this copygen before (patches/$key)" >&2
 		else
-			"$copygen" kernel-patch "$preset" --kernel "$version" --arch "$arch" --author "$author" -o "$fresh" ||
+			"$copygen" kernel-patch "$preset" --kernel "$version" --arch "$arch" --author "$author" "${kunit[@]}" -o "$fresh" ||
 				{ rm -f "$fresh"; kernel_die "$preset: copygen kernel-patch refused it"; }
 			cp "$fresh" "$dir/patches/$key"
 		fi
@@ -93,8 +97,9 @@ kernel_build_prepare() {
 		cp "$pristine/$f" "$stage/$f"
 	done
 	[[ ! -s $patch ]] || patch -s -p1 -d "$stage" <"$patch"
+	# (the generated routine's file; not the KUnit suite's, which is new too)
 	new_file=$(sed -n 's|^+++ b/||p' "$patch" | while read -r f; do
-		[[ -f $pristine/$f ]] || echo "$f"
+		[[ -f $pristine/$f || $f == "$kernel_kunit_file" ]] || echo "$f"
 	done)
 	[[ -z $override ]] || cp "$override" "$stage/$new_file"
 	# x86: which variant the patched entry point enters (verify/kernel/copygen_variant.c,
@@ -169,6 +174,8 @@ kernel_build_prepare() {
 	[[ -f $kernel_root/verify/kernel/boot-$arch-$version.config ]] && fragments+=("$kernel_root/verify/kernel/boot-$arch-$version.config")
 	fragments+=("$kernel_root/verify/kernel/boot-$version.config")
 	kernel_record_shares "$arch" && fragments+=("$kernel_root/verify/kernel/record-$arch.config")
+	# (the patch's KUnit suite, on the kernels whose patches carry it)
+	[[ -n $preset && $version == 6.12 ]] && fragments+=("$kernel_kunit_config")
 	base=${kernel_boot_base[$arch]}
 	kernel_build_config="$base + ${fragments[*]##*/}"
 	# (the option lines only: a comment edit keeps the build)

@@ -170,6 +170,13 @@ kernel_install_if_changed() {
 kernel_now() { date +%s.%N; }
 kernel_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
+# The KUnit suite `copygen kernel-patch --kunit` adds (6.12 only: 6.1's KUnit cannot map
+# user memory): verify/kernel/build.sh asks for it in every 6.12 patch it builds and
+# merges kunit-6.12.config, which builds it in; verify/kernel-boot wants its "ok" line.
+kernel_kunit_file=lib/copygen_usercopy_kunit.c
+kernel_kunit_suite=copygen_usercopy
+kernel_kunit_config=$kernel_root/verify/kernel/kunit-6.12.config
+
 # The arches whose recorder (verify/kernel-record) reuses kernel-boot's build: their boot
 # configuration also takes record-<arch>.config (verify/kernel/build.sh). x86_64 only:
 # CI records on x86_64, and the others' record fragments would make CI's boot builds of

@@ -323,3 +323,40 @@ ifeq ($(CONFIG_KERNEL_MODE_NEON), y)
 "#,
     }
 }
+
+/// 6.12's KUnit usercopy suite's Kconfig entry (the KUnit suite of the
+/// generated routines goes after it).
+pub fn lib_kconfig_debug_6_12() -> Excerpt {
+    Excerpt {
+        path: "lib/Kconfig.debug",
+        line: 2814,
+        text: r#"config USERCOPY_KUNIT_TEST
+	tristate "KUnit Test for user/kernel boundary protections"
+	depends on KUNIT
+	default KUNIT_ALL_TESTS
+	help
+	  This builds the "usercopy_kunit" module that runs sanity checks
+	  on the copy_to/from_user infrastructure, making sure basic
+	  user/kernel boundary testing is working.
+
+config TEST_UDELAY
+	tristate "udelay test driver"
+	help
+"#,
+    }
+}
+
+/// 6.12's `lib/Makefile` lines of the KUnit usercopy suite.
+pub fn lib_makefile_6_12() -> Excerpt {
+    Excerpt {
+        path: "lib/Makefile",
+        line: 389,
+        text: r#"obj-$(CONFIG_FORTIFY_KUNIT_TEST) += fortify_kunit.o
+obj-$(CONFIG_SIPHASH_KUNIT_TEST) += siphash_kunit.o
+obj-$(CONFIG_USERCOPY_KUNIT_TEST) += usercopy_kunit.o
+obj-$(CONFIG_LONGEST_SYM_KUNIT_TEST) += longest_symbol_kunit.o
+CFLAGS_longest_symbol_kunit.o += $(call cc-disable-warning, missing-prototypes)
+
+"#,
+    }
+}

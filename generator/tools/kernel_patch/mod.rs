@@ -29,6 +29,7 @@
 
 mod describe;
 mod excerpts;
+pub mod kunit;
 pub mod mail;
 mod riscv64;
 pub mod site;
@@ -497,6 +498,22 @@ fn hunks(old: &str, new: &str, first: usize) -> String {
     out
 }
 
+/// The one hunk that adds (`sign` '+') or deletes ('-') the whole `text`.
+fn whole_file_hunk(text: &str, sign: char) -> String {
+    let n = text.lines().count();
+    let mut h = if sign == '+' {
+        format!("@@ -0,0 +1,{n} @@\n")
+    } else {
+        format!("@@ -1,{n} +0,0 @@\n")
+    };
+    for l in text.lines() {
+        h.push(sign);
+        h.push_str(l);
+        h.push('\n');
+    }
+    h
+}
+
 /// Apply `e` to its excerpt: the file diff for it.
 fn edit_diff(e: &Edit) -> Result<String> {
     let mut text = e.excerpt.text.to_string();
@@ -819,6 +836,8 @@ pub struct Request<'a> {
     pub tree: Option<&'a std::path::Path>,
     pub boot: Option<&'a Boot>,
     pub series: &'a Series,
+    /// Add the KUnit suite of the routines ([`kunit`]).
+    pub kunit: bool,
 }
 
 /// The whole patch for `s` as `r` asks.
@@ -829,14 +848,24 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
     let t = &w.strategy;
     let asm = generated_file(t, kernel, r.regenerate);
     let (text_bytes, entries) = text_size(t, &asm)?;
-    let edits = glue(t, kernel);
+    let mut edits = glue(t, kernel);
+    let suite = if r.kunit {
+        if let Some(why) = kunit::unsupported(kernel) {
+            bail!("{why}");
+        }
+        edits.extend(kunit::edits(kernel));
+        let names: Vec<String> = routines(t).into_iter().map(|f| f.name).collect();
+        Some(kunit::source(t, kernel, &names, w.file))
+    } else {
+        None
+    };
     // One file may carry two edits (the Makefile): merge their hunks.
     let mut paths: Vec<&str> = edits.iter().map(|e| e.excerpt.path).collect();
     paths.sort_unstable();
     paths.dedup();
     enum Change {
         Edit(String, Option<(String, String)>),
-        New,
+        New(String),
         Delete(&'static str),
     }
     let mut all: Vec<(String, Change)> = Vec::new();
@@ -854,17 +883,14 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
         };
         all.push((path.to_string(), Change::Edit(h, ids)));
     }
-    all.push((w.file.to_string(), Change::New));
+    all.push((w.file.to_string(), Change::New(asm.clone())));
+    if let Some(c) = &suite {
+        all.push((kunit::FILE.to_string(), Change::New(c.clone())));
+    }
     for (path, text) in removed(t) {
         all.push((path.to_string(), Change::Delete(text)));
     }
     all.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut new_file = format!("@@ -0,0 +1,{} @@\n", asm.lines().count());
-    for l in asm.lines() {
-        new_file.push('+');
-        new_file.push_str(l);
-        new_file.push('\n');
-    }
     let mut diff = String::new();
     let mut counts: Vec<(String, usize, usize)> = Vec::new();
     for (path, change) in &all {
@@ -877,21 +903,17 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
                 let _ = write!(diff, "--- a/{path}\n+++ b/{path}\n{h}");
                 h.clone()
             }
-            Change::New => {
+            Change::New(text) => {
+                let h = whole_file_hunk(text, '+');
                 let _ = write!(
                     diff,
-                    "new file mode 100644\nindex {NULL_ID}..{}\n--- /dev/null\n+++ b/{path}\n{new_file}",
-                    blob_id(asm.as_bytes())
+                    "new file mode 100644\nindex {NULL_ID}..{}\n--- /dev/null\n+++ b/{path}\n{h}",
+                    blob_id(text.as_bytes())
                 );
-                new_file.clone()
+                h
             }
             Change::Delete(text) => {
-                let mut h = format!("@@ -1,{} +0,0 @@\n", text.lines().count());
-                for l in text.lines() {
-                    h.push('-');
-                    h.push_str(l);
-                    h.push('\n');
-                }
+                let h = whole_file_hunk(text, '-');
                 let _ = write!(
                     diff,
                     "deleted file mode 100644\nindex {}..{NULL_ID}\n--- a/{path}\n+++ /dev/null\n{h}",
@@ -947,6 +969,23 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
         s.source,
         &sha256(&s.text)[..16]
     );
+    if suite.is_some() {
+        let _ = writeln!(
+            body,
+            "\n{} (CONFIG_{}) is a KUnit suite of these routines: through \
+             copy_from_user() and copy_to_user(), the count returned and the bytes \
+             copied at every size up to {} bytes and every fault offset against an \
+             inaccessible page, then nanoseconds per call for sizes up to 4096 bytes{}.",
+            kunit::FILE,
+            kunit::CONFIG,
+            kunit::MAX_SIZE,
+            if kunit::times_stock_site(t, kernel) {
+                ", beside the stock call site's (rep_movs_alternative stays in the tree)"
+            } else {
+                ""
+            }
+        );
+    }
     match r.verified {
         Some(v) => {
             let roles: Vec<String> = v
