@@ -45,6 +45,13 @@ fn ok(o: Output) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// `kernel-patch ARGS --no-verify` by A B, which must succeed: the patch.
+fn unverified(dir: &Path, args: &[&str]) -> String {
+    let mut a = args.to_vec();
+    a.extend(["--no-verify", "--author", "A B <ab@example.org>"]);
+    ok(run(copygen(None, dir), &a))
+}
+
 /// Members of the 6.12 tarball, extracted once per run (`None` without it).
 fn members(version: &str, files: &[&str]) -> Option<tempfile::TempDir> {
     let tarball = format!("/usr/src/linux-source-{version}.tar.xz");
@@ -385,19 +392,16 @@ From someone@example.org Mon Sep 17 00:00:00 2001
 fn figures_that_look_like_mail_or_hunks_stay_in_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let figures = write(dir.path(), "figures.txt", HOSTILE_FIGURES);
-    let p = ok(run(
-        copygen(None, dir.path()),
+    let p = unverified(
+        dir.path(),
         &[
             "unrolled64",
             "--kernel",
             "6.1",
-            "--no-verify",
-            "--author",
-            "A B <ab@example.org>",
             "--figures",
             figures.to_str().unwrap(),
         ],
-    ));
+    );
     let file = write(dir.path(), "p.patch", &p);
     // git mailinfo: the message keeps the figures and the trailer; the
     // patch part holds copygen's own diff only.
@@ -825,16 +829,13 @@ fn the_kunit_suite_rides_in_6_12_patches() {
             preset,
             "--kernel",
             "6.12",
-            "--no-verify",
-            "--author",
-            "A B <ab@example.org>",
             "--tree",
             tree.path().to_str().unwrap(),
         ];
         if kunit {
             a.push("--kunit");
         }
-        ok(run(copygen(None, dir.path()), &a))
+        unverified(dir.path(), &a)
     };
     let suite = "lib/copygen_usercopy_kunit.c";
     let plain = patch("movs-alternative", false);
@@ -879,18 +880,10 @@ fn the_kunit_suite_rides_in_6_12_patches() {
 
     // Where the stock routine stays in the tree (6.12 x86_64's chain of
     // variants), the timings come with the stock site's, verbatim.
-    let chain = ok(run(
-        copygen(None, dir.path()),
-        &[
-            "guarded-movsb",
-            "--kernel",
-            "6.12",
-            "--kunit",
-            "--no-verify",
-            "--author",
-            "A B <ab@example.org>",
-        ],
-    ));
+    let chain = unverified(
+        dir.path(),
+        &["guarded-movsb", "--kernel", "6.12", "--kunit"],
+    );
     let stock_site = "ALTERNATIVE(\"rep movsb\",\n\t\t\t\t \"call rep_movs_alternative\", ALT_NOT(X86_FEATURE_FSRM))";
     assert!(new_file(&chain, suite).contains(stock_site));
     assert!(new_file(&chain, suite).contains("copygen_stock_copy(ku, priv->kbuf, sizes[i])"));
