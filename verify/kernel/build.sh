@@ -55,7 +55,7 @@ kernel_build_prepare() {
 	if [[ -n $preset ]]; then
 		local key strategy_file=$kernel_root/generator/strategies/$preset.toml
 		local -a kunit=()
-		[[ $version == 6.12 ]] && kunit=(--kunit)
+		kernel_kunit_takes "$version" && kunit=(--kunit)
 		key=$( {
 			sha256sum <"$copygen"
 			echo "$preset $version $arch $author ${kunit[*]}"
@@ -175,7 +175,7 @@ kernel_build_prepare() {
 	fragments+=("$kernel_root/verify/kernel/boot-$version.config")
 	kernel_record_shares "$arch" && fragments+=("$kernel_root/verify/kernel/record-$arch.config")
 	# (the patch's KUnit suite, on the kernels whose patches carry it)
-	[[ -n $preset && $version == 6.12 ]] && fragments+=("$kernel_kunit_config")
+	[[ -n $preset ]] && kernel_kunit_takes "$version" && fragments+=("$kernel_kunit_config")
 	base=${kernel_boot_base[$arch]}
 	kernel_build_config="$base + ${fragments[*]##*/}"
 	# (the option lines only: a comment edit keeps the build)

@@ -176,6 +176,7 @@ kernel_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b -
 kernel_kunit_file=lib/copygen_usercopy_kunit.c
 kernel_kunit_suite=copygen_usercopy
 kernel_kunit_config=$kernel_root/verify/kernel/kunit-6.12.config
+kernel_kunit_takes() { [[ $1 == 6.12 ]]; } # VERSION — whether its patches carry the suite
 
 # The arches whose recorder (verify/kernel-record) reuses kernel-boot's build: their boot
 # configuration also takes record-<arch>.config (verify/kernel/build.sh). x86_64 only:

@@ -59,17 +59,12 @@ pub fn source(
     routines: &[String],
     generated_file: &str,
 ) -> String {
-    let (rule, most, most_words) = if exact(t) {
-        (
-            "exact: the bytes past the page",
-            "fewest",
-            "those (the routines' count is exact)",
-        )
+    let (rule, most) = if exact(t) {
+        ("exact: the bytes past the page", "fewest")
     } else {
         (
             "at least the bytes past the page and, when the first byte is\n *    mapped, fewer than the size (the routines report from the start of\n *    the faulting block)",
             "size",
-            "all\n * of them (the routines report from the start of the faulting block)",
         )
     };
     let intro = format!(
@@ -89,15 +84,14 @@ pub fn source(
     ctx.insert("intro", &intro);
     ctx.insert("count_rule", rule);
     ctx.insert("most_left", most);
-    ctx.insert("most_left_words", most_words);
+    ctx.insert("suite", SUITE);
     ctx.insert("max_size", &MAX_SIZE);
     let stock = times_stock_site(t, kernel);
     ctx.insert("stock_612", &stock);
     ctx.insert(
         "stock_note",
         if stock {
-            ",
- * and beside it the stock call site's, whose routine this patch keeps"
+            ",\n * and beside it the stock call site's, whose routine this patch keeps"
         } else {
             ""
         },
@@ -110,13 +104,15 @@ pub fn source(
 /// suite's.
 pub(super) fn edits(kernel: KernelVersion) -> Vec<Edit> {
     debug_assert!(unsupported(kernel).is_none());
+    let module = FILE.trim_start_matches("lib/").trim_end_matches(".c");
+    let object = format!("{module}.o");
     let kconfig = format!(
         "\nconfig {CONFIG}\n\
          \ttristate \"KUnit test of the generated user copy routines\" if !KUNIT_ALL_TESTS\n\
          \tdepends on KUNIT && MMU\n\
          \tdefault KUNIT_ALL_TESTS\n\
          \thelp\n\
-         \t  This builds the \"copygen_usercopy_kunit\" module. It checks the\n\
+         \t  This builds the \"{module}\" module. It checks the\n\
          \t  counts copy_from_user() and copy_to_user() return, and the bytes\n\
          \t  they copy, at every size up to {MAX_SIZE} bytes and every fault\n\
          \t  offset against an inaccessible page, then prints nanoseconds per call\n\
@@ -137,7 +133,7 @@ pub(super) fn edits(kernel: KernelVersion) -> Vec<Edit> {
             excerpts::lib_makefile_6_12(),
             &[(
                 kunit_line,
-                format!("{kunit_line}obj-$(CONFIG_{CONFIG}) += copygen_usercopy_kunit.o\n"),
+                format!("{kunit_line}obj-$(CONFIG_{CONFIG}) += {object}\n"),
             )],
         ),
     ]
