@@ -163,9 +163,17 @@ fn strategy_of(c: &Candidate) -> copygen::front::strategy::Strategy {
     s
 }
 
-fn alias_guards(s: &copygen::front::strategy::Strategy) -> Vec<(u64, u32, u32)> {
+/// Every size class: the main ones, then the alias-first band's.
+fn all_classes(
+    s: &copygen::front::strategy::Strategy,
+) -> impl Iterator<Item = &copygen::front::strategy::SizeClass> {
     s.classes
         .iter()
+        .chain(s.alias_first.iter().flat_map(|a| &a.classes))
+}
+
+fn alias_guards(s: &copygen::front::strategy::Strategy) -> Vec<(u64, u32, u32)> {
+    all_classes(s)
         .flat_map(|k| {
             k.guards.iter().map(move |g| match g.condition {
                 Condition::Alias { lo, hi } => (k.lo, lo, hi),
@@ -185,7 +193,7 @@ fn the_search_over_measured_bands_uses_only_them() {
     // that showed them, with the branch-light loop.
     let both = seeds
         .iter()
-        .find(|c| c.bands.len() == 2 && c.bands[0].method.block_tail)
+        .find(|c| c.bands.len() == 2 && c.bands[0].method.block_tail && !c.alias_first)
         .expect("a seed with both bands");
     let s = strategy_of(both);
     assert_eq!(
@@ -201,6 +209,8 @@ fn the_search_over_measured_bands_uses_only_them() {
         pool.push(c);
     }
     let mut block_tails = 0;
+    // Candidates with their bands tested first are in the space too.
+    assert!(pool.iter().any(|c| c.alias_first && !c.bands.is_empty()));
     for c in &pool {
         let s = strategy_of(c);
         let mut guards = alias_guards(&s);
@@ -213,7 +223,7 @@ fn the_search_over_measured_bands_uses_only_them() {
         guards.dedup_by_key(|g| (g.0, g.1));
         // Disjoint: one guard per band per class.
         assert_eq!(guards.len(), alias_guards(&s).len());
-        for k in &s.classes {
+        for k in all_classes(&s) {
             for g in &k.guards {
                 if let MethodKind::Unrolled(u) = &g.method.kind {
                     if u.tail == Tail::OverlapBlock {

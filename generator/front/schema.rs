@@ -28,6 +28,7 @@ pub(super) struct RawStrategy {
     pub(super) methods: BTreeMap<String, RawMethod>,
     #[serde(default)]
     pub(super) dispatch: Vec<RawClass>,
+    pub(super) alias_first: Option<RawAliasFirst>,
     #[serde(default)]
     pub(super) variants: Vec<RawVariant>,
     pub(super) tuned_on: Option<RawTunedOn>,
@@ -56,6 +57,17 @@ pub(super) struct RawVariant {
     pub(super) default: bool,
     #[serde(default)]
     pub(super) methods: BTreeMap<String, RawMethod>,
+    #[serde(default)]
+    pub(super) dispatch: Vec<RawClass>,
+    pub(super) alias_first: Option<RawAliasFirst>,
+}
+
+/// `[alias_first]`: the alias band tested before the size classes, and the
+/// size classes of the copies in it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAliasFirst {
+    pub(super) alias: Vec<u32>,
     #[serde(default)]
     pub(super) dispatch: Vec<RawClass>,
 }

@@ -324,6 +324,29 @@ pub struct SizeClass {
     pub method: Method,
 }
 
+/// Alias-first dispatch: `(dst - src) mod 4096` in `lo..=hi` is tested
+/// once, before any size class. A copy in that band is dispatched by
+/// `classes` (every size covered, guards allowed, as in the main
+/// dispatch); every other copy by the main classes, which need no alias
+/// guard of their own for it, so the common path pays one alias branch
+/// however many classes the band concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasFirst {
+    pub lo: u32,
+    pub hi: u32,
+    pub classes: Vec<SizeClass>,
+}
+
+impl AliasFirst {
+    /// The test it makes, as a guard condition.
+    pub fn condition(&self) -> Condition {
+        Condition::Alias {
+            lo: self.lo,
+            hi: self.hi,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Strategy {
     pub name: String,
@@ -340,6 +363,9 @@ pub struct Strategy {
     pub linux: LinuxOptions,
     /// The size classes; with variants, the default variant's.
     pub classes: Vec<SizeClass>,
+    /// The alias band tested before `classes`, and the classes of the
+    /// copies in it; with variants, the default variant's.
+    pub alias_first: Option<AliasFirst>,
     /// Per-CPU variants, first match wins, the last one the default; empty
     /// for a strategy that runs the same code everywhere.
     pub variants: Vec<crate::front::variant::Variant>,

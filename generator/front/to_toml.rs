@@ -81,6 +81,7 @@ pub fn render(s: &Strategy) -> Result<String, String> {
     }
     if s.variants.is_empty() {
         size_classes(&mut t, "dispatch", &s.classes);
+        alias_first(&mut t, "alias_first", s.alias_first.as_ref());
     }
     for v in &s.variants {
         variant(&mut t, v);
@@ -134,10 +135,9 @@ fn linux(t: &mut String, l: &LinuxOptions) {
 /// Every method any class or guard uses, by name.
 fn methods(s: &Strategy) -> Result<BTreeMap<&str, &Method>, String> {
     let mut out: BTreeMap<&str, &Method> = BTreeMap::new();
-    let classes = s
-        .classes
-        .iter()
-        .chain(s.variants.iter().flat_map(|v| &v.classes));
+    let dispatches = std::iter::once((&s.classes, &s.alias_first))
+        .chain(s.variants.iter().map(|v| (&v.classes, &v.alias_first)));
+    let classes = dispatches.flat_map(|(c, a)| c.iter().chain(a.iter().flat_map(|a| &a.classes)));
     for c in classes {
         for m in std::iter::once(&c.method).chain(c.guards.iter().map(|g| &g.method)) {
             match out.get(m.name.as_str()) {
@@ -247,6 +247,13 @@ fn size_classes(t: &mut String, table: &str, classes: &[SizeClass]) {
     }
 }
 
+/// `[<table>]`: the alias-first band, then its size classes.
+fn alias_first(t: &mut String, table: &str, a: Option<&AliasFirst>) {
+    let Some(a) = a else { return };
+    let _ = writeln!(t, "\n[{table}]\nalias = [{}, {}]", a.lo, a.hi);
+    size_classes(t, &format!("{table}.dispatch"), &a.classes);
+}
+
 fn variant(t: &mut String, v: &Variant) {
     let _ = writeln!(t, "\n[[variants]]\nname = {}", quoted(&v.name));
     match &v.when {
@@ -264,4 +271,5 @@ fn variant(t: &mut String, v: &Variant) {
         }
     }
     size_classes(t, "variants.dispatch", &v.classes);
+    alias_first(t, "variants.alias_first", v.alias_first.as_ref());
 }

@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::strategy::{toml_name, SizeClass};
+use super::strategy::{toml_name, AliasFirst, SizeClass};
 
 /// A CPU property a variant's condition may name. Its spelling in a
 /// strategy file is the serde name.
@@ -105,6 +105,7 @@ pub struct Variant {
     pub name: String,
     pub when: Option<CpuCondition>,
     pub classes: Vec<SizeClass>,
+    pub alias_first: Option<AliasFirst>,
 }
 
 impl Variant {

@@ -335,8 +335,10 @@ fn spread_faults(n: usize) -> Vec<usize> {
 
 /// The full suite for one routine: every size 0..=300 with every fault
 /// offset (and none) at three kernel alignments; a spread of sizes up to
-/// 12 KiB; and, above 64 bytes, every `(dst - src) mod 4096` in 1..=63 plus
-/// the band's neighbours. A constant-size routine gets its size only.
+/// 12 KiB; above 64 bytes, every `(dst - src) mod 4096` in 1..=63 plus the
+/// band's neighbours; and short sizes at a few distances of each band
+/// (an alias-first test sends them to classes of their own). A
+/// constant-size routine gets its size only.
 pub fn suite(fixed: Option<u32>) -> Vec<Case> {
     let mut cases = Vec::new();
     let with_faults = |cases: &mut Vec<Case>, n: usize, faults: &[usize], kernel: Kernel| {
@@ -378,6 +380,12 @@ pub fn suite(fixed: Option<u32>) -> Vec<Case> {
         let faults = dedup(vec![0, 1, 8, 63, 64, n / 2, n - 8, n - 1], n);
         for d in (0..=64).chain([4032, 4095]) {
             with_faults(&mut cases, n, &faults, Kernel::Alias(d));
+        }
+    }
+    for n in [1, 8, 15, 16, 17, 32, 64] {
+        let all: Vec<usize> = (0..n).collect();
+        for d in [1, 8, 15, 16, 63] {
+            with_faults(&mut cases, n, &all, Kernel::Alias(d));
         }
     }
     cases

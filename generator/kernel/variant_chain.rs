@@ -27,15 +27,17 @@ pub fn is_variant_chain(t: &Strategy, kernel: KernelVersion) -> bool {
 }
 
 /// Whether a variant is a bare `rep movsb`: one size class for every size,
-/// `rep movs` of unit 1 without alignment prologue or guards.
+/// `rep movs` of unit 1 without alignment prologue, guards or alias-first
+/// band.
 pub fn is_bare_movsb(v: &Variant) -> bool {
-    matches!(
-        v.classes.as_slice(),
-        [c] if c.lo == 0
-            && c.hi.is_none()
-            && c.guards.is_empty()
-            && c.method.kind == MethodKind::RepMovs { unit: 1, align: None }
-    )
+    v.alias_first.is_none()
+        && matches!(
+            v.classes.as_slice(),
+            [c] if c.lo == 0
+                && c.hi.is_none()
+                && c.guards.is_empty()
+                && c.method.kind == MethodKind::RepMovs { unit: 1, align: None }
+        )
 }
 
 /// The routine a site calls for variant `v` of the wired `t` (in the

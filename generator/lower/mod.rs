@@ -404,23 +404,50 @@ impl<'a> Lowering<'a> {
         if self.uaccess_in_routine {
             self.op(Op::UaccessBegin);
         }
+        let alias_first = self.s.alias_first.clone();
+        let band = alias_first.as_ref().map(|a| {
+            let l = self.label("alias_first");
+            self.comment(format!(
+                "alias first: {} goes to its own size classes",
+                condition_text(&a.condition())
+            ));
+            self.op(Op::JumpIfAlias {
+                lo: a.lo,
+                hi: a.hi,
+                target: l.clone(),
+            });
+            l
+        });
         let classes = self.s.classes.clone();
+        self.dispatch("class", &classes, None);
+        if let (Some(a), Some(l)) = (&alias_first, &band) {
+            self.place(l);
+            self.dispatch("alias_class", &a.classes, Some(&a.condition()));
+        }
+        self.finish()
+    }
+
+    /// Size classes `classes` (labels `<base>N`), each with its guards;
+    /// `known`: a condition that holds on every path into them.
+    fn dispatch(&mut self, base: &str, classes: &[SizeClass], known: Option<&Condition>) {
         let labels: Vec<Label> = (0..classes.len())
-            .map(|i| self.label(&format!("class{i}")))
+            .map(|i| self.label(&format!("{base}{i}")))
             .collect();
+        let also = known.map_or(String::new(), |c| format!(", and {}", condition_text(c)));
         for (i, class) in classes.iter().enumerate() {
             if i > 0 {
                 self.place(&labels[i]);
             }
             self.comment(format!(
-                "class {i}: {} bytes → method `{}`",
+                "{} {i}: {} bytes → method `{}`",
+                base.replace('_', " "),
                 range_text(class.lo, class.hi),
                 class.method.name
             ));
             if let Some(hi) = class.hi {
                 self.jump_len(Cond::Above, hi, &labels[i + 1]);
             }
-            self.comment(format!("here: {}", range_fact(class.lo, class.hi)));
+            self.comment(format!("here: {}{also}", range_fact(class.lo, class.hi)));
             let guard_labels: Vec<Label> = class
                 .guards
                 .iter()
@@ -445,14 +472,13 @@ impl<'a> Lowering<'a> {
             for (g, l) in class.guards.iter().zip(&guard_labels) {
                 self.place(l);
                 self.comment(format!(
-                    "here: {}, and {}",
+                    "here: {}{also}, and {}",
                     range_fact(class.lo, class.hi),
                     condition_text(&g.condition)
                 ));
                 self.method(&g.method, class.lo, class.hi);
             }
         }
-        self.finish()
     }
 
     /// A constant-size entry point: ascending pieces of the widest widths,

@@ -29,6 +29,7 @@ pub fn variant_strategy(s: &Strategy, v: &Variant) -> Strategy {
     Strategy {
         symbol: symbols::variant_base(s, v),
         classes: v.classes.clone(),
+        alias_first: v.alias_first.clone(),
         variants: Vec::new(),
         linux,
         ..s.clone()

@@ -51,6 +51,8 @@ pub struct Spec {
     absolute_extable: bool,
     fixed: Vec<u32>,
     classes: Vec<ClassSpec>,
+    /// `[alias_first]`: its band and its size classes.
+    alias_first: Option<((u32, u32), Vec<ClassSpec>)>,
 }
 
 fn method_spec() -> impl Strategy<Value = MethodSpec> {
@@ -109,12 +111,20 @@ pub fn spec() -> impl Strategy<Value = Spec> {
         ),
         proptest::collection::vec(1u32..=64, 0..4),
         proptest::collection::vec(class_spec(), 1..5),
+        proptest::option::weighted(
+            0.25,
+            (
+                (0u32..4096, 0u32..4096).prop_map(|(a, b)| (a.min(b), a.max(b))),
+                proptest::collection::vec(class_spec(), 1..3),
+            ),
+        ),
     )
         .prop_map(
             |(
                 (dirs, exact, zero_tail, rep_movs_convention, uaccess_routine, absolute_extable),
                 fixed,
                 classes,
+                alias_first,
             )| Spec {
                 dirs,
                 exact,
@@ -124,6 +134,7 @@ pub fn spec() -> impl Strategy<Value = Spec> {
                 absolute_extable,
                 fixed,
                 classes,
+                alias_first,
             },
         )
 }
@@ -321,7 +332,61 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     }
     out.push('\n');
 
-    let mut cuts: Vec<u64> = s.classes[1..].iter().map(|c| c.cut as u64).collect();
+    let mut dispatch = String::new();
+    dispatch_toml(
+        &mut out,
+        &mut dispatch,
+        "dispatch",
+        "m",
+        &s.classes,
+        arch,
+        budget,
+        |c| {
+            // A guard on a band inside the alias-first one is never taken.
+            match (c, &s.alias_first) {
+                (Cond::Alias(a, b), Some(((lo, hi), _))) => !(lo <= a && b <= hi),
+                _ => true,
+            }
+        },
+    );
+    if let Some(((lo, hi), classes)) = &s.alias_first {
+        let _ = writeln!(dispatch, "[alias_first]\nalias = [{lo}, {hi}]\n");
+        dispatch_toml(
+            &mut out,
+            &mut dispatch,
+            "alias_first.dispatch",
+            "a",
+            classes,
+            arch,
+            budget,
+            |c| {
+                // Only copies in the band reach these classes.
+                match c {
+                    Cond::Alias(a, b) => !(b < lo || hi < a),
+                    _ => true,
+                }
+            },
+        );
+    }
+    out.push_str(&dispatch);
+    out
+}
+
+/// The `[[<table>]]` entries of `classes` (methods `<prefix>N`, written to
+/// `out`), leaving out the guards `keep` refuses and those the front end
+/// would refuse as never taken.
+#[allow(clippy::too_many_arguments)]
+fn dispatch_toml(
+    out: &mut String,
+    dispatch: &mut String,
+    table: &str,
+    prefix: &str,
+    classes: &[ClassSpec],
+    arch: Arch,
+    budget: u32,
+    keep: impl Fn(&Cond) -> bool,
+) {
+    let mut cuts: Vec<u64> = classes[1..].iter().map(|c| c.cut as u64).collect();
     cuts.sort_unstable();
     cuts.dedup();
     let mut bounds = Vec::new();
@@ -332,29 +397,28 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     }
     bounds.push((lo, None));
 
-    let mut dispatch = String::new();
-    for (i, (&(lo, hi), c)) in bounds.iter().zip(&s.classes).enumerate() {
-        let name = format!("m{i}");
-        method_toml(&mut out, &name, &c.method, arch, budget, lo, hi);
+    for (i, (&(lo, hi), c)) in bounds.iter().zip(classes).enumerate() {
+        let name = format!("{prefix}{i}");
+        method_toml(out, &name, &c.method, arch, budget, lo, hi);
         let sizes = match hi {
             Some(h) => format!("{lo}..={h}"),
             None => format!("{lo}.."),
         };
         let _ = writeln!(
             dispatch,
-            "[[dispatch]]\nsizes = \"{sizes}\"\nuse = \"{name}\""
+            "[[{table}]]\nsizes = \"{sizes}\"\nuse = \"{name}\""
         );
         let mut written: Vec<&Cond> = Vec::new();
         for (g, (cond, m)) in c.guards.iter().enumerate() {
             // A guard whose condition implies an earlier one's is never
             // taken, which the front end refuses: leave it out.
-            if written.iter().any(|w| implies(cond, w)) {
+            if !keep(cond) || written.iter().any(|w| implies(cond, w)) {
                 continue;
             }
             written.push(cond);
-            let gname = format!("m{i}_g{g}");
-            method_toml(&mut out, &gname, m, arch, budget, lo, hi);
-            let _ = writeln!(dispatch, "[[dispatch.guard]]");
+            let gname = format!("{prefix}{i}_g{g}");
+            method_toml(out, &gname, m, arch, budget, lo, hi);
+            let _ = writeln!(dispatch, "[[{table}.guard]]");
             match cond {
                 Cond::Alias(a, b) => {
                     let _ = writeln!(dispatch, "alias = [{a}, {b}]");
@@ -372,6 +436,4 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
         }
         dispatch.push('\n');
     }
-    out.push_str(&dispatch);
-    out
 }

@@ -15,14 +15,15 @@
  * such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
  * Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
  * bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
- * destination-aligned `rep movsq`. With ERMS and no FSRM: head/tail copies up
+ * destination-aligned `rep movsq` (the loop where (dst - src) mod 4096 is in
+ * 1..15, Zen 1's `rep movsq` band). With ERMS and no FSRM: head/tail copies up
  * to 64 bytes, then `rep movsb`.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_612_from_user: 0
  *   guarded_movsb_612_to_user: 0
- *   guarded_movsb_612__noerms_from_user: 34
- *   guarded_movsb_612__noerms_to_user: 34
+ *   guarded_movsb_612__noerms_from_user: 45
+ *   guarded_movsb_612__noerms_to_user: 45
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
@@ -44,7 +45,8 @@
  *   such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
  *   Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
  *   bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
- *   destination-aligned `rep movsq`. With ERMS and no FSRM: head/tail copies up
+ *   destination-aligned `rep movsq` (the loop where (dst - src) mod 4096 is in
+ *   1..15, Zen 1's `rep movsq` band). With ERMS and no FSRM: head/tail copies up
  *   to 64 bytes, then `rep movsb`.
  *   """
  *   arch = "x86_64"
@@ -123,6 +125,12 @@
  *   [[variants.dispatch]]
  *   sizes = "513.."
  *   use = "movsq"
+ *   # Zen 1's own alias band: at (dst - src) mod 4096 in 1..15 `rep movsq`
+ *   # costs 1.9x (1 KiB) to 3.2x (8 KiB) its time at distance 0, the loop
+ *   # about 1.5x (measured on an EPYC of family 0x17 model 0x1).
+ *   [[variants.dispatch.guard]]
+ *   alias = [1, 15]
+ *   use = "loop"
  *
  *   [[variants]]
  *   name = "zen"
@@ -380,6 +388,12 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 .Lnoerms_from_class2:
 	/* class 2: 513.. bytes → method `movsq` */
 	/* here: len >= 513 */
+	movl	%edi, %eax
+	subl	%esi, %eax
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lnoerms_from_alias_narrow0
+.Lnoerms_from_alias_outside0:
 .Lnoerms_from_movsq_align:
 	testl	$7, %edi
 	je	.Lnoerms_from_movsq_aligned
@@ -402,6 +416,79 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	rep movsb
 	xorl	%ecx, %ecx
 	RET
+.Lnoerms_from_loop_guarded:
+	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
+.Lnoerms_from_loop_align_2:
+	testl	$7, %edi
+	je	.Lnoerms_from_loop_aligned_2
+.Lnoerms_from_loop_align_load_2:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_from_loop_align_2
+.Lnoerms_from_loop_aligned_2:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+.Lnoerms_from_loop_loop_2:
+	/* here: len >= 64 */
+.Lnoerms_from_loop_loop_load0_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lnoerms_from_loop_loop_load1_2:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lnoerms_from_loop_loop_load2_2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lnoerms_from_loop_loop_load3_2:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lnoerms_from_loop_loop_load4_2:
+	movq	32(%rsi), %rax
+	movq	%rax, 32(%rdi)
+.Lnoerms_from_loop_loop_load5_2:
+	movq	40(%rsi), %rax
+	movq	%rax, 40(%rdi)
+.Lnoerms_from_loop_loop_load6_2:
+	movq	48(%rsi), %rax
+	movq	%rax, 48(%rdi)
+.Lnoerms_from_loop_loop_load7_2:
+	movq	56(%rsi), %rax
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rcx
+	cmpq	$64, %rcx
+	jae	.Lnoerms_from_loop_loop_2
+.Lnoerms_from_loop_tail_2:
+	/* here: len < 64 */
+.Lnoerms_from_loop_words_2:
+	cmpq	$8, %rcx
+	jb	.Lnoerms_from_loop_words_done_2
+.Lnoerms_from_loop_word_load_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rcx
+	jmp	.Lnoerms_from_loop_words_2
+.Lnoerms_from_loop_words_done_2:
+	/* here: len < 8 */
+	testq	%rcx, %rcx
+	je	.Lnoerms_from_loop_overlap_done_2
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lnoerms_from_loop_overlap_load_2:
+	movq	-8(%rsi,%rcx), %rax
+	movq	%rax, -8(%rdi,%rcx)
+.Lnoerms_from_loop_overlap_done_2:
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_from_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lnoerms_from_loop_guarded
+	jmp	.Lnoerms_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lnoerms_from_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -510,6 +597,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	_ASM_EXTABLE_UA(.Lnoerms_from_movsq_align_load, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_rep_movsq, .Lnoerms_from_fixup_rep8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_rep_movsb_rest, .Lnoerms_from_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_align_load_2, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load0_2, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load1_2, .Lnoerms_from_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load2_2, .Lnoerms_from_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load3_2, .Lnoerms_from_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load4_2, .Lnoerms_from_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load5_2, .Lnoerms_from_fixup_40_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load6_2, .Lnoerms_from_fixup_48_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load7_2, .Lnoerms_from_fixup_56_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_word_load_2, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_overlap_load_2, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_retry_load, .Lnoerms_from_fixup_done)
 SYM_FUNC_END(guarded_movsb_612__noerms_from_user)
 EXPORT_SYMBOL(guarded_movsb_612__noerms_from_user)
@@ -691,6 +789,12 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 .Lnoerms_to_class2:
 	/* class 2: 513.. bytes → method `movsq` */
 	/* here: len >= 513 */
+	movl	%edi, %eax
+	subl	%esi, %eax
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lnoerms_to_alias_narrow0
+.Lnoerms_to_alias_outside0:
 .Lnoerms_to_movsq_align:
 	testl	$7, %edi
 	je	.Lnoerms_to_movsq_aligned
@@ -713,6 +817,79 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	rep movsb
 	xorl	%ecx, %ecx
 	RET
+.Lnoerms_to_loop_guarded:
+	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
+.Lnoerms_to_loop_align_2:
+	testl	$7, %edi
+	je	.Lnoerms_to_loop_aligned_2
+	movb	(%rsi), %al
+.Lnoerms_to_loop_align_store_2:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lnoerms_to_loop_align_2
+.Lnoerms_to_loop_aligned_2:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+.Lnoerms_to_loop_loop_2:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_loop_store0_2:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lnoerms_to_loop_loop_store1_2:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lnoerms_to_loop_loop_store2_2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lnoerms_to_loop_loop_store3_2:
+	movq	%rax, 24(%rdi)
+	movq	32(%rsi), %rax
+.Lnoerms_to_loop_loop_store4_2:
+	movq	%rax, 32(%rdi)
+	movq	40(%rsi), %rax
+.Lnoerms_to_loop_loop_store5_2:
+	movq	%rax, 40(%rdi)
+	movq	48(%rsi), %rax
+.Lnoerms_to_loop_loop_store6_2:
+	movq	%rax, 48(%rdi)
+	movq	56(%rsi), %rax
+.Lnoerms_to_loop_loop_store7_2:
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rcx
+	cmpq	$64, %rcx
+	jae	.Lnoerms_to_loop_loop_2
+.Lnoerms_to_loop_tail_2:
+	/* here: len < 64 */
+.Lnoerms_to_loop_words_2:
+	cmpq	$8, %rcx
+	jb	.Lnoerms_to_loop_words_done_2
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_word_store_2:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rcx
+	jmp	.Lnoerms_to_loop_words_2
+.Lnoerms_to_loop_words_done_2:
+	/* here: len < 8 */
+	testq	%rcx, %rcx
+	je	.Lnoerms_to_loop_overlap_done_2
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rcx), %rax
+.Lnoerms_to_loop_overlap_store_2:
+	movq	%rax, -8(%rdi,%rcx)
+.Lnoerms_to_loop_overlap_done_2:
+	xorl	%ecx, %ecx
+	RET
+.Lnoerms_to_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lnoerms_to_loop_guarded
+	jmp	.Lnoerms_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lnoerms_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -821,6 +998,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	_ASM_EXTABLE_UA(.Lnoerms_to_movsq_align_store, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_rep_movsq, .Lnoerms_to_fixup_rep8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_rep_movsb_rest, .Lnoerms_to_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_align_store_2, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store0_2, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store1_2, .Lnoerms_to_fixup_8_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store2_2, .Lnoerms_to_fixup_16_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store3_2, .Lnoerms_to_fixup_24_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store4_2, .Lnoerms_to_fixup_32_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store5_2, .Lnoerms_to_fixup_40_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store6_2, .Lnoerms_to_fixup_48_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store7_2, .Lnoerms_to_fixup_56_then_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_word_store_2, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_overlap_store_2, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_retry_store, .Lnoerms_to_fixup_done)
 SYM_FUNC_END(guarded_movsb_612__noerms_to_user)
 EXPORT_SYMBOL(guarded_movsb_612__noerms_to_user)

@@ -12,7 +12,8 @@
  * `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
  * `rep movsb`. AMD Zen without ERMS (Zen 1 and 2): head/tail copies up to 64
  * bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
- * (the stock path above 512 bytes). Other CPUs the kernel marks REP_GOOD:
+ * (the stock path above 512 bytes), or the loop where (dst - src) mod 4096
+ * is in 1..15, Zen 1's `rep movsq` band. Other CPUs the kernel marks REP_GOOD:
  * head/tail copies up to 64 bytes, then the aligned `rep movsq`. Elsewhere
  * (neither, as the kernel's unrolled routine): head/tail copies up to 64
  * bytes, then the unrolled loop.
@@ -26,8 +27,8 @@
  *   guarded_movsb__fsrm_to_user: 2
  *   guarded_movsb__erms_from_user: 21
  *   guarded_movsb__erms_to_user: 21
- *   guarded_movsb__zen_movsq_from_user: 34
- *   guarded_movsb__zen_movsq_to_user: 34
+ *   guarded_movsb__zen_movsq_from_user: 45
+ *   guarded_movsb__zen_movsq_to_user: 45
  *   guarded_movsb__movsq_from_user: 23
  *   guarded_movsb__movsq_to_user: 23
  *   guarded_movsb__loop_from_user: 31
@@ -45,7 +46,8 @@
  *   `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
  *   `rep movsb`. AMD Zen without ERMS (Zen 1 and 2): head/tail copies up to 64
  *   bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
- *   (the stock path above 512 bytes). Other CPUs the kernel marks REP_GOOD:
+ *   (the stock path above 512 bytes), or the loop where (dst - src) mod 4096
+ *   is in 1..15, Zen 1's `rep movsq` band. Other CPUs the kernel marks REP_GOOD:
  *   head/tail copies up to 64 bytes, then the aligned `rep movsq`. Elsewhere
  *   (neither, as the kernel's unrolled routine): head/tail copies up to 64
  *   bytes, then the unrolled loop.
@@ -146,6 +148,12 @@
  *   [[variants.dispatch]]
  *   sizes = "513.."
  *   use = "movsq"
+ *   # Zen 1's own alias band: at (dst - src) mod 4096 in 1..15 `rep movsq`
+ *   # costs 1.9x (1 KiB) to 3.2x (8 KiB) its time at distance 0, the loop
+ *   # about 1.5x (measured on an EPYC of family 0x17 model 0x1).
+ *   [[variants.dispatch.guard]]
+ *   alias = [1, 15]
+ *   use = "loop"
  *
  *   # REP_GOOD without ERMS (Intel before Ivy Bridge): the stock path is `rep
  *   # movsq` from 64 bytes (6.12) or 8 (6.1); head/tail copies below 64 bytes.
@@ -1139,6 +1147,12 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 .Lzen_movsq_from_class2:
 	/* class 2: 513.. bytes → method `movsq` */
 	/* here: len >= 513 */
+	movl	%edi, %eax
+	subl	%esi, %eax
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_movsq_from_alias_narrow0
+.Lzen_movsq_from_alias_outside0:
 .Lzen_movsq_from_movsq_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_from_movsq_aligned
@@ -1162,6 +1176,80 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
+.Lzen_movsq_from_loop_guarded:
+	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
+.Lzen_movsq_from_loop_align_2:
+	testl	$7, %edi
+	je	.Lzen_movsq_from_loop_aligned_2
+.Lzen_movsq_from_loop_align_load_2:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_from_loop_align_2
+.Lzen_movsq_from_loop_aligned_2:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+.Lzen_movsq_from_loop_loop_2:
+	/* here: len >= 64 */
+.Lzen_movsq_from_loop_loop_load0_2:
+	movq	(%rsi), %rax
+.Lzen_movsq_from_loop_loop_load1_2:
+	movq	8(%rsi), %rcx
+.Lzen_movsq_from_loop_loop_load2_2:
+	movq	16(%rsi), %r8
+.Lzen_movsq_from_loop_loop_load3_2:
+	movq	24(%rsi), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, 16(%rdi)
+	movq	%r9, 24(%rdi)
+.Lzen_movsq_from_loop_loop_load4_2:
+	movq	32(%rsi), %rax
+.Lzen_movsq_from_loop_loop_load5_2:
+	movq	40(%rsi), %rcx
+.Lzen_movsq_from_loop_loop_load6_2:
+	movq	48(%rsi), %r8
+.Lzen_movsq_from_loop_loop_load7_2:
+	movq	56(%rsi), %r9
+	movq	%rax, 32(%rdi)
+	movq	%rcx, 40(%rdi)
+	movq	%r8, 48(%rdi)
+	movq	%r9, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_movsq_from_loop_loop_2
+.Lzen_movsq_from_loop_tail_2:
+	/* here: len < 64 */
+.Lzen_movsq_from_loop_words_2:
+	cmpq	$8, %rdx
+	jb	.Lzen_movsq_from_loop_words_done_2
+.Lzen_movsq_from_loop_word_load_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_movsq_from_loop_words_2
+.Lzen_movsq_from_loop_words_done_2:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_from_loop_overlap_done_2
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lzen_movsq_from_loop_overlap_load_2:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_movsq_from_loop_overlap_done_2:
+	ASM_CLAC
+	xorl	%eax, %eax
+	RET
+.Lzen_movsq_from_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_movsq_from_loop_guarded
+	jmp	.Lzen_movsq_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_movsq_from_fixup_32_then_retry:
 	/* the first 32 bytes from the pointers are copied */
@@ -1231,6 +1319,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_movsq_align_load, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_rep_movsq, .Lzen_movsq_from_fixup_rep8_then_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_rep_movsb_rest, .Lzen_movsq_from_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_align_load_2, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load0_2, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load1_2, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load2_2, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load3_2, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load4_2, .Lzen_movsq_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load5_2, .Lzen_movsq_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load6_2, .Lzen_movsq_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load7_2, .Lzen_movsq_from_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_word_load_2, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_overlap_load_2, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_retry_load, .Lzen_movsq_from_fixup_done)
 SYM_FUNC_END(guarded_movsb__zen_movsq_from_user)
 EXPORT_SYMBOL(guarded_movsb__zen_movsq_from_user)
@@ -1421,6 +1520,12 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 .Lzen_movsq_to_class2:
 	/* class 2: 513.. bytes → method `movsq` */
 	/* here: len >= 513 */
+	movl	%edi, %eax
+	subl	%esi, %eax
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_movsq_to_alias_narrow0
+.Lzen_movsq_to_alias_outside0:
 .Lzen_movsq_to_movsq_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_to_movsq_aligned
@@ -1444,6 +1549,80 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
+.Lzen_movsq_to_loop_guarded:
+	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
+.Lzen_movsq_to_loop_align_2:
+	testl	$7, %edi
+	je	.Lzen_movsq_to_loop_aligned_2
+	movb	(%rsi), %al
+.Lzen_movsq_to_loop_align_store_2:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_to_loop_align_2
+.Lzen_movsq_to_loop_aligned_2:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+.Lzen_movsq_to_loop_loop_2:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	16(%rsi), %r8
+	movq	24(%rsi), %r9
+.Lzen_movsq_to_loop_loop_store0_2:
+	movq	%rax, (%rdi)
+.Lzen_movsq_to_loop_loop_store1_2:
+	movq	%rcx, 8(%rdi)
+.Lzen_movsq_to_loop_loop_store2_2:
+	movq	%r8, 16(%rdi)
+.Lzen_movsq_to_loop_loop_store3_2:
+	movq	%r9, 24(%rdi)
+	movq	32(%rsi), %rax
+	movq	40(%rsi), %rcx
+	movq	48(%rsi), %r8
+	movq	56(%rsi), %r9
+.Lzen_movsq_to_loop_loop_store4_2:
+	movq	%rax, 32(%rdi)
+.Lzen_movsq_to_loop_loop_store5_2:
+	movq	%rcx, 40(%rdi)
+.Lzen_movsq_to_loop_loop_store6_2:
+	movq	%r8, 48(%rdi)
+.Lzen_movsq_to_loop_loop_store7_2:
+	movq	%r9, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_movsq_to_loop_loop_2
+.Lzen_movsq_to_loop_tail_2:
+	/* here: len < 64 */
+.Lzen_movsq_to_loop_words_2:
+	cmpq	$8, %rdx
+	jb	.Lzen_movsq_to_loop_words_done_2
+	movq	(%rsi), %rax
+.Lzen_movsq_to_loop_word_store_2:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_movsq_to_loop_words_2
+.Lzen_movsq_to_loop_words_done_2:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_to_loop_overlap_done_2
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_movsq_to_loop_overlap_store_2:
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_movsq_to_loop_overlap_done_2:
+	ASM_CLAC
+	xorl	%eax, %eax
+	RET
+.Lzen_movsq_to_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_movsq_to_loop_guarded
+	jmp	.Lzen_movsq_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lzen_movsq_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -1561,6 +1740,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_movsq_align_store, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_rep_movsq, .Lzen_movsq_to_fixup_rep8_then_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_rep_movsb_rest, .Lzen_movsq_to_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_align_store_2, .Lzen_movsq_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store0_2, .Lzen_movsq_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store1_2, .Lzen_movsq_to_fixup_8_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store2_2, .Lzen_movsq_to_fixup_16_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store3_2, .Lzen_movsq_to_fixup_24_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store4_2, .Lzen_movsq_to_fixup_32_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store5_2, .Lzen_movsq_to_fixup_40_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store6_2, .Lzen_movsq_to_fixup_48_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store7_2, .Lzen_movsq_to_fixup_56_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_word_store_2, .Lzen_movsq_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_overlap_store_2, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_retry_store, .Lzen_movsq_to_fixup_done)
 SYM_FUNC_END(guarded_movsb__zen_movsq_to_user)
 EXPORT_SYMBOL(guarded_movsb__zen_movsq_to_user)

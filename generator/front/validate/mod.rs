@@ -272,9 +272,17 @@ impl Validator<'_> {
         }
 
         let root_dispatch = root.key("dispatch");
-        let (classes, variants) = if raw.variants.is_empty() {
+        let (classes, alias_first, variants) = if raw.variants.is_empty() {
             let classes = self.size_classes(arch, &root_dispatch, &raw.dispatch, &methods, &broken);
-            (classes, Some(Vec::new()))
+            let alias_first = self.alias_first(
+                arch,
+                &root.key("alias_first"),
+                raw.alias_first.as_ref(),
+                (&root_dispatch, &raw.dispatch),
+                &methods,
+                &broken,
+            );
+            (classes, alias_first, Some(Vec::new()))
         } else {
             match self.keep(self.variants(
                 arch,
@@ -289,9 +297,13 @@ impl Validator<'_> {
             )) {
                 Some(Some(variants)) => {
                     let default = variants.last().expect("validated non-empty");
-                    (Some(default.classes.clone()), Some(variants))
+                    (
+                        Some(default.classes.clone()),
+                        default.alias_first.clone(),
+                        Some(variants),
+                    )
                 }
-                _ => (None, None),
+                _ => (None, None, None),
             }
         };
         if let (Some(l), Some(v)) = (&linux, &variants) {
@@ -316,6 +328,7 @@ impl Validator<'_> {
             zero_tail: raw.fault.zero_tail,
             linux: linux?,
             classes: classes?,
+            alias_first,
             variants: variants?,
             fixed_sizes: fixed,
             tuned_on: tuned_on?,

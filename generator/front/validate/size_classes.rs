@@ -185,15 +185,80 @@ impl Validator<'_> {
         Ok((lo, hi))
     }
 
+    /// `alias = [lo, hi]` at `path`.
+    fn alias_band(&self, path: &FieldPath, band: &[u32]) -> R<Condition> {
+        match band[..] {
+            [a, b] if a <= b && b < 4096 => Ok(Condition::Alias { lo: a, hi: b }),
+            _ => Err(self.err(
+                path,
+                "an alias band is two numbers [lo, hi] with lo <= hi < 4096",
+            )),
+        }
+    }
+
+    /// `[alias_first]` at `path`, beside the dispatch `main` (`main_path`,
+    /// its raw classes): its band and its own size classes. A guard of
+    /// `main` on a band inside this one can never be taken (those copies
+    /// went to the alias-first classes), nor a guard of the alias-first
+    /// classes on a band outside it. `None` when absent or wrong (the
+    /// errors recorded).
+    pub(super) fn alias_first(
+        &self,
+        arch: Arch,
+        path: &FieldPath,
+        raw: Option<&RawAliasFirst>,
+        main: (&FieldPath, &[RawClass]),
+        methods: &BTreeMap<String, Method>,
+        broken: &BTreeSet<String>,
+    ) -> Option<AliasFirst> {
+        let raw = raw?;
+        let band = self.keep(self.alias_band(&path.key("alias"), &raw.alias));
+        let dpath = path.key("dispatch");
+        let classes = self.size_classes(arch, &dpath, &raw.dispatch, methods, broken);
+        let Some(Condition::Alias { lo, hi }) = band else {
+            return None;
+        };
+        let line = self.err(&path.key("alias"), "").line;
+        let (main_path, main_raw) = main;
+        for (paths, raw_classes, inside) in [
+            (main_path, main_raw, true),
+            (&dpath, &raw.dispatch[..], false),
+        ] {
+            for (i, c) in raw_classes.iter().enumerate() {
+                for (g, rg) in c.guard.iter().enumerate() {
+                    let Some([a, b]) = rg
+                        .alias
+                        .as_deref()
+                        .and_then(|v| <[u32; 2]>::try_from(v).ok())
+                    else {
+                        continue;
+                    };
+                    let gpath = paths.index(i).key("guard").index(g).key("alias");
+                    if inside && lo <= a && b <= hi {
+                        self.keep::<()>(Err(self.err(
+                            &gpath,
+                            format!("this guard can never be taken: `alias_first` (line {line}) sends every copy with (dst - src) mod 4096 in {lo}..={hi} to its own size classes first"),
+                        )));
+                    }
+                    if !inside && (b < lo || hi < a) {
+                        self.keep::<()>(Err(self.err(
+                            &gpath,
+                            format!("this guard can never be taken: only copies with (dst - src) mod 4096 in {lo}..={hi} (`alias_first`, line {line}) reach these size classes"),
+                        )));
+                    }
+                }
+            }
+        }
+        Some(AliasFirst {
+            lo,
+            hi,
+            classes: classes?,
+        })
+    }
+
     pub(super) fn condition(&self, gpath: &FieldPath, rg: &RawGuard) -> R<Condition> {
         match (&rg.alias, &rg.aligned) {
-            (Some(band), None) => match band[..] {
-                [a, b] if a <= b && b < 4096 => Ok(Condition::Alias { lo: a, hi: b }),
-                _ => Err(self.err(
-                    &gpath.key("alias"),
-                    "an alias band is two numbers [lo, hi] with lo <= hi < 4096",
-                )),
-            },
+            (Some(band), None) => self.alias_band(&gpath.key("alias"), band),
             (None, Some(al)) => {
                 if !al.to.is_power_of_two() || al.to < 2 || al.to > 4096 {
                     return Err(self.err(

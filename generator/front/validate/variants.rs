@@ -41,11 +41,20 @@ impl Validator<'_> {
                 "constant-size entry points and per-CPU variants do not combine: each variant would need its own",
             ));
         }
-        if !raw.dispatch.is_empty() && raw.variants.iter().all(|v| !v.dispatch.is_empty()) {
-            return Err(self.err(
-                &FieldPath::root().key("dispatch"),
-                "every variant has its own dispatch, so this one is never used",
-            ));
+        if raw.variants.iter().all(|v| !v.dispatch.is_empty()) {
+            for (key, used) in [
+                ("dispatch", !raw.dispatch.is_empty()),
+                ("alias_first", raw.alias_first.is_some()),
+            ] {
+                if used {
+                    return Err(self.err(
+                        &FieldPath::root().key(key),
+                        format!(
+                            "every variant has its own dispatch, so this `{key}` is never used"
+                        ),
+                    ));
+                }
+            }
         }
         let mut names = BTreeSet::new();
         let mut out = Vec::new();
@@ -115,30 +124,55 @@ impl Validator<'_> {
                     },
                 );
             }
-            let classes = if v.dispatch.is_empty() {
+            // The dispatch and its `alias_first`: the variant's own, or the
+            // strategy's (checked with this variant's methods).
+            let (dispatch_path, dispatch, alias_path, alias_first) = if v.dispatch.is_empty() {
                 if raw.dispatch.is_empty() {
                     return Err(self.err(
                         &path,
                         "this variant has no `dispatch`, and the strategy has none to share",
                     ));
                 }
-                self.size_classes(
-                    arch,
-                    &FieldPath::root().key("dispatch"),
+                if v.alias_first.is_some() {
+                    return Err(self.err(
+                        &path.key("alias_first"),
+                        "`alias_first` goes with the dispatch it sits beside: this variant shares the strategy's `dispatch` (and its `alias_first`); give it its own `dispatch`",
+                    ));
+                }
+                let root = FieldPath::root();
+                (
+                    root.key("dispatch"),
                     &raw.dispatch,
-                    &methods,
-                    broken,
+                    root.key("alias_first"),
+                    &raw.alias_first,
                 )
             } else {
-                self.size_classes(arch, &path.key("dispatch"), &v.dispatch, &methods, broken)
+                (
+                    path.key("dispatch"),
+                    &v.dispatch,
+                    path.key("alias_first"),
+                    &v.alias_first,
+                )
             };
-            let Some(classes) = classes else {
+            let classes = self.size_classes(arch, &dispatch_path, dispatch, &methods, broken);
+            let errors_before = self.errors.borrow().len();
+            let alias_first = self.alias_first(
+                arch,
+                &alias_path,
+                alias_first.as_ref(),
+                (&dispatch_path, dispatch),
+                &methods,
+                broken,
+            );
+            let (Some(classes), true) = (classes, self.errors.borrow().len() == errors_before)
+            else {
                 return Ok(None);
             };
             out.push(Variant {
                 name: v.name.clone(),
                 when,
                 classes,
+                alias_first,
             });
         }
         self.unreachable_variants(&vpath, &out);

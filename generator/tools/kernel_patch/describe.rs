@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::front::strategy::{
-    AlignPointer, Arch, Condition, KernelVersion, Method, MethodKind, SizeClass, Strategy, Tail,
+    AliasFirst, AlignPointer, Arch, Condition, KernelVersion, Method, MethodKind, SizeClass,
+    Strategy, Tail,
 };
 
 /// `lo..=hi` in words: `0-7 bytes`, `64 bytes and up`.
@@ -84,8 +85,22 @@ fn condition(c: &Condition) -> String {
     }
 }
 
-/// One line per size class (and per guard, indented under it).
-pub fn classes(classes: &[SizeClass], indent: &str) -> String {
+/// One line per size class (and per guard, indented under it); then the
+/// alias-first band's classes, indented under a line of their own.
+fn dispatch(classes: &[SizeClass], alias_first: Option<&AliasFirst>, indent: &str) -> String {
+    let mut out = size_classes(classes, indent);
+    if let Some(a) = alias_first {
+        let _ = writeln!(
+            out,
+            "{indent}{}, tested before the size:",
+            condition(&a.condition())
+        );
+        out.push_str(&size_classes(&a.classes, &format!("{indent}  ")));
+    }
+    out
+}
+
+fn size_classes(classes: &[SizeClass], indent: &str) -> String {
     let mut out = String::new();
     for c in classes {
         let _ = writeln!(out, "{indent}{}: {}.", sizes(c), method(&c.method));
@@ -106,7 +121,7 @@ pub fn strategy(t: &Strategy) -> String {
     if t.variants.is_empty() {
         return format!(
             "What the new routine does, by size:\n{}",
-            classes(&t.classes, "  ")
+            dispatch(&t.classes, t.alias_first.as_ref(), "  ")
         );
     }
     let mut out = String::from(
@@ -119,7 +134,7 @@ pub fn strategy(t: &Strategy) -> String {
             None => "every other CPU".into(),
         };
         let _ = writeln!(out, "  {} ({who}):", v.name);
-        out.push_str(&classes(&v.classes, "    "));
+        out.push_str(&dispatch(&v.classes, v.alias_first.as_ref(), "    "));
     }
     out
 }

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::front::parse;
-use crate::front::strategy::{Method, SizeClass, Strategy};
+use crate::front::strategy::{AliasFirst, Method, SizeClass, Strategy};
 use crate::front::to_toml;
 use crate::front::variant::{CpuCondition, CpuFeature, Variant};
 use crate::tools::host_cpu::CpuInfo;
@@ -204,6 +204,10 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
             let vname = t.cpu.variant_name();
             Variant {
                 classes: renamed_classes(&t.strategy.classes, &vname),
+                alias_first: t.strategy.alias_first.as_ref().map(|a| AliasFirst {
+                    classes: renamed_classes(&a.classes, &vname),
+                    ..a.clone()
+                }),
                 when: (i != last).then(|| CpuCondition {
                     require: conditions[i].clone(),
                     exclude: Vec::new(),
@@ -232,6 +236,7 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
             .join("; ")
     );
     s.classes = variants[last].classes.clone();
+    s.alias_first = variants[last].alias_first.clone();
     s.variants = variants;
     // Several CPUs: each variant says which through its name and condition.
     s.tuned_on = None;

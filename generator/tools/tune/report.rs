@@ -24,6 +24,7 @@ pub const ALIAS_CLASSES: &[(&str, usize, usize)] = &[
 pub fn is_bare_rep_movsb(s: &crate::front::strategy::Strategy) -> bool {
     use crate::front::strategy::MethodKind;
     s.variants.is_empty()
+        && s.alias_first.is_none()
         && matches!(s.classes.as_slice(), [c] if c.lo == 0 && c.hi.is_none()
             && c.guards.is_empty()
             && matches!(c.method.kind, MethodKind::RepMovs { unit: 1, align: None }))
@@ -59,25 +60,36 @@ pub fn class_table(res: &Results, subject: usize) -> Vec<Vec<Option<f64>>> {
 /// `subject` of `res`): its sizes, the method, and the median and worst
 /// ratio to the baseline over the grid cells of those sizes that no alias
 /// guard of `strategy` takes (guards are reported per band, `band_report.rs`).
-pub fn class_choice_lines(
+pub fn class_choice_lines<'a>(
     c: &Candidate,
-    strategy: &crate::front::strategy::Strategy,
+    strategy: &'a crate::front::strategy::Strategy,
     res: &Results,
     subject: usize,
 ) -> Vec<String> {
     use crate::front::strategy::Condition;
     let ratios = round_ratios(res, subject);
-    let guarded = |n: u64, x: u64| {
-        strategy
-            .classes
+    use crate::front::strategy::SizeClass;
+    let class_at = |classes: &'a [SizeClass], n: u64| {
+        classes
             .iter()
             .find(|k| k.lo <= n && k.hi.is_none_or(|h| n <= h))
-            .is_some_and(|k| {
-                k.guards.iter().any(|g| match g.condition {
-                    Condition::Alias { lo, hi } => (lo as u64..=hi as u64).contains(&x),
-                    _ => true,
-                })
+    };
+    let guards_take = |k: &SizeClass, x: u64| {
+        k.guards.iter().any(|g| match g.condition {
+            Condition::Alias { lo, hi } => (lo as u64..=hi as u64).contains(&x),
+            _ => true,
+        })
+    };
+    // Whether cell (n, x) runs something else than its size class's
+    // method: a guard's, or the alias-first classes' own.
+    let guarded = |n: u64, x: u64| match &strategy.alias_first {
+        Some(a) if (a.lo as u64..=a.hi as u64).contains(&x) => {
+            class_at(&a.classes, n).is_some_and(|k| {
+                guards_take(k, x)
+                    || class_at(&strategy.classes, n).is_none_or(|m| m.method != k.method)
             })
+        }
+        _ => class_at(&strategy.classes, n).is_some_and(|k| guards_take(k, x)),
     };
     c.class_choices()
         .iter()
@@ -112,6 +124,12 @@ pub fn class_choice_lines(
             };
             format!("{class} {}: {}; {figures}", k.sizes(), k.method)
         })
+        .chain(strategy.alias_first.as_ref().map(|a| {
+            format!(
+                "alias first: (dst - src) mod 4096 in {}..={} tested once, before the size classes; the classes above carry no guard",
+                a.lo, a.hi
+            )
+        }))
         .collect()
 }
 

@@ -277,6 +277,11 @@ pub struct Candidate {
     /// in a guard's range and whose `(dst - src) mod 4096` is in its band
     /// runs the guard's loop, whatever class its size is in.
     pub bands: Vec<BandGuard>,
+    /// Test the guards' bands (their hull) once, before the size classes
+    /// (`[alias_first]`): the size classes of the copies outside it carry
+    /// no guard, those inside it run the classes above with their guards.
+    /// The same copies take the same methods; only the branches differ.
+    pub alias_first: bool,
 }
 
 // ---- the choices ----------------------------------------------------------------
@@ -357,6 +362,7 @@ impl Candidate {
                 block_tail: false,
             },
             bands: Vec::new(),
+            alias_first: false,
         }
     }
 
@@ -539,6 +545,11 @@ impl Candidate {
                 method: if in_mid { mid.clone() } else { large.clone() },
             });
         }
+        let (classes, alias_first) = if self.alias_first {
+            split_alias_first(classes)
+        } else {
+            (classes, None)
+        };
         Strategy {
             name: header.name.clone(),
             symbol: symbol_of(&header.name),
@@ -550,6 +561,7 @@ impl Candidate {
             zero_tail: false,
             linux: header.linux.clone(),
             classes,
+            alias_first,
             variants: Vec::new(),
             fixed_sizes: Vec::new(),
             tuned_on: header.tuned_on.clone(),
@@ -569,7 +581,8 @@ impl Candidate {
         let mut c = self.clone();
         let changes = 1 + (rng.next_u64() % 2) as usize;
         for _ in 0..changes {
-            match rng.next_u64() % 10 {
+            match rng.next_u64() % 11 {
+                10 => c.alias_first = !c.alias_first,
                 0 => c.short_max = pick(rng, SHORT_MAX),
                 1 => c.short_registers = pick(rng, SHORT_REGS),
                 2 => c.guard_from = pick(rng, FIXED_GUARD_FROM),
@@ -679,10 +692,18 @@ impl Candidate {
                     })
                     .collect();
                 bands.sort_by_key(|g| g.lo);
-                out.push(Candidate {
+                let guarded = Candidate {
                     bands,
                     ..Candidate::unguarded(0)
-                });
+                };
+                // The branch-light one also with its bands tested first.
+                if block_tail {
+                    out.push(Candidate {
+                        alias_first: true,
+                        ..guarded.clone()
+                    });
+                }
+                out.push(guarded);
             }
         }
         out.push(Candidate::no_erms());
@@ -701,9 +722,10 @@ impl Candidate {
             let op = if space.options.is_empty() {
                 rng.next_u64() % 5
             } else {
-                rng.next_u64() % 9
+                rng.next_u64() % 10
             };
             match op {
+                9 => c.alias_first = !c.alias_first,
                 0 => c.short_max = pick(rng, SHORT_MAX),
                 1 => c.short_registers = pick(rng, SHORT_REGS),
                 2 => c.mid_max = pick(rng, MID_MAX),
@@ -813,6 +835,67 @@ impl BandSpace {
         }
         sets
     }
+}
+
+// ---- alias first ----------------------------------------------------------------
+
+/// `classes` (whose guards are all alias guards) as an alias-first
+/// dispatch over their bands' hull: outside it, the classes without their
+/// guards (neighbours that then run one method merged); inside it, the
+/// classes with their guards, a guard whose band is the whole hull
+/// replacing its class's method. Unchanged when no class has a guard.
+fn split_alias_first(classes: Vec<SizeClass>) -> (Vec<SizeClass>, Option<AliasFirst>) {
+    let bands = classes
+        .iter()
+        .flat_map(|c| &c.guards)
+        .filter_map(|g| match g.condition {
+            Condition::Alias { lo, hi } => Some((lo, hi)),
+            Condition::Aligned { .. } => None,
+        });
+    let Some((lo, hi)) = bands.reduce(|(a, b), (c, d)| (a.min(c), b.max(d))) else {
+        return (classes, None);
+    };
+    let outside = classes
+        .iter()
+        .map(|c| SizeClass {
+            guards: Vec::new(),
+            ..c.clone()
+        })
+        .collect();
+    let inside = classes
+        .into_iter()
+        .map(|mut c| {
+            if let Some(i) = c
+                .guards
+                .iter()
+                .position(|g| g.condition == Condition::Alias { lo, hi })
+            {
+                c.method = c.guards[i].method.clone();
+                c.guards.truncate(i);
+            }
+            c
+        })
+        .collect();
+    (
+        merge_neighbours(outside),
+        Some(AliasFirst {
+            lo,
+            hi,
+            classes: merge_neighbours(inside),
+        }),
+    )
+}
+
+/// Neighbouring classes with the same method and guards as one class.
+fn merge_neighbours(classes: Vec<SizeClass>) -> Vec<SizeClass> {
+    let mut out: Vec<SizeClass> = Vec::new();
+    for c in classes {
+        match out.last_mut() {
+            Some(last) if (&last.method, &last.guards) == (&c.method, &c.guards) => last.hi = c.hi,
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 // ---- the strategy file ----------------------------------------------------------
