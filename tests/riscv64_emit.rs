@@ -292,3 +292,35 @@ fn list_and_diff_show_riscv64() {
     );
     assert!(!text.contains("no riscv64 listings"), "{text}");
 }
+
+/// An alignment guard tests the low bits of the pointers: with `andi`
+/// where its 12-bit immediate holds the mask (up to 2048), with `slli`
+/// (the low bits moved to the top, zero alike) for 4096, whose mask 4095
+/// it cannot hold. Both keep the contract under fault injection.
+#[test]
+fn an_alignment_guard_of_any_size_is_tested_and_keeps_the_contract() {
+    for (to, test) in [(2048, "andi\tt5, a3, 2047"), (4096, "slli\tt5, a3, 52")] {
+        let text = format!(
+            "name = \"al{to}\"\ndescription = \"an alignment guard\"\narch = \"riscv64\"\n\
+             [methods.b]\nkind = \"bytes\"\n\
+             [methods.w]\nkind = \"unrolled\"\nblock = 16\nwidth = 8\nregisters = 2\ntail = \"words\"\n\
+             [[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n\
+             [[dispatch.guard]]\naligned = {{ pointer = \"both\", to = {to} }}\nuse = \"w\"\n"
+        );
+        let s = parse(Path::new("al.toml"), &text, None).unwrap();
+        let asm = copygen::output::render::render(&s, Flavor::Standalone);
+        let at = asm
+            .find(&format!("or\ta3, a0, a1\n\t{test}\n\tbeqz\tt5, "))
+            .unwrap_or_else(|| panic!("{to}: no `{test}` test of both pointers:\n{asm}"));
+        assert!(at > 0);
+        let r = copygen::checks::faultinject::run_strategy(&s).unwrap();
+        for x in &r.routines {
+            assert!(
+                x.cases > 90_000 && x.violations == 0,
+                "{to} {}: {:?}",
+                x.symbol,
+                r.details
+            );
+        }
+    }
+}

@@ -386,14 +386,24 @@ impl Selector<'_> {
                     }
                 };
                 assert!(
-                    mask.wrapping_add(1).is_power_of_two() && imm12(*mask as i64),
-                    "validated: alignments are powers of two up to 64"
+                    mask.wrapping_add(1).is_power_of_two(),
+                    "validated: alignments are powers of two"
                 );
-                self.emit(Inst::Andi {
-                    rd: TMP,
-                    rs: reg,
-                    imm: *mask as i32,
-                });
+                if imm12(*mask as i64) {
+                    self.emit(Inst::Andi {
+                        rd: TMP,
+                        rs: reg,
+                        imm: *mask as i32,
+                    });
+                } else {
+                    // (4096: a mask andi's 12-bit immediate cannot hold;
+                    // the low bits shifted to the top are zero alike)
+                    self.emit(Inst::Slli {
+                        rd: TMP,
+                        rs: reg,
+                        sh: 64 - mask.count_ones(),
+                    });
+                }
                 let br = if *aligned { Br::Beq } else { Br::Bne };
                 self.branch(br, TMP, ZERO, target);
             }
