@@ -14,6 +14,7 @@ use copygen::front::parse::parse;
 use copygen::front::strategy::{Arch, Condition, Method, SizeClass, Strategy};
 use copygen::front::to_toml;
 use copygen::jit;
+use copygen::lower::routine::Op;
 use copygen::tools::tune::space::{BandGuard, Candidate, CandidateBase};
 
 /// Head/tail copies up to 32 bytes and `rep movsb` above (bytes where the
@@ -127,30 +128,29 @@ fn the_first_test_takes_exactly_its_band() {
     }
 }
 
+/// The size and alias branches of `s`'s first x86_64 routine, in order.
+fn branches(s: &Strategy) -> Vec<Op> {
+    let target = copygen::lower::Target {
+        arch: Arch::X86_64,
+        flavor: copygen::front::strategy::Flavor::Standalone,
+    };
+    let routine = copygen::lower::lower(s, target).into_iter().next().unwrap();
+    routine
+        .ops
+        .into_iter()
+        .filter(|o| matches!(o, Op::JumpIfAlias { .. } | Op::JumpIfLen { .. }))
+        .collect()
+}
+
 #[test]
 fn the_common_path_tests_the_alias_once_before_the_size() {
     let s = strategy(Arch::X86_64);
-    let routine = copygen::lower::lower(
-        &s,
-        copygen::lower::Target {
-            arch: Arch::X86_64,
-            flavor: copygen::front::strategy::Flavor::Standalone,
-        },
-    )
-    .into_iter()
-    .next()
-    .unwrap();
-    use copygen::lower::routine::Op;
-    let first_branch = routine
-        .ops
-        .iter()
-        .find(|o| matches!(o, Op::JumpIfAlias { .. } | Op::JumpIfLen { .. }));
+    let branches = branches(&s);
     assert!(
-        matches!(first_branch, Some(Op::JumpIfAlias { lo: 1, hi: 63, .. })),
-        "{first_branch:?}"
+        matches!(branches[0], Op::JumpIfAlias { lo: 1, hi: 63, .. }),
+        "{branches:?}"
     );
-    let alias_tests = routine
-        .ops
+    let alias_tests = branches
         .iter()
         .filter(|o| matches!(o, Op::JumpIfAlias { .. }))
         .count();
@@ -274,7 +274,7 @@ fn method_for(s: &Strategy, n: u64, x: u32) -> Method {
             .map_or(c.method.clone(), |g| g.method.clone())
     };
     match &s.alias_first {
-        Some(a) if (a.lo..=a.hi).contains(&x) => at(&a.classes),
+        Some(a) if n >= a.from && (a.lo..=a.hi).contains(&x) => at(&a.classes),
         _ => at(&s.classes),
     }
 }
@@ -320,10 +320,21 @@ fn the_tuners_alias_first_candidates_run_what_their_guards_ran() {
     let a = parse(Path::new("a.toml"), &guarded.toml(&header), None).unwrap();
     let b = parse(Path::new("b.toml"), &first.toml(&header), None).unwrap();
     let band = b.alias_first.as_ref().expect("an alias-first band");
-    assert_eq!((band.lo, band.hi), (1, 63));
+    // The hull of the bands, tested from the first guarded size.
+    assert_eq!((band.lo, band.hi, band.from), (1, 63, 65));
     assert!(b.classes.iter().all(|c| c.guards.is_empty()));
-    // Outside the band: the short class, the mid loop and rep movsb only.
-    assert_eq!(b.classes.len(), 3, "{:?}", b.classes);
+    // Outside the band: the short class, the mid loop below the test and
+    // from it (one class where the guards had cut three), rep movsb.
+    let sizes: Vec<(u64, Option<u64>)> = b.classes.iter().map(|c| (c.lo, c.hi)).collect();
+    assert_eq!(
+        sizes,
+        [
+            (0, Some(16)),
+            (17, Some(64)),
+            (65, Some(1024)),
+            (1025, None)
+        ]
+    );
     for n in [0, 1, 16, 17, 64, 65, 127, 128, 1024, 1025, 2047, 2048, 9000] {
         for x in [0, 1, 8, 15, 16, 40, 63, 64, 4095] {
             assert_eq!(
@@ -340,4 +351,92 @@ fn the_tuners_alias_first_candidates_run_what_their_guards_ran() {
     };
     let p = parse(Path::new("p.toml"), &plain.toml(&header), None).unwrap();
     assert!(p.alias_first.is_none());
+}
+
+/// The strategy above with the band tested from 33 bytes: the head/tail
+/// copies below never pay for it.
+fn from_33(arch: Arch) -> String {
+    strategy_text(arch)
+        .replace("alias = [1, 63]\n", "alias = [1, 63]\nfrom = 33\n")
+        .replace(
+            "[[alias_first.dispatch]]\nsizes = \"0..=32\"\nuse = \"small\"\n\n",
+            "",
+        )
+}
+
+#[test]
+fn a_band_tested_from_a_size_leaves_the_smaller_copies_alone() {
+    let text = from_33(Arch::X86_64);
+    let s = parse(Path::new("from.toml"), &text, None).unwrap();
+    assert_eq!(s.alias_first.as_ref().map(|a| a.from), Some(33));
+    // The first branch is the size check of the head/tail class; the alias
+    // test comes after it, on the way to the larger classes.
+    let branches = branches(&s);
+    assert!(
+        matches!(branches[0], Op::JumpIfLen { imm: 32, .. }),
+        "{branches:?}"
+    );
+    assert!(
+        branches
+            .iter()
+            .any(|o| matches!(o, Op::JumpIfAlias { lo: 1, hi: 63, .. })),
+        "{branches:?}"
+    );
+    let sums = jit::contract::run_suite(&jit::compile(&s).unwrap(), &s).unwrap();
+    for sum in &sums {
+        assert_eq!(sum.violations, 0, "{}: {:?}", sum.symbol, sum.examples);
+    }
+    let written = to_toml::render(&s).unwrap();
+    assert!(
+        written.contains("alias = [1, 63]\nfrom = 33\n"),
+        "{written}"
+    );
+    // A guard below the test's size is still reachable; the band's
+    // classes start at it; the test goes where a class starts.
+    let guarded_below = text.replace(
+        "sizes = \"0..=32\"\nuse = \"small\"\n",
+        "sizes = \"0..=32\"\nuse = \"small\"\n[[dispatch.guard]]\nalias = [1, 15]\nuse = \"band\"\n",
+    );
+    parse(Path::new("below.toml"), &guarded_below, None).unwrap();
+    let gap = text.replace(
+        "sizes = \"33..\"\nuse = \"band\"",
+        "sizes = \"40..\"\nuse = \"band\"",
+    );
+    let (line, msg) = one_error(&gap);
+    assert_eq!(line, line_of(&gap, "sizes = \"40..\""));
+    assert!(msg.contains("gap: sizes 33..=39"), "{msg}");
+    let nowhere = text.replace("from = 33", "from = 40");
+    let e = parse(Path::new("nowhere.toml"), &nowhere, None).expect_err("refused");
+    assert_eq!(e.line, line_of(&nowhere, "from = 40"));
+    assert!(
+        e.message
+            .contains("where a size class of the dispatch starts (0, 33)"),
+        "{e}"
+    );
+}
+
+/// The three files the Zen 3 results page times against each other run
+/// the same method for every copy: only where the alias test sits differs.
+#[test]
+fn the_benchmarked_forms_run_the_same_copies() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results/strategies");
+    let load = |name: &str| {
+        let path = dir.join(format!("{name}.toml"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        parse(&path, &text, None).unwrap()
+    };
+    let in_class = load("band-guards-in-class");
+    for other in ["band-guards-alias-first", "band-guards-alias-first-33"] {
+        let s = load(other);
+        assert!(s.alias_first.is_some(), "{other}");
+        for n in [0, 8, 16, 32, 33, 64, 1024, 1025, 4096] {
+            for x in [0, 1, 8, 15, 16, 20, 31, 32, 100] {
+                assert_eq!(
+                    method_for(&in_class, n, x).name,
+                    method_for(&s, n, x).name,
+                    "{other}: {n} bytes at distance {x}"
+                );
+            }
+        }
+    }
 }

@@ -62,12 +62,13 @@ pub(super) struct RawVariant {
     pub(super) alias_first: Option<RawAliasFirst>,
 }
 
-/// `[alias_first]`: the alias band tested before the size classes, and the
-/// size classes of the copies in it.
+/// `[alias_first]`: the alias band tested before the size classes (from
+/// size `from`), and the size classes of the copies in it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAliasFirst {
     pub(super) alias: Vec<u32>,
+    pub(super) from: Option<u64>,
     #[serde(default)]
     pub(super) dispatch: Vec<RawClass>,
 }

@@ -325,15 +325,17 @@ pub struct SizeClass {
 }
 
 /// Alias-first dispatch: `(dst - src) mod 4096` in `lo..=hi` is tested
-/// once, before any size class. A copy in that band is dispatched by
-/// `classes` (every size covered, guards allowed, as in the main
-/// dispatch); every other copy by the main classes, which need no alias
-/// guard of their own for it, so the common path pays one alias branch
-/// however many classes the band concerns.
+/// once, before the size classes from `from` bytes up (where a main class
+/// starts; smaller copies never take the test). A copy of `from` bytes or
+/// more in that band is dispatched by `classes` (every size from `from`,
+/// guards allowed, as in the main dispatch); every other copy by the main
+/// classes, which need no alias guard of their own for it, so the common
+/// path pays one alias branch however many classes the band concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AliasFirst {
     pub lo: u32,
     pub hi: u32,
+    pub from: u64,
     pub classes: Vec<SizeClass>,
 }
 

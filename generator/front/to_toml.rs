@@ -251,6 +251,9 @@ fn size_classes(t: &mut String, table: &str, classes: &[SizeClass]) {
 fn alias_first(t: &mut String, table: &str, a: Option<&AliasFirst>) {
     let Some(a) = a else { return };
     let _ = writeln!(t, "\n[{table}]\nalias = [{}, {}]", a.lo, a.hi);
+    if a.from > 0 {
+        let _ = writeln!(t, "from = {}", a.from);
+    }
     size_classes(t, &format!("{table}.dispatch"), &a.classes);
 }
 

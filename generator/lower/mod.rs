@@ -405,31 +405,28 @@ impl<'a> Lowering<'a> {
             self.op(Op::UaccessBegin);
         }
         let alias_first = self.s.alias_first.clone();
-        let band = alias_first.as_ref().map(|a| {
-            let l = self.label("alias_first");
-            self.comment(format!(
-                "alias first: {} goes to its own size classes",
-                condition_text(&a.condition())
-            ));
-            self.op(Op::JumpIfAlias {
-                lo: a.lo,
-                hi: a.hi,
-                target: l.clone(),
-            });
-            l
-        });
+        let band = alias_first.as_ref().map(|_| self.label("alias_first"));
+        let first = alias_first.as_ref().zip(band.as_ref());
         let classes = self.s.classes.clone();
-        self.dispatch("class", &classes, None);
-        if let (Some(a), Some(l)) = (&alias_first, &band) {
+        self.dispatch("class", &classes, None, first);
+        if let Some((a, l)) = first {
             self.place(l);
-            self.dispatch("alias_class", &a.classes, Some(&a.condition()));
+            self.dispatch("alias_class", &a.classes, Some(&a.condition()), None);
         }
         self.finish()
     }
 
     /// Size classes `classes` (labels `<base>N`), each with its guards;
-    /// `known`: a condition that holds on every path into them.
-    fn dispatch(&mut self, base: &str, classes: &[SizeClass], known: Option<&Condition>) {
+    /// `known`: a condition that holds on every path into them; `first`:
+    /// the alias-first test, made at the start of the class where it
+    /// starts, and the label of its classes.
+    fn dispatch(
+        &mut self,
+        base: &str,
+        classes: &[SizeClass],
+        known: Option<&Condition>,
+        first: Option<(&AliasFirst, &Label)>,
+    ) {
         let labels: Vec<Label> = (0..classes.len())
             .map(|i| self.label(&format!("{base}{i}")))
             .collect();
@@ -437,6 +434,18 @@ impl<'a> Lowering<'a> {
         for (i, class) in classes.iter().enumerate() {
             if i > 0 {
                 self.place(&labels[i]);
+            }
+            if let Some((a, l)) = first.filter(|(a, _)| a.from == class.lo) {
+                self.comment(format!(
+                    "alias first: from {} bytes, {} goes to its own size classes",
+                    a.from,
+                    condition_text(&a.condition())
+                ));
+                self.op(Op::JumpIfAlias {
+                    lo: a.lo,
+                    hi: a.hi,
+                    target: l.clone(),
+                });
             }
             self.comment(format!(
                 "{} {i}: {} bytes → method `{}`",

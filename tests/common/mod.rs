@@ -51,8 +51,9 @@ pub struct Spec {
     absolute_extable: bool,
     fixed: Vec<u32>,
     classes: Vec<ClassSpec>,
-    /// `[alias_first]`: its band and its size classes.
-    alias_first: Option<((u32, u32), Vec<ClassSpec>)>,
+    /// `[alias_first]`: its band, which main class it is tested from, and
+    /// its size classes.
+    alias_first: Option<((u32, u32), u8, Vec<ClassSpec>)>,
 }
 
 fn method_spec() -> impl Strategy<Value = MethodSpec> {
@@ -115,6 +116,7 @@ pub fn spec() -> impl Strategy<Value = Spec> {
             0.25,
             (
                 (0u32..4096, 0u32..4096).prop_map(|(a, b)| (a.min(b), a.max(b))),
+                any::<u8>(),
                 proptest::collection::vec(class_spec(), 1..3),
             ),
         ),
@@ -333,36 +335,48 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     out.push('\n');
 
     let mut dispatch = String::new();
+    let starts = class_bounds(&s.classes, 0);
+    // Where the alias-first test goes: where one of the main classes starts.
+    let first = s.alias_first.as_ref().map(|((lo, hi), at, classes)| {
+        ((*lo, *hi), starts[*at as usize % starts.len()].0, classes)
+    });
     dispatch_toml(
         &mut out,
         &mut dispatch,
         "dispatch",
         "m",
         &s.classes,
+        0,
         arch,
         budget,
-        |c| {
+        |class_lo, c| {
             // A guard on a band inside the alias-first one is never taken.
-            match (c, &s.alias_first) {
-                (Cond::Alias(a, b), Some(((lo, hi), _))) => !(lo <= a && b <= hi),
+            match (c, first) {
+                (Cond::Alias(a, b), Some(((lo, hi), from, _))) => {
+                    class_lo < from || !(lo <= *a && *b <= hi)
+                }
                 _ => true,
             }
         },
     );
-    if let Some(((lo, hi), classes)) = &s.alias_first {
-        let _ = writeln!(dispatch, "[alias_first]\nalias = [{lo}, {hi}]\n");
+    if let Some(((lo, hi), from, classes)) = first {
+        let _ = writeln!(
+            dispatch,
+            "[alias_first]\nalias = [{lo}, {hi}]\nfrom = {from}\n"
+        );
         dispatch_toml(
             &mut out,
             &mut dispatch,
             "alias_first.dispatch",
             "a",
             classes,
+            from,
             arch,
             budget,
-            |c| {
+            |_, c| {
                 // Only copies in the band reach these classes.
                 match c {
-                    Cond::Alias(a, b) => !(b < lo || hi < a),
+                    Cond::Alias(a, b) => !(*b < lo || hi < *a),
                     _ => true,
                 }
             },
@@ -372,9 +386,31 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
     out
 }
 
-/// The `[[<table>]]` entries of `classes` (methods `<prefix>N`, written to
-/// `out`), leaving out the guards `keep` refuses and those the front end
-/// would refuse as never taken.
+/// The sizes of `classes` from `start`: each class's cut above `start`,
+/// sorted, as `(lo, hi)` ranges, the last one open (fewer ranges than
+/// classes where cuts coincide).
+fn class_bounds(classes: &[ClassSpec], start: u64) -> Vec<(u64, Option<u64>)> {
+    let mut cuts: Vec<u64> = classes[1..]
+        .iter()
+        .map(|c| c.cut as u64)
+        .filter(|&c| c > start)
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut bounds = Vec::new();
+    let mut lo = start;
+    for &c in &cuts {
+        bounds.push((lo, Some(c - 1)));
+        lo = c;
+    }
+    bounds.push((lo, None));
+    bounds
+}
+
+/// The `[[<table>]]` entries of `classes` from size `start` (methods
+/// `<prefix>N`, written to `out`), leaving out the guards `keep` refuses
+/// (given the class's first size) and those the front end would refuse as
+/// never taken.
 #[allow(clippy::too_many_arguments)]
 fn dispatch_toml(
     out: &mut String,
@@ -382,20 +418,12 @@ fn dispatch_toml(
     table: &str,
     prefix: &str,
     classes: &[ClassSpec],
+    start: u64,
     arch: Arch,
     budget: u32,
-    keep: impl Fn(&Cond) -> bool,
+    keep: impl Fn(u64, &Cond) -> bool,
 ) {
-    let mut cuts: Vec<u64> = classes[1..].iter().map(|c| c.cut as u64).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    let mut bounds = Vec::new();
-    let mut lo = 0;
-    for &c in &cuts {
-        bounds.push((lo, Some(c - 1)));
-        lo = c;
-    }
-    bounds.push((lo, None));
+    let bounds = class_bounds(classes, start);
 
     for (i, (&(lo, hi), c)) in bounds.iter().zip(classes).enumerate() {
         let name = format!("{prefix}{i}");
@@ -412,7 +440,7 @@ fn dispatch_toml(
         for (g, (cond, m)) in c.guards.iter().enumerate() {
             // A guard whose condition implies an earlier one's is never
             // taken, which the front end refuses: leave it out.
-            if !keep(cond) || written.iter().any(|w| implies(cond, w)) {
+            if !keep(lo, cond) || written.iter().any(|w| implies(cond, w)) {
                 continue;
             }
             written.push(cond);

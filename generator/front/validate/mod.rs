@@ -278,7 +278,7 @@ impl Validator<'_> {
                 arch,
                 &root.key("alias_first"),
                 raw.alias_first.as_ref(),
-                (&root_dispatch, &raw.dispatch),
+                (&root_dispatch, &raw.dispatch, classes.as_deref()),
                 &methods,
                 &broken,
             );

@@ -6,11 +6,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::*;
 
 impl Validator<'_> {
-    /// The size classes; `None` (with the errors recorded) if any is wrong.
-    /// Every class is checked: after a class whose sizes are wrong, the
-    /// next one is not blamed for a gap or an overlap with it.
+    /// The size classes, from size 0; `None` (with the errors recorded) if
+    /// any is wrong.
     pub(super) fn size_classes(
         &self,
+        arch: Arch,
+        dpath: &FieldPath,
+        raw: &[RawClass],
+        methods: &BTreeMap<String, Method>,
+        broken: &BTreeSet<String>,
+    ) -> Option<Vec<SizeClass>> {
+        self.size_classes_from(0, arch, dpath, raw, methods, broken)
+    }
+
+    /// The size classes of every size from `start` up. Every class is
+    /// checked: after a class whose sizes are wrong, the next one is not
+    /// blamed for a gap or an overlap with it.
+    fn size_classes_from(
+        &self,
+        start: u64,
         arch: Arch,
         dpath: &FieldPath,
         raw: &[RawClass],
@@ -46,7 +60,7 @@ impl Validator<'_> {
         };
         let mut classes: Vec<SizeClass> = Vec::new();
         // The size the next class must start at, when known.
-        let mut expected: Option<u64> = Some(0);
+        let mut expected: Option<u64> = Some(start);
         // An earlier class open at the top (index, lower bound).
         let mut open: Option<(usize, u64)> = None;
         // The last class's upper bound, if its sizes parsed.
@@ -196,35 +210,54 @@ impl Validator<'_> {
         }
     }
 
-    /// `[alias_first]` at `path`, beside the dispatch `main` (`main_path`,
-    /// its raw classes): its band and its own size classes. A guard of
-    /// `main` on a band inside this one can never be taken (those copies
-    /// went to the alias-first classes), nor a guard of the alias-first
-    /// classes on a band outside it. `None` when absent or wrong (the
-    /// errors recorded).
+    /// `[alias_first]` at `path`, beside the dispatch `main` (its path, its
+    /// raw classes and, when valid, its classes): its band, the size it is
+    /// tested from (where a class of `main` starts) and its own size
+    /// classes from there. A guard of `main` from that size on a band
+    /// inside this one can never be taken (those copies went to the
+    /// alias-first classes), nor a guard of the alias-first classes on a
+    /// band outside it. `None` when absent or wrong (the errors recorded).
     pub(super) fn alias_first(
         &self,
         arch: Arch,
         path: &FieldPath,
         raw: Option<&RawAliasFirst>,
-        main: (&FieldPath, &[RawClass]),
+        main: (&FieldPath, &[RawClass], Option<&[SizeClass]>),
         methods: &BTreeMap<String, Method>,
         broken: &BTreeSet<String>,
     ) -> Option<AliasFirst> {
         let raw = raw?;
+        let (main_path, main_raw, main_classes) = main;
         let band = self.keep(self.alias_band(&path.key("alias"), &raw.alias));
+        let from = raw.from.unwrap_or(0);
+        if let Some(classes) = main_classes {
+            if !classes.iter().any(|c| c.lo == from) {
+                let starts: Vec<String> = classes.iter().map(|c| c.lo.to_string()).collect();
+                self.keep::<()>(Err(self.err(
+                    &path.key("from"),
+                    format!(
+                        "the test goes where a size class of the dispatch starts ({}), not at {from}",
+                        starts.join(", ")
+                    ),
+                )));
+            }
+        }
         let dpath = path.key("dispatch");
-        let classes = self.size_classes(arch, &dpath, &raw.dispatch, methods, broken);
+        let classes = self.size_classes_from(from, arch, &dpath, &raw.dispatch, methods, broken);
         let Some(Condition::Alias { lo, hi }) = band else {
             return None;
         };
         let line = self.err(&path.key("alias"), "").line;
-        let (main_path, main_raw) = main;
         for (paths, raw_classes, inside) in [
             (main_path, main_raw, true),
             (&dpath, &raw.dispatch[..], false),
         ] {
             for (i, c) in raw_classes.iter().enumerate() {
+                // (a main class below `from`: its copies never take the test)
+                let below = parse_range(&c.sizes).is_none_or(|(l, _)| l < from);
+                if inside && below {
+                    continue;
+                }
                 for (g, rg) in c.guard.iter().enumerate() {
                     let Some([a, b]) = rg
                         .alias
@@ -237,7 +270,7 @@ impl Validator<'_> {
                     if inside && lo <= a && b <= hi {
                         self.keep::<()>(Err(self.err(
                             &gpath,
-                            format!("this guard can never be taken: `alias_first` (line {line}) sends every copy with (dst - src) mod 4096 in {lo}..={hi} to its own size classes first"),
+                            format!("this guard can never be taken: `alias_first` (line {line}) sends every copy of {from} bytes or more with (dst - src) mod 4096 in {lo}..={hi} to its own size classes first"),
                         )));
                     }
                     if !inside && (b < lo || hi < a) {
@@ -252,6 +285,7 @@ impl Validator<'_> {
         Some(AliasFirst {
             lo,
             hi,
+            from,
             classes: classes?,
         })
     }

@@ -160,7 +160,7 @@ impl Validator<'_> {
                 arch,
                 &alias_path,
                 alias_first.as_ref(),
-                (&dispatch_path, dispatch),
+                (&dispatch_path, dispatch, classes.as_deref()),
                 &methods,
                 broken,
             );

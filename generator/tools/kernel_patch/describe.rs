@@ -90,9 +90,14 @@ fn condition(c: &Condition) -> String {
 fn dispatch(classes: &[SizeClass], alias_first: Option<&AliasFirst>, indent: &str) -> String {
     let mut out = size_classes(classes, indent);
     if let Some(a) = alias_first {
+        let sizes = if a.from > 0 {
+            format!("from {} bytes, ", a.from)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{indent}{}, tested before the size:",
+            "{indent}{sizes}{}, tested first:",
             condition(&a.condition())
         );
         out.push_str(&size_classes(&a.classes, &format!("{indent}  ")));

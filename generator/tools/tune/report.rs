@@ -83,7 +83,7 @@ pub fn class_choice_lines<'a>(
     // Whether cell (n, x) runs something else than its size class's
     // method: a guard's, or the alias-first classes' own.
     let guarded = |n: u64, x: u64| match &strategy.alias_first {
-        Some(a) if (a.lo as u64..=a.hi as u64).contains(&x) => {
+        Some(a) if n >= a.from && (a.lo as u64..=a.hi as u64).contains(&x) => {
             class_at(&a.classes, n).is_some_and(|k| {
                 guards_take(k, x)
                     || class_at(&strategy.classes, n).is_none_or(|m| m.method != k.method)
@@ -126,8 +126,8 @@ pub fn class_choice_lines<'a>(
         })
         .chain(strategy.alias_first.as_ref().map(|a| {
             format!(
-                "alias first: (dst - src) mod 4096 in {}..={} tested once, before the size classes; the classes above carry no guard",
-                a.lo, a.hi
+                "alias first: from {} B, (dst - src) mod 4096 in {}..={} tested once, before the size classes; the classes above carry no guard",
+                a.from, a.lo, a.hi
             )
         }))
         .collect()

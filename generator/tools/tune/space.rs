@@ -840,10 +840,12 @@ impl BandSpace {
 // ---- alias first ----------------------------------------------------------------
 
 /// `classes` (whose guards are all alias guards) as an alias-first
-/// dispatch over their bands' hull: outside it, the classes without their
-/// guards (neighbours that then run one method merged); inside it, the
-/// classes with their guards, a guard whose band is the whole hull
-/// replacing its class's method. Unchanged when no class has a guard.
+/// dispatch over their bands' hull, tested from the first guarded class
+/// (smaller copies never take it): outside the hull, the classes without
+/// their guards (neighbours from there that then run one method merged);
+/// inside it, the classes from there with their guards, a guard whose band
+/// is the whole hull replacing its class's method. Unchanged when no class
+/// has a guard.
 fn split_alias_first(classes: Vec<SizeClass>) -> (Vec<SizeClass>, Option<AliasFirst>) {
     let bands = classes
         .iter()
@@ -855,39 +857,42 @@ fn split_alias_first(classes: Vec<SizeClass>) -> (Vec<SizeClass>, Option<AliasFi
     let Some((lo, hi)) = bands.reduce(|(a, b), (c, d)| (a.min(c), b.max(d))) else {
         return (classes, None);
     };
-    let outside = classes
+    let from = classes
         .iter()
-        .map(|c| SizeClass {
-            guards: Vec::new(),
-            ..c.clone()
-        })
-        .collect();
-    let inside = classes
-        .into_iter()
-        .map(|mut c| {
-            if let Some(i) = c
-                .guards
-                .iter()
-                .position(|g| g.condition == Condition::Alias { lo, hi })
-            {
-                c.method = c.guards[i].method.clone();
-                c.guards.truncate(i);
-            }
-            c
-        })
-        .collect();
+        .find(|c| !c.guards.is_empty())
+        .map_or(0, |c| c.lo);
+    let (below, above): (Vec<SizeClass>, Vec<SizeClass>) =
+        classes.into_iter().partition(|c| c.lo < from);
+    let outside = above.iter().map(|c| SizeClass {
+        guards: Vec::new(),
+        ..c.clone()
+    });
+    let inside = above.iter().cloned().map(|mut c| {
+        if let Some(i) = c
+            .guards
+            .iter()
+            .position(|g| g.condition == Condition::Alias { lo, hi })
+        {
+            c.method = c.guards[i].method.clone();
+            c.guards.truncate(i);
+        }
+        c
+    });
+    let mut main = merge_neighbours(below);
+    main.extend(merge_neighbours(outside));
     (
-        merge_neighbours(outside),
+        main,
         Some(AliasFirst {
             lo,
             hi,
+            from,
             classes: merge_neighbours(inside),
         }),
     )
 }
 
 /// Neighbouring classes with the same method and guards as one class.
-fn merge_neighbours(classes: Vec<SizeClass>) -> Vec<SizeClass> {
+fn merge_neighbours(classes: impl IntoIterator<Item = SizeClass>) -> Vec<SizeClass> {
     let mut out: Vec<SizeClass> = Vec::new();
     for c in classes {
         match out.last_mut() {
