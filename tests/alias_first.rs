@@ -11,7 +11,7 @@ use std::path::Path;
 use copygen::backend::x86::{Inst, Line, Reg};
 use copygen::checks::faultinject;
 use copygen::front::parse::parse;
-use copygen::front::strategy::{Arch, Condition, Method, SizeClass, Strategy};
+use copygen::front::strategy::{class_of, Arch, Condition, Method, SizeClass, Strategy};
 use copygen::front::to_toml;
 use copygen::jit;
 use copygen::lower::routine::Op;
@@ -261,10 +261,7 @@ fn a_variant_sharing_the_dispatch_shares_its_alias_first() {
 /// The method that runs a copy of `n` bytes at distance `x` mod 4096.
 fn method_for(s: &Strategy, n: u64, x: u32) -> Method {
     let at = |classes: &[SizeClass]| -> Method {
-        let c = classes
-            .iter()
-            .find(|c| c.lo <= n && c.hi.is_none_or(|h| n <= h))
-            .expect("every size has a class");
+        let c = class_of(classes, n).expect("every size has a class");
         c.guards
             .iter()
             .find(|g| match g.condition {

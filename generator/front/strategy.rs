@@ -324,6 +324,29 @@ pub struct SizeClass {
     pub method: Method,
 }
 
+impl SizeClass {
+    /// Whether copies of `n` bytes are in this class.
+    pub fn holds(&self, n: u64) -> bool {
+        self.lo <= n && self.hi.is_none_or(|h| n <= h)
+    }
+}
+
+/// The class of `classes` that copies of `n` bytes are in.
+pub fn class_of(classes: &[SizeClass], n: u64) -> Option<&SizeClass> {
+    classes.iter().find(|c| c.holds(n))
+}
+
+/// Whether a dispatch is one `rep movsb` for every size: one class from 0,
+/// `rep movs` of unit 1 without alignment prologue or guards, and no
+/// alias-first band.
+pub fn is_bare_rep_movsb(classes: &[SizeClass], alias_first: Option<&AliasFirst>) -> bool {
+    alias_first.is_none()
+        && matches!(classes, [c] if c.lo == 0
+            && c.hi.is_none()
+            && c.guards.is_empty()
+            && c.method.kind == MethodKind::RepMovs { unit: 1, align: None })
+}
+
 /// Alias-first dispatch: `(dst - src) mod 4096` in `lo..=hi` is tested
 /// once, before the size classes from `from` bytes up (where a main class
 /// starts; smaller copies never take the test). A copy of `from` bytes or

@@ -8,7 +8,7 @@ use super::site::{stock_chain, Alt, Chain, SiteCode, SiteInsn, SiteTarget, MAX_A
 use super::version::KernelVersion;
 use crate::arch::cpu::CpuFeatures;
 use crate::arch::symbols;
-use crate::front::strategy::{Arch, Convention, Direction, Flavor, MethodKind, Strategy};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor, Strategy};
 use crate::front::variant::{CpuFeature, Variant};
 
 /// The site of the strategy `t` (wired for `kernel`: one routine for both
@@ -26,18 +26,10 @@ pub fn is_variant_chain(t: &Strategy, kernel: KernelVersion) -> bool {
         && !t.variants.is_empty()
 }
 
-/// Whether a variant is a bare `rep movsb`: one size class for every size,
-/// `rep movs` of unit 1 without alignment prologue, guards or alias-first
-/// band.
+/// Whether a variant is a bare `rep movsb` (one class for every size,
+/// [`crate::front::strategy::is_bare_rep_movsb`]).
 pub fn is_bare_movsb(v: &Variant) -> bool {
-    v.alias_first.is_none()
-        && matches!(
-            v.classes.as_slice(),
-            [c] if c.lo == 0
-                && c.hi.is_none()
-                && c.guards.is_empty()
-                && c.method.kind == MethodKind::RepMovs { unit: 1, align: None }
-        )
+    crate::front::strategy::is_bare_rep_movsb(&v.classes, v.alias_first.as_ref())
 }
 
 /// The routine a site calls for variant `v` of the wired `t` (in the

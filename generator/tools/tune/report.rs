@@ -22,12 +22,8 @@ pub const ALIAS_CLASSES: &[(&str, usize, usize)] = &[
 /// One `rep movsb` for every size, no guard, no per-CPU variant: what the
 /// tune chooses where no band is worth a guard, and the baseline's code.
 pub fn is_bare_rep_movsb(s: &crate::front::strategy::Strategy) -> bool {
-    use crate::front::strategy::MethodKind;
     s.variants.is_empty()
-        && s.alias_first.is_none()
-        && matches!(s.classes.as_slice(), [c] if c.lo == 0 && c.hi.is_none()
-            && c.guards.is_empty()
-            && matches!(c.method.kind, MethodKind::RepMovs { unit: 1, align: None }))
+        && crate::front::strategy::is_bare_rep_movsb(&s.classes, s.alias_first.as_ref())
 }
 
 /// Worst ratio to `rep movsb` of `subject` per size class x alias class.
@@ -60,20 +56,14 @@ pub fn class_table(res: &Results, subject: usize) -> Vec<Vec<Option<f64>>> {
 /// `subject` of `res`): its sizes, the method, and the median and worst
 /// ratio to the baseline over the grid cells of those sizes that no alias
 /// guard of `strategy` takes (guards are reported per band, `band_report.rs`).
-pub fn class_choice_lines<'a>(
+pub fn class_choice_lines(
     c: &Candidate,
-    strategy: &'a crate::front::strategy::Strategy,
+    strategy: &crate::front::strategy::Strategy,
     res: &Results,
     subject: usize,
 ) -> Vec<String> {
-    use crate::front::strategy::Condition;
+    use crate::front::strategy::{class_of, Condition, SizeClass};
     let ratios = round_ratios(res, subject);
-    use crate::front::strategy::SizeClass;
-    let class_at = |classes: &'a [SizeClass], n: u64| {
-        classes
-            .iter()
-            .find(|k| k.lo <= n && k.hi.is_none_or(|h| n <= h))
-    };
     let guards_take = |k: &SizeClass, x: u64| {
         k.guards.iter().any(|g| match g.condition {
             Condition::Alias { lo, hi } => (lo as u64..=hi as u64).contains(&x),
@@ -84,12 +74,12 @@ pub fn class_choice_lines<'a>(
     // method: a guard's, or the alias-first classes' own.
     let guarded = |n: u64, x: u64| match &strategy.alias_first {
         Some(a) if n >= a.from && (a.lo as u64..=a.hi as u64).contains(&x) => {
-            class_at(&a.classes, n).is_some_and(|k| {
+            class_of(&a.classes, n).is_some_and(|k| {
                 guards_take(k, x)
-                    || class_at(&strategy.classes, n).is_none_or(|m| m.method != k.method)
+                    || class_of(&strategy.classes, n).is_none_or(|m| m.method != k.method)
             })
         }
-        _ => class_at(&strategy.classes, n).is_some_and(|k| guards_take(k, x)),
+        _ => class_of(&strategy.classes, n).is_some_and(|k| guards_take(k, x)),
     };
     c.class_choices()
         .iter()
