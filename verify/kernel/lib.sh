@@ -150,6 +150,54 @@ kernel_unpack_now() {
 	touch "$src/.copygen-unpacked"
 }
 
+# kernel_configure VERSION ARCH -> the build folder kbuild/<version>/<arch>, configured once
+# in kernel_tree_config's recipe (a make target, then options to switch off, "-OPTION"); the
+# stamp holds the recipe, so a changed recipe reconfigures. Shared by verify/kernel-tree,
+# verify/kernel-routines and verify/microbench/tree-routines.sh.
+kernel_configure() {
+	local v=$1 arch=$2 src out recipe opt
+	src=$(kernel_src "$v") out=$kernel_cache/kbuild/$v/$arch recipe=${kernel_tree_config[$arch]}
+	if [[ ! -f $out/.config || $(cat "$out/.copygen-recipe" 2>/dev/null) != "$recipe" ]]; then
+		echo "configuring $v $arch: $recipe" >&2
+		mkdir -p "$out"
+		rm -f "$out/.copygen-recipe"
+		# shellcheck disable=SC2046,SC2086
+		"${kmake[@]}" -s -C "$src" O="$out" ${kernel_make_args[$arch]} "${recipe%% *}" >/dev/null
+		for opt in ${recipe#* }; do
+			[[ $opt == -* ]] || continue
+			"$src/scripts/config" --file "$out/.config" --disable "${opt#-}"
+			# shellcheck disable=SC2086
+			"${kmake[@]}" -s -C "$src" O="$out" ${kernel_make_args[$arch]} olddefconfig >/dev/null
+			grep -qx "# CONFIG_${opt#-} is not set" "$out/.config" ||
+				kernel_die "$arch: ${opt#-} is still set in $out/.config"
+		done
+		if [[ $arch == armv6 ]]; then
+			grep -Eqx 'CONFIG_CPU_V6K?=y' "$out/.config" || kernel_die "armv6: no ARMv6 CPU in $out/.config"
+		fi
+		echo "$recipe" >"$out/.copygen-recipe"
+	fi
+	echo "$out"
+}
+
+# kernel_build_objects VERSION ARCH OBJECT... -> builds them alone in the configured tree
+# (unpacked first); prints the build folder. One serial make per object: a single-object
+# target can be visited twice (arch/arm and arch/arm/lib), and two parallel visits race on
+# the same .o.
+kernel_build_objects() {
+	local v=$1 arch=$2 src out log obj
+	shift 2
+	kernel_unpack "$v"
+	src=$(kernel_src "$v")
+	out=$(kernel_configure "$v" "$arch")
+	log=$out/copygen-objects.log
+	for obj; do
+		# shellcheck disable=SC2086
+		"${kmake[@]}" -j1 -C "$src" O="$out" ${kernel_make_args[$arch]} "$obj" >"$log" 2>&1 ||
+			{ tail -30 "$log" >&2; kernel_die "$v $arch: could not build $obj"; }
+	done
+	echo "$out"
+}
+
 # The copygen binary the scripts run (built when missing or older than the sources).
 kernel_copygen() {
 	local bin=$kernel_root/target/release/copygen
