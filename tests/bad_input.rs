@@ -178,6 +178,53 @@ fn cases() -> Vec<Case> {
             message: "`block` means nothing to a method of kind `rep_movs`",
         },
         Case {
+            what: "a rep_movs tail that is not a rest method",
+            text: replace("kind = \"rep_movs\"", "kind = \"rep_movs\"\nunit = 8\ntail = \"overlap\""),
+            line_with: "tail = \"overlap\"",
+            field: "methods.movsb.tail",
+            message: "a `rep_movs` method's tail is \"rep_movsb\" or \"bytes\", not \"overlap\"",
+        },
+        Case {
+            what: "a word-aligning prologue off x86",
+            text: replace("arch = \"x86_64\"", "arch = \"armv6\"")
+                .replace("width = 8", "width = 4")
+                .replace("kind = \"rep_movs\"", "kind = \"bytes\"")
+                .replace(
+                    "registers = 4",
+                    "registers = 4\nalign = { pointer = \"dst\", to = 4, min_size = 64, by = \"word\" }",
+                ),
+            line_with: "by = \"word\"",
+            field: "methods.loop.align.by",
+            message: "`by = \"word\"` is x86 only, not armv6: use the byte loop",
+        },
+        Case {
+            what: "a word-aligning prologue for both pointers",
+            text: replace(
+                "kind = \"rep_movs\"",
+                "kind = \"rep_movs\"\nalign = { pointer = \"both\", to = 8, min_size = 64, by = \"word\" }",
+            ),
+            line_with: "by = \"word\"",
+            field: "methods.movsb.align.by",
+            message: "`by = \"word\"` aligns one pointer, `dst` or `src`, not both",
+        },
+        Case {
+            what: "a word-aligning prologue wider than a register",
+            text: replace(
+                "kind = \"rep_movs\"",
+                "kind = \"rep_movs\"\nalign = { pointer = \"dst\", to = 16, min_size = 64, by = \"word\" }",
+            ),
+            line_with: "by = \"word\"",
+            field: "methods.movsb.align.by",
+            message: "`by = \"word\"` copies one word of `to` bytes: at most 8 on x86_64, not 16",
+        },
+        Case {
+            what: "a tail after rep movsb, which leaves none",
+            text: replace("kind = \"rep_movs\"", "kind = \"rep_movs\"\ntail = \"bytes\""),
+            line_with: "tail = \"bytes\"",
+            field: "methods.movsb.tail",
+            message: "`rep movsb` leaves no tail: `tail` needs a `unit` of 4 or 8",
+        },
+        Case {
             what: "rep movs on ARM",
             text: replace("arch = \"x86_64\"", "arch = \"armv6\"").replace("width = 8", "width = 4"),
             line_with: "kind = \"rep_movs\"",

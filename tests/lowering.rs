@@ -61,7 +61,7 @@ fn check(arch: Arch, body: &str, want: &[(&str, &[Site])]) {
 }
 
 const BYTES: &str = "[methods.b]\nkind = \"bytes\"\n";
-use Recover::{Advance, None as Nothing};
+use Recover::{Advance, None as Nothing, Rep};
 use Then::{Done, Retry, Step};
 
 /// A byte loop, exact: a faulting byte is not copied; the fixup retries
@@ -156,6 +156,94 @@ fn armv6_interleaved_word_loop() {
                     ("w_loop0_store", Nothing, Retry),
                     ("w_loop1_store", Advance(4), Retry),
                     ("w_byte_store", Nothing, Retry),
+                    ("retry_store", Nothing, Done),
+                ],
+            ),
+        ],
+    );
+}
+
+/// `rep movsq` with its rest by a byte loop (`tail = "bytes"`, as 6.12's
+/// `.Llarge_movsq`): no second `rep` start-up, so its user accesses are
+/// the `rep movsq` (whose fixup recomputes the bytes left from rcx and
+/// the rest) and the byte loop's; without `tail`, the rest is a second
+/// `rep movsb` with a fixup of its own. Both exact: every fixup retries.
+#[test]
+fn x86_64_rep_movsq_rest_by_bytes_or_by_rep_movsb() {
+    let body = |tail: &str| {
+        format!("[methods.q]\nkind = \"rep_movs\"\nunit = 8\n{tail}[[dispatch]]\nsizes = \"0..\"\nuse = \"q\"\n")
+    };
+    check(
+        Arch::X86_64,
+        &body("tail = \"bytes\"\n"),
+        &[
+            (
+                "t_from_user",
+                &[
+                    ("rep_movsq", Rep { unit: 8 }, Retry),
+                    ("q_rest_byte_load", Nothing, Retry),
+                    ("retry_load", Nothing, Done),
+                ],
+            ),
+            (
+                "t_to_user",
+                &[
+                    ("rep_movsq", Rep { unit: 8 }, Retry),
+                    ("q_rest_byte_store", Nothing, Retry),
+                    ("retry_store", Nothing, Done),
+                ],
+            ),
+        ],
+    );
+    check(
+        Arch::X86_64,
+        &body(""),
+        &[
+            (
+                "t_from_user",
+                &[
+                    ("rep_movsq", Rep { unit: 8 }, Retry),
+                    ("rep_movsb_rest", Rep { unit: 1 }, Retry),
+                    ("retry_load", Nothing, Done),
+                ],
+            ),
+            (
+                "t_to_user",
+                &[
+                    ("rep_movsq", Rep { unit: 8 }, Retry),
+                    ("rep_movsb_rest", Rep { unit: 1 }, Retry),
+                    ("retry_store", Nothing, Done),
+                ],
+            ),
+        ],
+    );
+}
+
+/// The destination aligned by one word where it lies (`by = "word"`, as
+/// 6.12's `.Llarge_movsq`): a fault in that word has copied nothing past
+/// the pointers, so its fixup retries byte by byte, as the rest's do.
+#[test]
+fn x86_64_word_aligning_prologue() {
+    let body = "[methods.q]\nkind = \"rep_movs\"\nunit = 8\nalign = { pointer = \"dst\", to = 8, min_size = 64, by = \"word\" }\ntail = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"q\"\n";
+    check(
+        Arch::X86_64,
+        body,
+        &[
+            (
+                "t_from_user",
+                &[
+                    ("q_align_word_load", Nothing, Retry),
+                    ("rep_movsq", Rep { unit: 8 }, Retry),
+                    ("q_rest_byte_load", Nothing, Retry),
+                    ("retry_load", Nothing, Done),
+                ],
+            ),
+            (
+                "t_to_user",
+                &[
+                    ("q_align_word_store", Nothing, Retry),
+                    ("rep_movsq", Rep { unit: 8 }, Retry),
+                    ("q_rest_byte_store", Nothing, Retry),
                     ("retry_store", Nothing, Done),
                 ],
             ),

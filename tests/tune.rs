@@ -429,7 +429,7 @@ fn every_choice_of_the_size_classes_is_a_valid_strategy() {
                                 large.name()
                             };
                             assert_eq!(k.method.name, expected, "{text}");
-                            if let MethodKind::RepMovs { unit, align } = &k.method.kind {
+                            if let MethodKind::RepMovs { unit, align, .. } = &k.method.kind {
                                 assert_eq!(*unit, large.unit, "{text}");
                                 assert_eq!(align.is_some(), large.align_dst, "{text}");
                             }

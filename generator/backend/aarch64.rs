@@ -579,8 +579,8 @@ impl Selector<'_> {
             Op::LoadMultiple { .. } | Op::StoreMultiple { .. } => {
                 unreachable!("validated: no ldm/stm on aarch64 (16-byte widths are ldp/stp)")
             }
-            Op::RepMovs { .. } | Op::RepRecover { .. } => {
-                unreachable!("validated: no rep movs on aarch64")
+            Op::RepMovs { .. } | Op::RepRecover { .. } | Op::AdvanceToBoundary { .. } => {
+                unreachable!("validated: rep movs and word-aligning prologues are x86's")
             }
             Op::UaccessBegin | Op::UaccessEnd => unreachable!("%s has no STAC/CLAC"),
             Op::MachineCheckExit { .. } => unreachable!("validated: _ASM_EXTABLE_CPY is x86_64's"),

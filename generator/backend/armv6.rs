@@ -571,8 +571,8 @@ impl Selector<'_> {
                     self.emit(Inst::Pop([saved, vec![PC]].concat()));
                 }
             }
-            Op::RepMovs { .. } | Op::RepRecover { .. } => {
-                unreachable!("validated: no rep movs on armv6")
+            Op::RepMovs { .. } | Op::RepRecover { .. } | Op::AdvanceToBoundary { .. } => {
+                unreachable!("validated: rep movs and word-aligning prologues are x86's")
             }
             Op::UaccessBegin | Op::UaccessEnd => unreachable!("%s has no STAC/CLAC"),
             Op::MachineCheckExit { .. } => unreachable!("validated: _ASM_EXTABLE_CPY is x86_64's"),

@@ -543,8 +543,8 @@ impl Selector<'_> {
             Op::LoadMultiple { .. } | Op::StoreMultiple { .. } => {
                 unreachable!("validated: no ldm/stm on riscv64")
             }
-            Op::RepMovs { .. } | Op::RepRecover { .. } => {
-                unreachable!("validated: no rep movs on riscv64")
+            Op::RepMovs { .. } | Op::RepRecover { .. } | Op::AdvanceToBoundary { .. } => {
+                unreachable!("validated: rep movs and word-aligning prologues are x86's")
             }
             Op::MachineCheckExit { .. } => unreachable!("validated: _ASM_EXTABLE_CPY is x86_64's"),
         }

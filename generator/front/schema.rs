@@ -138,6 +138,7 @@ pub(super) struct RawAlign {
     pub(super) pointer: AlignPointer,
     pub(super) to: u32,
     pub(super) min_size: u64,
+    pub(super) by: Option<AlignBy>,
 }
 
 #[derive(Deserialize)]

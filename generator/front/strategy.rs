@@ -239,6 +239,22 @@ pub struct Align {
     pub pointer: AlignPointer,
     pub to: u32,
     pub min_size: u64,
+    pub by: AlignBy,
+}
+
+/// How an alignment prologue reaches the boundary (`by = "..."`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlignBy {
+    /// A byte loop until the pointer is aligned: 0..to-1 iterations, a
+    /// branch each.
+    #[default]
+    Bytes,
+    /// One `to`-byte word copied where it lies, then the pointers and the
+    /// length moved on to the pointer's next boundary (1..=to bytes, some
+    /// copied twice), with no branch: 6.12's `.Llarge_movsq`. x86, `to` a
+    /// register width.
+    Word,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -259,6 +275,20 @@ pub enum Tail {
     /// Mala Anand, "efficient copy_to_user and copy_from_user routines in
     /// Linux Kernel" (2002)).
     RepMovs,
+}
+
+/// What copies the last `len mod unit` bytes after a `rep movs` of
+/// `unit > 1` bytes (`tail = "..."` of a `rep_movs` method).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RepTail {
+    /// A second `rep movsb`, as Linux 2.5.19's i386 copy and 6.1's
+    /// `copy_user_generic_string` do: a second `rep` start-up.
+    #[default]
+    RepMovsb,
+    /// A byte loop, as 6.12's `.Llarge_movsq` does: 0..7 bytes for the
+    /// price of a loop, not of a `rep` start-up (several times dearer on a
+    /// CPU without ERMS).
+    Bytes,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,9 +313,13 @@ pub enum MethodKind {
     HeadTail { width: u32, registers: u32 },
     /// An unrolled loop.
     Unrolled(Unrolled),
-    /// x86 `rep movs` of `unit` bytes, then `rep movsb` for the rest,
-    /// optionally after an alignment prologue.
-    RepMovs { unit: u32, align: Option<Align> },
+    /// x86 `rep movs` of `unit` bytes, then (`unit > 1`) the rest by
+    /// `tail`, optionally after an alignment prologue.
+    RepMovs {
+        unit: u32,
+        align: Option<Align>,
+        tail: RepTail,
+    },
     /// RISC-V's copy of a source misaligned to the destination: align
     /// `dst` to `width` (`align`), then aligned `width`-byte loads of the
     /// source shifted and or-ed into aligned stores, then bytes (the
@@ -344,7 +378,7 @@ pub fn is_bare_rep_movsb(classes: &[SizeClass], alias_first: Option<&AliasFirst>
         && matches!(classes, [c] if c.lo == 0
             && c.hi.is_none()
             && c.guards.is_empty()
-            && c.method.kind == MethodKind::RepMovs { unit: 1, align: None })
+            && matches!(c.method.kind, MethodKind::RepMovs { unit: 1, align: None, .. }))
 }
 
 /// Alias-first dispatch: `(dst - src) mod 4096` in `lo..=hi` is tested

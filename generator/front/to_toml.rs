@@ -158,8 +158,15 @@ fn methods(s: &Strategy) -> Result<BTreeMap<&str, &Method>, String> {
 
 fn align_text(a: &Align) -> String {
     format!(
-        "{{ pointer = \"{}\", to = {}, min_size = {} }}",
-        a.pointer, a.to, a.min_size
+        "{{ pointer = \"{}\", to = {}, min_size = {}{} }}",
+        a.pointer,
+        a.to,
+        a.min_size,
+        if a.by == AlignBy::Word {
+            ", by = \"word\""
+        } else {
+            ""
+        }
     )
 }
 
@@ -184,10 +191,13 @@ fn method(t: &mut String, m: &Method) {
                 "kind = \"head_tail\"\nwidth = {width}\nregisters = {registers}"
             );
         }
-        MethodKind::RepMovs { unit, align } => {
+        MethodKind::RepMovs { unit, align, tail } => {
             let _ = writeln!(t, "kind = \"rep_movs\"\nunit = {unit}");
             if let Some(a) = align {
                 let _ = writeln!(t, "align = {}", align_text(a));
+            }
+            if *tail == RepTail::Bytes {
+                let _ = writeln!(t, "tail = \"bytes\"");
             }
         }
         MethodKind::ShiftCombine { width, align } => {

@@ -22,25 +22,32 @@ impl Lowering<'_> {
         self.ret(true);
     }
 
-    pub(super) fn rep_movs(&mut self, unit: u32) {
-        let is_user = true;
-        let p = Progress {
-            done: 0,
-            dirty: false,
-        };
-        let main_fix = self.fixup_for(Recover::Rep { unit }, p.dirty);
-        let main = is_user.then(|| UserSite {
-            name: self.label(&format!("rep_movs{}", unit_suffix(unit))),
-            fixup: main_fix,
-        });
-        let rest = (unit > 1).then(|| {
-            let fixup = self.fixup_for(Recover::Rep { unit: 1 }, false);
-            UserSite {
-                name: self.label("rep_movsb_rest"),
+    /// `rep movs` of `unit` bytes to the end, then return 0; with `unit >
+    /// 1` the last `len mod unit` bytes by `tail`: a second `rep movsb`, or
+    /// the byte loop (6.12's `.Llarge_movsq`), which spares the second
+    /// `rep` start-up.
+    pub(super) fn rep_movs(&mut self, name: &str, unit: u32, tail: RepTail) {
+        let user_site = |this: &mut Self, unit: u32, label: &str| {
+            let fixup = this.fixup_for(Recover::Rep { unit }, false);
+            Some(UserSite {
+                name: this.label(label),
                 fixup,
+            })
+        };
+        let main = user_site(self, unit, &format!("rep_movs{}", unit_suffix(unit)));
+        self.op(Op::RepMovs { unit, main });
+        match tail {
+            _ if unit == 1 => self.ret(true),
+            RepTail::RepMovsb => {
+                let rest = user_site(self, 1, "rep_movsb_rest");
+                self.op(Op::RepMovs {
+                    unit: 1,
+                    main: rest,
+                });
+                self.ret(true);
             }
-        });
-        self.op(Op::RepMovs { unit, main, rest });
+            RepTail::Bytes => self.bytes(&format!("{name}_rest")),
+        }
     }
 
     /// Overlapping head/tail copies in power-of-two buckets: sizes `N..=2N`
@@ -122,9 +129,10 @@ impl Lowering<'_> {
         self.bucket_tree(name, width, regs, &buckets[mid..]);
     }
 
-    /// Copy bytes until the chosen pointer is aligned, when len >= min_size
-    /// (and, for `Both`, the pointers are congruent). Returns the smallest
-    /// len possible afterwards.
+    /// Align the chosen pointer when len >= min_size (and, for `Both`, the
+    /// pointers are congruent): by a byte loop, or by one word and a jump
+    /// to the boundary (`AlignBy`). Returns the smallest len possible
+    /// afterwards.
     pub(super) fn align_prologue(&mut self, name: &str, a: &Align, lo: u64) -> u64 {
         let aligned = self.label(&format!("{name}_aligned"));
         if lo < a.min_size {
@@ -145,21 +153,44 @@ impl Lowering<'_> {
             AlignPointer::Src => PtrTest::Src,
             AlignPointer::Congruent => unreachable!("validated: not a prologue pointer"),
         };
-        let top = self.label(&format!("{name}_align"));
-        self.place(&top);
-        self.op(Op::JumpIfPtr {
-            test,
-            mask: a.to - 1,
-            aligned: true,
-            target: aligned.clone(),
-        });
         let p = Progress {
             done: 0,
             dirty: false,
         };
-        self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
-        self.op(Op::Advance(1));
-        self.op(Op::Jump(top));
+        let lo_after = match a.by {
+            AlignBy::Bytes => {
+                let top = self.label(&format!("{name}_align"));
+                self.place(&top);
+                self.op(Op::JumpIfPtr {
+                    test,
+                    mask: a.to - 1,
+                    aligned: true,
+                    target: aligned.clone(),
+                });
+                self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
+                self.op(Op::Advance(1));
+                self.op(Op::Jump(top));
+                lo.saturating_sub(a.to as u64 - 1)
+            }
+            AlignBy::Word => {
+                // An aligned pointer skips it (its `to` bytes would be
+                // copied twice, and the length waits on the arithmetic);
+                // else one word where it lies (len >= min_size >= to:
+                // inside the copy), then on to the boundary, 1..to-1
+                // bytes, those between the boundary and the word's end
+                // copied again. A fault in the word has copied nothing
+                // past the pointers.
+                self.op(Op::JumpIfPtr {
+                    test,
+                    mask: a.to - 1,
+                    aligned: true,
+                    target: aligned.clone(),
+                });
+                self.copy_one(&format!("{name}_align_word"), a.to, 0, At::Start(0), p);
+                self.op(Op::AdvanceToBoundary { test, to: a.to });
+                lo.saturating_sub(a.to as u64)
+            }
+        };
         self.place(&aligned);
         self.comment(format!(
             "here: {} is {}-byte aligned if len was >= {} on entry",
@@ -171,7 +202,7 @@ impl Lowering<'_> {
             a.to,
             a.min_size
         ));
-        lo.saturating_sub(a.to as u64 - 1)
+        lo_after
     }
 
     pub(super) fn unrolled(&mut self, name: &str, u: &Unrolled, lo: u64) {
@@ -300,14 +331,8 @@ impl Lowering<'_> {
 
         match u.tail {
             Tail::Bytes => self.bytes(name),
-            Tail::RepMovsb => {
-                self.rep_movs(1);
-                self.ret(true);
-            }
-            Tail::RepMovs => {
-                self.rep_movs(u.width);
-                self.ret(true);
-            }
+            Tail::RepMovsb => self.rep_movs(name, 1, RepTail::RepMovsb),
+            Tail::RepMovs => self.rep_movs(name, u.width, RepTail::RepMovsb),
             Tail::OverlapBlock => {
                 // The class starts at >= block (validated), so the last
                 // block lies inside the copy; with len == 0 it copies

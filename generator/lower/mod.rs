@@ -537,12 +537,11 @@ impl<'a> Lowering<'a> {
                 hi.expect("validated: bounded"),
             ),
             MethodKind::Unrolled(u) => self.unrolled(&m.name, u, lo),
-            MethodKind::RepMovs { unit, align } => {
+            MethodKind::RepMovs { unit, align, tail } => {
                 if let Some(a) = align {
                     self.align_prologue(&m.name, a, lo);
                 }
-                self.rep_movs(*unit);
-                self.ret(true);
+                self.rep_movs(&m.name, *unit, *tail);
             }
             MethodKind::ShiftCombine { width, align } => {
                 self.shift_combine(&m.name, *width, align, lo)

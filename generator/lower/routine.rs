@@ -127,14 +127,20 @@ pub enum Op {
     },
     /// `dst += k; src += k; len -= k`
     Advance(u32),
+    /// The same with `k` = the distance from the tested pointer (`Dst` or
+    /// `Src`) to its next multiple of `to`, 1..=`to` (x86; uses scratch 0).
+    AdvanceToBoundary {
+        test: PtrTest,
+        to: u32,
+    },
     /// `len = n` (constant-size entry points, which take no length).
     SetLen(u32),
-    /// Copy `len` bytes with `rep movs` of `unit` bytes (then `rep movsb`
-    /// for the rest when `unit > 1`); `len` is spent: a return follows.
+    /// Copy the `len / unit` whole units of `len` with `rep movs` of
+    /// `unit` bytes; `len` is left holding `len mod unit` (none when `unit`
+    /// is 1), the pointers past the units copied.
     RepMovs {
         unit: u32,
         main: Option<UserSite>,
-        rest: Option<UserSite>,
     },
     /// After a fault in `RepMovs`: make `len` the bytes left again.
     RepRecover {
@@ -244,10 +250,7 @@ impl Routine {
                 Op::LoadMultiple { user, .. }
                 | Op::StoreMultiple { user, .. }
                 | Op::LoadAligned { user, .. } => v.extend(user.as_ref()),
-                Op::RepMovs { main, rest, .. } => {
-                    v.extend(main.as_ref());
-                    v.extend(rest.as_ref());
-                }
+                Op::RepMovs { main, .. } => v.extend(main.as_ref()),
                 _ => {}
             }
         }

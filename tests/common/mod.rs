@@ -245,15 +245,7 @@ fn method_toml(
                     dists.join(", ")
                 );
             }
-            if let Some((p, e, extra)) = m.align {
-                let to = 1u32 << e;
-                let _ = writeln!(
-                    out,
-                    "align = {{ pointer = \"{}\", to = {to}, min_size = {} }}",
-                    POINTERS[p as usize],
-                    to + extra
-                );
-            }
+            align_line(out, m, arch);
         }
         // riscv64's own: shift-and-combine (its alignment is dst's word).
         3 if rv => {
@@ -265,17 +257,43 @@ fn method_toml(
         }
         3 if !arm && !a64 => {
             let units: &[u32] = if i386 { &[1, 4] } else { &[1, 4, 8] };
-            let _ = writeln!(
-                out,
-                "kind = \"rep_movs\"\nunit = {}",
-                units[m.unit as usize % units.len()]
-            );
+            let unit = units[m.unit as usize % units.len()];
+            let _ = writeln!(out, "kind = \"rep_movs\"\nunit = {unit}");
+            align_line(out, m, arch);
+            // The rest of a wider unit by a byte loop half the time.
+            if unit > 1 && m.regs % 2 == 1 {
+                let _ = writeln!(out, "tail = \"bytes\"");
+            }
         }
         _ => {
             let _ = writeln!(out, "kind = \"bytes\"");
         }
     }
     out.push('\n');
+}
+
+/// The method's alignment prologue, if it has one: on x86, one that aligns
+/// `dst` or `src` to at most a register's width goes by one word
+/// (`by = "word"`) half the time.
+fn align_line(out: &mut String, m: &MethodSpec, arch: Arch) {
+    let Some((p, e, extra)) = m.align else { return };
+    let to = 1u32 << e;
+    let pointer = POINTERS[p as usize];
+    let word = match arch {
+        Arch::X86_64 => 8,
+        Arch::I386 => 4,
+        _ => 0,
+    };
+    let by = if to <= word && pointer != "both" && extra % 2 == 1 {
+        ", by = \"word\""
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "align = {{ pointer = \"{pointer}\", to = {to}, min_size = {}{by} }}",
+        to + extra
+    );
 }
 
 pub fn toml_of(s: &Spec, arch: Arch) -> String {

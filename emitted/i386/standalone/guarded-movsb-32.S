@@ -55,11 +55,14 @@
  *   kind = "rep_movs"
  *   unit = 1
  *
- *   # Above 256 bytes without ERMS: `rep movsl` with the destination aligned.
+ *   # Above 256 bytes without ERMS: `rep movsl` with the destination aligned,
+ *   # the last 0-3 bytes by a byte loop (no second `rep` start-up, as the
+ *   # x86_64 forms).
  *   [methods.movsl]
  *   kind = "rep_movs"
  *   unit = 4
- *   align = { pointer = "dst", to = 4, min_size = 32 }
+ *   align = { pointer = "dst", to = 4, min_size = 32, by = "word" }
+ *   tail = "bytes"
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -1332,16 +1335,17 @@ guarded_movsb_32__loop_from_user:
 .Lloop_from_class2:
 	/* class 2: 257.. bytes → method `movsl` */
 	/* here: len >= 257 */
-.Lloop_from_movsl_align:
 	testl	$3, %edi
 	je	.Lloop_from_movsl_aligned
-.Lloop_from_movsl_align_load:
-	movb	(%esi), %al
-	movb	%al, (%edi)
-	addl	$1, %esi
-	addl	$1, %edi
-	subl	$1, %ecx
-	jmp	.Lloop_from_movsl_align
+.Lloop_from_movsl_align_word_load:
+	movl	(%esi), %eax
+	movl	%eax, (%edi)
+	leal	4(%edi), %eax
+	andl	$-4, %eax
+	subl	%edi, %eax
+	addl	%eax, %edi
+	addl	%eax, %esi
+	subl	%eax, %ecx
 .Lloop_from_movsl_aligned:
 	/* here: dst is 4-byte aligned if len was >= 32 on entry */
 	movl	%ecx, %eax
@@ -1350,8 +1354,17 @@ guarded_movsb_32__loop_from_user:
 .Lloop_from_rep_movsl:
 	rep movsl
 	movl	%eax, %ecx
-.Lloop_from_rep_movsb_rest:
-	rep movsb
+.Lloop_from_movsl_rest_bytes:
+	testl	%ecx, %ecx
+	je	.Lloop_from_movsl_rest_bytes_done
+.Lloop_from_movsl_rest_byte_load:
+	movb	(%esi), %al
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lloop_from_movsl_rest_bytes
+.Lloop_from_movsl_rest_bytes_done:
 	xorl	%eax, %eax
 	popl	%esi
 	popl	%edi
@@ -1378,9 +1391,6 @@ guarded_movsb_32__loop_from_user:
 .Lloop_from_fixup_rep4_then_retry:
 	/* rep movsl stopped early: recompute the bytes left */
 	leal	(%eax,%ecx,4), %ecx
-	jmp	.Lloop_from_fixup_retry
-.Lloop_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
 .Lloop_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testl	%ecx, %ecx
@@ -1429,9 +1439,9 @@ guarded_movsb_32__loop_from_user:
 	.long	.Lloop_from_loop_loop_load7 - ., .Lloop_from_fixup_24_then_retry - .
 	.long	.Lloop_from_loop_word_load - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_loop_overlap_load - ., .Lloop_from_fixup_retry - .
-	.long	.Lloop_from_movsl_align_load - ., .Lloop_from_fixup_retry - .
+	.long	.Lloop_from_movsl_align_word_load - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_rep_movsl - ., .Lloop_from_fixup_rep4_then_retry - .
-	.long	.Lloop_from_rep_movsb_rest - ., .Lloop_from_fixup_rep1_then_retry - .
+	.long	.Lloop_from_movsl_rest_byte_load - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_retry_load - ., .Lloop_from_fixup_done - .
 	.popsection
 
@@ -1622,16 +1632,17 @@ guarded_movsb_32__loop_to_user:
 .Lloop_to_class2:
 	/* class 2: 257.. bytes → method `movsl` */
 	/* here: len >= 257 */
-.Lloop_to_movsl_align:
 	testl	$3, %edi
 	je	.Lloop_to_movsl_aligned
-	movb	(%esi), %al
-.Lloop_to_movsl_align_store:
-	movb	%al, (%edi)
-	addl	$1, %esi
-	addl	$1, %edi
-	subl	$1, %ecx
-	jmp	.Lloop_to_movsl_align
+	movl	(%esi), %eax
+.Lloop_to_movsl_align_word_store:
+	movl	%eax, (%edi)
+	leal	4(%edi), %eax
+	andl	$-4, %eax
+	subl	%edi, %eax
+	addl	%eax, %edi
+	addl	%eax, %esi
+	subl	%eax, %ecx
 .Lloop_to_movsl_aligned:
 	/* here: dst is 4-byte aligned if len was >= 32 on entry */
 	movl	%ecx, %eax
@@ -1640,8 +1651,17 @@ guarded_movsb_32__loop_to_user:
 .Lloop_to_rep_movsl:
 	rep movsl
 	movl	%eax, %ecx
-.Lloop_to_rep_movsb_rest:
-	rep movsb
+.Lloop_to_movsl_rest_bytes:
+	testl	%ecx, %ecx
+	je	.Lloop_to_movsl_rest_bytes_done
+	movb	(%esi), %al
+.Lloop_to_movsl_rest_byte_store:
+	movb	%al, (%edi)
+	addl	$1, %esi
+	addl	$1, %edi
+	subl	$1, %ecx
+	jmp	.Lloop_to_movsl_rest_bytes
+.Lloop_to_movsl_rest_bytes_done:
 	xorl	%eax, %eax
 	popl	%esi
 	popl	%edi
@@ -1698,9 +1718,6 @@ guarded_movsb_32__loop_to_user:
 .Lloop_to_fixup_rep4_then_retry:
 	/* rep movsl stopped early: recompute the bytes left */
 	leal	(%eax,%ecx,4), %ecx
-	jmp	.Lloop_to_fixup_retry
-.Lloop_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
 .Lloop_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testl	%ecx, %ecx
@@ -1749,9 +1766,9 @@ guarded_movsb_32__loop_to_user:
 	.long	.Lloop_to_loop_loop_store7 - ., .Lloop_to_fixup_28_then_retry - .
 	.long	.Lloop_to_loop_word_store - ., .Lloop_to_fixup_retry - .
 	.long	.Lloop_to_loop_overlap_store - ., .Lloop_to_fixup_retry - .
-	.long	.Lloop_to_movsl_align_store - ., .Lloop_to_fixup_retry - .
+	.long	.Lloop_to_movsl_align_word_store - ., .Lloop_to_fixup_retry - .
 	.long	.Lloop_to_rep_movsl - ., .Lloop_to_fixup_rep4_then_retry - .
-	.long	.Lloop_to_rep_movsb_rest - ., .Lloop_to_fixup_rep1_then_retry - .
+	.long	.Lloop_to_movsl_rest_byte_store - ., .Lloop_to_fixup_retry - .
 	.long	.Lloop_to_retry_store - ., .Lloop_to_fixup_done - .
 	.popsection
 

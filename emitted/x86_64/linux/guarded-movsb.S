@@ -71,11 +71,14 @@
  *   unit = 1
  *
  *   # Above 512 bytes without ERMS: `rep movsq` with the destination aligned
- *   # first, as 6.12's .Llarge_movsq (the stock path on these CPUs).
+ *   # first and the last 0-7 bytes by a byte loop, as 6.12's .Llarge_movsq (the
+ *   # stock path on these CPUs; a second `rep movsb` for them cost 9-10 TSC
+ *   # ticks a copy at 1-8 KiB on a Zen 3: verify/microbench/tree-routines.sh).
  *   [methods.movsq]
  *   kind = "rep_movs"
  *   unit = 8
- *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
+ *   tail = "bytes"
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -1153,16 +1156,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	testl	$4080, %eax
 	je	.Lzen_movsq_from_alias_narrow0
 .Lzen_movsq_from_alias_outside0:
-.Lzen_movsq_from_movsq_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_from_movsq_aligned
-.Lzen_movsq_from_movsq_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_from_movsq_align
+.Lzen_movsq_from_movsq_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_from_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -1170,9 +1174,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	andl	$7, %edx
 .Lzen_movsq_from_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lzen_movsq_from_rep_movsb_rest:
-	rep movsb
+.Lzen_movsq_from_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_from_movsq_rest_bytes_done
+.Lzen_movsq_from_movsq_rest_byte_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_from_movsq_rest_bytes
+.Lzen_movsq_from_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
@@ -1260,10 +1272,6 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 .Lzen_movsq_from_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lzen_movsq_from_fixup_retry
-.Lzen_movsq_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lzen_movsq_from_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
 	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
@@ -1316,9 +1324,9 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load7, .Lzen_movsq_from_fixup_32_then_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_word_load, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_overlap_load, .Lzen_movsq_from_fixup_retry)
-	COPYGEN_EXTABLE(.Lzen_movsq_from_movsq_align_load, .Lzen_movsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_movsq_align_word_load, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_rep_movsq, .Lzen_movsq_from_fixup_rep8_then_retry)
-	COPYGEN_EXTABLE(.Lzen_movsq_from_rep_movsb_rest, .Lzen_movsq_from_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_from_movsq_rest_byte_load, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_align_load_2, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load0_2, .Lzen_movsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_from_loop_loop_load1_2, .Lzen_movsq_from_fixup_retry)
@@ -1526,16 +1534,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	testl	$4080, %eax
 	je	.Lzen_movsq_to_alias_narrow0
 .Lzen_movsq_to_alias_outside0:
-.Lzen_movsq_to_movsq_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_to_movsq_aligned
-	movb	(%rsi), %al
-.Lzen_movsq_to_movsq_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_to_movsq_align
+	movq	(%rsi), %rax
+.Lzen_movsq_to_movsq_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_to_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -1543,9 +1552,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	andl	$7, %edx
 .Lzen_movsq_to_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lzen_movsq_to_rep_movsb_rest:
-	rep movsb
+.Lzen_movsq_to_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_to_movsq_rest_bytes_done
+	movb	(%rsi), %al
+.Lzen_movsq_to_movsq_rest_byte_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_to_movsq_rest_bytes
+.Lzen_movsq_to_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
@@ -1681,10 +1698,6 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 .Lzen_movsq_to_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lzen_movsq_to_fixup_retry
-.Lzen_movsq_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lzen_movsq_to_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
 	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
@@ -1737,9 +1750,9 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store7, .Lzen_movsq_to_fixup_56_then_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_word_store, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_overlap_store, .Lzen_movsq_to_fixup_retry)
-	COPYGEN_EXTABLE(.Lzen_movsq_to_movsq_align_store, .Lzen_movsq_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_movsq_align_word_store, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_rep_movsq, .Lzen_movsq_to_fixup_rep8_then_retry)
-	COPYGEN_EXTABLE(.Lzen_movsq_to_rep_movsb_rest, .Lzen_movsq_to_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lzen_movsq_to_movsq_rest_byte_store, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_align_store_2, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store0_2, .Lzen_movsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lzen_movsq_to_loop_loop_store1_2, .Lzen_movsq_to_fixup_8_then_retry)
@@ -1867,16 +1880,17 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 .Lmovsq_from_class1:
 	/* class 1: 65.. bytes → method `movsq` */
 	/* here: len >= 65 */
-.Lmovsq_from_movsq_align:
 	testl	$7, %edi
 	je	.Lmovsq_from_movsq_aligned
-.Lmovsq_from_movsq_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lmovsq_from_movsq_align
+.Lmovsq_from_movsq_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lmovsq_from_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -1884,9 +1898,17 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	andl	$7, %edx
 .Lmovsq_from_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lmovsq_from_rep_movsb_rest:
-	rep movsb
+.Lmovsq_from_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lmovsq_from_movsq_rest_bytes_done
+.Lmovsq_from_movsq_rest_byte_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_from_movsq_rest_bytes
+.Lmovsq_from_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
@@ -1900,10 +1922,6 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 .Lmovsq_from_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lmovsq_from_fixup_retry
-.Lmovsq_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lmovsq_from_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
 	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
@@ -1945,9 +1963,9 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	COPYGEN_EXTABLE(.Lmovsq_from_small_32_load5, .Lmovsq_from_fixup_32_then_retry)
 	COPYGEN_EXTABLE(.Lmovsq_from_small_32_load6, .Lmovsq_from_fixup_32_then_retry)
 	COPYGEN_EXTABLE(.Lmovsq_from_small_32_load7, .Lmovsq_from_fixup_32_then_retry)
-	COPYGEN_EXTABLE(.Lmovsq_from_movsq_align_load, .Lmovsq_from_fixup_retry)
+	COPYGEN_EXTABLE(.Lmovsq_from_movsq_align_word_load, .Lmovsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lmovsq_from_rep_movsq, .Lmovsq_from_fixup_rep8_then_retry)
-	COPYGEN_EXTABLE(.Lmovsq_from_rep_movsb_rest, .Lmovsq_from_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lmovsq_from_movsq_rest_byte_load, .Lmovsq_from_fixup_retry)
 	COPYGEN_EXTABLE(.Lmovsq_from_retry_load, .Lmovsq_from_fixup_done)
 SYM_FUNC_END(guarded_movsb__movsq_from_user)
 EXPORT_SYMBOL(guarded_movsb__movsq_from_user)
@@ -2064,16 +2082,17 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 .Lmovsq_to_class1:
 	/* class 1: 65.. bytes → method `movsq` */
 	/* here: len >= 65 */
-.Lmovsq_to_movsq_align:
 	testl	$7, %edi
 	je	.Lmovsq_to_movsq_aligned
-	movb	(%rsi), %al
-.Lmovsq_to_movsq_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lmovsq_to_movsq_align
+	movq	(%rsi), %rax
+.Lmovsq_to_movsq_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lmovsq_to_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -2081,9 +2100,17 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	andl	$7, %edx
 .Lmovsq_to_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lmovsq_to_rep_movsb_rest:
-	rep movsb
+.Lmovsq_to_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lmovsq_to_movsq_rest_bytes_done
+	movb	(%rsi), %al
+.Lmovsq_to_movsq_rest_byte_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_to_movsq_rest_bytes
+.Lmovsq_to_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
@@ -2127,10 +2154,6 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 .Lmovsq_to_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lmovsq_to_fixup_retry
-.Lmovsq_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lmovsq_to_fixup_retry:
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
 	/* _ASM_EXTABLE_CPY left the trap number in eax: no byte retry after X86_TRAP_MC */
@@ -2172,9 +2195,9 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	COPYGEN_EXTABLE(.Lmovsq_to_small_32_store5, .Lmovsq_to_fixup_32_then_retry)
 	COPYGEN_EXTABLE(.Lmovsq_to_small_32_store6, .Lmovsq_to_fixup_32_then_retry)
 	COPYGEN_EXTABLE(.Lmovsq_to_small_32_store7, .Lmovsq_to_fixup_32_then_retry)
-	COPYGEN_EXTABLE(.Lmovsq_to_movsq_align_store, .Lmovsq_to_fixup_retry)
+	COPYGEN_EXTABLE(.Lmovsq_to_movsq_align_word_store, .Lmovsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lmovsq_to_rep_movsq, .Lmovsq_to_fixup_rep8_then_retry)
-	COPYGEN_EXTABLE(.Lmovsq_to_rep_movsb_rest, .Lmovsq_to_fixup_rep1_then_retry)
+	COPYGEN_EXTABLE(.Lmovsq_to_movsq_rest_byte_store, .Lmovsq_to_fixup_retry)
 	COPYGEN_EXTABLE(.Lmovsq_to_retry_store, .Lmovsq_to_fixup_done)
 SYM_FUNC_END(guarded_movsb__movsq_to_user)
 EXPORT_SYMBOL(guarded_movsb__movsq_to_user)

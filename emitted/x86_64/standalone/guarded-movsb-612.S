@@ -73,11 +73,14 @@
  *   unit = 1
  *
  *   # Above 512 bytes without ERMS: `rep movsq` with the destination aligned
- *   # first, as the stock .Llarge_movsq.
+ *   # first and the last 0-7 bytes by a byte loop, as the stock .Llarge_movsq
+ *   # (a second `rep movsb` for them cost 9-10 TSC ticks a copy at 1-8 KiB on a
+ *   # Zen 3: verify/microbench/tree-routines.sh).
  *   [methods.movsq]
  *   kind = "rep_movs"
  *   unit = 8
- *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
+ *   tail = "bytes"
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -651,16 +654,17 @@ guarded_movsb_612__noerms_from_user:
 	testl	$4080, %eax
 	je	.Lnoerms_from_alias_narrow0
 .Lnoerms_from_alias_outside0:
-.Lnoerms_from_movsq_align:
 	testl	$7, %edi
 	je	.Lnoerms_from_movsq_aligned
-.Lnoerms_from_movsq_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lnoerms_from_movsq_align
+.Lnoerms_from_movsq_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lnoerms_from_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -668,9 +672,17 @@ guarded_movsb_612__noerms_from_user:
 	andl	$7, %edx
 .Lnoerms_from_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lnoerms_from_rep_movsb_rest:
-	rep movsb
+.Lnoerms_from_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lnoerms_from_movsq_rest_bytes_done
+.Lnoerms_from_movsq_rest_byte_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_from_movsq_rest_bytes
+.Lnoerms_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
 .Lnoerms_from_loop_guarded:
@@ -804,10 +816,6 @@ guarded_movsb_612__noerms_from_user:
 .Lnoerms_from_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lnoerms_from_fixup_retry
-.Lnoerms_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lnoerms_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -856,9 +864,9 @@ guarded_movsb_612__noerms_from_user:
 	.long	.Lnoerms_from_loop_loop_load7 - ., .Lnoerms_from_fixup_56_then_retry - .
 	.long	.Lnoerms_from_loop_word_load - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_loop_overlap_load - ., .Lnoerms_from_fixup_retry - .
-	.long	.Lnoerms_from_movsq_align_load - ., .Lnoerms_from_fixup_retry - .
+	.long	.Lnoerms_from_movsq_align_word_load - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_rep_movsq - ., .Lnoerms_from_fixup_rep8_then_retry - .
-	.long	.Lnoerms_from_rep_movsb_rest - ., .Lnoerms_from_fixup_rep1_then_retry - .
+	.long	.Lnoerms_from_movsq_rest_byte_load - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_loop_align_load_2 - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_loop_loop_load0_2 - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_loop_loop_load1_2 - ., .Lnoerms_from_fixup_8_then_retry - .
@@ -1059,16 +1067,17 @@ guarded_movsb_612__noerms_to_user:
 	testl	$4080, %eax
 	je	.Lnoerms_to_alias_narrow0
 .Lnoerms_to_alias_outside0:
-.Lnoerms_to_movsq_align:
 	testl	$7, %edi
 	je	.Lnoerms_to_movsq_aligned
-	movb	(%rsi), %al
-.Lnoerms_to_movsq_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lnoerms_to_movsq_align
+	movq	(%rsi), %rax
+.Lnoerms_to_movsq_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lnoerms_to_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -1076,9 +1085,17 @@ guarded_movsb_612__noerms_to_user:
 	andl	$7, %edx
 .Lnoerms_to_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lnoerms_to_rep_movsb_rest:
-	rep movsb
+.Lnoerms_to_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lnoerms_to_movsq_rest_bytes_done
+	movb	(%rsi), %al
+.Lnoerms_to_movsq_rest_byte_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lnoerms_to_movsq_rest_bytes
+.Lnoerms_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
 .Lnoerms_to_loop_guarded:
@@ -1212,10 +1229,6 @@ guarded_movsb_612__noerms_to_user:
 .Lnoerms_to_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lnoerms_to_fixup_retry
-.Lnoerms_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lnoerms_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -1264,9 +1277,9 @@ guarded_movsb_612__noerms_to_user:
 	.long	.Lnoerms_to_loop_loop_store7 - ., .Lnoerms_to_fixup_56_then_retry - .
 	.long	.Lnoerms_to_loop_word_store - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_loop_overlap_store - ., .Lnoerms_to_fixup_retry - .
-	.long	.Lnoerms_to_movsq_align_store - ., .Lnoerms_to_fixup_retry - .
+	.long	.Lnoerms_to_movsq_align_word_store - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_rep_movsq - ., .Lnoerms_to_fixup_rep8_then_retry - .
-	.long	.Lnoerms_to_rep_movsb_rest - ., .Lnoerms_to_fixup_rep1_then_retry - .
+	.long	.Lnoerms_to_movsq_rest_byte_store - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_loop_align_store_2 - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_loop_loop_store0_2 - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_loop_loop_store1_2 - ., .Lnoerms_to_fixup_8_then_retry - .

@@ -70,11 +70,14 @@
  *   unit = 1
  *
  *   # Above 512 bytes without ERMS: `rep movsq` with the destination aligned
- *   # first, as 6.12's .Llarge_movsq (the stock path on these CPUs).
+ *   # first and the last 0-7 bytes by a byte loop, as 6.12's .Llarge_movsq (the
+ *   # stock path on these CPUs; a second `rep movsb` for them cost 9-10 TSC
+ *   # ticks a copy at 1-8 KiB on a Zen 3: verify/microbench/tree-routines.sh).
  *   [methods.movsq]
  *   kind = "rep_movs"
  *   unit = 8
- *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
+ *   tail = "bytes"
  *
  *   [methods.loop]
  *   kind = "unrolled"
@@ -1352,16 +1355,17 @@ guarded_movsb__zen_movsq_from_user:
 	testl	$4080, %eax
 	je	.Lzen_movsq_from_alias_narrow0
 .Lzen_movsq_from_alias_outside0:
-.Lzen_movsq_from_movsq_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_from_movsq_aligned
-.Lzen_movsq_from_movsq_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_from_movsq_align
+.Lzen_movsq_from_movsq_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_from_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -1369,9 +1373,17 @@ guarded_movsb__zen_movsq_from_user:
 	andl	$7, %edx
 .Lzen_movsq_from_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lzen_movsq_from_rep_movsb_rest:
-	rep movsb
+.Lzen_movsq_from_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_from_movsq_rest_bytes_done
+.Lzen_movsq_from_movsq_rest_byte_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_from_movsq_rest_bytes
+.Lzen_movsq_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
 .Lzen_movsq_from_loop_guarded:
@@ -1457,10 +1469,6 @@ guarded_movsb__zen_movsq_from_user:
 .Lzen_movsq_from_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lzen_movsq_from_fixup_retry
-.Lzen_movsq_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lzen_movsq_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -1509,9 +1517,9 @@ guarded_movsb__zen_movsq_from_user:
 	.long	.Lzen_movsq_from_loop_loop_load7 - ., .Lzen_movsq_from_fixup_32_then_retry - .
 	.long	.Lzen_movsq_from_loop_word_load - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_overlap_load - ., .Lzen_movsq_from_fixup_retry - .
-	.long	.Lzen_movsq_from_movsq_align_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_movsq_align_word_load - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_rep_movsq - ., .Lzen_movsq_from_fixup_rep8_then_retry - .
-	.long	.Lzen_movsq_from_rep_movsb_rest - ., .Lzen_movsq_from_fixup_rep1_then_retry - .
+	.long	.Lzen_movsq_from_movsq_rest_byte_load - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_align_load_2 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load0_2 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load1_2 - ., .Lzen_movsq_from_fixup_retry - .
@@ -1712,16 +1720,17 @@ guarded_movsb__zen_movsq_to_user:
 	testl	$4080, %eax
 	je	.Lzen_movsq_to_alias_narrow0
 .Lzen_movsq_to_alias_outside0:
-.Lzen_movsq_to_movsq_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_to_movsq_aligned
-	movb	(%rsi), %al
-.Lzen_movsq_to_movsq_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_to_movsq_align
+	movq	(%rsi), %rax
+.Lzen_movsq_to_movsq_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_to_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -1729,9 +1738,17 @@ guarded_movsb__zen_movsq_to_user:
 	andl	$7, %edx
 .Lzen_movsq_to_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lzen_movsq_to_rep_movsb_rest:
-	rep movsb
+.Lzen_movsq_to_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lzen_movsq_to_movsq_rest_bytes_done
+	movb	(%rsi), %al
+.Lzen_movsq_to_movsq_rest_byte_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_movsq_to_movsq_rest_bytes
+.Lzen_movsq_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
 .Lzen_movsq_to_loop_guarded:
@@ -1865,10 +1882,6 @@ guarded_movsb__zen_movsq_to_user:
 .Lzen_movsq_to_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lzen_movsq_to_fixup_retry
-.Lzen_movsq_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lzen_movsq_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -1917,9 +1930,9 @@ guarded_movsb__zen_movsq_to_user:
 	.long	.Lzen_movsq_to_loop_loop_store7 - ., .Lzen_movsq_to_fixup_56_then_retry - .
 	.long	.Lzen_movsq_to_loop_word_store - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_overlap_store - ., .Lzen_movsq_to_fixup_retry - .
-	.long	.Lzen_movsq_to_movsq_align_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_movsq_align_word_store - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_rep_movsq - ., .Lzen_movsq_to_fixup_rep8_then_retry - .
-	.long	.Lzen_movsq_to_rep_movsb_rest - ., .Lzen_movsq_to_fixup_rep1_then_retry - .
+	.long	.Lzen_movsq_to_movsq_rest_byte_store - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_align_store_2 - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store0_2 - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store1_2 - ., .Lzen_movsq_to_fixup_8_then_retry - .
@@ -2041,16 +2054,17 @@ guarded_movsb__movsq_from_user:
 .Lmovsq_from_class1:
 	/* class 1: 65.. bytes → method `movsq` */
 	/* here: len >= 65 */
-.Lmovsq_from_movsq_align:
 	testl	$7, %edi
 	je	.Lmovsq_from_movsq_aligned
-.Lmovsq_from_movsq_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lmovsq_from_movsq_align
+.Lmovsq_from_movsq_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lmovsq_from_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -2058,9 +2072,17 @@ guarded_movsb__movsq_from_user:
 	andl	$7, %edx
 .Lmovsq_from_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lmovsq_from_rep_movsb_rest:
-	rep movsb
+.Lmovsq_from_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lmovsq_from_movsq_rest_bytes_done
+.Lmovsq_from_movsq_rest_byte_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_from_movsq_rest_bytes
+.Lmovsq_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -2073,10 +2095,6 @@ guarded_movsb__movsq_from_user:
 .Lmovsq_from_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lmovsq_from_fixup_retry
-.Lmovsq_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lmovsq_from_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -2114,9 +2132,9 @@ guarded_movsb__movsq_from_user:
 	.long	.Lmovsq_from_small_32_load5 - ., .Lmovsq_from_fixup_32_then_retry - .
 	.long	.Lmovsq_from_small_32_load6 - ., .Lmovsq_from_fixup_32_then_retry - .
 	.long	.Lmovsq_from_small_32_load7 - ., .Lmovsq_from_fixup_32_then_retry - .
-	.long	.Lmovsq_from_movsq_align_load - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_movsq_align_word_load - ., .Lmovsq_from_fixup_retry - .
 	.long	.Lmovsq_from_rep_movsq - ., .Lmovsq_from_fixup_rep8_then_retry - .
-	.long	.Lmovsq_from_rep_movsb_rest - ., .Lmovsq_from_fixup_rep1_then_retry - .
+	.long	.Lmovsq_from_movsq_rest_byte_load - ., .Lmovsq_from_fixup_retry - .
 	.long	.Lmovsq_from_retry_load - ., .Lmovsq_from_fixup_done - .
 	.popsection
 
@@ -2227,16 +2245,17 @@ guarded_movsb__movsq_to_user:
 .Lmovsq_to_class1:
 	/* class 1: 65.. bytes → method `movsq` */
 	/* here: len >= 65 */
-.Lmovsq_to_movsq_align:
 	testl	$7, %edi
 	je	.Lmovsq_to_movsq_aligned
-	movb	(%rsi), %al
-.Lmovsq_to_movsq_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lmovsq_to_movsq_align
+	movq	(%rsi), %rax
+.Lmovsq_to_movsq_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lmovsq_to_movsq_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	movq	%rdx, %rcx
@@ -2244,9 +2263,17 @@ guarded_movsb__movsq_to_user:
 	andl	$7, %edx
 .Lmovsq_to_rep_movsq:
 	rep movsq
-	movl	%edx, %ecx
-.Lmovsq_to_rep_movsb_rest:
-	rep movsb
+.Lmovsq_to_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lmovsq_to_movsq_rest_bytes_done
+	movb	(%rsi), %al
+.Lmovsq_to_movsq_rest_byte_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lmovsq_to_movsq_rest_bytes
+.Lmovsq_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -2289,10 +2316,6 @@ guarded_movsb__movsq_to_user:
 .Lmovsq_to_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
-	jmp	.Lmovsq_to_fixup_retry
-.Lmovsq_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
 .Lmovsq_to_fixup_retry:
 	/* byte retry: copy until the next fault, for an exact count */
 	testq	%rdx, %rdx
@@ -2330,9 +2353,9 @@ guarded_movsb__movsq_to_user:
 	.long	.Lmovsq_to_small_32_store5 - ., .Lmovsq_to_fixup_32_then_retry - .
 	.long	.Lmovsq_to_small_32_store6 - ., .Lmovsq_to_fixup_32_then_retry - .
 	.long	.Lmovsq_to_small_32_store7 - ., .Lmovsq_to_fixup_32_then_retry - .
-	.long	.Lmovsq_to_movsq_align_store - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_movsq_align_word_store - ., .Lmovsq_to_fixup_retry - .
 	.long	.Lmovsq_to_rep_movsq - ., .Lmovsq_to_fixup_rep8_then_retry - .
-	.long	.Lmovsq_to_rep_movsb_rest - ., .Lmovsq_to_fixup_rep1_then_retry - .
+	.long	.Lmovsq_to_movsq_rest_byte_store - ., .Lmovsq_to_fixup_retry - .
 	.long	.Lmovsq_to_retry_store - ., .Lmovsq_to_fixup_done - .
 	.popsection
 

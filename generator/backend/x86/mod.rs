@@ -468,12 +468,31 @@ impl Selector<'_> {
                 self.emit(Inst::Prefetch { kind: *kind, mem })
             }
             Op::Advance(k) => self.advance(*k),
+            Op::AdvanceToBoundary { test, to } => {
+                // k = ((p + to) & -to) - p, as 6.12's .Llarge_movsq.
+                let p = match test {
+                    PtrTest::Dst => abi.dst,
+                    PtrTest::Src => abi.src,
+                    _ => unreachable!("validated: a word aligns dst or src"),
+                };
+                let k = self.scratch(0);
+                self.emit(Inst::Lea {
+                    width: pw,
+                    dst: k,
+                    mem: MemRef::base(p, *to as i32),
+                });
+                self.alu_imm(Alu::And, pw, k, -(*to as i32));
+                self.alu(Alu::Sub, pw, k, p);
+                self.alu(Alu::Add, pw, abi.dst, k);
+                self.alu(Alu::Add, pw, abi.src, k);
+                self.alu(Alu::Sub, pw, abi.len, k);
+            }
             Op::SetLen(n) => self.emit(Inst::MovImm {
                 width: 4,
                 dst: abi.len,
                 imm: *n,
             }),
-            Op::RepMovs { unit, main, rest } => {
+            Op::RepMovs { unit, main } => {
                 let unit = *unit;
                 if unit == 1 {
                     if !self.len_is_count() && !std::mem::take(&mut self.count_ready) {
@@ -482,7 +501,8 @@ impl Selector<'_> {
                     self.emit_user(Inst::RepMovs { unit: 1 }, main);
                     return;
                 }
-                // The rest (len mod unit) waits in `rest_reg` while rep movs runs.
+                // The rest (len mod unit) waits in `rest_reg` while rep movs
+                // runs, and is `len` after it.
                 let rest_reg = if self.len_is_count() {
                     self.scratch(0)
                 } else {
@@ -500,8 +520,9 @@ impl Selector<'_> {
                 });
                 self.alu_imm(Alu::And, 4, rest_reg, unit as i32 - 1);
                 self.emit_user(Inst::RepMovs { unit }, main);
-                self.mov(4, Reg::Cx, rest_reg);
-                self.emit_user(Inst::RepMovs { unit: 1 }, rest);
+                if self.len_is_count() {
+                    self.mov(4, Reg::Cx, rest_reg);
+                }
             }
             Op::RepRecover { unit } => {
                 let unit = *unit;

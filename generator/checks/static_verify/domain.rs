@@ -264,6 +264,12 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
             Val::derived([a]).with_low(low)
         };
     }
+    // `p - q` of two pointers of one kind is an offset, no pointer: 6.12's
+    // `lea 8(%rdi), %rax; and $-8, %rax; sub %rdi, %rax` is the distance to
+    // dst's next boundary, which then moves both pointers and the length.
+    if sign < 0 && a.tags == b.tags && [SRC, DST, STACK].contains(&a.tags) {
+        return Val::OTHER;
+    }
     // `k + v` is `v + k` (RISC-V's `mv a0, a2` is `add a0, x0, a2`).
     if sign > 0 && a.konst_value().is_some() && [SRC, DST, LEN, STACK].contains(&b.tags) {
         return add_val(b, a, 1);

@@ -605,7 +605,7 @@ impl Validator<'_> {
                 "align",
                 "tail",
             ],
-            RawKind::RepMovs => &["unit", "align"],
+            RawKind::RepMovs => &["unit", "align", "tail"],
             RawKind::ShiftCombine => &["width", "align"],
         };
         let present = [
@@ -658,7 +658,25 @@ impl Validator<'_> {
                     return Err(self.err(&path.key("unit"), REST_IN_RAX));
                 }
                 let align = self.align(arch, &path.key("align"), m.align.as_ref())?;
-                Ok(MethodKind::RepMovs { unit, align })
+                let tail = match m.tail {
+                    None | Some(Tail::RepMovsb) => RepTail::RepMovsb,
+                    Some(Tail::Bytes) => RepTail::Bytes,
+                    Some(other) => {
+                        return Err(self.err(
+                            &path.key("tail"),
+                            format!(
+                                "a `rep_movs` method's tail is \"rep_movsb\" or \"bytes\", not \"{other}\""
+                            ),
+                        ))
+                    }
+                };
+                if unit == 1 && m.tail.is_some() {
+                    return Err(self.err(
+                        &path.key("tail"),
+                        "`rep movsb` leaves no tail: `tail` needs a `unit` of 4 or 8",
+                    ));
+                }
+                Ok(MethodKind::RepMovs { unit, align, tail })
             }
             RawKind::Unrolled => self
                 .unrolled(arch, caps, budget, path, m)
@@ -827,10 +845,39 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let by = a.by.unwrap_or_default();
+        if by == AlignBy::Word {
+            let word = match arch {
+                Arch::X86_64 => 8,
+                Arch::I386 => 4,
+                _ => {
+                    return Err(self.err(
+                        &ap.key("by"),
+                        format!("`by = \"word\"` is x86 only, not {arch}: use the byte loop"),
+                    ))
+                }
+            };
+            if !matches!(a.pointer, AlignPointer::Dst | AlignPointer::Src) {
+                return Err(self.err(
+                    &ap.key("by"),
+                    "`by = \"word\"` aligns one pointer, `dst` or `src`, not both",
+                ));
+            }
+            if a.to > word {
+                return Err(self.err(
+                    &ap.key("by"),
+                    format!(
+                        "`by = \"word\"` copies one word of `to` bytes: at most {word} on {arch}, not {}",
+                        a.to
+                    ),
+                ));
+            }
+        }
         Ok(Some(Align {
             pointer: a.pointer,
             to: a.to,
             min_size: a.min_size,
+            by,
         }))
     }
 }

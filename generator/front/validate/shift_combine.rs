@@ -48,6 +48,7 @@ impl Validator<'_> {
             pointer: AlignPointer::Dst,
             to: width,
             min_size: 2 * width as u64,
+            by: AlignBy::Bytes,
         });
         if align.pointer != AlignPointer::Dst {
             return Err(self.err(

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::front::strategy::{
-    AliasFirst, AlignPointer, Arch, Condition, KernelVersion, Method, MethodKind, SizeClass,
-    Strategy, Tail,
+    AliasFirst, Align, AlignBy, AlignPointer, Arch, Condition, KernelVersion, Method, MethodKind,
+    RepTail, SizeClass, Strategy, Tail,
 };
 
 /// `lo..=hi` in words: `0-7 bytes`, `64 bytes and up`.
@@ -27,6 +27,20 @@ fn pointer(p: AlignPointer) -> &'static str {
     }
 }
 
+/// `aligning the destination to 8 (one word where it lies)`.
+fn aligning(a: &Align) -> String {
+    format!(
+        "aligning {} to {}{}",
+        pointer(a.pointer),
+        a.to,
+        if a.by == AlignBy::Word {
+            " (one word where it lies)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// What a method does, in a phrase.
 pub fn method(m: &Method) -> String {
     match &m.kind {
@@ -34,18 +48,20 @@ pub fn method(m: &Method) -> String {
         MethodKind::HeadTail { width, .. } => {
             format!("overlapping head and tail copies of up to {width}-byte words")
         }
-        MethodKind::RepMovs { unit: 1, align } => match align {
-            Some(a) => format!(
-                "rep movsb after aligning {} to {}",
-                pointer(a.pointer),
-                a.to
-            ),
+        MethodKind::RepMovs { unit: 1, align, .. } => match align {
+            Some(a) => format!("rep movsb after {}", aligning(a)),
             None => "rep movsb".into(),
         },
-        MethodKind::RepMovs { unit, align } => {
-            let mut s = format!("rep movs of {unit}-byte units, then rep movsb");
+        MethodKind::RepMovs { unit, align, tail } => {
+            let mut s = format!(
+                "rep movs of {unit}-byte units, then {}",
+                match tail {
+                    RepTail::RepMovsb => "rep movsb",
+                    RepTail::Bytes => "a byte loop",
+                }
+            );
             if let Some(a) = align {
-                let _ = write!(s, ", after aligning {} to {}", pointer(a.pointer), a.to);
+                let _ = write!(s, ", after {}", aligning(a));
             }
             s
         }
@@ -56,7 +72,7 @@ pub fn method(m: &Method) -> String {
         MethodKind::Unrolled(u) => {
             let mut s = format!("a {}-byte loop of {}-byte registers", u.block, u.width);
             if let Some(a) = &u.align {
-                let _ = write!(s, " after aligning {} to {}", pointer(a.pointer), a.to);
+                let _ = write!(s, " after {}", aligning(a));
             }
             if let Some(p) = &u.prefetch {
                 let _ = write!(s, ", prefetching {} ahead", p.kind);

@@ -101,6 +101,7 @@ impl LoopShape {
                     },
                     to,
                     min_size: self.block.max(to) as u64,
+                    by: AlignBy::Bytes,
                 }),
                 tail: self.tail(lo),
             }),
@@ -148,8 +149,8 @@ struct Segment {
     mid: bool,
 }
 
-/// The large class's method: `rep movsb`, or `rep movsq` (then `rep
-/// movsb` of the last `len mod 8` bytes), each optionally after a prologue
+/// The large class's method: `rep movsb`, or `rep movsq` (then a byte
+/// loop for the last `len mod 8` bytes), each optionally after a prologue
 /// that aligns the destination to 8 (from 64 bytes, as 6.12's
 /// `.Llarge_movsq`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -188,7 +189,7 @@ impl LargeMethod {
         let insn = if self.unit == 1 {
             "rep movsb"
         } else {
-            "rep movsq (then rep movsb of the rest)"
+            "rep movsq (then a byte loop for the rest)"
         };
         if self.align_dst {
             format!("{insn}, dst aligned to 8 from {LARGE_ALIGN_FROM} B")
@@ -206,7 +207,17 @@ impl LargeMethod {
                     pointer: AlignPointer::Dst,
                     to: 8,
                     min_size: LARGE_ALIGN_FROM,
+                    // One word where it lies, then on to the boundary, as
+                    // 6.12's `.Llarge_movsq`: no byte loop, no branch.
+                    by: AlignBy::Word,
                 }),
+                // The rest of a `rep movsq` by a byte loop, as 6.12's
+                // `.Llarge_movsq`: no second `rep` start-up.
+                tail: if self.unit > 1 {
+                    RepTail::Bytes
+                } else {
+                    RepTail::default()
+                },
             },
         }
     }
