@@ -34,15 +34,15 @@ impl Lowering<'_> {
                 fixup,
             })
         };
-        let main = user_site(self, unit, &format!("rep_movs{}", unit_suffix(unit)));
-        self.op(Op::RepMovs { unit, main });
+        let user = user_site(self, unit, &format!("rep_movs{}", unit_suffix(unit)));
+        self.op(Op::RepMovs { unit, user });
         match tail {
             _ if unit == 1 => self.ret(true),
             RepTail::RepMovsb => {
                 let rest = user_site(self, 1, "rep_movsb_rest");
                 self.op(Op::RepMovs {
                     unit: 1,
-                    main: rest,
+                    user: rest,
                 });
                 self.ret(true);
             }

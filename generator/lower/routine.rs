@@ -140,7 +140,7 @@ pub enum Op {
     /// is 1), the pointers past the units copied.
     RepMovs {
         unit: u32,
-        main: Option<UserSite>,
+        user: Option<UserSite>,
     },
     /// After a fault in `RepMovs`: make `len` the bytes left again.
     RepRecover {
@@ -250,7 +250,7 @@ impl Routine {
                 Op::LoadMultiple { user, .. }
                 | Op::StoreMultiple { user, .. }
                 | Op::LoadAligned { user, .. } => v.extend(user.as_ref()),
-                Op::RepMovs { main, .. } => v.extend(main.as_ref()),
+                Op::RepMovs { user, .. } => v.extend(user.as_ref()),
                 _ => {}
             }
         }

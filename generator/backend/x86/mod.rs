@@ -492,13 +492,13 @@ impl Selector<'_> {
                 dst: abi.len,
                 imm: *n,
             }),
-            Op::RepMovs { unit, main } => {
+            Op::RepMovs { unit, user } => {
                 let unit = *unit;
                 if unit == 1 {
                     if !self.len_is_count() && !std::mem::take(&mut self.count_ready) {
                         self.mov(pw, Reg::Cx, abi.len);
                     }
-                    self.emit_user(Inst::RepMovs { unit: 1 }, main);
+                    self.emit_user(Inst::RepMovs { unit: 1 }, user);
                     return;
                 }
                 // The rest (len mod unit) waits in `rest_reg` while rep movs
@@ -519,7 +519,7 @@ impl Selector<'_> {
                     imm: unit.trailing_zeros() as u8,
                 });
                 self.alu_imm(Alu::And, 4, rest_reg, unit as i32 - 1);
-                self.emit_user(Inst::RepMovs { unit }, main);
+                self.emit_user(Inst::RepMovs { unit }, user);
                 if self.len_is_count() {
                     self.mov(4, Reg::Cx, rest_reg);
                 }
