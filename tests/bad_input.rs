@@ -208,6 +208,17 @@ fn cases() -> Vec<Case> {
             message: "`by = \"word\"` aligns one pointer, `dst` or `src`, not both",
         },
         Case {
+            what: "a word-aligning prologue under block precision",
+            text: replace("arch = \"x86_64\"\n", "arch = \"x86_64\"\n[fault]\nprecision = \"block\"\n")
+                .replace(
+                    "kind = \"rep_movs\"",
+                    "kind = \"rep_movs\"\nunit = 8\nalign = { pointer = \"dst\", to = 8, min_size = 64, by = \"word\" }",
+                ),
+            line_with: "by = \"word\"",
+            field: "methods.movsb.align.by",
+            message: "which only `precision = \"exact\"` reports after a later fault",
+        },
+        Case {
             what: "a word-aligning prologue wider than a register",
             text: replace(
                 "kind = \"rep_movs\"",

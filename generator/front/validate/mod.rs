@@ -35,6 +35,16 @@ type R<T> = Result<T, StrategyError>;
 /// `_ASM_EXTABLE_CPY` (see `Budget::no_rest_in_rax`).
 const REST_IN_RAX: &str = "`rep movs` of 4 or 8 bytes keeps the rest in rax under the `rep_movs` convention, and 6.1's _ASM_EXTABLE_CPY puts the trap number there: use unit 1, or `kernel = \"6.12\"` (or `linux.extable = \"relative\"`)";
 
+/// Whether a method aligns by one word (`align.by = "word"`).
+fn word_head(kind: &MethodKind) -> bool {
+    let align = match kind {
+        MethodKind::RepMovs { align, .. } => align.as_ref(),
+        MethodKind::Unrolled(u) => u.align.as_ref(),
+        _ => None,
+    };
+    align.is_some_and(|a| a.by == AlignBy::Word)
+}
+
 /// The most scratch registers every emitted flavour allows, and why.
 #[derive(Clone)]
 struct Budget {
@@ -256,6 +266,18 @@ impl Validator<'_> {
                 continue;
             }
             match self.keep(self.method(arch, caps, &budget, &path, m)) {
+                Some(kind) if word_head(&kind) && precision != Precision::Exact => {
+                    // The word's bytes past the boundary are copied before
+                    // the frontier reaches them: after a later fault only a
+                    // fixup that copies up to the faulting byte reports them.
+                    self.keep::<()>(Err(self.err(
+                        &path.key("align").key("by"),
+                        "`by = \"word\"` copies bytes past the alignment boundary before the \
+                         copy reaches them, which only `precision = \"exact\"` reports after a \
+                         later fault (`block` never stores past its count)",
+                    )));
+                    broken.insert(name.clone());
+                }
                 Some(kind) => {
                     methods.insert(
                         name.clone(),

@@ -198,7 +198,10 @@ impl LargeMethod {
         }
     }
 
-    fn method(&self) -> Method {
+    /// The method, for a strategy of `precision`: the destination aligned
+    /// by one word under exact precision (which alone allows it), else by
+    /// the byte loop.
+    fn method(&self, precision: Precision) -> Method {
         Method {
             name: self.name().into(),
             kind: MethodKind::RepMovs {
@@ -209,7 +212,11 @@ impl LargeMethod {
                     min_size: LARGE_ALIGN_FROM,
                     // One word where it lies, then on to the boundary, as
                     // 6.12's `.Llarge_movsq`: no byte loop, no branch.
-                    by: AlignBy::Word,
+                    by: if precision == Precision::Exact {
+                        AlignBy::Word
+                    } else {
+                        AlignBy::Bytes
+                    },
                 }),
                 // The rest of a `rep movsq` by a byte loop, as 6.12's
                 // `.Llarge_movsq`: no second `rep` start-up.
@@ -502,7 +509,7 @@ impl Candidate {
                 registers: self.short_registers,
             },
         );
-        let large = self.large.method();
+        let large = self.large.method(header.precision);
         let start = self.start();
         let mid = self.mid_loop.method("mid", start);
         let bands = self.classes();
