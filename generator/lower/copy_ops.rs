@@ -157,35 +157,31 @@ impl Lowering<'_> {
             done: 0,
             dirty: false,
         };
-        let lo_after = match a.by {
-            AlignBy::Bytes => {
-                let top = self.label(&format!("{name}_align"));
-                self.place(&top);
-                self.op(Op::JumpIfPtr {
-                    test,
-                    mask: a.to - 1,
-                    aligned: true,
-                    target: aligned.clone(),
-                });
+        // The byte loop tests the pointer every iteration; the word once
+        // (an aligned pointer skips it: its `to` bytes would be copied
+        // twice, and the length would wait on the arithmetic).
+        let top = (a.by == AlignBy::Bytes).then(|| self.label(&format!("{name}_align")));
+        if let Some(top) = &top {
+            self.place(top);
+        }
+        self.op(Op::JumpIfPtr {
+            test,
+            mask: a.to - 1,
+            aligned: true,
+            target: aligned.clone(),
+        });
+        let lo_after = match top {
+            Some(top) => {
                 self.copy_one(&format!("{name}_align"), 1, 0, At::Start(0), p);
                 self.op(Op::Advance(1));
                 self.op(Op::Jump(top));
                 lo.saturating_sub(a.to as u64 - 1)
             }
-            AlignBy::Word => {
-                // An aligned pointer skips it (its `to` bytes would be
-                // copied twice, and the length waits on the arithmetic);
-                // else one word where it lies (len >= min_size >= to:
-                // inside the copy), then on to the boundary, 1..to-1
-                // bytes, those between the boundary and the word's end
-                // copied again. A fault in the word has copied nothing
-                // past the pointers.
-                self.op(Op::JumpIfPtr {
-                    test,
-                    mask: a.to - 1,
-                    aligned: true,
-                    target: aligned.clone(),
-                });
+            None => {
+                // One word where it lies (len >= min_size >= to: inside
+                // the copy), then on to the boundary, 1..to-1 bytes, those
+                // between the boundary and the word's end copied again. A
+                // fault in the word has copied nothing past the pointers.
                 self.copy_one(&format!("{name}_align_word"), a.to, 0, At::Start(0), p);
                 self.op(Op::AdvanceToBoundary { test, to: a.to });
                 lo.saturating_sub(a.to as u64)

@@ -161,8 +161,8 @@ fn method_toml(
     m: &MethodSpec,
     arch: Arch,
     budget: u32,
-    lo: u64,
-    hi: Option<u64>,
+    exact: bool,
+    (lo, hi): (u64, Option<u64>),
 ) {
     let i386 = arch == Arch::I386;
     let arm = arch == Arch::Armv6;
@@ -245,7 +245,7 @@ fn method_toml(
                     dists.join(", ")
                 );
             }
-            align_line(out, m, arch);
+            align_line(out, m, arch, exact);
         }
         // riscv64's own: shift-and-combine (its alignment is dst's word).
         3 if rv => {
@@ -259,7 +259,7 @@ fn method_toml(
             let units: &[u32] = if i386 { &[1, 4] } else { &[1, 4, 8] };
             let unit = units[m.unit as usize % units.len()];
             let _ = writeln!(out, "kind = \"rep_movs\"\nunit = {unit}");
-            align_line(out, m, arch);
+            align_line(out, m, arch, exact);
             // The rest of a wider unit by a byte loop half the time.
             if unit > 1 && m.regs % 2 == 1 {
                 let _ = writeln!(out, "tail = \"bytes\"");
@@ -272,11 +272,10 @@ fn method_toml(
     out.push('\n');
 }
 
-/// The method's alignment prologue, if it has one: on x86, one that aligns
-/// `dst` or `src` to at most a register's width goes by one word
-/// (`by = "word"`) half the time (`toml_of` takes it back where the
-/// precision is not exact).
-fn align_line(out: &mut String, m: &MethodSpec, arch: Arch) {
+/// The method's alignment prologue, if it has one: on x86 under exact
+/// precision (which alone allows it), one that aligns `dst` or `src` to at
+/// most a register's width goes by one word (`by = "word"`) half the time.
+fn align_line(out: &mut String, m: &MethodSpec, arch: Arch, exact: bool) {
     let Some((p, e, extra)) = m.align else { return };
     let to = 1u32 << e;
     let pointer = POINTERS[p as usize];
@@ -285,7 +284,7 @@ fn align_line(out: &mut String, m: &MethodSpec, arch: Arch) {
         Arch::I386 => 4,
         _ => 0,
     };
-    let by = if to <= word && pointer != "both" && extra % 2 == 1 {
+    let by = if exact && to <= word && pointer != "both" && extra % 2 == 1 {
         ", by = \"word\""
     } else {
         ""
@@ -368,6 +367,7 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
         0,
         arch,
         budget,
+        s.exact,
         |class_lo, c| {
             // A guard on a band inside the alias-first one is never taken.
             match (c, first) {
@@ -392,6 +392,7 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
             from,
             arch,
             budget,
+            s.exact,
             |_, c| {
                 // Only copies in the band reach these classes.
                 match c {
@@ -402,11 +403,6 @@ pub fn toml_of(s: &Spec, arch: Arch) -> String {
         );
     }
     out.push_str(&dispatch);
-    if !s.exact {
-        // A word-aligning prologue needs exact precision (the front end
-        // refuses it otherwise): those prologues go by bytes here.
-        out = out.replace(", by = \"word\"", "");
-    }
     out
 }
 
@@ -445,13 +441,14 @@ fn dispatch_toml(
     start: u64,
     arch: Arch,
     budget: u32,
+    exact: bool,
     keep: impl Fn(u64, &Cond) -> bool,
 ) {
     let bounds = class_bounds(classes, start);
 
     for (i, (&(lo, hi), c)) in bounds.iter().zip(classes).enumerate() {
         let name = format!("{prefix}{i}");
-        method_toml(out, &name, &c.method, arch, budget, lo, hi);
+        method_toml(out, &name, &c.method, arch, budget, exact, (lo, hi));
         let sizes = match hi {
             Some(h) => format!("{lo}..={h}"),
             None => format!("{lo}.."),
@@ -469,7 +466,7 @@ fn dispatch_toml(
             }
             written.push(cond);
             let gname = format!("{prefix}{i}_g{g}");
-            method_toml(out, &gname, m, arch, budget, lo, hi);
+            method_toml(out, &gname, m, arch, budget, exact, (lo, hi));
             let _ = writeln!(dispatch, "[[{table}.guard]]");
             match cond {
                 Cond::Alias(a, b) => {
