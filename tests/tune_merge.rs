@@ -9,7 +9,7 @@ use std::process::Command;
 
 use copygen::front::catalog::catalog;
 use copygen::front::parse;
-use copygen::front::strategy::Strategy;
+use copygen::front::strategy::{Precision, Strategy};
 use copygen::front::to_toml::render;
 use copygen::front::variant::CpuFeature;
 use copygen::tools::bench::Rng;
@@ -56,9 +56,15 @@ fn cpu(vendor: &str, family: u32, model: u32, erms: bool, fsrm: bool) -> CpuInfo
 /// A tune result as `copygen tune` writes one: a candidate with comments
 /// and the CPU in its `[tuned_on]` table.
 fn tuned(c: &Candidate, cpu: &CpuInfo, file: &str) -> Input {
+    tuned_with(c, cpu, file, Precision::Exact)
+}
+
+/// [`tuned`], for a strategy of `precision`.
+fn tuned_with(c: &Candidate, cpu: &CpuInfo, file: &str, precision: Precision) -> Input {
     let mut h = CandidateBase::new("tuned");
     h.comments = vec!["Tuned for the test.".into()];
     h.tuned_on = Some(cpu.tuned_on());
+    h.precision = precision;
     Input {
         path: PathBuf::from(file),
         text: c.toml(&h),
@@ -220,9 +226,7 @@ fn bad_merge_inputs_are_located_errors_and_write_nothing() {
     let intel = cpu("GenuineIntel", 0x6, 0xa7, true, true);
     let a = tuned(&c, &zen, "a").text;
     let i386 = a.replace("arch = \"x86_64\"", "arch = \"i386\"");
-    let block = tuned(&c, &intel, "b")
-        .text
-        .replace("\"exact\"", "\"block\"");
+    let block = tuned_with(&c, &intel, "b", Precision::Block).text;
     let table_line = a.lines().position(|l| l == "[tuned_on]").unwrap() + 1;
     let same_cpu = format!("b.toml:{table_line}: error: ");
     let cases: Vec<(Vec<(&str, String)>, &str)> = vec![

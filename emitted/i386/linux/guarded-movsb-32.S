@@ -71,7 +71,7 @@
  *   width = 4
  *   registers = 2
  *   grouping = "loads_first"
- *   align = { pointer = "dst", to = 4, min_size = 32 }
+ *   align = { pointer = "dst", to = 4, min_size = 32, by = "word" }
  *   tail = "overlap"
  *
  *   # Zen's rep movsb collapses when (dst - src) mod 4096 is in 1..15: there a
@@ -1000,16 +1000,17 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	cmpl	$256, %ecx
 	ja	.Lloop_from_class2
 	/* here: 33 <= len <= 256 */
-.Lloop_from_loop_align:
 	testl	$3, %edi
 	je	.Lloop_from_loop_aligned
-.Lloop_from_loop_align_load:
-	movb	(%esi), %al
-	movb	%al, (%edi)
-	addl	$1, %esi
-	addl	$1, %edi
-	subl	$1, %ecx
-	jmp	.Lloop_from_loop_align
+.Lloop_from_loop_align_word_load:
+	movl	(%esi), %eax
+	movl	%eax, (%edi)
+	leal	4(%edi), %eax
+	andl	$-4, %eax
+	subl	%edi, %eax
+	addl	%eax, %edi
+	addl	%eax, %esi
+	subl	%eax, %ecx
 .Lloop_from_loop_aligned:
 	/* here: dst is 4-byte aligned if len was >= 32 on entry */
 	cmpl	$32, %ecx
@@ -1166,7 +1167,7 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	_ASM_EXTABLE_UA(.Lloop_from_small_16_load5, .Lloop_from_fixup_16_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_small_16_load6, .Lloop_from_fixup_16_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_small_16_load7, .Lloop_from_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_from_loop_align_load, .Lloop_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lloop_from_loop_align_word_load, .Lloop_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load0, .Lloop_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load1, .Lloop_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_from_loop_loop_load2, .Lloop_from_fixup_8_then_retry)
@@ -1301,16 +1302,17 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	cmpl	$256, %ecx
 	ja	.Lloop_to_class2
 	/* here: 33 <= len <= 256 */
-.Lloop_to_loop_align:
 	testl	$3, %edi
 	je	.Lloop_to_loop_aligned
-	movb	(%esi), %al
-.Lloop_to_loop_align_store:
-	movb	%al, (%edi)
-	addl	$1, %esi
-	addl	$1, %edi
-	subl	$1, %ecx
-	jmp	.Lloop_to_loop_align
+	movl	(%esi), %eax
+.Lloop_to_loop_align_word_store:
+	movl	%eax, (%edi)
+	leal	4(%edi), %eax
+	andl	$-4, %eax
+	subl	%edi, %eax
+	addl	%eax, %edi
+	addl	%eax, %esi
+	subl	%eax, %ecx
 .Lloop_to_loop_aligned:
 	/* here: dst is 4-byte aligned if len was >= 32 on entry */
 	cmpl	$32, %ecx
@@ -1497,7 +1499,7 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	_ASM_EXTABLE_UA(.Lloop_to_small_16_store5, .Lloop_to_fixup_16_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_small_16_store6, .Lloop_to_fixup_16_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_small_16_store7, .Lloop_to_fixup_16_then_retry)
-	_ASM_EXTABLE_UA(.Lloop_to_loop_align_store, .Lloop_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lloop_to_loop_align_word_store, .Lloop_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store0, .Lloop_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store1, .Lloop_to_fixup_4_then_retry)
 	_ASM_EXTABLE_UA(.Lloop_to_loop_loop_store2, .Lloop_to_fixup_8_then_retry)

@@ -92,7 +92,10 @@
  *   grouping = "loads_first"
  *   # Aligned stores: in the band dst - src is small, so without this most
  *   # stores would split cache lines (measured: 4.1x -> 2.7x rep movsb at 8 KiB).
- *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *   # Aligned by one unaligned word, as .Llarge_movsq: a byte loop there cost
+ *   # 1.26-1.41x the stock site at 65 B with dst at offset 1-3 (the word 0.72x;
+ *   # `bench --site kernel --stock-features=-erms,-fsrm`, Zen 3).
+ *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
  *
  *   # Zen 3 and later: `copygen tune`'s result on an AMD EPYC Zen 4 (family 0x19
@@ -320,16 +323,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	cmpq	$512, %rcx
 	ja	.Lnoerms_from_class2
 	/* here: 65 <= len <= 512 */
-.Lnoerms_from_loop_align:
 	testl	$7, %edi
 	je	.Lnoerms_from_loop_aligned
-.Lnoerms_from_loop_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lnoerms_from_loop_align
+.Lnoerms_from_loop_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rcx
 .Lnoerms_from_loop_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	cmpq	$64, %rcx
@@ -431,16 +435,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	RET
 .Lnoerms_from_loop_guarded:
 	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
-.Lnoerms_from_loop_align_2:
 	testl	$7, %edi
 	je	.Lnoerms_from_loop_aligned_2
-.Lnoerms_from_loop_align_load_2:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lnoerms_from_loop_align_2
+.Lnoerms_from_loop_align_word_load_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rcx
 .Lnoerms_from_loop_aligned_2:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 .Lnoerms_from_loop_loop_2:
@@ -593,7 +598,7 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load5, .Lnoerms_from_fixup_32_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load6, .Lnoerms_from_fixup_32_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_small_32_load7, .Lnoerms_from_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lnoerms_from_loop_align_load, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_align_word_load, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load0, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load1, .Lnoerms_from_fixup_8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load2, .Lnoerms_from_fixup_16_then_retry)
@@ -607,7 +612,7 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	_ASM_EXTABLE_UA(.Lnoerms_from_movsq_align_word_load, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_rep_movsq, .Lnoerms_from_fixup_rep8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_movsq_rest_byte_load, .Lnoerms_from_fixup_retry)
-	_ASM_EXTABLE_UA(.Lnoerms_from_loop_align_load_2, .Lnoerms_from_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_from_loop_align_word_load_2, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load0_2, .Lnoerms_from_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load1_2, .Lnoerms_from_fixup_8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_from_loop_loop_load2_2, .Lnoerms_from_fixup_16_then_retry)
@@ -728,16 +733,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	cmpq	$512, %rcx
 	ja	.Lnoerms_to_class2
 	/* here: 65 <= len <= 512 */
-.Lnoerms_to_loop_align:
 	testl	$7, %edi
 	je	.Lnoerms_to_loop_aligned
-	movb	(%rsi), %al
-.Lnoerms_to_loop_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lnoerms_to_loop_align
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rcx
 .Lnoerms_to_loop_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	cmpq	$64, %rcx
@@ -839,16 +845,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	RET
 .Lnoerms_to_loop_guarded:
 	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
-.Lnoerms_to_loop_align_2:
 	testl	$7, %edi
 	je	.Lnoerms_to_loop_aligned_2
-	movb	(%rsi), %al
-.Lnoerms_to_loop_align_store_2:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lnoerms_to_loop_align_2
+	movq	(%rsi), %rax
+.Lnoerms_to_loop_align_word_store_2:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rcx
 .Lnoerms_to_loop_aligned_2:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 .Lnoerms_to_loop_loop_2:
@@ -1001,7 +1008,7 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store5, .Lnoerms_to_fixup_32_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store6, .Lnoerms_to_fixup_32_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_small_32_store7, .Lnoerms_to_fixup_32_then_retry)
-	_ASM_EXTABLE_UA(.Lnoerms_to_loop_align_store, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_align_word_store, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store0, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store1, .Lnoerms_to_fixup_8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store2, .Lnoerms_to_fixup_16_then_retry)
@@ -1015,7 +1022,7 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	_ASM_EXTABLE_UA(.Lnoerms_to_movsq_align_word_store, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_rep_movsq, .Lnoerms_to_fixup_rep8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_movsq_rest_byte_store, .Lnoerms_to_fixup_retry)
-	_ASM_EXTABLE_UA(.Lnoerms_to_loop_align_store_2, .Lnoerms_to_fixup_retry)
+	_ASM_EXTABLE_UA(.Lnoerms_to_loop_align_word_store_2, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store0_2, .Lnoerms_to_fixup_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store1_2, .Lnoerms_to_fixup_8_then_retry)
 	_ASM_EXTABLE_UA(.Lnoerms_to_loop_loop_store2_2, .Lnoerms_to_fixup_16_then_retry)

@@ -87,7 +87,10 @@
  *   grouping = "loads_first"
  *   # Aligned stores: in the band dst - src is small, so without this most
  *   # stores would split cache lines (measured: 4.1x -> 2.7x rep movsb at 8 KiB).
- *   align = { pointer = "dst", to = 8, min_size = 64 }
+ *   # Aligned by one unaligned word, as .Llarge_movsq: a byte loop there cost
+ *   # 1.26-1.41x the stock site at 65 B with dst at offset 1-3 (the word 0.72x;
+ *   # `bench --site kernel --stock-features=-erms,-fsrm`, Zen 3).
+ *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
  *
  *   # Zen 3 and later: `copygen tune`'s result on an AMD EPYC Zen 4 (family 0x19
@@ -1278,16 +1281,17 @@ guarded_movsb__zen_movsq_from_user:
 	cmpq	$512, %rdx
 	ja	.Lzen_movsq_from_class2
 	/* here: 65 <= len <= 512 */
-.Lzen_movsq_from_loop_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_from_loop_aligned
-.Lzen_movsq_from_loop_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_from_loop_align
+.Lzen_movsq_from_loop_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_from_loop_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	cmpq	$64, %rdx
@@ -1388,16 +1392,17 @@ guarded_movsb__zen_movsq_from_user:
 	ret
 .Lzen_movsq_from_loop_guarded:
 	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
-.Lzen_movsq_from_loop_align_2:
 	testl	$7, %edi
 	je	.Lzen_movsq_from_loop_aligned_2
-.Lzen_movsq_from_loop_align_load_2:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_from_loop_align_2
+.Lzen_movsq_from_loop_align_word_load_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_from_loop_aligned_2:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 .Lzen_movsq_from_loop_loop_2:
@@ -1506,7 +1511,7 @@ guarded_movsb__zen_movsq_from_user:
 	.long	.Lzen_movsq_from_small_32_load5 - ., .Lzen_movsq_from_fixup_32_then_retry - .
 	.long	.Lzen_movsq_from_small_32_load6 - ., .Lzen_movsq_from_fixup_32_then_retry - .
 	.long	.Lzen_movsq_from_small_32_load7 - ., .Lzen_movsq_from_fixup_32_then_retry - .
-	.long	.Lzen_movsq_from_loop_align_load - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_align_word_load - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load0 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load1 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load2 - ., .Lzen_movsq_from_fixup_retry - .
@@ -1520,7 +1525,7 @@ guarded_movsb__zen_movsq_from_user:
 	.long	.Lzen_movsq_from_movsq_align_word_load - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_rep_movsq - ., .Lzen_movsq_from_fixup_rep8_then_retry - .
 	.long	.Lzen_movsq_from_movsq_rest_byte_load - ., .Lzen_movsq_from_fixup_retry - .
-	.long	.Lzen_movsq_from_loop_align_load_2 - ., .Lzen_movsq_from_fixup_retry - .
+	.long	.Lzen_movsq_from_loop_align_word_load_2 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load0_2 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load1_2 - ., .Lzen_movsq_from_fixup_retry - .
 	.long	.Lzen_movsq_from_loop_loop_load2_2 - ., .Lzen_movsq_from_fixup_retry - .
@@ -1643,16 +1648,17 @@ guarded_movsb__zen_movsq_to_user:
 	cmpq	$512, %rdx
 	ja	.Lzen_movsq_to_class2
 	/* here: 65 <= len <= 512 */
-.Lzen_movsq_to_loop_align:
 	testl	$7, %edi
 	je	.Lzen_movsq_to_loop_aligned
-	movb	(%rsi), %al
-.Lzen_movsq_to_loop_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_to_loop_align
+	movq	(%rsi), %rax
+.Lzen_movsq_to_loop_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_to_loop_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	cmpq	$64, %rdx
@@ -1753,16 +1759,17 @@ guarded_movsb__zen_movsq_to_user:
 	ret
 .Lzen_movsq_to_loop_guarded:
 	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
-.Lzen_movsq_to_loop_align_2:
 	testl	$7, %edi
 	je	.Lzen_movsq_to_loop_aligned_2
-	movb	(%rsi), %al
-.Lzen_movsq_to_loop_align_store_2:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen_movsq_to_loop_align_2
+	movq	(%rsi), %rax
+.Lzen_movsq_to_loop_align_word_store_2:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lzen_movsq_to_loop_aligned_2:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 .Lzen_movsq_to_loop_loop_2:
@@ -1919,7 +1926,7 @@ guarded_movsb__zen_movsq_to_user:
 	.long	.Lzen_movsq_to_small_32_store5 - ., .Lzen_movsq_to_fixup_32_then_retry - .
 	.long	.Lzen_movsq_to_small_32_store6 - ., .Lzen_movsq_to_fixup_32_then_retry - .
 	.long	.Lzen_movsq_to_small_32_store7 - ., .Lzen_movsq_to_fixup_32_then_retry - .
-	.long	.Lzen_movsq_to_loop_align_store - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_loop_align_word_store - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store0 - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store1 - ., .Lzen_movsq_to_fixup_8_then_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store2 - ., .Lzen_movsq_to_fixup_16_then_retry - .
@@ -1933,7 +1940,7 @@ guarded_movsb__zen_movsq_to_user:
 	.long	.Lzen_movsq_to_movsq_align_word_store - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_rep_movsq - ., .Lzen_movsq_to_fixup_rep8_then_retry - .
 	.long	.Lzen_movsq_to_movsq_rest_byte_store - ., .Lzen_movsq_to_fixup_retry - .
-	.long	.Lzen_movsq_to_loop_align_store_2 - ., .Lzen_movsq_to_fixup_retry - .
+	.long	.Lzen_movsq_to_loop_align_word_store_2 - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store0_2 - ., .Lzen_movsq_to_fixup_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store1_2 - ., .Lzen_movsq_to_fixup_8_then_retry - .
 	.long	.Lzen_movsq_to_loop_loop_store2_2 - ., .Lzen_movsq_to_fixup_16_then_retry - .
@@ -2466,16 +2473,17 @@ guarded_movsb__loop_from_user:
 .Lloop_from_class1:
 	/* class 1: 65.. bytes → method `loop` */
 	/* here: len >= 65 */
-.Lloop_from_loop_align:
 	testl	$7, %edi
 	je	.Lloop_from_loop_aligned
-.Lloop_from_loop_align_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lloop_from_loop_align
+.Lloop_from_loop_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lloop_from_loop_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	cmpq	$64, %rdx
@@ -2577,7 +2585,7 @@ guarded_movsb__loop_from_user:
 	.long	.Lloop_from_small_32_load5 - ., .Lloop_from_fixup_32_then_retry - .
 	.long	.Lloop_from_small_32_load6 - ., .Lloop_from_fixup_32_then_retry - .
 	.long	.Lloop_from_small_32_load7 - ., .Lloop_from_fixup_32_then_retry - .
-	.long	.Lloop_from_loop_align_load - ., .Lloop_from_fixup_retry - .
+	.long	.Lloop_from_loop_align_word_load - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_loop_loop_load0 - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_loop_loop_load1 - ., .Lloop_from_fixup_retry - .
 	.long	.Lloop_from_loop_loop_load2 - ., .Lloop_from_fixup_retry - .
@@ -2698,16 +2706,17 @@ guarded_movsb__loop_to_user:
 .Lloop_to_class1:
 	/* class 1: 65.. bytes → method `loop` */
 	/* here: len >= 65 */
-.Lloop_to_loop_align:
 	testl	$7, %edi
 	je	.Lloop_to_loop_aligned
-	movb	(%rsi), %al
-.Lloop_to_loop_align_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lloop_to_loop_align
+	movq	(%rsi), %rax
+.Lloop_to_loop_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
 .Lloop_to_loop_aligned:
 	/* here: dst is 8-byte aligned if len was >= 64 on entry */
 	cmpq	$64, %rdx
@@ -2857,7 +2866,7 @@ guarded_movsb__loop_to_user:
 	.long	.Lloop_to_small_32_store5 - ., .Lloop_to_fixup_32_then_retry - .
 	.long	.Lloop_to_small_32_store6 - ., .Lloop_to_fixup_32_then_retry - .
 	.long	.Lloop_to_small_32_store7 - ., .Lloop_to_fixup_32_then_retry - .
-	.long	.Lloop_to_loop_align_store - ., .Lloop_to_fixup_retry - .
+	.long	.Lloop_to_loop_align_word_store - ., .Lloop_to_fixup_retry - .
 	.long	.Lloop_to_loop_loop_store0 - ., .Lloop_to_fixup_retry - .
 	.long	.Lloop_to_loop_loop_store1 - ., .Lloop_to_fixup_8_then_retry - .
 	.long	.Lloop_to_loop_loop_store2 - ., .Lloop_to_fixup_16_then_retry - .

@@ -76,8 +76,11 @@ impl LoopShape {
         }
     }
 
-    /// The method this loop is, for classes from `lo` bytes up.
-    fn method(&self, name: &str, lo: u64) -> Method {
+    /// The method this loop is, for classes from `lo` bytes up, in a
+    /// strategy of `precision`: an alignment of at most a word by one
+    /// unaligned word under exact precision (which alone allows it), else
+    /// by the byte loop.
+    fn method(&self, name: &str, lo: u64, precision: Precision) -> Method {
         Method {
             name: name.into(),
             kind: MethodKind::Unrolled(Unrolled {
@@ -101,7 +104,11 @@ impl LoopShape {
                     },
                     to,
                     min_size: self.block.max(to) as u64,
-                    by: AlignBy::Bytes,
+                    by: if precision == Precision::Exact && to <= 8 {
+                        AlignBy::Word
+                    } else {
+                        AlignBy::Bytes
+                    },
                 }),
                 tail: self.tail(lo),
             }),
@@ -511,16 +518,21 @@ impl Candidate {
         );
         let large = self.large.method(header.precision);
         let start = self.start();
-        let mid = self.mid_loop.method("mid", start);
+        let mid = self.mid_loop.method("mid", start, header.precision);
         let bands = self.classes();
         let guarded_lo = bands.iter().filter(|c| c.band > 0).map(|c| c.lo).min();
-        let band = self.band_loop.method("band", guarded_lo.unwrap_or(0));
+        let band = self
+            .band_loop
+            .method("band", guarded_lo.unwrap_or(0), header.precision);
         let band_methods: Vec<Method> = self
             .bands
             .iter()
             .map(|g| {
-                g.method
-                    .method(&format!("band_{}_{}", g.lo, g.hi), start.max(g.from as u64))
+                g.method.method(
+                    &format!("band_{}_{}", g.lo, g.hi),
+                    start.max(g.from as u64),
+                    header.precision,
+                )
             })
             .collect();
         let mut classes = Vec::new();
