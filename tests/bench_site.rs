@@ -21,7 +21,7 @@ use copygen::lower::variants::{select, variant_symbol};
 use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, KernelModel};
 use copygen::tools::bench::stock::StockFeatures;
 
-mod common;
+use crate::common;
 use common::site::{copies, pattern, stock_object};
 
 const PAGE: usize = 4096;

@@ -8,7 +8,7 @@
 //!
 //! A longer run, for hunting rather than checking:
 //! `COPYGEN_FUZZ_MUTANTS=200000 COPYGEN_FUZZ_SEED=7 cargo test --release
-//! --test hostile_toml_fuzz` (the failing input is printed in full).
+//! --test suite hostile_toml_fuzz::` (the failing input is printed in full).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

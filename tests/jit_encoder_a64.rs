@@ -23,7 +23,7 @@ use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTar
 use proptest::strategy::{Strategy as _, ValueTree};
 use proptest::test_runner::TestRunner;
 
-mod common;
+use crate::common;
 
 /// One function as GNU as assembled it.
 struct GasFunction {

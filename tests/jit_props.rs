@@ -17,7 +17,7 @@ use copygen::output::render;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-mod common;
+use crate::common;
 use common::{spec, toml_of};
 
 /// A random call: which routine, size, fault offset and kernel placement

@@ -12,7 +12,7 @@ use copygen::checks::sandbox::Limits;
 use copygen::checks::static_verify::{Options, Report, Severity};
 use copygen::front::strategy::Arch;
 
-mod common;
+use crate::common;
 
 use common::fixup_mutants::{fixup_mutants, FixupMutant, Kind};
 use common::static_check::{check_text, strategy};

@@ -3,7 +3,7 @@
 //! in-process; these architectures only run assembled). A small fixed
 //! sample per run: each strategy takes seconds under gcc -m32 or qemu.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

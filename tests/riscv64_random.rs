@@ -2,7 +2,7 @@
 //! run under qemu-riscv64 by the fault-injection harness: each keeps the
 //! contract, exact ones exactly. A small fixed sample: each takes seconds.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

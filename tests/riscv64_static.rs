@@ -4,7 +4,7 @@
 //! a missing table entry, a system call, a trap, an indirect jump and a
 //! write of a callee-saved register.
 
-mod common;
+use crate::common;
 
 use copygen::backend;
 use copygen::checks::static_verify::{check_strategies, Options};

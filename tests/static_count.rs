@@ -7,7 +7,7 @@ use std::process::Command;
 
 use copygen::checks::static_verify::{check_object, Options, Verdict};
 
-mod common;
+use crate::common;
 
 use common::static_check::static_fixture;
 

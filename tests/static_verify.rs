@@ -15,7 +15,7 @@ use copygen::output::render::render;
 use proptest::strategy::{Strategy as _, ValueTree};
 use proptest::test_runner::TestRunner;
 
-mod common;
+use crate::common;
 
 use common::mutant::{mutant, At, Edit, Mutant};
 use common::static_check::{

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use copygen::checks::static_verify::{check_object, FunctionSpec, Options};
 use copygen::front::strategy::{Arch, Flavor};
 
-mod common;
+use crate::common;
 
 use common::static_check::{assert_caught, check_text, errors, line_number, static_fixture};
 

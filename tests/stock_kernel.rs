@@ -18,7 +18,7 @@ use copygen::kernel::site::SiteTarget;
 use copygen::tools::bench::site::{site_subject, stock_subject, KernelModel};
 use copygen::tools::bench::stock::{StockFeatures, StockObject};
 
-mod common;
+use crate::common;
 use common::site::{copies, pattern, stock_object};
 
 const PAGE: usize = 4096;
