@@ -10,7 +10,9 @@ use copygen::arch::cpu::CpuFeatures;
 use copygen::front::strategy::{KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature::{self, Erms, Fsrm, Zen};
 use copygen::kernel::nops::optimized_nops;
-use copygen::kernel::site::{stock_chain, stock_site, Chain, SiteInsn, SiteTarget};
+use copygen::kernel::site::{
+    stock_chain, stock_site, Chain, SiteInsn, SiteTarget, MAX_ALTERNATIVES,
+};
 use copygen::kernel::variant_chain::{self, chain, site};
 
 const V6_12: KernelVersion = KernelVersion::V6_12;
@@ -159,15 +161,53 @@ fn every_cpu_runs_its_variants_site_or_the_entry() {
     }
 }
 
+/// Four alternatives: `ALTERNATIVE_3` inside one more `ALTERNATIVE`, as the
+/// kernel nests its own; every CPU still runs its variant's site or the entry.
 #[test]
-fn a_chain_longer_than_alternative_3_calls_the_entry_everywhere() {
+fn a_chain_longer_than_alternative_3_nests_one_more_alternative_around_it() {
     let body = variant("a", "[\"erms\", \"fsrm\", \"zen\"]", "b")
         + &variant("c", "[\"zen\"]", "b")
         + &default_variant("b");
     let t = wired(&parse(&format!("name = \"long\"\n{HEAD}{body}")));
     let c = chain(&t, V6_12);
+    assert_eq!(c.fallback, None);
+    assert_eq!(c.alts.len(), 4, "{c:?}");
+    let text = c.c_text(2);
+    assert!(
+        text.starts_with("ALTERNATIVE(ALTERNATIVE_3(\"call long__last_copy_user\",\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(",\n\t\t\t    \"call copygen_copy_user\", ALT_NOT(X86_FEATURE_ZEN))"),
+        "{text}"
+    );
+    check_first_match(&t);
+    let zen3 = site(&t, V6_12, features(&[Erms, Fsrm, Zen]));
+    assert_eq!(
+        zen3.calls[0].target,
+        SiteTarget::Routine("long__a_copy_user".into())
+    );
+    if tool("gcc") {
+        check_against_gcc(&c);
+    }
+}
+
+/// Past `MAX_ALTERNATIVES` the site would cost every inline copy more
+/// `.altinstructions` than the entry's one-time dispatch: the entry.
+#[test]
+fn a_chain_longer_than_max_alternatives_calls_the_entry_everywhere() {
+    let body = variant(
+        "a",
+        "[\"erms\", \"fsrm\", \"zen\", \"rep_good\", \"zen3\"]",
+        "b",
+    ) + &variant("c", "[\"zen\", \"!erms\", \"zen1\", \"rep_good\"]", "b")
+        + &default_variant("b");
+    let t = wired(&parse(&format!("name = \"long\"\n{HEAD}{body}")));
+    let c = chain(&t, V6_12);
     assert!(c.alts.is_empty(), "{c:?}");
-    assert!(c.fallback.as_deref().unwrap().contains("ALTERNATIVE_3"));
+    let why = c.fallback.as_deref().unwrap();
+    assert!(why.contains("would nest 9 ALTERNATIVEs"), "{why}");
+    assert!(why.contains(&format!("past {MAX_ALTERNATIVES}")), "{why}");
     for f in all_feature_sets() {
         assert_eq!(
             c.chosen(f),

@@ -13,8 +13,9 @@ use crate::front::variant::CpuFeature;
 pub const ALT_INSTR_BYTES: usize = 14;
 
 /// 6.12's C-side macros (arch/x86/include/asm/alternative.h) as gcc sees
-/// them in the kernel, up to `ALTERNATIVE_3`; the `X86_FEATURE_*` bits come
-/// from [`c_header`].
+/// them in the kernel, up to `ALTERNATIVE_3` (a longer chain nests
+/// `ALTERNATIVE` around it, [`super::site::Chain::c_text`]); the
+/// `X86_FEATURE_*` bits come from [`c_header`].
 const C_MACROS: &str = r##"#define __stringify_1(x...) #x
 #define __stringify(x...) __stringify_1(x)
 #define ALT_FLAGS_SHIFT 16

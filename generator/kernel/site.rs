@@ -57,9 +57,16 @@ use crate::arch::cpu::CpuFeatures;
 use crate::front::strategy::Convention;
 use crate::front::variant::CpuFeature;
 
-/// The most ALTERNATIVEs one site nests: 6.12's `ALTERNATIVE_3`
-/// (`arch/x86/include/asm/alternative.h`). A longer chain calls the entry.
-pub const MAX_ALTERNATIVES: usize = 3;
+/// The most ALTERNATIVEs one site nests. 6.12's macros nest to any depth
+/// (`arch/x86/include/asm/alternative.h` defines `ALTERNATIVE_2` and
+/// `ALTERNATIVE_3` as `ALTERNATIVE`s around `ALTERNATIVE`s, and copygen
+/// wraps further ones the same way), but each costs every inline site 14
+/// bytes of `.altinstructions` and its replacement: past this many, the
+/// site calls the entry, whose dispatch is patched once.
+pub const MAX_ALTERNATIVES: usize = 8;
+
+/// The most alternatives one of 6.12's named macros takes (`ALTERNATIVE_3`).
+const MAX_NAMED_MACRO: usize = 3;
 
 /// The length of `call rel32`.
 pub const CALL_LEN: usize = 5;
@@ -200,20 +207,43 @@ impl Chain {
     /// `ALTERNATIVE_2("old", "a", X86_FEATURE_A, "b", ALT_NOT(X86_FEATURE_B))`,
     /// written at `tabs` tabs, its continuation lines aligned with the
     /// open parenthesis (tabs, then spaces, as kernel style has it).
+    ///
+    /// Past `ALTERNATIVE_3` each further alternative wraps the text so far
+    /// in one more `ALTERNATIVE`, as the kernel builds `ALTERNATIVE_3`
+    /// itself: `ALTERNATIVE(ALTERNATIVE_3(...), "d", X86_FEATURE_D)`, whose
+    /// entries come out innermost first.
     pub fn c_text(&self, tabs: usize) -> String {
+        self.c_text_at(tabs * 8, self.alts.len())
+    }
+
+    /// The C text of the first `n` alternatives, its first character at
+    /// `column`.
+    fn c_text_at(&self, column: usize, n: usize) -> String {
         let q = |i: &SiteInsn| format!("\"{}\"", i.gas());
-        if self.alts.is_empty() {
+        let indent =
+            |column: usize| format!("{}{}", "\t".repeat(column / 8), " ".repeat(column % 8));
+        let alt = |a: &Alt| format!("{}, {}", q(&a.insn), a.flags());
+        if n == 0 {
             return q(&self.old);
         }
-        let name = match self.alts.len() {
+        if n > MAX_NAMED_MACRO {
+            let name = "ALTERNATIVE";
+            let inner = column + name.len() + 1;
+            return format!(
+                "{name}({},\n{}{})",
+                self.c_text_at(inner, n - 1),
+                indent(inner),
+                alt(&self.alts[n - 1])
+            );
+        }
+        let name = match n {
             1 => "ALTERNATIVE".to_string(),
             n => format!("ALTERNATIVE_{n}"),
         };
-        let column = tabs * 8 + name.len() + 1;
-        let indent = format!("{}{}", "\t".repeat(column / 8), " ".repeat(column % 8));
+        let inner = column + name.len() + 1;
         let mut out = format!("{name}({}", q(&self.old));
-        for a in &self.alts {
-            out.push_str(&format!(",\n{indent}{}, {}", q(&a.insn), a.flags()));
+        for a in &self.alts[..n] {
+            out.push_str(&format!(",\n{}{}", indent(inner), alt(a)));
         }
         out.push(')');
         out

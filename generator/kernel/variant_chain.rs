@@ -120,7 +120,7 @@ pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
     }
     if alts.len() > MAX_ALTERNATIVES {
         return calls_entry(Some(format!(
-            "the chain over the variants would nest {} ALTERNATIVEs; 6.12's macros nest at most {MAX_ALTERNATIVES} (ALTERNATIVE_3), so every site calls {entry}",
+            "the chain over the variants would nest {} ALTERNATIVEs, each 14 bytes of .altinstructions and a replacement at every inline site; past {MAX_ALTERNATIVES}, every site calls {entry}, whose dispatch is patched once",
             alts.len()
         )));
     }
