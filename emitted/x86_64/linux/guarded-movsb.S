@@ -89,7 +89,7 @@
  *   # Aligned stores: in the band dst - src is small, so without this most
  *   # stores would split cache lines (measured: 4.1x -> 2.7x rep movsb at 8 KiB).
  *   # Aligned by one unaligned word, as .Llarge_movsq: a byte loop there cost
- *   # 1.26-1.41x the stock site at 65 B with dst at offset 1-3 (the word 0.72x;
+ *   # 1.26-1.41x the stock 6.12 site at 65 B with dst at offset 1-3 (the word 0.72x;
  *   # `bench --site kernel --stock-features=-erms,-fsrm`, Zen 3).
  *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
