@@ -77,9 +77,7 @@ impl LoopShape {
     }
 
     /// The method this loop is, for classes from `lo` bytes up, in a
-    /// strategy of `precision`: an alignment of at most a word by one
-    /// unaligned word under exact precision (which alone allows it), else
-    /// by the byte loop.
+    /// strategy of `precision` ([`align_by`]).
     fn method(&self, name: &str, lo: u64, precision: Precision) -> Method {
         Method {
             name: name.into(),
@@ -104,15 +102,22 @@ impl LoopShape {
                     },
                     to,
                     min_size: self.block.max(to) as u64,
-                    by: if precision == Precision::Exact && to <= 8 {
-                        AlignBy::Word
-                    } else {
-                        AlignBy::Bytes
-                    },
+                    by: align_by(precision, to),
                 }),
                 tail: self.tail(lo),
             }),
         }
+    }
+}
+
+/// How a tuned method aligns a pointer to `to` bytes in a strategy of
+/// `precision`: by one unaligned word where the validator allows it
+/// (exact precision, `to` at most a register), else by the byte loop.
+fn align_by(precision: Precision, to: u32) -> AlignBy {
+    if precision == Precision::Exact && to <= 8 {
+        AlignBy::Word
+    } else {
+        AlignBy::Bytes
     }
 }
 
@@ -205,9 +210,7 @@ impl LargeMethod {
         }
     }
 
-    /// The method, for a strategy of `precision`: the destination aligned
-    /// by one word under exact precision (which alone allows it), else by
-    /// the byte loop.
+    /// The method, for a strategy of `precision` ([`align_by`]).
     fn method(&self, precision: Precision) -> Method {
         Method {
             name: self.name().into(),
@@ -219,11 +222,7 @@ impl LargeMethod {
                     min_size: LARGE_ALIGN_FROM,
                     // One word where it lies, then on to the boundary, as
                     // 6.12's `.Llarge_movsq`: no byte loop, no branch.
-                    by: if precision == Precision::Exact {
-                        AlignBy::Word
-                    } else {
-                        AlignBy::Bytes
-                    },
+                    by: align_by(precision, 8),
                 }),
                 // The rest of a `rep movsq` by a byte loop, as 6.12's
                 // `.Llarge_movsq`: no second `rep` start-up.
