@@ -20,6 +20,8 @@ use copygen::output::render::render;
 use copygen::output::tree::render_tree;
 use copygen::tools::diff::{self, format_bloat, table, DiffOptions, DiffReport};
 
+use crate::common::kernel_source::excerpt;
+
 const BIN: &str = env!("CARGO_BIN_EXE_copygen");
 
 fn manifest() -> PathBuf {
@@ -279,27 +281,11 @@ fn sized_functions(fns: &[(&str, u32)]) -> String {
     s
 }
 
-/// The real scripts/bloat-o-meter, from the Debian linux-source tarball.
-fn bloat_o_meter() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let script = dir.join("linux-source-6.1/scripts/bloat-o-meter");
-    if !script.exists() {
-        let tarball = Path::new("/usr/src/linux-source-6.1.tar.xz");
-        assert!(
-            tarball.exists(),
-            "{} is missing: install the Debian package `linux-source-6.1`",
-            tarball.display()
-        );
-        let o = tool("tar", "tar")
-            .current_dir(&dir)
-            .arg("-xJf")
-            .arg(tarball)
-            .arg("linux-source-6.1/scripts/bloat-o-meter")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-    script
+/// The real scripts/bloat-o-meter, from the Debian linux-source tarball (in
+/// the folder returned, kept while the script runs).
+fn bloat_o_meter() -> tempfile::TempDir {
+    excerpt("6.1", &["scripts/bloat-o-meter"])
+        .expect("the Debian package linux-source-6.1 (verify/install-deps installs it)")
 }
 
 #[test]
@@ -362,9 +348,9 @@ Total: Before=230, After=288, chg +25.22%
     assert_eq!(format_bloat(&t, "Function"), expected);
 
     // And the real script says the same of the same objects.
-    let script = bloat_o_meter();
+    let tree = bloat_o_meter();
     let o = tool("python3", "python3")
-        .arg(&script)
+        .arg(tree.path().join("scripts/bloat-o-meter"))
         .arg("-t")
         .arg(objs.join("old/old.o"))
         .arg(objs.join("new/new.o"))

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use crate::common::kernel_source::excerpt;
+
 /// The author every patch here is written as (through git config, as a
 /// developer's own configuration gives it).
 const AUTHOR: &str = "J. Random Hacker";
@@ -37,38 +39,18 @@ const EDITED: &[&str] = &[
 ];
 
 /// A pristine excerpt of the tree of `version`: the edited files only,
-/// extracted once per test run. `None` (and a loud note) without the tarball.
+/// copied once per test process. `None` (and a loud note) without the tarball.
 fn tree(version: &str) -> Option<&'static Path> {
-    static TREES: OnceLock<Vec<(String, Option<tempfile::TempDir>)>> = OnceLock::new();
+    static TREES: OnceLock<Vec<(&str, Option<tempfile::TempDir>)>> = OnceLock::new();
     let trees = TREES.get_or_init(|| {
         ["6.1", "6.12"]
-            .iter()
-            .map(|v| {
-                let tarball = format!("/usr/src/linux-source-{v}.tar.xz");
-                if !Path::new(&tarball).exists() {
-                    eprintln!("SKIPPED: {tarball} is absent (verify/install-deps installs it)");
-                    return (v.to_string(), None);
-                }
-                let dir = tempfile::tempdir().expect("tempdir");
-                let members: Vec<String> = EDITED
-                    .iter()
-                    .map(|f| format!("linux-source-{v}/{f}"))
-                    .collect();
-                let ok = Command::new("tar")
-                    .args(["-xJf", &tarball, "--strip-components=1", "-C"])
-                    .arg(dir.path())
-                    .args(&members)
-                    .status()
-                    .expect("tar runs")
-                    .success();
-                assert!(ok, "extracting {members:?} from {tarball}");
-                (v.to_string(), Some(dir))
-            })
+            .into_iter()
+            .map(|v| (v, excerpt(v, EDITED)))
             .collect()
     });
     trees
         .iter()
-        .find(|(v, _)| v == version)
+        .find(|(v, _)| *v == version)
         .and_then(|(_, d)| d.as_ref().map(|d| d.path()))
 }
 

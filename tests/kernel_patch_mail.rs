@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use crate::common::kernel_source::excerpt;
+
 /// copygen with git config giving no identity (no global or system
 /// config, run outside any repository) unless `who` is `Some`.
 fn copygen(who: Option<(&str, &str)>, dir: &Path) -> Command {
@@ -52,33 +54,10 @@ fn unverified(dir: &Path, args: &[&str]) -> String {
     ok(run(copygen(None, dir), &a))
 }
 
-/// Members of the 6.12 tarball, extracted once per run (`None` without it).
-fn members(version: &str, files: &[&str]) -> Option<tempfile::TempDir> {
-    let tarball = format!("/usr/src/linux-source-{version}.tar.xz");
-    if !Path::new(&tarball).exists() {
-        eprintln!("SKIPPED: {tarball} is absent (verify/install-deps installs it)");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = files
-        .iter()
-        .map(|f| format!("linux-source-{version}/{f}"))
-        .collect();
-    let ok = Command::new("tar")
-        .args(["-xJf", &tarball, "--strip-components=1", "-C"])
-        .arg(dir.path())
-        .args(&names)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "extracting {names:?} from {tarball}");
-    Some(dir)
-}
-
 fn checkpatch() -> Option<&'static Path> {
     static DIR: OnceLock<Option<tempfile::TempDir>> = OnceLock::new();
     DIR.get_or_init(|| {
-        members(
+        excerpt(
             "6.12",
             &[
                 "scripts/checkpatch.pl",
@@ -158,7 +137,7 @@ fn every_preset_passes_checkpatch_strict() {
 
 #[test]
 fn git_am_applies_it_with_author_and_sign_offs() {
-    let Some(tree) = members(
+    let Some(tree) = excerpt(
         "6.12",
         &[
             "arch/x86/include/asm/uaccess_64.h",
@@ -538,7 +517,7 @@ fn dates_are_now_the_source_date_epoch_or_omitted() {
 
 /// A git repository of the pristine 6.12 files the x86_64 patch edits.
 fn repo_6_12(files: &[&str]) -> Option<tempfile::TempDir> {
-    let tree = members("6.12", files)?;
+    let tree = excerpt("6.12", files)?;
     for args in [
         &["init", "-q"][..],
         &["add", "-A"],
@@ -561,7 +540,7 @@ fn index_lines_let_git_am_3_merge_where_plain_am_fails() {
     let Some(tree) = repo_6_12(&files) else {
         return;
     };
-    let pristine = members("6.12", &files).unwrap();
+    let pristine = excerpt("6.12", &files).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = ok(run(
         copygen(None, dir.path()),

@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::kernel_source::excerpt;
+
 const AUTHOR: &str = "J. Random Hacker <jrh@example.org>";
 
 /// The files the patch edits, and what checkpatch reads.
@@ -55,30 +57,6 @@ fn patch(preset: &str, version: &str) -> String {
     String::from_utf8(o.stdout).expect("utf-8")
 }
 
-/// Members of the tarball of `version` in a fresh folder (`None`, and a
-/// loud note, without it).
-fn members(version: &str, files: &[&str]) -> Option<tempfile::TempDir> {
-    let tarball = format!("/usr/src/linux-source-{version}.tar.xz");
-    if !Path::new(&tarball).exists() {
-        eprintln!("SKIPPED: {tarball} is absent (verify/install-deps installs it)");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = files
-        .iter()
-        .map(|f| format!("linux-source-{version}/{f}"))
-        .collect();
-    let ok = Command::new("tar")
-        .args(["-xJf", &tarball, "--strip-components=1", "-C"])
-        .arg(dir.path())
-        .args(&names)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "extracting {names:?} from {tarball}");
-    Some(dir)
-}
-
 fn git(tree: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .args(["-c", "user.name=Tree", "-c", "user.email=tree@example.org"])
@@ -99,7 +77,7 @@ fn git(tree: &Path, args: &[&str]) -> String {
 /// `patch` applied with `git am` to a pristine excerpt of the tree of
 /// `version`: the folder, and the pristine uaccess.S.
 fn applied(version: &str, patch: &str) -> Option<(tempfile::TempDir, String)> {
-    let tree = members(version, EDITED)?;
+    let tree = excerpt(version, EDITED)?;
     let pristine = std::fs::read_to_string(tree.path().join("arch/riscv/lib/uaccess.S")).unwrap();
     git(tree.path(), &["init", "-q"]);
     git(tree.path(), &["add", "-A"]);
@@ -211,7 +189,7 @@ fn linux_6_12_keeps_the_vector_path_and_generates_fallback_scalar_usercopy() {
 #[test]
 fn both_versions_pass_their_trees_checkpatch_strict() {
     for version in ["6.1", "6.12"] {
-        let Some(cp) = members(version, CHECKPATCH) else {
+        let Some(cp) = excerpt(version, CHECKPATCH) else {
             return;
         };
         for preset in ["riscv-uaccess", "riscv-word-loop"] {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod fixup_mutants;
+pub mod kernel_source;
 pub mod mutant;
 pub mod site;
 pub mod static_check;

@@ -318,13 +318,14 @@ pub fn locate_tree(kernel: KernelVersion, tree: Option<&Path>) -> Result<PathBuf
 }
 
 /// An exclusive `flock` on a file, held while alive (two processes
-/// building the same folder would race).
-struct Lock {
+/// building or unpacking into the same folder would race).
+pub struct Lock {
     _file: std::fs::File,
 }
 
 impl Lock {
-    fn take(path: &Path) -> Result<Lock> {
+    /// Wait for the lock on `path` (created if absent).
+    pub fn take(path: &Path) -> Result<Lock> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
