@@ -5,7 +5,7 @@
  *
  * guarded-movsb-32: i386, linux flavour, -mregparm=3: eax=to edx=from ecx=n -> eax.
  * Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ * except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
  * collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
  * FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
  * bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
@@ -30,7 +30,7 @@
  *   name = "guarded-movsb-32"
  *   description = """
  *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ *   except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
  *   collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
  *   FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
  *   bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
@@ -74,8 +74,9 @@
  *   align = { pointer = "dst", to = 4, min_size = 32, by = "word" }
  *   tail = "overlap"
  *
- *   # Zen's rep movsb collapses when (dst - src) mod 4096 is in 1..15: there a
- *   # 16-byte loop (guarded-movsb's band, at i386's register width).
+ *   # Zen's rep movsb collapses when (dst - src) mod 4096 is in 1..31: there a
+ *   # 16-byte loop (guarded-movsb's band and its reasons, at i386's register
+ *   # width).
  *   [methods.band]
  *   kind = "unrolled"
  *   block = 16
@@ -91,7 +92,7 @@
  *   sizes = "0.."
  *   use = "movsb"
  *   [[variants.dispatch.guard]]
- *   alias = [1, 15]
+ *   alias = [1, 31]
  *   use = "band"
  *
  *   # FSRM without the cliff (Intel): the guard is pure cost.
@@ -194,7 +195,7 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_from_alias_narrow0
 .Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
@@ -205,7 +206,7 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	popl	%edi
 	RET
 .Lzen_from_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpl	$16, %ecx
 	jb	.Lzen_from_band_tail
 .Lzen_from_band_loop:
@@ -258,8 +259,8 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	popl	%edi
 	RET
 .Lzen_from_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_from_band_guarded
 	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -311,7 +312,7 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_to_alias_narrow0
 .Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
@@ -322,7 +323,7 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	popl	%edi
 	RET
 .Lzen_to_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpl	$16, %ecx
 	jb	.Lzen_to_band_tail
 .Lzen_to_band_loop:
@@ -375,8 +376,8 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	popl	%edi
 	RET
 .Lzen_to_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_to_band_guarded
 	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */

@@ -4,7 +4,7 @@
  *
  * guarded-movsb-32: i386, standalone flavour, cdecl: to, from, n on the stack -> eax.
  * Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ * except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
  * collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
  * FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
  * bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
@@ -29,7 +29,7 @@
  *   name = "guarded-movsb-32"
  *   description = """
  *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ *   except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
  *   collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
  *   FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
  *   bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
@@ -73,8 +73,9 @@
  *   align = { pointer = "dst", to = 4, min_size = 32, by = "word" }
  *   tail = "overlap"
  *
- *   # Zen's rep movsb collapses when (dst - src) mod 4096 is in 1..15: there a
- *   # 16-byte loop (guarded-movsb's band, at i386's register width).
+ *   # Zen's rep movsb collapses when (dst - src) mod 4096 is in 1..31: there a
+ *   # 16-byte loop (guarded-movsb's band and its reasons, at i386's register
+ *   # width).
  *   [methods.band]
  *   kind = "unrolled"
  *   block = 16
@@ -90,7 +91,7 @@
  *   sizes = "0.."
  *   use = "movsb"
  *   [[variants.dispatch.guard]]
- *   alias = [1, 15]
+ *   alias = [1, 31]
  *   use = "band"
  *
  *   # FSRM without the cliff (Intel): the guard is pure cost.
@@ -458,7 +459,7 @@ guarded_movsb_32__zen_from_user:
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_from_alias_narrow0
 .Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
@@ -468,7 +469,7 @@ guarded_movsb_32__zen_from_user:
 	popl	%edi
 	ret
 .Lzen_from_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpl	$16, %ecx
 	jb	.Lzen_from_band_tail
 .Lzen_from_band_loop:
@@ -520,8 +521,8 @@ guarded_movsb_32__zen_from_user:
 	popl	%edi
 	ret
 .Lzen_from_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_from_band_guarded
 	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -577,7 +578,7 @@ guarded_movsb_32__zen_to_user:
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_to_alias_narrow0
 .Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
@@ -587,7 +588,7 @@ guarded_movsb_32__zen_to_user:
 	popl	%edi
 	ret
 .Lzen_to_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpl	$16, %ecx
 	jb	.Lzen_to_band_tail
 .Lzen_to_band_loop:
@@ -639,8 +640,8 @@ guarded_movsb_32__zen_to_user:
 	popl	%edi
 	ret
 .Lzen_to_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_to_band_guarded
 	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */

@@ -9,7 +9,7 @@
  * from copy_user_generic()'s ALTERNATIVE chain in rep_movs_alternative's
  * convention (rax the only scratch register, as in rep_movs_alternative's
  * own loops). Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`,
- * except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ * except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
  * collapses; there, an unrolled general-register loop (copygen tune's
  * result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
  * such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
@@ -39,7 +39,7 @@
  *   from copy_user_generic()'s ALTERNATIVE chain in rep_movs_alternative's
  *   convention (rax the only scratch register, as in rep_movs_alternative's
  *   own loops). Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`,
- *   except when (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb`
+ *   except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
  *   collapses; there, an unrolled general-register loop (copygen tune's
  *   result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
  *   such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
@@ -98,11 +98,16 @@
  *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
  *
- *   # Zen 3 and later: `copygen tune`'s result on an AMD EPYC Zen 4 (family 0x19
- *   # model 0x11; see tuned-zen4.toml): a bare rep movsb, except where
- *   # (dst - src) mod 4096 is in 1..15, where Zen's rep movsb is 20-30x slower:
- *   # there a 32-byte loop. (16..31 costs rep movsb 2-4x below 2 KiB too, but
- *   # on measured size distributions guarding it did not pay.)
+ *   # Zen 3 and later: a bare rep movsb, except where (dst - src) mod 4096 is
+ *   # in 1..31, where Zen's rep movsb collapses: there a 32-byte loop. The
+ *   # band was 1..15 (`copygen tune` on an AMD EPYC Zen 4, family 0x19 model
+ *   # 0x11, tuned-zen4.toml: 20-30x there, 2-4x in 16..31 below 2 KiB, which
+ *   # the uniform pointers of the size distributions rarely draw). On a Zen 3
+ *   # (family 0x19 model 0x1) rep movsb costs 6-30x in 16..31 at every size,
+ *   # and the recorded zstd and tar traces copy at those distances (buffers
+ *   # 16 bytes into malloc'd blocks): the band to 31 takes them to 0.34-0.48x
+ *   # the stock site, elsewhere nothing changes (the guard tests a band
+ *   # widened to 2^k either way).
  *   [methods.band]
  *   kind = "unrolled"
  *   block = 32
@@ -145,7 +150,7 @@
  *   sizes = "0.."
  *   use = "movsb"
  *   [[variants.dispatch.guard]]
- *   alias = [1, 15]
+ *   alias = [1, 31]
  *   use = "band"
  *
  *   # FSRM without the cliff (Intel): the guard is pure cost; the site keeps
@@ -1043,7 +1048,7 @@ SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_from_alias_narrow0
 .Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
@@ -1051,7 +1056,7 @@ SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_from_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpq	$32, %rcx
 	jb	.Lzen_from_band_tail
 .Lzen_from_band_loop:
@@ -1101,8 +1106,8 @@ SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_from_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_from_band_guarded
 	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -1157,7 +1162,7 @@ SYM_FUNC_START(guarded_movsb_612__zen_to_user)
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_to_alias_narrow0
 .Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
@@ -1165,7 +1170,7 @@ SYM_FUNC_START(guarded_movsb_612__zen_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_to_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpq	$32, %rcx
 	jb	.Lzen_to_band_tail
 .Lzen_to_band_loop:
@@ -1215,8 +1220,8 @@ SYM_FUNC_START(guarded_movsb_612__zen_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_to_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_to_band_guarded
 	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */

@@ -5,7 +5,7 @@
  * guarded-movsb: x86_64, standalone flavour, SysV: rdi=to rsi=from rdx=n -> rax.
  * Per CPU, each class never left to a slower path than the stock kernel's.
  * On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
- * (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
+ * (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb` collapses;
  * there, an unrolled general-register loop (copygen tune's result). On other
  * CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
  * `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
@@ -39,7 +39,7 @@
  *   description = """
  *   Per CPU, each class never left to a slower path than the stock kernel's.
  *   On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
- *   (dst - src) mod 4096 falls in 1..15, where Zen's `rep movsb` collapses;
+ *   (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb` collapses;
  *   there, an unrolled general-register loop (copygen tune's result). On other
  *   CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
  *   `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
@@ -93,11 +93,16 @@
  *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
  *
- *   # Zen 3 and later: `copygen tune`'s result on an AMD EPYC Zen 4 (family 0x19
- *   # model 0x11; see tuned-zen4.toml): a bare rep movsb, except where
- *   # (dst - src) mod 4096 is in 1..15, where Zen's rep movsb is 20-30x slower:
- *   # there a 32-byte loop. (16..31 costs rep movsb 2-4x below 2 KiB too, but
- *   # on measured size distributions guarding it did not pay.)
+ *   # Zen 3 and later: a bare rep movsb, except where (dst - src) mod 4096 is
+ *   # in 1..31, where Zen's rep movsb collapses: there a 32-byte loop. The
+ *   # band was 1..15 (`copygen tune` on an AMD EPYC Zen 4, family 0x19 model
+ *   # 0x11, tuned-zen4.toml: 20-30x there, 2-4x in 16..31 below 2 KiB, which
+ *   # the uniform pointers of the size distributions rarely draw). On a Zen 3
+ *   # (family 0x19 model 0x1) rep movsb costs 6-30x in 16..31 at every size,
+ *   # and the recorded zstd and tar traces copy at those distances (buffers
+ *   # 16 bytes into malloc'd blocks): the band to 31 takes them to 0.34-0.48x
+ *   # the stock site, elsewhere nothing changes (the guard tests a band
+ *   # widened to 2^k either way).
  *   [methods.band]
  *   kind = "unrolled"
  *   block = 32
@@ -113,7 +118,7 @@
  *   sizes = "0.."
  *   use = "movsb"
  *   [[variants.dispatch.guard]]
- *   alias = [1, 15]
+ *   alias = [1, 31]
  *   use = "band"
  *
  *   # FSRM without the cliff (Intel): the guard is pure cost.
@@ -520,7 +525,7 @@ guarded_movsb__zen_from_user:
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_from_alias_narrow0
 .Lzen_from_alias_outside0:
 .Lzen_from_rep_movsb:
@@ -528,7 +533,7 @@ guarded_movsb__zen_from_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_from_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpq	$32, %rdx
 	jb	.Lzen_from_band_tail
 .Lzen_from_band_loop:
@@ -578,8 +583,8 @@ guarded_movsb__zen_from_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_from_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_from_band_guarded
 	jmp	.Lzen_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
@@ -630,7 +635,7 @@ guarded_movsb__zen_to_user:
 	movl	%edi, %eax
 	subl	%esi, %eax
 	subl	$1, %eax
-	testl	$4080, %eax
+	testl	$4064, %eax
 	je	.Lzen_to_alias_narrow0
 .Lzen_to_alias_outside0:
 .Lzen_to_rep_movsb:
@@ -638,7 +643,7 @@ guarded_movsb__zen_to_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_to_band_guarded:
-	/* here: len >= 0, and (dst - src) mod 4096 in 1..=15 */
+	/* here: len >= 0, and (dst - src) mod 4096 in 1..=31 */
 	cmpq	$32, %rdx
 	jb	.Lzen_to_band_tail
 .Lzen_to_band_loop:
@@ -688,8 +693,8 @@ guarded_movsb__zen_to_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_to_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
+	andl	$31, %eax
+	cmpl	$30, %eax
 	jbe	.Lzen_to_band_guarded
 	jmp	.Lzen_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
