@@ -82,10 +82,13 @@ fn applied(version: &str, patch: &str) -> Option<(tempfile::TempDir, String)> {
     git(tree.path(), &["init", "-q"]);
     git(tree.path(), &["add", "-A"]);
     git(tree.path(), &["commit", "-qm", "pristine"]);
-    let file: PathBuf = tree.path().join("../copygen-riscv64.patch");
+    // Outside the tree (git am would see it) and in a folder of its own:
+    // the tree's parent is the shared temporary folder, where the other
+    // version's test writes its patch at the same time.
+    let dir = tempfile::tempdir().unwrap();
+    let file: PathBuf = dir.path().join("copygen-riscv64.patch");
     std::fs::write(&file, patch).unwrap();
     git(tree.path(), &["am", "-q", file.to_str().unwrap()]);
-    std::fs::remove_file(&file).unwrap();
     Some((tree, pristine))
 }
 
