@@ -8,7 +8,7 @@ use copygen::front::strategy::{Arch, Direction};
 use copygen::kernel::copy_symbols::probes;
 use copygen::tools::record::kallsyms::Kallsyms;
 use copygen::tools::record::parse::{event, parse_text, Parser, TraceLine};
-use copygen::tools::record::{definitions, pick, to_csv, Row};
+use copygen::tools::record::{definitions, event_direction, pick, to_csv, Row};
 use copygen::tools::trace::Trace;
 
 fn copygen() -> Command {
@@ -16,7 +16,7 @@ fn copygen() -> Command {
 }
 
 fn lines(arch: Arch, probe: &str) -> Vec<String> {
-    definitions(probes(arch), pick(arch, probe).unwrap())
+    definitions(probes(arch), &pick(arch, probe).unwrap())
         .into_iter()
         .map(|d| d.line)
         .collect()
@@ -58,9 +58,70 @@ fn probe_definitions_per_arch() {
         .to_string();
     assert!(
         e.contains("not a copy routine copygen knows on aarch64")
-            && e.contains("__arch_copy_to_user"),
+            && e.contains("__arch_copy_to_user")
+            && e.contains("NAME[,NAME...]:CONVENTION (c (AAPCS64"),
         "{e}"
     );
+}
+
+#[test]
+fn routines_named_with_their_convention() {
+    // A per-CPU kernel's variant routines: one event each, in the
+    // convention's registers, the direction told by the pointers.
+    assert_eq!(
+        lines(Arch::X86_64, "a__erms_copy_user,a__zen_copy_user:rep_movs"),
+        [
+            "p:copygen/copygen_any a__erms_copy_user to_off=%di:b12@0/64 from_off=%si:b12@0/64 n=%cx:u64 to_kernel=%di:b1@63/64 from_kernel=%si:b1@63/64 caller=+0(%sp):x64",
+            "p:copygen/copygen_any2 a__zen_copy_user to_off=%di:b12@0/64 from_off=%si:b12@0/64 n=%cx:u64 to_kernel=%di:b1@63/64 from_kernel=%si:b1@63/64 caller=+0(%sp):x64",
+        ]
+    );
+    assert!(lines(Arch::X86_64, "my_copy:c")[0]
+        .contains(" my_copy to_off=%di:b12@0/64 from_off=%si:b12@0/64 n=%dx:u64 "));
+    assert!(lines(Arch::I386, "my_copy:c")[0].contains(" n=%cx:u32 to_kernel=%ax:b2@30/32 "));
+    assert!(lines(Arch::Riscv64, "my_copy.part.0:c")[0].contains(" my_copy.part.0 to_off=%a0:"));
+    for (arch, spec, why) in [
+        (
+            Arch::I386,
+            "a:rep_movs",
+            "`rep_movs` is not a calling convention of i386 routines: c",
+        ),
+        (
+            Arch::X86_64,
+            "a:",
+            "no calling convention after the colon: c, rep_movs",
+        ),
+        (Arch::X86_64, "a,a:c", "`a` is named twice"),
+        (Arch::X86_64, "a,,b:c", "a name is empty"),
+        (Arch::X86_64, ":c", "a name is empty"),
+        (Arch::X86_64, "1a:c", "`1a` is not a symbol name"),
+        (Arch::X86_64, "a b:c", "`a b` is not a symbol name"),
+        (Arch::X86_64, "a:c:c", "`c:c` is not a calling convention"),
+    ] {
+        let e = pick(arch, spec).unwrap_err().to_string();
+        assert!(e.contains(why), "{spec}: {e}");
+    }
+    // Every event a probe defines reads back as its direction.
+    for spec in ["a,b,c:c", "_copy_user", "copygen_copy_user"] {
+        for d in definitions(probes(Arch::X86_64), &pick(Arch::X86_64, spec).unwrap()) {
+            let (_, symbol) = d.line.split_once(' ').unwrap();
+            let symbol = symbol.split(' ').next().unwrap();
+            let want = match symbol {
+                "_copy_from_user" => Some(Direction::FromUser),
+                "_copy_to_user" => Some(Direction::ToUser),
+                _ => None,
+            };
+            assert_eq!(event_direction(&d.event), Some(want), "{}", d.event);
+        }
+    }
+    for other in [
+        "copygen_any0",
+        "copygen_any02",
+        "copygen_anyx",
+        "copygen_fromx",
+        "other_any",
+    ] {
+        assert_eq!(event_direction(other), None, "{other}");
+    }
 }
 
 const X86: &str = "              dd-93      [000] d....    12.345678: copygen_any: (rep_movs_alternative+0x0/0x70) to_off=16 from_off=0 n=4096 to_kernel=0 from_kernel=1 caller=0xffffffff81000150";

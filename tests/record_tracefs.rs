@@ -68,7 +68,7 @@ fn fake(symbol: &str, pipe: &str) -> Fake {
     let proc_dir = dir.path().join("proc");
     std::fs::create_dir_all(proc_dir.join("sys/kernel")).unwrap();
     let probe = pick(Arch::X86_64, symbol).unwrap();
-    for d in definitions(probes(Arch::X86_64), probe) {
+    for d in definitions(probes(Arch::X86_64), &probe) {
         let ev = root.join("events/copygen").join(&d.event);
         std::fs::create_dir_all(&ev).unwrap();
         std::fs::write(ev.join("enable"), "0").unwrap();
@@ -362,6 +362,80 @@ fn refused_environments_exit_2_and_say_what_to_do() {
         .ends_with("from,16,0,8,vfs_write\n"));
 }
 
+/// Calls of a per-CPU kernel's variant routines, as named with `--symbol`.
+const VARIANTS: &str = "cpu__erms_copy_user,cpu__zen_copy_user:rep_movs";
+
+#[test]
+fn routines_named_at_run_time_get_an_event_each() {
+    // Two events, the second routine's call first: a `to` of 100 B at page
+    // offset 16, then a `from` of 7 B.
+    let pipe = "dd-1 [000] ..... 1.5: copygen_any2: (cpu__zen_copy_user+0x0/0x70) to_off=16 from_off=0 n=100 to_kernel=0 from_kernel=1 caller=0xffffffff81000150\n\
+                dd-1 [000] ..... 1.6: copygen_any: (cpu__erms_copy_user+0x0/0x90) to_off=0 from_off=8 n=7 to_kernel=1 from_kernel=0 caller=0xffffffff81000210\n";
+    let f = fake(VARIANTS, pipe);
+    // Assembly routines: in kallsyms, not in available_filter_functions
+    // (they call no ftrace hook).
+    std::fs::write(
+        f.proc_dir.join("kallsyms"),
+        "ffffffff81000100 t filemap_read\nffffffff81000200 T vfs_write\n\
+         ffffffff81001000 T cpu__erms_copy_user\nffffffff81001100 T cpu__zen_copy_user\n",
+    )
+    .unwrap();
+    let o = f.run(&["--symbol", VARIANTS, "--calls", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = f.log();
+    for (event, symbol) in [
+        ("copygen_any", "cpu__erms_copy_user"),
+        ("copygen_any2", "cpu__zen_copy_user"),
+    ] {
+        assert!(
+            log.contains(&format!(
+                "p:copygen/{event} {symbol} to_off=%di:b12@0/64 from_off=%si:b12@0/64 n=%cx:u64 "
+            )),
+            "{log}"
+        );
+    }
+    assert!(net_probes(&log).is_empty(), "{log}");
+    let csv = std::fs::read_to_string(&f.out).unwrap();
+    assert!(
+        csv.ends_with("direction,size,dst_offset,src_offset,caller\nto,100,16,0,filemap_read\nfrom,7,0,8,vfs_write\n"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn an_assembly_routine_is_found_in_kallsyms() {
+    // A distribution kernel's ftrace lists only functions with an ftrace
+    // hook: rep_movs_alternative (assembly) is absent there, present in
+    // kallsyms, and a kprobe takes it.
+    let f = fake("rep_movs_alternative", &call(0));
+    std::fs::write(
+        f.root.join("available_filter_functions"),
+        "vfs_read\n_copy_from_user\n_copy_to_user\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.proc_dir.join("kallsyms"),
+        "ffffffff81000100 t filemap_read\nffffffff81000200 T vfs_write\nffffffff81002000 T rep_movs_alternative\n",
+    )
+    .unwrap();
+    let o = f.run(&["--calls", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(f
+        .log()
+        .contains("p:copygen/copygen_any rep_movs_alternative "));
+    // Without it in kallsyms either: refused, naming it, nothing added.
+    let g = fake(VARIANTS, "");
+    let o = g.run(&["--symbol", VARIANTS, "--calls", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cpu__erms_copy_user, cpu__zen_copy_user is not in the running kernel"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(g.log(), "");
+    assert!(!g.out.exists());
+}
+
 // ---- the --script form, run by sh --------------------------------------------------
 
 fn script(dir: &Path, args: &[&str]) -> PathBuf {
@@ -397,7 +471,7 @@ fn the_script_adds_the_same_probes_and_removes_them_on_every_way_out() {
     let text = std::fs::read_to_string(&s).unwrap();
     let def = &definitions(
         probes(Arch::X86_64),
-        pick(Arch::X86_64, "rep_movs_alternative").unwrap(),
+        &pick(Arch::X86_64, "rep_movs_alternative").unwrap(),
     )[0];
     assert!(
         text.contains(&format!("add copygen_any '{}'\n", def.line)),

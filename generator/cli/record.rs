@@ -27,7 +27,9 @@ pub struct RecordArgs {
     #[arg(long, value_name = "S")]
     seconds: Option<f64>,
     /// The copy routine to probe (`copygen record --script --symbol list`
-    /// names them); by default the first the running kernel calls.
+    /// names them), or routines of both directions named with their
+    /// calling convention, `NAME[,NAME...]:CONVENTION` (a per-CPU kernel's
+    /// variant routines); by default the first the running kernel calls.
     #[arg(long, value_name = "NAME")]
     symbol: Option<String>,
     /// Write the trace here (default: standard output).
@@ -136,9 +138,16 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
             Some("list") => {
                 let mut s = String::new();
                 for p in table.probes {
-                    for sym in p.symbols {
+                    for sym in p.symbols.iter() {
                         s.push_str(&format!("{:<28} {:<24} {}\n", p.name, sym.symbol, sym.note));
                     }
+                }
+                for c in table.conventions {
+                    let form = format!("NAME[,NAME...]:{}", c.name);
+                    s.push_str(&format!(
+                        "{form:<28} {:<24} a routine of both directions, {}\n",
+                        "(named)", c.note
+                    ));
                 }
                 return write_stdout(s.as_bytes());
             }
@@ -149,9 +158,10 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode, Failure> {
                 .probes
                 .iter()
                 .find(|p| !p.name.starts_with(copygen::kernel::symbols::GLUE_SYMBOL))
-                .expect("every arch has a stock copy routine"),
+                .expect("every arch has a stock copy routine")
+                .clone(),
         };
-        emit(a.output.as_deref(), &script::script(arch, probe))?;
+        emit(a.output.as_deref(), &script::script(arch, &probe))?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(path) = &a.from_trace {

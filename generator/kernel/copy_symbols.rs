@@ -29,6 +29,8 @@
 //! pointer, and for a routine that serves both directions the top bits
 //! that tell a kernel address from a user one.
 
+use std::borrow::Cow;
+
 use super::symbols::{GLUE_SYMBOL, REP_MOVS_ALTERNATIVE};
 use crate::front::strategy::{Arch, Direction};
 
@@ -42,9 +44,9 @@ pub enum SymbolDirection {
 }
 
 /// One probed routine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopySymbol {
-    pub symbol: &'static str,
+    pub symbol: Cow<'static, str>,
     pub direction: SymbolDirection,
     /// tracefs register names (`%di`) of `to`, `from` and `n`.
     pub to: &'static str,
@@ -54,15 +56,26 @@ pub struct CopySymbol {
     pub note: &'static str,
 }
 
-/// A selectable set of symbols (one routine, or the from/to pair).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A selectable set of symbols (one routine, or the from/to pair), from an
+/// arch's table or named at run time ([`ArchProbes::named`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyProbe {
     /// The name `--symbol` takes.
-    pub name: &'static str,
-    pub symbols: &'static [CopySymbol],
+    pub name: Cow<'static, str>,
+    pub symbols: Cow<'static, [CopySymbol]>,
     /// The sizes are the callers' whole requests, not the copy routine's
     /// (a wrapper above an inlined copy).
     pub whole_request: bool,
+}
+
+/// A calling convention a routine named at run time may have: its name
+/// after the colon of `--symbol NAME:CONVENTION`, and its registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Convention {
+    pub name: &'static str,
+    /// tracefs register names of `to`, `from` and `n`.
+    pub regs: [&'static str; 3],
+    pub note: &'static str,
 }
 
 /// What an arch's probes share.
@@ -80,6 +93,9 @@ pub struct ArchProbes {
     pub kernel_bits: u32,
     /// In the order `copygen record` tries them when `--symbol` is not given.
     pub probes: &'static [CopyProbe],
+    /// The conventions of routines named at run time, the first the
+    /// default.
+    pub conventions: &'static [Convention],
 }
 
 const fn sym(
@@ -89,7 +105,7 @@ const fn sym(
     note: &'static str,
 ) -> CopySymbol {
     CopySymbol {
-        symbol,
+        symbol: Cow::Borrowed(symbol),
         direction,
         to: regs[0],
         from: regs[1],
@@ -108,48 +124,66 @@ const ARM: [&str; 3] = ["%r0", "%r1", "%r2"];
 const A64: [&str; 3] = ["%x0", "%x1", "%x2"];
 const RV64: [&str; 3] = ["%a0", "%a1", "%a2"];
 
+/// The kernel's C calling convention, the name `c` (as a strategy's
+/// `[linux] convention`).
+const fn c_convention(regs: [&'static str; 3], note: &'static str) -> Convention {
+    Convention {
+        name: "c",
+        regs,
+        note,
+    }
+}
+
 pub const X86_64: ArchProbes = ArchProbes {
     arch: Arch::X86_64,
     ptr_bits: 64,
     caller: "+0(%sp):x64",
     kernel_bits: 1,
+    conventions: &[
+        c_convention(X86_64_C, "to, from, n in rdi, rsi, rdx"),
+        Convention {
+            name: "rep_movs",
+            regs: X86_64_REP,
+            note: "to, from, n in rdi, rsi, rcx, as rep_movs_alternative",
+        },
+    ],
     probes: &[
         CopyProbe {
-            name: GLUE_SYMBOL,
-            symbols: &[sym(
+            name: Cow::Borrowed(GLUE_SYMBOL),
+            symbols: Cow::Borrowed(&[sym(
                 GLUE_SYMBOL,
                 Both,
                 X86_64_C,
                 "a copygen-patched kernel, convention = \"c\"",
-            )],
+            )]),
             whole_request: false,
         },
         CopyProbe {
-            name: "copygen_copy_user:rep_movs",
-            symbols: &[sym(
+            name: Cow::Borrowed("copygen_copy_user:rep_movs"),
+            symbols: Cow::Borrowed(&[sym(
                 GLUE_SYMBOL,
                 Both,
                 X86_64_REP,
                 "a copygen-patched kernel, convention = \"rep_movs\"",
-            )],
+            )]),
             whole_request: false,
         },
         CopyProbe {
-            name: REP_MOVS_ALTERNATIVE,
-            symbols: &[sym(
+            name: Cow::Borrowed(REP_MOVS_ALTERNATIVE),
+            symbols: Cow::Borrowed(&[sym(
                 REP_MOVS_ALTERNATIVE,
                 Both,
                 X86_64_REP,
                 "6.4 and later, on CPUs without FSRM (FSRM CPUs run rep movsb inline)",
-            )],
+            )]),
             whole_request: false,
         },
         CopyProbe {
-            name: "_copy_user",
-            symbols: &[
+            name: Cow::Borrowed("_copy_user"),
+            symbols: Cow::Borrowed(&[
                 sym("_copy_from_user", Fixed(FromUser), X86_64_C, "every kernel"),
                 sym("_copy_to_user", Fixed(ToUser), X86_64_C, "every kernel"),
-            ],
+            ]),
             whole_request: true,
         },
     ],
@@ -160,30 +194,34 @@ pub const I386: ArchProbes = ArchProbes {
     ptr_bits: 32,
     caller: "+0(%sp):x32",
     kernel_bits: 2,
+    conventions: &[c_convention(
+        I386_REGPARM,
+        "-mregparm=3: to, from, n in eax, edx, ecx",
+    )],
     probes: &[
         CopyProbe {
-            name: GLUE_SYMBOL,
-            symbols: &[sym(
+            name: Cow::Borrowed(GLUE_SYMBOL),
+            symbols: Cow::Borrowed(&[sym(
                 GLUE_SYMBOL,
                 Both,
                 I386_REGPARM,
                 "a copygen-patched kernel (-mregparm=3)",
-            )],
+            )]),
             whole_request: false,
         },
         CopyProbe {
-            name: "__copy_user_ll",
-            symbols: &[sym(
+            name: Cow::Borrowed("__copy_user_ll"),
+            symbols: Cow::Borrowed(&[sym(
                 "__copy_user_ll",
                 Both,
                 I386_REGPARM,
                 "6.1 and 6.12 (-mregparm=3)",
-            )],
+            )]),
             whole_request: false,
         },
         CopyProbe {
-            name: "_copy_user",
-            symbols: &[
+            name: Cow::Borrowed("_copy_user"),
+            symbols: Cow::Borrowed(&[
                 sym(
                     "_copy_from_user",
                     Fixed(FromUser),
@@ -191,7 +229,7 @@ pub const I386: ArchProbes = ArchProbes {
                     "every kernel",
                 ),
                 sym("_copy_to_user", Fixed(ToUser), I386_REGPARM, "every kernel"),
-            ],
+            ]),
             whole_request: true,
         },
     ],
@@ -202,12 +240,13 @@ pub const ARMV6: ArchProbes = ArchProbes {
     ptr_bits: 32,
     caller: "%lr:x32",
     kernel_bits: 2,
+    conventions: &[c_convention(ARM, "AAPCS: to, from, n in r0, r1, r2")],
     probes: &[CopyProbe {
-        name: "arm_copy_user",
-        symbols: &[
+        name: Cow::Borrowed("arm_copy_user"),
+        symbols: Cow::Borrowed(&[
             sym("arm_copy_from_user", Fixed(FromUser), ARM, "every kernel"),
             sym("arm_copy_to_user", Fixed(ToUser), ARM, "every kernel"),
-        ],
+        ]),
         whole_request: false,
     }],
 };
@@ -217,9 +256,10 @@ pub const AARCH64: ArchProbes = ArchProbes {
     ptr_bits: 64,
     caller: "%lr:x64",
     kernel_bits: 1,
+    conventions: &[c_convention(A64, "AAPCS64: to, from, n in x0, x1, x2")],
     probes: &[CopyProbe {
-        name: "__arch_copy_user",
-        symbols: &[
+        name: Cow::Borrowed("__arch_copy_user"),
+        symbols: Cow::Borrowed(&[
             sym(
                 "__arch_copy_from_user",
                 Fixed(FromUser),
@@ -227,7 +267,7 @@ pub const AARCH64: ArchProbes = ArchProbes {
                 "every kernel",
             ),
             sym("__arch_copy_to_user", Fixed(ToUser), A64, "every kernel"),
-        ],
+        ]),
         whole_request: false,
     }],
 };
@@ -246,30 +286,31 @@ pub const RISCV64: ArchProbes = ArchProbes {
     ptr_bits: 64,
     caller: "%ra:x64",
     kernel_bits: 1,
+    conventions: &[c_convention(RV64, "LP64: to, from, n in a0, a1, a2")],
     probes: &[
         CopyProbe {
-            name: "__asm_copy_user",
-            symbols: &[sym("__asm_copy_to_user", Both, RV64, "every kernel")],
+            name: Cow::Borrowed("__asm_copy_user"),
+            symbols: Cow::Borrowed(&[sym("__asm_copy_to_user", Both, RV64, "every kernel")]),
             whole_request: false,
         },
         CopyProbe {
-            name: GLUE_SYMBOL,
-            symbols: &[sym(
+            name: Cow::Borrowed(GLUE_SYMBOL),
+            symbols: Cow::Borrowed(&[sym(
                 GLUE_SYMBOL,
                 Both,
                 RV64,
                 "6.1 patched by copygen kernel-patch",
-            )],
+            )]),
             whole_request: false,
         },
         CopyProbe {
-            name: "fallback_scalar_usercopy",
-            symbols: &[sym(
+            name: Cow::Borrowed("fallback_scalar_usercopy"),
+            symbols: Cow::Borrowed(&[sym(
                 "fallback_scalar_usercopy",
                 Both,
                 RV64,
                 "6.12 (generated there by copygen kernel-patch)",
-            )],
+            )]),
             whole_request: false,
         },
     ],
@@ -296,11 +337,76 @@ impl ArchProbes {
         })
     }
 
+    /// The probe `--symbol SPEC` names: a probe of the table (its name or a
+    /// symbol of it), or routines named at run time,
+    /// `NAME[,NAME...]:CONVENTION`: each copies both ways in one of the
+    /// arch's [`conventions`](Self::conventions), the direction told by the
+    /// pointers, as copygen's own routines do (a per-CPU strategy's variant
+    /// routines, `guarded_movsb_612__erms_copy_user`). The error says what
+    /// is wrong with a run-time form; `None` when `spec` is neither.
+    pub fn named(&self, spec: &str) -> Option<Result<CopyProbe, String>> {
+        if let Some(p) = self.find(spec) {
+            return Some(Ok(p.clone()));
+        }
+        let (names, convention) = spec.split_once(':')?;
+        let Some(conv) = self.conventions.iter().find(|c| c.name == convention) else {
+            let known: Vec<&str> = self.conventions.iter().map(|c| c.name).collect();
+            let what = if convention.is_empty() {
+                "no calling convention after the colon".to_string()
+            } else {
+                format!(
+                    "`{convention}` is not a calling convention of {} routines",
+                    self.arch
+                )
+            };
+            return Some(Err(format!("{what}: {}", known.join(", "))));
+        };
+        let mut symbols: Vec<CopySymbol> = Vec::new();
+        for name in names.split(',') {
+            if name.is_empty() {
+                return Some(Err(
+                    "a name is empty (names are separated by one comma)".into()
+                ));
+            }
+            if !is_symbol(name) {
+                return Some(Err(format!(
+                    "`{name}` is not a symbol name (letters, digits, `_` and `.`, not first a digit)"
+                )));
+            }
+            if symbols.iter().any(|s| s.symbol == name) {
+                return Some(Err(format!("`{name}` is named twice")));
+            }
+            symbols.push(CopySymbol {
+                symbol: Cow::Owned(name.to_string()),
+                direction: SymbolDirection::ByUserPointer,
+                to: conv.regs[0],
+                from: conv.regs[1],
+                n: conv.regs[2],
+                note: conv.note,
+            });
+        }
+        Some(Ok(CopyProbe {
+            name: Cow::Owned(spec.to_string()),
+            symbols: Cow::Owned(symbols),
+            whole_request: false,
+        }))
+    }
+
     /// Whether a pointer value is a kernel address.
     pub fn is_kernel(&self, ptr: u64) -> bool {
         let top = ptr >> (self.ptr_bits - self.kernel_bits);
         top == (1 << self.kernel_bits) - 1
     }
+}
+
+/// A name a kernel symbol may have (`kprobe_events` takes it as the
+/// probe's place).
+fn is_symbol(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
 }
 
 /// The `kernel_bits` a trace of `symbol`'s two-way probe has when its arch
@@ -360,7 +466,7 @@ mod tests {
         ];
         for (table, probe, abi) in cases {
             let p = table.find(probe).unwrap();
-            for s in p.symbols {
+            for s in p.symbols.iter() {
                 assert_eq!([s.to, s.from, s.n].map(String::from), regs(abi), "{probe}");
             }
         }

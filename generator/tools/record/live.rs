@@ -99,7 +99,7 @@ pub struct RecordOptions<'a> {
 /// What a recording got.
 #[derive(Debug)]
 pub struct Recording {
-    pub probe: &'static CopyProbe,
+    pub probe: CopyProbe,
     pub rows: Vec<Row>,
     pub lost: u64,
     pub no_user_side: usize,
@@ -347,51 +347,64 @@ impl PipeReader<'_> {
     }
 }
 
-/// Function names the kernel can probe: `available_filter_functions`, else
-/// kallsyms' text symbols.
-fn probeable(root: &Path, arch: Arch, kallsyms: Option<&Kallsyms>) -> Option<HashSet<String>> {
-    if let Ok(text) = crate::input::read_string(&root.join("available_filter_functions")) {
-        return Some(
-            text.lines()
-                .filter_map(|l| l.split_whitespace().next())
-                .map(str::to_string)
-                .collect(),
+/// Function names the kernel can probe: `available_filter_functions` (the
+/// functions ftrace can trace) and kallsyms' copy routines. A kprobe takes
+/// any text symbol, and an assembly routine (`rep_movs_alternative`,
+/// copygen's own) calls no ftrace hook, so it is not in the first.
+fn probeable(
+    root: &Path,
+    arch: Arch,
+    probe_named: Option<&CopyProbe>,
+    kallsyms: Option<&Kallsyms>,
+) -> Option<HashSet<String>> {
+    let traced = crate::input::read_string(&root.join("available_filter_functions")).ok();
+    if traced.is_none() && kallsyms.is_none() {
+        return None;
+    }
+    let mut have: HashSet<String> = traced
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    if let Some(k) = kallsyms {
+        let table = probes(arch).probes.iter().flat_map(|p| p.symbols.iter());
+        let named = probe_named.into_iter().flat_map(|p| p.symbols.iter());
+        have.extend(
+            table
+                .chain(named)
+                .filter(|s| k.has(&s.symbol))
+                .map(|s| s.symbol.to_string()),
         );
     }
-    let k = kallsyms?;
-    Some(
-        probes(arch)
-            .probes
-            .iter()
-            .flat_map(|p| p.symbols)
-            .filter(|s| k.has(s.symbol))
-            .map(|s| s.symbol.to_string())
-            .collect(),
-    )
+    Some(have)
 }
 
 const FSRM_NOTE: &str = "this CPU has FSRM: Linux 6.4 and later run `rep movsb` inline on it and never call rep_movs_alternative";
 
 /// Which probe to use, or why none.
 fn choose(
-    o: &RecordOptions,
+    arch: Arch,
+    named: Option<CopyProbe>,
     have: Option<&HashSet<String>>,
     fsrm: bool,
     notes: &mut Vec<String>,
-) -> Result<&'static CopyProbe> {
-    let table = probes(o.arch);
-    let present =
-        |p: &CopyProbe| have.is_none_or(|h| p.symbols.iter().all(|s| h.contains(s.symbol)));
-    let probe = match &o.symbol {
-        Some(name) => {
-            let p = pick(o.arch, name).map_err(|e| refuse(e.to_string()))?;
+) -> Result<CopyProbe> {
+    let table = probes(arch);
+    let probe = match named {
+        Some(p) => {
             if p.name == REP_MOVS_ALTERNATIVE && fsrm {
                 return Err(refuse(format!(
                     "{FSRM_NOTE}. Record --symbol _copy_user instead (the sizes are then the callers' whole requests), or record in a kernel on a CPU without FSRM (qemu -cpu max,fsrm=off: verify/kernel-record)"
                 )));
             }
-            if !present(p) {
-                let missing: Vec<&str> = p.symbols.iter().map(|s| s.symbol).collect();
+            let missing: Vec<&str> = p
+                .symbols
+                .iter()
+                .map(|s| &*s.symbol)
+                .filter(|s| have.is_some_and(|h| !h.contains(*s)))
+                .collect();
+            if !missing.is_empty() {
                 return Err(refuse(format!(
                     "{} is not in the running kernel (not in available_filter_functions or kallsyms): this kernel inlines it or does not have it; copygen knows: {}",
                     missing.join(", "),
@@ -413,19 +426,18 @@ fn choose(
             }
             let mut found = None;
             for p in table.probes {
-                if p.name == REP_MOVS_ALTERNATIVE && fsrm && have.contains(p.name) {
+                if p.name == REP_MOVS_ALTERNATIVE && fsrm && have.contains(&*p.name) {
                     notes.push(format!("{FSRM_NOTE}: recording _copy_{{from,to}}_user"));
                     continue;
                 }
-                if p.symbols.iter().all(|s| have.contains(s.symbol)) {
-                    found = Some(p);
+                if p.symbols.iter().all(|s| have.contains(&*s.symbol)) {
+                    found = Some(p.clone());
                     break;
                 }
             }
             found.ok_or_else(|| {
                 refuse(format!(
-                    "the running kernel has none of the copy routines copygen knows on {}: {}",
-                    o.arch,
+                    "the running kernel has none of the copy routines copygen knows on {arch}: {}",
                     super::symbol_list(table)
                 ))
             })?
@@ -468,8 +480,12 @@ pub fn record(o: &RecordOptions) -> Result<Recording> {
                 .filter(|l| l.starts_with("flags"))
                 .any(|l| l.split_whitespace().any(|w| w == "fsrm"))
         });
-    let have = probeable(root, o.arch, kallsyms.as_ref());
-    let probe = choose(o, have.as_ref(), fsrm, &mut notes)?;
+    let named = match &o.symbol {
+        Some(name) => Some(pick(o.arch, name).map_err(|e| refuse(e.to_string()))?),
+        None => None,
+    };
+    let have = probeable(root, o.arch, named.as_ref(), kallsyms.as_ref());
+    let probe = choose(o.arch, named, have.as_ref(), fsrm, &mut notes)?;
     let existing = crate::input::read_string(&root.join("kprobe_events")).map_err(|e| {
         refuse(format!(
             "{shown}/kprobe_events: cannot read: {e} (run as root)"
@@ -487,7 +503,7 @@ pub fn record(o: &RecordOptions) -> Result<Recording> {
         .ok()
         .map(|s| s.trim().to_string());
 
-    let defs = definitions(probes(o.arch), probe);
+    let defs = definitions(probes(o.arch), &probe);
     let mut guard = ProbeGuard::new(root);
     let me = std::process::id();
     if root.join("instances").is_dir() {

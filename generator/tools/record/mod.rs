@@ -32,16 +32,35 @@ pub const GROUP: &str = "copygen";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeDef {
     pub event: String,
-    pub symbol: &'static str,
+    pub symbol: String,
     pub line: String,
 }
 
-/// The event name of a symbol's probe: by what the probe records.
-pub fn event_name(direction: SymbolDirection) -> &'static str {
+/// The event of a probe's symbol, named by what it records:
+/// `copygen_from`, `copygen_to`, and for a routine of both directions
+/// `copygen_any`; where a probe has several of those (routines named at run
+/// time), the second is `copygen_any2`, the third `copygen_any3`.
+fn event_name(direction: SymbolDirection, both_ways_before: usize) -> String {
     match direction {
-        SymbolDirection::Fixed(Direction::FromUser) => "copygen_from",
-        SymbolDirection::Fixed(Direction::ToUser) => "copygen_to",
-        SymbolDirection::ByUserPointer => "copygen_any",
+        SymbolDirection::Fixed(Direction::FromUser) => "copygen_from".into(),
+        SymbolDirection::Fixed(Direction::ToUser) => "copygen_to".into(),
+        SymbolDirection::ByUserPointer if both_ways_before == 0 => "copygen_any".into(),
+        SymbolDirection::ByUserPointer => format!("copygen_any{}", both_ways_before + 1),
+    }
+}
+
+/// What an event of copygen's records, from its name ([`event_name`]):
+/// `Some(Some(direction))` for a one-way routine's, `Some(None)` for a
+/// both-ways routine's, `None` for an event of no copygen probe.
+pub fn event_direction(event: &str) -> Option<Option<Direction>> {
+    match event {
+        "copygen_from" => Some(Some(Direction::FromUser)),
+        "copygen_to" => Some(Some(Direction::ToUser)),
+        _ => {
+            let k = event.strip_prefix("copygen_any")?;
+            (k.is_empty() || (!k.starts_with('0') && k.bytes().all(|b| b.is_ascii_digit())))
+                .then_some(None)
+        }
     }
 }
 
@@ -51,16 +70,18 @@ pub fn event_name(direction: SymbolDirection) -> &'static str {
 pub fn definitions(table: &ArchProbes, probe: &CopyProbe) -> Vec<ProbeDef> {
     let w = table.ptr_bits;
     let k = table.kernel_bits;
+    let mut both_ways = 0;
     probe
         .symbols
         .iter()
         .map(|s| {
-            let event = event_name(s.direction);
+            let event = event_name(s.direction, both_ways);
             let mut line = format!(
                 "p:{GROUP}/{event} {} to_off={}:b12@0/{w} from_off={}:b12@0/{w} n={}:u{w}",
                 s.symbol, s.to, s.from, s.n
             );
             if s.direction == SymbolDirection::ByUserPointer {
+                both_ways += 1;
                 let at = w - k;
                 let _ = write!(
                     line,
@@ -70,25 +91,39 @@ pub fn definitions(table: &ArchProbes, probe: &CopyProbe) -> Vec<ProbeDef> {
             }
             let _ = write!(line, " caller={}", table.caller);
             ProbeDef {
-                event: event.to_string(),
-                symbol: s.symbol,
+                event,
+                symbol: s.symbol.to_string(),
                 line,
             }
         })
         .collect()
 }
 
-/// The probe `--symbol NAME` names on `arch`, or an error listing them.
-pub fn pick(arch: Arch, name: &str) -> Result<&'static CopyProbe> {
+/// The probe `--symbol NAME` names on `arch` (a probe of its table, or
+/// routines named at run time, `NAME[,NAME...]:CONVENTION`), or an error
+/// listing what it could name.
+pub fn pick(arch: Arch, name: &str) -> Result<CopyProbe> {
     let table = probes(arch);
-    match table.find(name) {
-        Some(p) => Ok(p),
+    let shown = crate::front::diagnostics::escape(name, false);
+    match table.named(name) {
+        Some(Ok(p)) => Ok(p),
+        Some(Err(why)) => bail!("--symbol {shown}: {why}"),
         None => bail!(
-            "--symbol: `{}` is not a copy routine copygen knows on {arch}; it knows: {}",
-            crate::front::diagnostics::escape(name, false),
-            symbol_list(table)
+            "--symbol: `{shown}` is not a copy routine copygen knows on {arch}; it knows: {}; or name a routine of both directions with its convention, NAME[,NAME...]:CONVENTION ({})",
+            symbol_list(table),
+            convention_list(table)
         ),
     }
+}
+
+/// `name (note)` for each convention a routine named at run time may have.
+pub fn convention_list(table: &ArchProbes) -> String {
+    table
+        .conventions
+        .iter()
+        .map(|c| format!("{} ({})", c.name, c.note))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `name (symbols: note)` for each probe of a table.
@@ -97,8 +132,8 @@ pub fn symbol_list(table: &ArchProbes) -> String {
         .probes
         .iter()
         .map(|p| {
-            let syms: Vec<&str> = p.symbols.iter().map(|s| s.symbol).collect();
-            if syms == [p.name] {
+            let syms: Vec<&str> = p.symbols.iter().map(|s| &*s.symbol).collect();
+            if syms == [&*p.name] {
                 format!("{} ({})", p.name, p.symbols[0].note)
             } else {
                 format!("{} ({}: {})", p.name, syms.join(", "), p.symbols[0].note)

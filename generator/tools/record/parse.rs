@@ -296,11 +296,8 @@ impl<'k> Parser<'k> {
             }
         }
         let ev = event(line).map_err(|(c, m)| self.fail(ln, c, m))?;
-        let dir = match ev.name {
-            "copygen_from" => Some(Direction::FromUser),
-            "copygen_to" => Some(Direction::ToUser),
-            "copygen_any" => None,
-            _ => return Ok(TraceLine::Skipped),
+        let Some(dir) = super::event_direction(ev.name) else {
+            return Ok(TraceLine::Skipped);
         };
         let field = |name: &str| ev.fields.iter().find(|f| f.0 == name).map(|f| (f.1, f.2));
         let end = line.chars().count() + 1;

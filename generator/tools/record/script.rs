@@ -22,7 +22,7 @@ use crate::kernel::copy_symbols::{probes, CopyProbe};
 /// The script for `probe` on `arch`.
 pub fn script(arch: Arch, probe: &CopyProbe) -> String {
     let defs = definitions(probes(arch), probe);
-    let symbols: Vec<&str> = defs.iter().map(|d| d.symbol).collect();
+    let symbols: Vec<&str> = defs.iter().map(|d| d.symbol.as_str()).collect();
     let events: Vec<&str> = defs.iter().map(|d| d.event.as_str()).collect();
     let mut s = String::new();
     let _ = write!(
