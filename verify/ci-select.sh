@@ -2,7 +2,7 @@
 # COPYGEN_CI_ONLY: run a subset of verify/run-tests and verify/kernel-ci locally (sourced
 # by both). A comma-separated list of shell patterns over the names both print in their
 # time tables: run-tests' phases (install-deps, build, emit-check, catalog-check, fmt,
-# clippy, kernel-ci, tests; build always runs) and kernel-ci's steps ("kernel-tree x86_64",
+# clippy, test-build, kernel-ci, tests; build always runs) and kernel-ci's steps ("kernel-tree x86_64",
 # kernel-routines, "kernel-boot 6.12 i386 movsl", ...). A pattern that starts
 # with "kernel-" selects kernel-ci steps (and so run-tests' kernel-ci phase); "kernel-ci"
 # selects all of them. E.g.

@@ -198,8 +198,16 @@ kernel_build_objects() {
 	echo "$out"
 }
 
-# The copygen binary the scripts run (built when missing or older than the sources).
+# The copygen binary the scripts run (built when missing or older than the sources), or
+# COPYGEN where it is set: verify/run-tests hands kernel-ci a copy of its build, so
+# that the test suite's build beside it, which links target/release/copygen again, never
+# replaces the file under a running step.
 kernel_copygen() {
+	if [[ -n ${COPYGEN:-} ]]; then
+		[[ -x $COPYGEN ]] || kernel_die "COPYGEN=$COPYGEN is not an executable"
+		echo "$COPYGEN"
+		return
+	fi
 	local bin=$kernel_root/target/release/copygen
 	if [[ ! -x $bin ]] || [[ -n $(find "$kernel_root/generator" "$kernel_root/templates" -newer "$bin" -print -quit) ]]; then
 		(cd "$kernel_root" && nice -n 5 cargo build --release -q) >&2 || kernel_die "cargo build failed"
