@@ -18,6 +18,12 @@
 //! | riscv64 | `__asm_copy_to_user` (= `__asm_copy_from_user`) | a0 a1 a2        | by user pointer | `%ra`        |
 //! | riscv64 | `copygen_copy_user` / `fallback_scalar_usercopy` (copygen-patched 6.1 / 6.12) | a0 a1 a2 | by user pointer | `%ra` |
 //!
+//! Routines not in the table (a per-CPU kernel's variant routines, which its
+//! call sites call directly) are named with their calling convention,
+//! `NAME[,NAME...]:CONVENTION` ([`ArchProbes::named`]): both directions, by
+//! user pointer, in the convention's registers (`c` on every arch, the rows'
+//! C registers; `rep_movs` on x86_64).
+//!
 //! The register columns are the ABI tables' ([`crate::arch::x86_64::LINUX_C`],
 //! [`crate::arch::x86_64::REP_MOVS`], [`crate::arch::i386::REGPARM`],
 //! [`crate::arch::armv6::AAPCS`], [`crate::arch::aarch64::AAPCS64`],
@@ -93,8 +99,7 @@ pub struct ArchProbes {
     pub kernel_bits: u32,
     /// In the order `copygen record` tries them when `--symbol` is not given.
     pub probes: &'static [CopyProbe],
-    /// The conventions of routines named at run time, the first the
-    /// default.
+    /// The conventions `--symbol NAME:CONVENTION` may name.
     pub conventions: &'static [Convention],
 }
 
@@ -453,7 +458,7 @@ mod tests {
 
     #[test]
     fn the_registers_are_the_abi_tables() {
-        let cases: [(&ArchProbes, &str, &Abi); 9] = [
+        let cases: [(&ArchProbes, &str, &Abi); 15] = [
             (&X86_64, "_copy_from_user", &x86_64::LINUX_C),
             (&X86_64, REP_MOVS_ALTERNATIVE, &x86_64::REP_MOVS),
             (&X86_64, "copygen_copy_user:rep_movs", &x86_64::REP_MOVS),
@@ -463,9 +468,16 @@ mod tests {
             (&AARCH64, "__arch_copy_from_user", &aarch64::AAPCS64),
             (&RISCV64, "__asm_copy_to_user", &riscv64::LP64),
             (&RISCV64, "fallback_scalar_usercopy", &riscv64::LP64),
+            // Routines named at run time, by their convention.
+            (&X86_64, "a,b:c", &x86_64::LINUX_C),
+            (&X86_64, "a,b:rep_movs", &x86_64::REP_MOVS),
+            (&I386, "a:c", &i386::REGPARM),
+            (&ARMV6, "a:c", &armv6::AAPCS),
+            (&AARCH64, "a:c", &aarch64::AAPCS64),
+            (&RISCV64, "a:c", &riscv64::LP64),
         ];
         for (table, probe, abi) in cases {
-            let p = table.find(probe).unwrap();
+            let p = table.named(probe).unwrap().unwrap();
             for s in p.symbols.iter() {
                 assert_eq!([s.to, s.from, s.n].map(String::from), regs(abi), "{probe}");
             }
