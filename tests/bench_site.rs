@@ -2,23 +2,23 @@
 //! inline in the timing loop. The inline `rep movsb` site copies and
 //! leaves rcx = 0 (or the bytes left after a fault, resuming after the
 //! site); a call site reaches its routine and returns rcx = bytes left;
-//! the loop and the `rep movs` entry keep the registers they must; the
-//! adapter resolves the sites the brief's CPUs run; bad options are
-//! located errors. Behaviour only, never speed.
+//! the loop keeps the registers it must; the adapter resolves the sites
+//! the brief's CPUs run, in the convention the kernel's glue calls; a site
+//! no patch can make is refused; bad options are located errors.
+//! Behaviour only, never speed.
 
 use std::process::Command;
 
 use copygen::arch::cpu::CpuFeatures;
 use copygen::front::strategy::{Convention, Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
-use copygen::jit::site::{
-    compile_site, rep_movs_form, JitSite, SiteArgs, SiteError, CONTEXTS, C_SUFFIX,
-};
+use copygen::jit::site::{compile_site, site_form, JitSite, SiteArgs, SiteError, CONTEXTS};
 use copygen::kernel::site::{SiteCall, SiteCode, SiteTarget};
+use copygen::kernel::symbols::GLUE_SYMBOL;
 use copygen::kernel::symbols::REP_MOVS_ALTERNATIVE;
 use copygen::lower::entry_symbol;
-use copygen::lower::variants::{select, variant_symbol};
-use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, KernelModel};
+use copygen::lower::variants::{select, variant_strategy, variant_symbol};
+use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, wired, KernelModel};
 use copygen::tools::bench::stock::StockFeatures;
 
 use crate::common;
@@ -193,13 +193,46 @@ fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
         matches!(&l.calls[..], [SiteCall { target: SiteTarget::Routine(s), .. }] if s.contains("__erms_")),
         "{l:?}"
     );
-    // guarded-movsb is in the C convention: a call of its entry everywhere.
-    let c = catalog("guarded-movsb");
-    let entry = entry_symbol(&c, Flavor::Linux, Direction::FromUser, None);
+    // A strategy in the C convention is no chain: the glue calls its
+    // routine on every CPU, in the C convention (rdx = n -> rax), as
+    // kernel-patch wires raw_copy_{from,to}_user.
+    let c = catalog("unrolled64");
     for f in [intel(), zen(), old()] {
         let site = resolve_site(Some(&c), k, f).unwrap();
-        assert_eq!(site.calls[0].target, SiteTarget::Routine(entry.clone()));
+        assert_eq!(
+            site.calls[0].target,
+            SiteTarget::Routine(GLUE_SYMBOL.into())
+        );
+        assert_eq!(site.convention, Convention::C);
     }
+}
+
+#[test]
+fn a_rep_movs_strategy_without_variants_replaces_rep_movs_alternative() {
+    // kernel-patch builds it instead of copy_user_64.o: the stock site's
+    // call reaches the strategy's routine, not the tree's.
+    let ma = catalog("guarded-movsb-612");
+    let mut plain = variant_strategy(&ma, select(&ma, old()).unwrap());
+    plain.name = "erms-only".into();
+    let k = KernelVersion::V6_12;
+    let code = resolve_site(Some(&plain), k, old()).unwrap();
+    assert_eq!(code, resolve_site(None, k, old()).unwrap());
+    let Some(m) = model(k, old()) else {
+        return;
+    };
+    let site = site_subject(&plain, &m).unwrap().site;
+    let stock = stock_subject(&m).unwrap().site;
+    let at = site.routine_offset(REP_MOVS_ALTERNATIVE).unwrap();
+    // The strategy's routine comes first in the buffer; the tree's is
+    // placed after every compiled routine.
+    assert!(at < stock.routine_offset(REP_MOVS_ALTERNATIVE).unwrap());
+    assert_eq!(
+        site.code()[at..at + 4],
+        [0x48, 0x83, 0xf9, 0x40],
+        "cmp $64, %rcx"
+    );
+    placed(&site, &code, Some(at));
+    copies_and_faults(&site);
 }
 
 #[test]
@@ -268,39 +301,87 @@ fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
         return;
     };
     let site = site_subject(&gm, &m).unwrap().site;
-    assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
     placed(&site, &code, site.routine_offset(&sym));
     copies_and_faults(&site);
 }
 
 #[test]
-fn a_c_convention_site_reaches_the_variant_through_the_entry_and_the_rep_movs_entry() {
+fn a_c_convention_site_reaches_the_variant_through_the_entry() {
+    // 6.1's glue calls guarded-movsb's entry in the C convention; on Zen
+    // the entry, as alternatives leave it, jumps to the zen variant.
     let gm = catalog("guarded-movsb");
-    let code = resolve_site(Some(&gm), KernelVersion::V6_12, zen()).unwrap();
+    let k = KernelVersion::V6_1;
+    let code = resolve_site(Some(&gm), k, zen()).unwrap();
+    assert_eq!(code.convention, Convention::C);
     let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
         panic!("a call of a routine");
     };
-    let Some(m) = model(KernelVersion::V6_12, zen()) else {
+    let Some(m) = model(k, zen()) else {
         return;
     };
     let site = site_subject(&gm, &m).unwrap().site;
+    assert_eq!(entry, GLUE_SYMBOL);
     let at = site.routine_offset(&entry).unwrap();
     placed(&site, &code, Some(at));
-    // The entry, as alternatives leave it on Zen: a jump to the zen
-    // variant's rep movs entry, which calls the C routine.
     let v = select(&gm, zen()).unwrap();
     assert_eq!(v.name, "zen");
-    let variant = variant_symbol(&gm, v, Flavor::Linux, Direction::FromUser);
-    let thunk = site.routine_offset(&variant).unwrap();
-    let routine = site
-        .routine_offset(&format!("{variant}{C_SUFFIX}"))
-        .unwrap();
-    assert_ne!(thunk, routine);
+    let wired = wired(&gm, k).unwrap();
+    let variant = variant_symbol(&wired, v, Flavor::Linux, Direction::FromUser);
+    let routine = site.routine_offset(&variant).unwrap();
     let code_bytes = site.code();
     assert_eq!(code_bytes[at], 0xe9);
     let rel = i32::from_le_bytes(code_bytes[at + 1..at + 5].try_into().unwrap());
-    assert_eq!((at + 5) as i64 + i64::from(rel), thunk as i64);
+    assert_eq!((at + 5) as i64 + i64::from(rel), routine as i64);
     copies_and_faults(&site);
+}
+
+#[test]
+fn a_site_no_patch_can_make_is_refused() {
+    // A per-CPU strategy in the C convention has no 6.12 site (kernel-patch
+    // refuses it): the bench refuses it with the same reason.
+    let gm = catalog("guarded-movsb");
+    let Some(m) = model(KernelVersion::V6_12, zen()) else {
+        return;
+    };
+    let Err(e) = site_subject(&gm, &m) else {
+        panic!("guarded-movsb has no 6.12 site");
+    };
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("guarded-movsb: 6.12 inlines copy_user_generic()"),
+        "{e}"
+    );
+    assert!(e.contains("guarded-movsb-612"), "{e}");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/generator/strategies/guarded-movsb.toml"
+    );
+    let o = copygen(&["bench", "--site", "kernel", file, "--sizes", "8"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(o.stdout.is_empty());
+    assert!(err.contains("convention = \"rep_movs\""), "{err}");
+    // The harness links a routine only at a site of its own convention.
+    let c = catalog("unrolled64");
+    let sym = entry_symbol(&c, Flavor::Linux, Direction::FromUser, None);
+    let at_rep_movs_site = SiteCode {
+        bytes: vec![0xe8, 0, 0, 0, 0],
+        calls: vec![SiteCall {
+            at: 1,
+            target: SiteTarget::Routine(sym),
+        }],
+        convention: Convention::RepMovs,
+    };
+    match compile_site(&at_rep_movs_site, &[site_form(&c)], intel()) {
+        Err(e @ SiteError::Convention { .. }) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("unrolled64: a routine in the `c` convention at a site in the `rep_movs` convention"),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -315,8 +396,7 @@ fn a_rep_movs_strategy_is_called_directly() {
         }],
         convention: Convention::RepMovs,
     };
-    let site = compile_site(&code, &[rep_movs_form(&ma)], intel()).unwrap();
-    assert!(site.routine_offset(&format!("{sym}{C_SUFFIX}")).is_none());
+    let site = compile_site(&code, &[site_form(&ma)], intel()).unwrap();
     placed(&site, &code, site.routine_offset(&sym));
     copies(&site, 0, 77, 1, 2);
 }
@@ -377,50 +457,6 @@ fn the_loop_reloads_what_the_site_clobbers_and_keeps_the_callers_registers() {
             &src[i * 64 + 1..i * 64 + i + 2]
         );
         assert!(dst[i * 64 + i + 1..(i + 1) * 64].iter().all(|&x| x == 0));
-    }
-}
-
-#[test]
-fn the_rep_movs_entry_clobbers_only_what_the_convention_allows() {
-    let gm = catalog("guarded-movsb");
-    let Some(m) = model(KernelVersion::V6_12, old()) else {
-        return;
-    };
-    let site = site_subject(&gm, &m).unwrap().site;
-    let SiteTarget::Routine(sym) = resolve_site(Some(&gm), KernelVersion::V6_12, old())
-        .unwrap()
-        .calls[0]
-        .target
-        .clone()
-    else {
-        panic!("a call");
-    };
-    let entry = site.code().as_ptr() as usize + site.routine_offset(&sym).unwrap();
-    for n in [3usize, 64, 200, 5000] {
-        let src = pattern(n, 1);
-        let mut dst = vec![0u8; n];
-        let mut regs = [0xd0u64, 0x80, 0x90, 0xa0, 0xb0];
-        let left: u64;
-        // SAFETY: the rep movs convention: rdi, rsi, rcx in, rcx out;
-        // rax, rcx, rsi, rdi the only registers it may change.
-        unsafe {
-            core::arch::asm!(
-                "call {f}",
-                f = in(reg) entry,
-                inout("rdi") dst.as_mut_ptr() => _,
-                inout("rsi") src.as_ptr() => _,
-                inout("rcx") n => left,
-                inout("rdx") regs[0],
-                inout("r8") regs[1],
-                inout("r9") regs[2],
-                inout("r10") regs[3],
-                inout("r11") regs[4],
-                lateout("rax") _,
-            );
-        }
-        assert_eq!(left, 0, "n {n}");
-        assert_eq!(dst, src, "n {n}");
-        assert_eq!(regs, [0xd0, 0x80, 0x90, 0xa0, 0xb0], "n {n}");
     }
 }
 
@@ -633,7 +669,12 @@ fn a_workload_replays_through_the_sites_against_the_stock_site() {
         env!("CARGO_MANIFEST_DIR"),
         "/generator/workloads/x86_64/cat.csv"
     );
-    for (kernel, stock_path) in [("6.1", "stock path: 6.1: "), ("6.12", "stock path: 6.12")] {
+    // guarded-movsb in each kernel's form: 6.12's per-CPU site needs the
+    // `rep movs` convention.
+    for (kernel, stock_path, gm) in [
+        ("6.1", "stock path: 6.1: ", "guarded-movsb"),
+        ("6.12", "stock path: 6.12", "guarded-movsb-612"),
+    ] {
         if stock_object(KernelVersion::parse(kernel).unwrap()).is_none() {
             continue;
         }
@@ -648,7 +689,7 @@ fn a_workload_replays_through_the_sites_against_the_stock_site() {
             "--workload",
             trace,
             "unrolled64",
-            "guarded-movsb",
+            gm,
             "--repeats",
             "2",
             "--json",
@@ -663,7 +704,7 @@ fn a_workload_replays_through_the_sites_against_the_stock_site() {
         let rows: Vec<&str> = text
             .lines()
             .filter(|l| {
-                [stock.as_str(), "unrolled64 ", "guarded-movsb "]
+                [stock.as_str(), "unrolled64 ", &format!("{gm} ")]
                     .iter()
                     .any(|n| l.starts_with(n))
                     && l.ends_with('x')
@@ -680,7 +721,7 @@ fn a_workload_replays_through_the_sites_against_the_stock_site() {
             .iter()
             .map(|s| s["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, [stock.as_str(), "unrolled64", "guarded-movsb"]);
+        assert_eq!(names, [stock.as_str(), "unrolled64", gm]);
         for s in v["subjects"].as_array().unwrap() {
             assert!(s["tsc_ticks"].as_f64().unwrap() > 0.0, "{s}");
         }
@@ -721,6 +762,20 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
     };
     assert!(bytes("stock 6.12").is_some(), "{text}");
     assert_eq!(bytes("movs-alternative"), bytes("stock 6.12"), "{text}");
+    // A catalog name is timed in its 6.12 form, as kernel-patch patches it.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("guarded-movsb: Linux 6.12's form, guarded-movsb-612"),
+        "{err}"
+    );
+    assert!(bytes("guarded-movsb-612").is_some(), "{text}");
+    // A call site names what it calls.
+    let stock = bytes("stock 6.12").unwrap();
+    if stock.starts_with("e8 ") {
+        assert!(stock.ends_with(" (call rep_movs_alternative)"), "{text}");
+    } else {
+        assert!(!stock.contains("call"), "{text}");
+    }
     let rows: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("8 ") || l.starts_with("100 "))
@@ -741,7 +796,7 @@ fn figures_out_writes_what_kernel_patch_takes() {
         "bench",
         "--site",
         "kernel",
-        "guarded-movsb",
+        "guarded-movsb-612",
         "--figures-out",
         out.to_str().unwrap(),
         "--repeats",

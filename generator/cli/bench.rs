@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use copygen::front::catalog::catalog;
 use copygen::front::parse;
-use copygen::front::strategy::Arch;
+use copygen::front::strategy::{Arch, KernelVersion};
 use copygen::input::BadInput;
 
 use super::{command_line, Failure};
@@ -408,6 +408,31 @@ pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Stra
     Ok(s)
 }
 
+/// A strategy of `--site kernel`: a catalog name in its form for `kernel`
+/// where the catalog has one (what `kernel-patch NAME --kernel V` patches,
+/// said on stderr), else as [`load_strategy`] finds it.
+fn site_strategy(
+    name: &str,
+    kernel: KernelVersion,
+) -> Result<copygen::front::strategy::Strategy, Failure> {
+    let is_file = std::path::Path::new(name)
+        .extension()
+        .is_some_and(|e| e == "toml");
+    if !is_file {
+        let all = catalog()?;
+        if let Some(form) = copygen::front::catalog::kernel_form(&all, name, kernel) {
+            errln!(
+                "{name}: Linux {}'s form, {} (what kernel-patch {name} --kernel {} patches)",
+                kernel.name(),
+                form.name,
+                kernel.name()
+            );
+            return Ok(form.clone());
+        }
+    }
+    load_strategy(name)
+}
+
 /// What `--site kernel` times: the stock kernel's site first (the
 /// baseline), then each strategy's; and the report's line naming the stock
 /// path this CPU runs.
@@ -439,7 +464,7 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
                  name strategies (files or catalog names)"
             ))));
         }
-        strategies.push(load_strategy(name)?);
+        strategies.push(site_strategy(name, kernel)?);
     }
     if a.figures_out.is_some() && strategies.len() != 1 {
         return Err(Failure::Input(BadInput(format!(

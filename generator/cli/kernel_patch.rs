@@ -180,14 +180,9 @@ fn resolve(
     if path.extension().is_some_and(|e| e == "toml") || path.is_file() {
         return Ok((parse::load(path, arch)?, Origin::File(name.to_string())));
     }
-    // A catalog strategy's form for this tree, when the catalog has one:
-    // `NAME-612`, for 6.12 only ([linux] kernel = "6.12").
+    // A catalog strategy's form for this tree, when the catalog has one.
     let all = catalog()?;
-    let form = format!("{name}-{}", kernel.name().replace('.', ""));
-    let own = all
-        .iter()
-        .find(|s| s.name == form && s.linux.kernel == Some(kernel))
-        .cloned();
+    let own = copygen::front::catalog::kernel_form(&all, name, kernel).cloned();
     let Some(s) = own.or_else(|| all.into_iter().find(|s| s.name == name)) else {
         return Err(Failure::Input(BadInput(format!(
             "error: `{name}` is neither a strategy file nor a catalog strategy (copygen list)"

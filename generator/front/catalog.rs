@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::front::parse;
-use crate::front::strategy::Strategy;
+use crate::front::strategy::{KernelVersion, Strategy};
 use crate::input::BadInput;
 
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
@@ -41,6 +41,20 @@ pub fn repo_root() -> PathBuf {
 /// else the embedded copy.
 pub fn catalog() -> Result<Vec<Strategy>> {
     catalog_in(checkout().as_deref())
+}
+
+/// The catalog's form of `name` for `kernel`, if it has one: `NAME-612`
+/// marked `[linux] kernel = "6.12"` (the same variants in the convention
+/// 6.12's inline site needs). What `kernel-patch NAME --kernel 6.12`
+/// patches and `bench --site kernel NAME` times.
+pub fn kernel_form<'a>(
+    all: &'a [Strategy],
+    name: &str,
+    kernel: KernelVersion,
+) -> Option<&'a Strategy> {
+    let form = format!("{name}-{}", kernel.name().replace('.', ""));
+    all.iter()
+        .find(|s| s.name == form && s.linux.kernel == Some(kernel))
 }
 
 /// The strategy files of the checkout at `root` (the embedded copy for

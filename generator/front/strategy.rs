@@ -118,6 +118,16 @@ pub enum Convention {
     RepMovs,
 }
 
+impl Convention {
+    /// The name a strategy file gives it (`[linux] convention`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Convention::C => "c",
+            Convention::RepMovs => "rep_movs",
+        }
+    }
+}
+
 /// Who brackets user accesses with STAC/CLAC in the linux flavour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,7 +1,7 @@
 //! A kernel call site, JIT-compiled as the CPU executes it: the site's
 //! bytes after alternatives ([`SiteCode`], `kernel::site`) placed
 //! verbatim inside a loop, each `call rel32` in them linked to a routine
-//! JIT-compiled into the same buffer in the `rep movs` convention, or to
+//! JIT-compiled into the same buffer in the site's convention, or to
 //! code placed as it is ([`PlacedCode`]: the stock kernel's own routine
 //! from the tree's object).
 //!
@@ -19,7 +19,7 @@
 //! (`copy_user_generic()`'s `_ASM_EXTABLE_UA(1b, 2b)`), a fault at the
 //! site's first instruction resumes after the site with `rcx` as the
 //! instruction left it. A site in the C convention (6.1's
-//! `alternative_call_2`, a patched 6.1 site calling a C routine) gets `n`
+//! `alternative_call_2`, the glue's call of a C-convention routine) gets `n`
 //! in `rdx` and returns the bytes left in `rax`; the C convention lets the
 //! callee change `rcx`, `rdx` and `r8`-`r11`, none of which the loop keeps.
 
@@ -64,6 +64,12 @@ pub enum SiteError {
     BadCall { at: usize, len: usize },
     #[error("{0}: the routine brackets its accesses with STAC/CLAC, which user space cannot run")]
     Stac(String),
+    #[error("{strategy}: a routine in the `{}` convention at a site in the `{}` convention (a kernel's glue calls a routine in its own)", routine.name(), site.name())]
+    Convention {
+        strategy: String,
+        routine: Convention,
+        site: Convention,
+    },
 }
 
 /// Machine code placed as it is, beside the routines the JIT compiles:
@@ -80,55 +86,11 @@ pub struct PlacedCode {
     pub extable: Vec<(u32, u32)>,
 }
 
-/// Suffix of the symbol under which a C-convention routine itself is
-/// listed (its plain symbol names its `rep movs` entry).
-pub const C_SUFFIX: &str = ".c";
-
-/// The `rep movs` entry of a C-convention routine at `routine`: what a
-/// 6.12 site needs to call it. The C convention lets the routine clobber
-/// `rdx` and `r8`-`r11`, which a `rep movs` caller keeps, and takes `n` in
-/// `rdx` and returns in `rax`: the entry saves those five, passes `rcx` as
-/// `n`, calls the routine and returns its result in `rcx`. Returns the
-/// entry's offset.
-fn rep_movs_entry(ops: &mut dynasmrt::x64::Assembler, routine: usize) -> usize {
-    ops.align(16, 0xcc);
-    let entry = ops.offset().0;
-    dynasm!(ops
-        ; .arch x64
-        ; push rdx
-        ; push r8
-        ; push r9
-        ; push r10
-        ; push r11
-        ; mov rdx, rcx
-    );
-    // call rel32 to the routine, placed before the entry.
-    let next = ops.offset().0 + 5;
-    let rel =
-        i32::try_from(routine as i64 - next as i64).expect("one buffer is far smaller than 2 GiB");
-    ops.push(0xe8);
-    ops.extend(rel.to_le_bytes());
-    dynasm!(ops
-        ; .arch x64
-        ; mov rcx, rax
-        ; pop r11
-        ; pop r10
-        ; pop r9
-        ; pop r8
-        ; pop rdx
-        ; ret
-    );
-    entry
-}
-
-/// `s` as a 6.12 site calls it: the linux flavour in the strategy's
-/// convention (a C-convention routine is reached through its `rep movs`
-/// entry, see [`compile_site`]: the `rep movs` convention leaves a routine
-/// one scratch register, which a strategy written for the C convention
-/// may not fit in), STAC/CLAC done by the caller (as 6.12's
-/// `copy_user_generic()` does, around the site; user space cannot run
-/// them), relative exception-table entries.
-pub fn rep_movs_form(s: &Strategy) -> Strategy {
+/// `s` as a patched site calls it: the linux flavour in the strategy's
+/// convention, STAC/CLAC done by the caller (as 6.12's
+/// `copy_user_generic()` and the glue do around the site; user space
+/// cannot run them), relative exception-table entries.
+pub fn site_form(s: &Strategy) -> Strategy {
     let mut t = s.clone();
     t.linux.uaccess = Uaccess::Caller;
     t.linux.extable = ExtableFormat::Relative;
@@ -218,13 +180,10 @@ impl JitSite {
 }
 
 /// Compile `site` with every routine of `code` (each already in the form
-/// the site calls, see [`rep_movs_form`]) in the linux flavour, linking
-/// each of the site's calls to the routine of its symbol
-/// ([`SiteTarget::symbol`]: [`SiteTarget::RepMovsAlternative`] to
-/// `rep_movs_alternative`). A routine in the C convention is called
-/// through its `rep movs` entry (saves `rdx`, `r8`-`r11`; `rcx` in as
-/// `n`, `rax` out as `rcx`); the routine itself is listed as
-/// `<symbol>`[`C_SUFFIX`]. The entry points of a per-CPU strategy are
+/// the site calls, see [`site_form`], and in the site's convention) in
+/// the linux flavour, linking each of the site's calls to the routine of
+/// its symbol ([`SiteTarget::symbol`]: [`SiteTarget::RepMovsAlternative`]
+/// to `rep_movs_alternative`). The entry points of a per-CPU strategy are
 /// placed as alternatives leave them on a CPU with `features`: a `jmp` to
 /// the variant that CPU picks.
 pub fn compile_site(
@@ -238,8 +197,7 @@ pub fn compile_site(
 /// [`compile_site`] with code placed as it is (`placed`, after the
 /// compiled routines), whose symbols the site may call. A site in the C
 /// convention (`SiteCode::convention`) gets `rdx` = n and leaves the bytes
-/// left in `rax`, and its call of a strategy's routine reaches the C
-/// routine itself (`<symbol>`[`C_SUFFIX`]) where there is one.
+/// left in `rax`.
 pub fn compile_site_with(
     site: &SiteCode,
     code: &[Strategy],
@@ -260,6 +218,13 @@ pub fn compile_site_with(
     for s in code {
         if s.arch != Arch::X86_64 {
             return Err(JitError::NotExecutable(s.arch).into());
+        }
+        if s.linux.convention != site.convention {
+            return Err(SiteError::Convention {
+                strategy: s.name.clone(),
+                routine: s.linux.convention,
+                site: site.convention,
+            });
         }
         for c in backend::compile(s, Flavor::Linux) {
             let (r, lines) = x86_lines(c);
@@ -286,18 +251,9 @@ pub fn compile_site_with(
                         fixup: (offset + f as usize) as u32,
                     }),
             );
-            // What a site's `call` reaches: the routine itself in the
-            // `rep movs` convention, else its `rep movs` entry.
-            let entry = match s.linux.convention {
-                Convention::RepMovs => offset,
-                Convention::C => {
-                    routines.push((format!("{}{C_SUFFIX}", r.symbol), offset));
-                    rep_movs_entry(&mut ops, offset)
-                }
-            };
-            routines.push((r.symbol.clone(), entry));
+            routines.push((r.symbol.clone(), offset));
             for (alias, _) in &r.aliases {
-                routines.push((alias.clone(), entry));
+                routines.push((alias.clone(), offset));
             }
         }
     }
@@ -322,17 +278,6 @@ pub fn compile_site_with(
                 .expect("one buffer is far smaller than 2 GiB");
             ops.push(0xe9);
             ops.extend(rel.to_le_bytes());
-            // The C routine's own entry: a jump to the variant's C routine.
-            let c_to = format!("{to}{C_SUFFIX}");
-            if let Some(&(_, c_at)) = routines.iter().find(|(n, _)| *n == c_to) {
-                ops.align(16, 0xcc);
-                let c_here = ops.offset().0;
-                let rel = i32::try_from(c_at as i64 - (c_here + 5) as i64)
-                    .expect("one buffer is far smaller than 2 GiB");
-                ops.push(0xe9);
-                ops.extend(rel.to_le_bytes());
-                routines.push((format!("{entry}{C_SUFFIX}"), c_here));
-            }
             routines.push((entry, here));
         }
     }
@@ -351,12 +296,10 @@ pub fn compile_site_with(
     let c_site = site.convention == Convention::C;
     let target = |t: &SiteTarget| -> Result<usize, SiteError> {
         let name = t.symbol();
-        let c_name = format!("{name}{C_SUFFIX}");
-        let find = |n: &str| routines.iter().find(|(s, _)| s == n).map(|&(_, o)| o);
-        c_site
-            .then(|| find(&c_name))
-            .flatten()
-            .or_else(|| find(name))
+        routines
+            .iter()
+            .find(|(s, _)| s == name)
+            .map(|&(_, o)| o)
             .ok_or_else(|| SiteError::Unlinked(name.to_string()))
     };
     let mut loops = Vec::with_capacity(CONTEXTS);

@@ -8,7 +8,7 @@ use super::site::{stock_chain, Alt, Chain, SiteCode, SiteInsn, SiteTarget, MAX_A
 use super::version::KernelVersion;
 use crate::arch::cpu::CpuFeatures;
 use crate::arch::symbols;
-use crate::front::strategy::{Arch, Convention, Direction, Flavor, Strategy};
+use crate::front::strategy::{Arch, Convention, Direction, Flavor, Strategy, Uaccess};
 use crate::front::variant::{CpuFeature, Variant};
 
 /// The site of the strategy `t` (wired for `kernel`: one routine for both
@@ -24,6 +24,21 @@ pub fn is_variant_chain(t: &Strategy, kernel: KernelVersion) -> bool {
         && kernel.x86_64_calls_rep_movs_alternative()
         && t.linux.convention == Convention::RepMovs
         && !t.variants.is_empty()
+}
+
+/// Why `t` cannot be the 6.12 x86_64 site's chain, if it cannot: a
+/// per-CPU strategy is called from between `copy_user_generic()`'s
+/// `stac()` and `clac()`, in `rep_movs_alternative`'s convention. Both
+/// `kernel-patch` and `bench --site kernel` refuse such a strategy with
+/// this reason (the bench times only sites a patch can make).
+pub fn chain_unfit(t: &Strategy, kernel: KernelVersion) -> Option<&'static str> {
+    let chain_site = t.arch == Arch::X86_64
+        && kernel.x86_64_calls_rep_movs_alternative()
+        && !t.variants.is_empty();
+    (chain_site && (t.linux.convention != Convention::RepMovs || t.linux.uaccess != Uaccess::Caller))
+        .then_some(
+            "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb",
+        )
 }
 
 /// Whether a variant is a bare `rep movsb` (one class for every size,
@@ -64,24 +79,21 @@ fn variant_insn(t: &Strategy, v: &Variant) -> SiteInsn {
 /// right; a variant whose condition holds is never overridden by a
 /// higher-priority one (that one's condition fails, so at most its entry
 /// call applies). Otherwise (6.1, the C convention, no variants) the site
-/// is a call of the routine on every CPU, or, for a strategy that *is*
-/// 6.12's `rep_movs_alternative`, the stock site.
+/// is the glue's call of the routine on every CPU, in the strategy's
+/// convention, or, for a strategy that *is* 6.12's
+/// `rep_movs_alternative`, the stock site. (A per-CPU strategy in another
+/// convention gets no 6.12 site: [`chain_unfit`].)
 pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
     let entry = entry_routine(t);
     let call_entry = || SiteInsn::Call(SiteTarget::Routine(entry.clone()));
-    // 6.1's glue calls the entry in the strategy's own convention; a 6.12
-    // site is in the `rep movs` convention (a C-convention routine is
-    // reached through its `rep movs` entry, `jit::site`).
-    let convention = if kernel.x86_64_calls_rep_movs_alternative() {
-        Convention::RepMovs
-    } else {
-        t.linux.convention
-    };
+    // The glue's call of the entry (`raw_copy_{from,to}_user` on 6.1, and
+    // on 6.12 for a strategy that is not the chain) is in the strategy's
+    // own convention: inline asm whose constraints are that convention's.
     let calls_entry = |fallback: Option<String>| Chain {
         old: call_entry(),
         alts: Vec::new(),
         fallback,
-        convention,
+        convention: t.linux.convention,
     };
     if !is_variant_chain(t, kernel) {
         if t.arch == Arch::X86_64

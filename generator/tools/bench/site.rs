@@ -33,10 +33,11 @@ use std::path::Path;
 use super::stock::{StockFeatures, StockObject};
 use crate::arch::cpu::CpuFeatures;
 use crate::front::strategy::Strategy;
-use crate::jit::site::{compile_site_with, rep_movs_form, JitSite, PlacedCode, SiteArgs};
+use crate::jit::site::{compile_site_with, site_form, JitSite, PlacedCode, SiteArgs};
 use crate::kernel::site::{stock_site_with, SiteCode};
 use crate::kernel::variant_chain;
 use crate::kernel::version::KernelVersion;
+use crate::kernel::wiring;
 use crate::tools::host_cpu::HostCpu;
 
 /// A site to time: a name and its compiled loops.
@@ -156,8 +157,20 @@ pub fn resolve_site(
 ) -> Result<SiteCode> {
     Ok(match strategy {
         None => stock_site_with(kernel, features, true),
-        Some(s) => variant_chain::site(s, kernel, features),
+        Some(s) => variant_chain::site(&wired(s, kernel)?, kernel, features),
     })
+}
+
+/// `s` as `kernel-patch` wires it into `kernel`: the routines named as the
+/// tree calls them (`rep_movs_alternative` for a drop-in, which replaces
+/// the tree's; `copygen_copy_user` behind the glue or the chain), one
+/// routine for both directions. A strategy no patch can put there is
+/// refused with the patch's reason.
+pub fn wired(s: &Strategy, kernel: KernelVersion) -> Result<Strategy> {
+    let mut notes = Vec::new();
+    let mut t = wiring::common(s, kernel, &mut notes)?;
+    wiring::x86(s, &mut t, kernel, &mut notes)?;
+    Ok(t)
 }
 
 /// The stock kernel's site for the model's CPU, compiled with the tree's
@@ -179,11 +192,14 @@ pub fn stock_subject(model: &KernelModel) -> Result<SiteSubject> {
 
 /// The site a patch for `s` makes, for the model's CPU, compiled with the
 /// strategy's routines (and the tree's, which a patched kernel still has).
+/// The strategy is [`wired`] first: a strategy no patch can put at the
+/// site is refused with the reason `kernel-patch` gives.
 pub fn site_subject(s: &Strategy, model: &KernelModel) -> Result<SiteSubject> {
-    let code = resolve_site(Some(s), model.kernel(), model.features)?;
+    let t = wired(s, model.kernel())?;
+    let code = variant_chain::site(&t, model.kernel(), model.features);
     let site = compile_site_with(
         &code,
-        &[rep_movs_form(s)],
+        &[site_form(&t)],
         std::slice::from_ref(&model.placed),
         model.features,
     )
@@ -333,13 +349,26 @@ pub fn round_ratios(res: &Results, subject: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The bytes of a site, as `f3 a4 0f 1f 00` (rel32s as placed: zero).
+/// The bytes of a site, as `f3 a4 0f 1f 00` (rel32s as placed: zero),
+/// followed by what its calls reach: `e8 00 00 00 00 (call
+/// rep_movs_alternative)`.
 pub fn site_bytes(code: &SiteCode) -> String {
-    code.bytes
+    let bytes = code
+        .bytes
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    let calls: Vec<String> = code
+        .calls
+        .iter()
+        .map(|c| format!("call {}", c.target.symbol()))
+        .collect();
+    if calls.is_empty() {
+        bytes
+    } else {
+        format!("{bytes} ({})", calls.join(", "))
+    }
 }
 
 /// The report: per row, each patched site over the stock site (median of

@@ -40,19 +40,14 @@ use anyhow::{bail, Context, Result};
 
 use crate::checks::static_verify::{FunctionSpec, UserSide};
 use crate::front::strategy::{
-    Arch, Convention, Direction, ExtableFormat, Flavor, RoutineShape, Strategy, Uaccess,
+    Arch, Convention, Direction, Flavor, RoutineShape, Strategy, Uaccess,
 };
 use crate::kernel::symbols::{GLUE_SYMBOL, REP_MOVS_ALTERNATIVE};
 use crate::kernel::version::KernelVersion;
+use crate::kernel::wiring;
 use excerpts::Excerpt;
 
-/// Why a strategy cannot be wired into a tree (bad input: exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{strategy}: {message}")]
-pub struct Unfit {
-    pub strategy: String,
-    pub message: String,
-}
+pub use crate::kernel::wiring::Unfit;
 
 /// What the patch needs to say about how the routine was checked.
 #[derive(Debug, Clone)]
@@ -76,82 +71,19 @@ pub struct Wiring {
     pub notes: Vec<String>,
 }
 
-/// Adapt `s` to what the call sites of `kernel` on its arch expect.
+/// Adapt `s` to what the call sites of `kernel` on its arch expect
+/// (`kernel::wiring` holds the rules the bench shares).
 pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
     let unfit = |message: String| Unfit {
         strategy: s.name.clone(),
         message,
     };
-    let mut t = s.clone();
     let mut notes = Vec::new();
-    t.linux.kernel = Some(kernel);
-    if !kernel.has_extable_copy() && t.linux.extable == ExtableFormat::Copy {
-        // A file for both kernels defaults to 6.1's _ASM_EXTABLE_CPY; 6.4
-        // removed it, and 6.12's copy routines use _ASM_EXTABLE_UA.
-        t.linux.extable = ExtableFormat::Relative;
-    }
-    let both_dirs = s.directions.len() == 2;
-    if !both_dirs {
-        return Err(unfit(format!(
-            "the kernel copies in both directions through one call site; this strategy emits only {}",
-            s.directions[0].name()
-        )));
-    }
-    if !s.fixed_sizes.is_empty() {
-        notes.push(format!(
-            "The constant-size entry points ({:?}) are left out: no call site uses them.",
-            s.fixed_sizes
-        ));
-        t.fixed_sizes.clear();
-    }
+    let mut t = wiring::common(s, kernel, &mut notes)?;
     let file = match s.arch {
         Arch::Riscv64 => riscv64::wire(s, &mut t, kernel, &mut notes)?,
         Arch::X86_64 | Arch::I386 => {
-            if s.zero_tail {
-                return Err(unfit(
-                    "zero_tail routines zero from_user's kernel buffer; the kernel's one x86 routine serves both directions and zeroes in C (copy_from_user)".into(),
-                ));
-            }
-            t.routine = RoutineShape::Both;
-            // A per-CPU strategy is never the drop-in rep_movs_alternative:
-            // copy_user_generic() calls that only on CPUs without FSRM,
-            // while a variant may be meant for FSRM CPUs (per_cpu_note).
-            let drop_in = s.arch == Arch::X86_64
-                && kernel.x86_64_calls_rep_movs_alternative()
-                && s.linux.convention == Convention::RepMovs
-                && s.variants.is_empty();
-            let chain_site = s.arch == Arch::X86_64
-                && kernel.x86_64_calls_rep_movs_alternative()
-                && !s.variants.is_empty();
-            if chain_site
-                && (s.linux.convention != Convention::RepMovs || s.linux.uaccess != Uaccess::Caller)
-            {
-                return Err(unfit(
-                    "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb".into(),
-                ));
-            }
-            let name = if drop_in {
-                if s.linux.uaccess == Uaccess::Routine {
-                    return Err(unfit(
-                        "6.12 calls rep_movs_alternative with STAC already done; a routine that does its own STAC/CLAC would nest them (objtool refuses): set [linux] uaccess = \"caller\"".into(),
-                    ));
-                }
-                REP_MOVS_ALTERNATIVE
-            } else {
-                GLUE_SYMBOL
-            };
-            if s.routine == RoutineShape::PerDirection {
-                notes.push(
-                    "The strategy is emitted as one routine serving both directions (every load and store has an exception-table entry), as the x86 call sites need.".into(),
-                );
-            }
-            if s.linux.both.as_deref().is_some_and(|n| n != name) {
-                notes.push(format!(
-                    "The strategy names its routine `{}`; the tree calls it `{name}`.",
-                    s.linux.both.as_deref().unwrap_or_default()
-                ));
-            }
-            t.linux.both = Some(name.to_string());
+            wiring::x86(s, &mut t, kernel, &mut notes)?;
             if !t.variants.is_empty() {
                 notes.push(per_cpu_note(&t, kernel));
             }

@@ -102,8 +102,9 @@ pub(super) fn screen(
 }
 
 /// The final report against the stock site: the tuned strategy's site,
-/// then the catalog's x86_64 strategies' sites as this CPU would run them.
-/// Returns the results and the tuned strategy's subject.
+/// then the catalog's x86_64 strategies' sites as this CPU would run them
+/// (those a patch can put there: on 6.12 `guarded-movsb-612`, not
+/// `guarded-movsb`). Returns the results and the tuned strategy's subject.
 pub(super) fn final_report(
     sweep: &Sweep,
     tuned: &Strategy,
@@ -112,7 +113,9 @@ pub(super) fn final_report(
 ) -> Result<(Results, usize)> {
     let catalog: Vec<Strategy> = crate::front::catalog::catalog()?
         .into_iter()
-        .filter(|s| s.arch == Arch::X86_64 && s.name != tuned.name)
+        .filter(|s| {
+            s.arch == Arch::X86_64 && s.name != tuned.name && site::wired(s, kernel.0).is_ok()
+        })
         .collect();
     let mut all = vec![tuned];
     all.extend(catalog.iter());
