@@ -5,6 +5,8 @@
 
 use std::process::Command;
 
+use copygen::front::strategy::KernelVersion;
+
 fn copygen(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_copygen"))
         .args(args)
@@ -108,7 +110,11 @@ fn bad_tune_site_options_are_located_errors() {
 #[test]
 fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
     let Tuned {
-        report: text, file, ..
+        report: text,
+        file,
+        path,
+        _dir: _keep_the_file,
+        ..
     } = tune_site(&["--distribution", "MemcpyGoogleQ"]);
     assert!(
         text.contains("against stock 6.12 (median"),
@@ -121,6 +127,31 @@ fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
     assert!(
         file.contains("# Cost per call vs the stock 6.12 call site"),
         "{file}"
+    );
+    // 6.12's site calls rep_movs_alternative's convention: rax is every
+    // method's one scratch register, STAC/CLAC are the site's, and the
+    // patch builds the routine as rep_movs_alternative.
+    use copygen::front::strategy::{Convention, MethodKind, Uaccess};
+    let s = copygen::front::parse::load(&path, None).unwrap();
+    assert_eq!(s.linux.convention, Convention::RepMovs, "{file}");
+    assert_eq!(s.linux.uaccess, Uaccess::Caller, "{file}");
+    assert_eq!(s.linux.kernel, Some(KernelVersion::V6_12), "{file}");
+    let alias_first = s.alias_first.iter().flat_map(|a| &a.classes);
+    for c in s.classes.iter().chain(alias_first) {
+        let methods = std::iter::once(&c.method).chain(c.guards.iter().map(|g| &g.method));
+        for m in methods {
+            let registers = match &m.kind {
+                MethodKind::HeadTail { registers, .. } => *registers,
+                MethodKind::Unrolled(u) => u.registers,
+                _ => 1,
+            };
+            assert_eq!(registers, 1, "{}: {file}", m.name);
+        }
+    }
+    let wired = copygen::tools::kernel_patch::wire(&s, KernelVersion::V6_12).unwrap();
+    assert_eq!(
+        wired.strategy.linux.both.as_deref(),
+        Some("rep_movs_alternative")
     );
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use copygen::front::parse;
-use copygen::front::strategy::Arch;
+use copygen::front::strategy::{Arch, KernelVersion};
 use copygen::input::BadInput;
 
 use super::{command_line, Failure};
@@ -141,9 +141,14 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
             ))));
         }
     }
-    let mut header = match &base {
-        Some(b) => tune::CandidateBase::from_base(b),
-        None => tune::CandidateBase::new("tuned"),
+    let site = site_kernel(&a)?;
+    // Without a base, the convention of the site tuned for: 6.12's inline
+    // site calls rep_movs_alternative's; 6.1's glue (and a called routine)
+    // the C convention.
+    let mut header = match (&base, site) {
+        (Some(b), _) => tune::CandidateBase::from_base(b),
+        (None, Some(KernelVersion::V6_12)) => tune::CandidateBase::for_612_site("tuned"),
+        (None, _) => tune::CandidateBase::new("tuned"),
     };
     if let Some(n) = &a.name {
         check_name_option(n)?;
@@ -158,7 +163,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         seed: a.seed,
         workloads,
         check_workloads,
-        site: site_kernel(&a)?,
+        site,
         stock_features: a.stock.stock_features.clone(),
     };
     let bar = indicatif::ProgressBar::new(1000);

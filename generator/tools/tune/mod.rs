@@ -208,7 +208,12 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     let search_until = o.budget.mul_f64(0.7);
     let mut pool: Vec<Evaluated> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut seeds = Candidate::band_seeds(&space, &space.size_sets(&per_size));
+    // Every candidate within the convention's scratch registers.
+    let registers = o.header.registers();
+    let mut seeds: Vec<Candidate> = Candidate::band_seeds(&space, &space.size_sets(&per_size))
+        .into_iter()
+        .map(|c| c.within(registers))
+        .collect();
     let mut round = 0u64;
     let mut stopped_early = false;
     // Loading the stock site and measuring the bands count against the
@@ -233,10 +238,10 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         } else {
             pool.sort_by(|a, b| a.mean().total_cmp(&b.mean()));
             let parent = &pool[(rng.next_u64() % pool.len().min(5) as u64) as usize].cand;
-            let mut c = parent.mutate_bands(&mut rng, &space);
+            let mut c = parent.mutate_bands(&mut rng, &space).within(registers);
             let mut tries = 0;
             while seen.contains(&c) && tries < 20 {
-                c = parent.mutate_bands(&mut rng, &space);
+                c = parent.mutate_bands(&mut rng, &space).within(registers);
                 tries += 1;
             }
             c

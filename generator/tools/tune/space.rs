@@ -36,13 +36,22 @@ pub struct LoopShape {
     pub block_tail: bool,
 }
 
+/// `1 register`, `4 registers`.
+fn registers_text(n: u32) -> String {
+    if n == 1 {
+        "1 register".into()
+    } else {
+        format!("{n} registers")
+    }
+}
+
 impl LoopShape {
     /// `unrolled 64 B, 4 registers, loads first, align dst 8, overlapping-word tail`.
     pub fn describe(&self) -> String {
         let mut s = format!(
-            "unrolled {} B, {} registers, {}",
+            "unrolled {} B, {}, {}",
             self.block,
-            self.registers,
+            registers_text(self.registers),
             if self.interleaved {
                 "interleaved"
             } else {
@@ -364,6 +373,18 @@ fn pick<T: Clone>(rng: &mut bench::Rng, v: &[T]) -> T {
 }
 
 impl Candidate {
+    /// The candidate with no method using more than `registers` scratch
+    /// registers ([`CandidateBase::registers`]).
+    pub fn within(mut self, registers: u32) -> Candidate {
+        self.short_registers = self.short_registers.min(registers);
+        self.mid_loop.registers = self.mid_loop.registers.min(registers);
+        self.band_loop.registers = self.band_loop.registers.min(registers);
+        for g in &mut self.bands {
+            g.method.registers = g.method.registers.min(registers);
+        }
+        self
+    }
+
     /// `rep movsb` everywhere, the band 1..=15 guarded at every size.
     pub fn bare_guarded() -> Candidate {
         Candidate {
@@ -636,7 +657,7 @@ impl Candidate {
                 lo: 0,
                 hi: Some(self.short_max as u64),
                 kind: ClassKind::Short,
-                method: format!("head/tail copies, {} registers", self.short_registers),
+                method: format!("head/tail copies, {}", registers_text(self.short_registers)),
             });
         }
         let mid_end = self.mid_end();
@@ -983,6 +1004,31 @@ impl CandidateBase {
             precision: Precision::Exact,
             tuned_on: None,
             comments: Vec::new(),
+        }
+    }
+
+    /// The base of a strategy 6.12's inline site calls in place of
+    /// `rep_movs_alternative` (`tune --site kernel --site-kernel 6.12`):
+    /// its convention (`rdi, rsi, rcx -> rcx`, rax the only scratch
+    /// register), STAC/CLAC left to the site, 6.12's exception table.
+    /// `kernel-patch` builds it as `rep_movs_alternative`, so FSRM CPUs
+    /// keep the inline `rep movsb` and the others call it.
+    pub fn for_612_site(name: &str) -> CandidateBase {
+        let mut h = CandidateBase::new(name);
+        h.linux.convention = Convention::RepMovs;
+        h.linux.uaccess = Uaccess::Caller;
+        h.linux.extable = ExtableFormat::Relative;
+        h.linux.kernel = Some(KernelVersion::V6_12);
+        h
+    }
+
+    /// The most scratch registers a method may use: one (rax) in
+    /// `rep_movs_alternative`'s convention, as many as a method asks for
+    /// in the C convention's.
+    pub fn registers(&self) -> u32 {
+        match self.linux.convention {
+            Convention::RepMovs => 1,
+            Convention::C => u32::MAX,
         }
     }
 
