@@ -779,6 +779,18 @@ fn fake_remove(p: &Path) -> std::io::Result<()> {
     std::fs::rename(p, p.with_file_name(format!("removed-{name}")))
 }
 
+/// As tracefs's `rmdir` while another program has one of the instance's
+/// files open: EBUSY, the first two times for each instance.
+fn busy_then_remove(p: &Path) -> std::io::Result<()> {
+    let tries = p.with_extension("busy");
+    let n = std::fs::read_to_string(&tries).map_or(0, |t| t.len());
+    if n < 2 {
+        std::fs::write(&tries, "x".repeat(n + 1))?;
+        return Err(std::io::Error::from_raw_os_error(libc::EBUSY));
+    }
+    fake_remove(p)
+}
+
 /// An instance template for `fake`: the events, a `trace_pipe` holding
 /// `pipe`, the instance's own settings.
 fn instance_template(f: &Fake, pipe: &str) {
@@ -812,6 +824,17 @@ fn instance_template(f: &Fake, pipe: &str) {
 /// holds what it held.
 #[test]
 fn the_live_recorder_works_in_its_own_instance() {
+    live_recorder_in_its_own_instance(fake_remove);
+}
+
+/// An instance another program holds open for a moment (EBUSY from
+/// `rmdir`) is removed once it is free, and the recording succeeds.
+#[test]
+fn a_busy_instance_is_removed_once_it_is_free() {
+    live_recorder_in_its_own_instance(busy_then_remove);
+}
+
+fn live_recorder_in_its_own_instance(remove: fn(&Path) -> std::io::Result<()>) {
     use copygen::tools::record::live::{record, InstanceOps, RecordOptions, Traced};
     use std::sync::atomic::AtomicBool;
     let f = fake("rep_movs_alternative", "a top-level line nobody may read\n");
@@ -829,7 +852,7 @@ fn the_live_recorder_works_in_its_own_instance() {
         target: Traced::All,
         instance_ops: InstanceOps {
             create: fake_create,
-            remove: fake_remove,
+            remove,
         },
     };
     let rec = record(&o).unwrap();

@@ -58,6 +58,29 @@ impl InstanceOps {
     };
 }
 
+/// How long removing the instance is retried while the kernel says it is
+/// busy: `rmdir` of an instance fails with EBUSY while any file of it is
+/// open, and another program reading one (`cat
+/// instances/copygen-PID/events/copygen/*/enable`, whose own copy to user
+/// space the probes record) holds it only for that read.
+const BUSY_RETRIES: u32 = 40;
+const BUSY_WAIT: Duration = Duration::from_millis(25);
+
+/// `ops.remove` of the instance at `path`, tried again while it is busy
+/// (for up to [`BUSY_RETRIES`] × [`BUSY_WAIT`]); the last error.
+fn remove_instance(ops: InstanceOps, path: &Path) -> std::io::Result<()> {
+    let mut tries = 0;
+    loop {
+        match (ops.remove)(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy && tries < BUSY_RETRIES => {
+                tries += 1;
+                std::thread::sleep(BUSY_WAIT);
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Which processes to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Traced {
@@ -247,7 +270,7 @@ impl ProbeGuard {
             }
         }
         if let Some(ops) = self.instance.take() {
-            if let Err(err) = (ops.remove)(&self.here) {
+            if let Err(err) = remove_instance(ops, &self.here) {
                 errors.push(format!(
                     "{}: could not remove the instance ({err}): remove it with `rmdir {}`",
                     self.here.display(),

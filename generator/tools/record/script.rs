@@ -74,7 +74,9 @@ cleanup() {{
 		saved=
 	fi
 	if [ -n "$inst" ]; then
-		rmdir "$inst" || printf 'record: could not remove the instance %s: rmdir it\n' "$inst" >&2
+		# EBUSY while another program has one of its files open: once more.
+		rmdir "$inst" 2>/dev/null || {{ sleep 1; rmdir "$inst"; }} ||
+			printf 'record: could not remove the instance %s: rmdir it\n' "$inst" >&2
 		inst=
 	fi
 	for e in $added; do
