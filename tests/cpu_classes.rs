@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use copygen::arch::cpu::{CpuFeatures, Cpuid, INTEL, ZEN_VENDORS};
-use copygen::backend::x86::{entry, Alu, Cc, Inst, Reg};
+use copygen::backend::x86::{entry, Alu, Cc, FeatureTest, Inst, Reg};
 use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
@@ -251,9 +251,10 @@ fn kernel_bits(m: &Model, tree: KernelVersion) -> CpuFeatures {
     CpuFeatures::from_list(&list)
 }
 
-/// Walks the linux entry's ALTERNATIVE chain: an `AltJmp` is a `jmp` where
-/// the kernel leaves one (feature present == `if_set`), NOPs elsewhere.
-fn linux_pick(s: &Strategy, f: CpuFeatures) -> String {
+/// Walks the linux entry as the kernel leaves it: an `AltJmp` is a `jmp`
+/// where both its tests hold, NOPs elsewhere. The variant reached and the
+/// jumps taken on the way.
+fn linux_pick(s: &Strategy, f: CpuFeatures) -> (String, usize) {
     let dir = s.directions[0];
     let e = entry::entries(s, Flavor::Linux).remove(0);
     let labels: HashMap<&str, usize> = e
@@ -270,19 +271,26 @@ fn linux_pick(s: &Strategy, f: CpuFeatures) -> String {
         .iter()
         .map(|v| (variant_symbol(s, v, Flavor::Linux, dir), v.name.clone()))
         .collect();
+    let holds = |t: &FeatureTest| f.has(t.feature) == t.present;
     let mut pc = 0;
+    let mut jumps = 0;
     loop {
-        match &e.insts[pc] {
-            Inst::AltJmp {
-                target,
-                feature,
-                if_set,
-            } if f.has(*feature) == *if_set => pc = labels[target.as_str()],
-            Inst::Jmp { target } => match labels.get(target.as_str()) {
-                Some(&i) => pc = i,
-                None => return by_symbol[target].clone(),
-            },
-            _ => pc += 1,
+        let target = match &e.insts[pc] {
+            Inst::AltJmp { target, first, and }
+                if holds(first) && and.as_ref().is_none_or(holds) =>
+            {
+                target
+            }
+            Inst::Jmp { target } => target,
+            _ => {
+                pc += 1;
+                continue;
+            }
+        };
+        jumps += 1;
+        match labels.get(target.as_str()) {
+            Some(&i) => pc = i,
+            None => return (by_symbol[target].clone(), jumps),
         }
     }
 }
@@ -318,9 +326,11 @@ fn every_cpu_of_the_table_gets_its_class_s_variant_standalone_and_in_the_kernel(
             );
             for tree in KernelVersion::ALL {
                 let bits = kernel_bits(m, tree);
+                // After boot the entry is NOPs and one jump, to the
+                // variant (no condition of the catalog has three tests).
                 assert_eq!(
                     linux_pick(&s, bits),
-                    want,
+                    (want.to_string(), 1),
                     "{name} linux {} on {}",
                     tree.name(),
                     m.name
@@ -349,7 +359,7 @@ fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
                 {
                     Some(v) => v.name.clone(),
                     // The entry: its own chain picks.
-                    None => linux_pick(&s, bits),
+                    None => linux_pick(&s, bits).0,
                 }
             }
             SiteInsn::Call(SiteTarget::RepMovsAlternative) => panic!("the stock routine"),
@@ -363,6 +373,66 @@ fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
                 m.name
             );
         }
+    }
+}
+
+#[test]
+fn a_condition_of_three_tests_skips_its_slot_where_the_third_fails() {
+    use copygen::front::parse::parse;
+    use std::path::Path;
+    let text = r#"name = "three_tests"
+description = "A variant on three feature tests."
+arch = "x86_64"
+
+[methods.movsb]
+kind = "rep_movs"
+unit = 1
+
+[[variants]]
+name = "three"
+when = ["zen", "erms", "!fsrm"]
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+
+[[variants]]
+name = "fast"
+when = ["fsrm"]
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+
+[[variants]]
+name = "other"
+default = true
+[[variants.dispatch]]
+sizes = "0.."
+use = "movsb"
+"#;
+    let s = parse(Path::new("t.toml"), text, None).unwrap();
+    let f = |l: &[CpuFeature]| CpuFeatures::from_list(l);
+    use CpuFeature::{Erms, Fsrm, Zen};
+    // All three hold: the slot's jump.
+    assert_eq!(linux_pick(&s, f(&[Zen, Erms])), ("three".into(), 1));
+    // The third fails: past the slot (a jump), then fsrm's slot.
+    assert_eq!(linux_pick(&s, f(&[Zen, Erms, Fsrm])), ("fast".into(), 2));
+    assert_eq!(linux_pick(&s, f(&[Erms, Fsrm])), ("fast".into(), 2));
+    // The third holds, the slot's own tests fail: NOPs, then the next
+    // variants'.
+    assert_eq!(linux_pick(&s, f(&[Erms])), ("other".into(), 1));
+    assert_eq!(linux_pick(&s, f(&[Zen])), ("other".into(), 1));
+    for bits in 0..8u32 {
+        let on: Vec<CpuFeature> = [Zen, Erms, Fsrm]
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| bits & (1 << i) != 0)
+            .map(|(_, x)| x)
+            .collect();
+        assert_eq!(
+            linux_pick(&s, f(&on)).0,
+            standalone_pick(&s, f(&on)),
+            "{on:?}"
+        );
     }
 }
 

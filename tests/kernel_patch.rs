@@ -226,21 +226,31 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
         ("6.12", "guarded-movsb-32", "guarded_movsb_32", i386),
     ] {
         let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
-        let not = |v: &str| format!(".L{symbol}_copy_not_{v}");
+        // One slot per variant: its jump where the first bit is as named,
+        // NOPs put back where the second is not.
         let mut entry = vec!["+SYM_FUNC_START(copygen_copy_user)".to_string()];
-        for (i, (v, bits)) in variants.iter().enumerate() {
-            if i + 1 == variants.len() {
-                entry.push(format!("+\tjmp\t{symbol}__{v}_copy_user"));
-                break;
-            }
-            for bit in bits.iter() {
-                entry.push(match bit.strip_prefix('!') {
-                    Some(b) => format!("+\tALTERNATIVE \"\", \"jmp {}\", X86_FEATURE_{b}", not(v)),
-                    None => format!("+\tALTERNATIVE \"jmp {}\", \"\", X86_FEATURE_{bit}", not(v)),
-                });
-            }
-            entry.push(format!("+\tjmp\t{symbol}__{v}_copy_user"));
-            entry.push(format!("+{}:", not(v)));
+        for (v, bits) in variants.iter() {
+            let jmp = format!("jmp {symbol}__{v}_copy_user");
+            let slot = match bits {
+                [] => format!("+\tjmp\t{symbol}__{v}_copy_user"),
+                [first, rest @ ..] => {
+                    let (old, new, f1) = match first.strip_prefix('!') {
+                        Some(b) => (jmp.as_str(), "", b),
+                        None => ("", jmp.as_str(), *first),
+                    };
+                    let head = format!("ALTERNATIVE \"{old}\", \"{new}\", X86_FEATURE_{f1}");
+                    match rest {
+                        [] => format!("+\t{head}"),
+                        [second] => match second.strip_prefix('!') {
+                            Some(b) => format!("+\t{head}, \"\", X86_FEATURE_{b}"),
+                            None => format!("+\t{head}, \"\", ALT_NOT(X86_FEATURE_{second})"),
+                        }
+                        .replacen("ALTERNATIVE", "ALTERNATIVE_2", 1),
+                        _ => panic!("three bits"),
+                    }
+                }
+            };
+            entry.push(slot);
         }
         let lines: Vec<&str> = p
             .lines()

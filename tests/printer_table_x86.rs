@@ -14,7 +14,7 @@
 //! directives, `ALTERNATIVE`), which the JIT must refuse.
 
 use copygen::backend::x86::{
-    print_inst, Alu, Cc, Cpp, Directive, Inst, Line, MemRef, Reg, SymBase, SymRef,
+    print_inst, Alu, Cc, Cpp, Directive, FeatureTest, Inst, Line, MemRef, Reg, SymBase, SymRef,
 };
 use copygen::backend::Line as AnyLine;
 use copygen::front::strategy::{Flavor, PrefetchKind};
@@ -611,18 +611,52 @@ fn printer_only_rows(ptr_width: u32) -> Vec<(Inst, &'static str)> {
         (
             Inst::AltJmp {
                 target: ".Lcopy_movs".into(),
-                feature: CpuFeature::Erms,
-                if_set: false,
+                first: FeatureTest {
+                    feature: CpuFeature::Erms,
+                    present: false,
+                },
+                and: None,
             },
             "\tALTERNATIVE \"jmp .Lcopy_movs\", \"\", X86_FEATURE_ERMS",
         ),
         (
             Inst::AltJmp {
                 target: ".Lcopy_movs".into(),
-                feature: CpuFeature::Fsrm,
-                if_set: true,
+                first: FeatureTest {
+                    feature: CpuFeature::Fsrm,
+                    present: true,
+                },
+                and: None,
             },
             "\tALTERNATIVE \"\", \"jmp .Lcopy_movs\", X86_FEATURE_FSRM",
+        ),
+        (
+            Inst::AltJmp {
+                target: "zen_routine".into(),
+                first: FeatureTest {
+                    feature: CpuFeature::Zen,
+                    present: true,
+                },
+                and: Some(FeatureTest {
+                    feature: CpuFeature::Erms,
+                    present: true,
+                }),
+            },
+            "\tALTERNATIVE_2 \"\", \"jmp zen_routine\", X86_FEATURE_ZEN, \"\", ALT_NOT(X86_FEATURE_ERMS)",
+        ),
+        (
+            Inst::AltJmp {
+                target: "movsq_routine".into(),
+                first: FeatureTest {
+                    feature: CpuFeature::Erms,
+                    present: false,
+                },
+                and: Some(FeatureTest {
+                    feature: CpuFeature::Zen,
+                    present: false,
+                }),
+            },
+            "\tALTERNATIVE_2 \"jmp movsq_routine\", \"\", X86_FEATURE_ERMS, \"\", X86_FEATURE_ZEN",
         ),
         (Inst::Directive(Directive::PushData), "\t.pushsection .data"),
         (Inst::Directive(Directive::PopSection), "\t.popsection"),

@@ -257,39 +257,27 @@ fn entry_lines<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn the_linux_entry_is_an_alternative_chain_on_feature_bits() {
+fn the_linux_entry_is_an_alternative_slot_per_variant_on_feature_bits() {
     let text = render(&guarded_movsb(), Flavor::Linux);
     assert_eq!(
         entry_lines(&text, "guarded_movsb_from_user"),
         [
             "SYM_FUNC_START(guarded_movsb_from_user)",
-            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_zen\", \"\", X86_FEATURE_ZEN",
-            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_zen\", \"\", X86_FEATURE_ERMS",
-            "\tjmp\tguarded_movsb__zen_from_user",
-            ".Lguarded_movsb_from_not_zen:",
-            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_fsrm\", \"\", X86_FEATURE_FSRM",
-            "\tjmp\tguarded_movsb__fsrm_from_user",
-            ".Lguarded_movsb_from_not_fsrm:",
-            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_erms\", \"\", X86_FEATURE_ERMS",
-            "\tjmp\tguarded_movsb__erms_from_user",
-            ".Lguarded_movsb_from_not_erms:",
-            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_zen_movsq\", \"\", X86_FEATURE_ZEN",
-            "\tALTERNATIVE \"\", \"jmp .Lguarded_movsb_from_not_zen_movsq\", X86_FEATURE_ERMS",
-            "\tjmp\tguarded_movsb__zen_movsq_from_user",
-            ".Lguarded_movsb_from_not_zen_movsq:",
-            "\tALTERNATIVE \"jmp .Lguarded_movsb_from_not_movsq\", \"\", X86_FEATURE_REP_GOOD",
-            "\tjmp\tguarded_movsb__movsq_from_user",
-            ".Lguarded_movsb_from_not_movsq:",
+            "\tALTERNATIVE_2 \"\", \"jmp guarded_movsb__zen_from_user\", X86_FEATURE_ZEN, \"\", ALT_NOT(X86_FEATURE_ERMS)",
+            "\tALTERNATIVE \"\", \"jmp guarded_movsb__fsrm_from_user\", X86_FEATURE_FSRM",
+            "\tALTERNATIVE \"\", \"jmp guarded_movsb__erms_from_user\", X86_FEATURE_ERMS",
+            "\tALTERNATIVE_2 \"\", \"jmp guarded_movsb__zen_movsq_from_user\", X86_FEATURE_ZEN, \"\", X86_FEATURE_ERMS",
+            "\tALTERNATIVE \"\", \"jmp guarded_movsb__movsq_from_user\", X86_FEATURE_REP_GOOD",
             "\tjmp\tguarded_movsb__loop_from_user",
             "",
         ]
     );
     assert!(text.contains("#include <asm/alternative.h>"));
     assert!(!text.contains("cpuid"));
-    // An excluded feature jumps away when present.
+    // An excluded feature puts the NOPs back when present.
     let t = render(&per_cpu("i386"), Flavor::Linux);
     assert!(
-        t.contains("\tALTERNATIVE \"\", \"jmp .Lper_cpu_to_not_erms\", X86_FEATURE_ZEN"),
+        t.contains("\tALTERNATIVE_2 \"\", \"jmp per_cpu__erms_to_user\", X86_FEATURE_ERMS, \"\", X86_FEATURE_ZEN"),
         "{t}"
     );
     // Every variant's user accesses have their own entries.
@@ -332,10 +320,7 @@ fn a_per_cpu_routine_for_both_directions_has_one_entry_and_a_routine_per_variant
         entry_lines(&linux, "my_copy"),
         [
             "SYM_FUNC_START(my_copy)",
-            "\tALTERNATIVE \"jmp .Lper_cpu_copy_not_erms\", \"\", X86_FEATURE_ERMS",
-            "\tALTERNATIVE \"\", \"jmp .Lper_cpu_copy_not_erms\", X86_FEATURE_ZEN",
-            "\tjmp\tper_cpu__erms_copy_user",
-            ".Lper_cpu_copy_not_erms:",
+            "\tALTERNATIVE_2 \"\", \"jmp per_cpu__erms_copy_user\", X86_FEATURE_ERMS, \"\", X86_FEATURE_ZEN",
             "\tjmp\tper_cpu__other_copy_user",
             "",
         ]

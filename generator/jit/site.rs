@@ -28,6 +28,7 @@ use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuff
 use super::encode::{self, Mode};
 use super::{fault, x86_lines, JitError};
 use crate::arch::cpu::CpuFeatures;
+use crate::backend::x86::entry::{linux_entry_after_boot, AfterBoot};
 use crate::backend::{self, x86::Inst};
 use crate::front::strategy::{Arch, Convention, ExtableFormat, Flavor, Strategy, Uaccess};
 use crate::kernel::site::{SiteCode, SiteTarget};
@@ -179,13 +180,52 @@ impl JitSite {
     }
 }
 
+/// The kernel's 5-byte NOP (`BYTES_NOP5`).
+const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+
+/// Place a patched entry point (every piece 5 bytes) at the assembler's
+/// offset, its jumps linked to its own labels or to `routines`.
+fn place_entry(
+    ops: &mut dynasmrt::x64::Assembler,
+    pieces: &[AfterBoot],
+    routines: &[(String, usize)],
+) -> Result<(), SiteError> {
+    let mut labels = Vec::new();
+    let mut at = ops.offset().0;
+    for p in pieces {
+        match p {
+            AfterBoot::Label(l) => labels.push((l.clone(), at)),
+            AfterBoot::Jmp(_) | AfterBoot::Nops => at += NOP5.len(),
+        }
+    }
+    for p in pieces {
+        match p {
+            AfterBoot::Label(_) => {}
+            AfterBoot::Nops => ops.extend(NOP5),
+            AfterBoot::Jmp(target) => {
+                let &(_, to) = labels
+                    .iter()
+                    .chain(routines)
+                    .find(|(n, _)| n == target)
+                    .ok_or_else(|| SiteError::Unlinked(target.clone()))?;
+                let next = ops.offset().0 + 5;
+                let rel = i32::try_from(to as i64 - next as i64)
+                    .expect("one buffer is far smaller than 2 GiB");
+                ops.push(0xe9);
+                ops.extend(rel.to_le_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Compile `site` with every routine of `code` (each already in the form
 /// the site calls, see [`site_form`], and in the site's convention) in
 /// the linux flavour, linking each of the site's calls to the routine of
 /// its symbol ([`SiteTarget::symbol`]: [`SiteTarget::RepMovsAlternative`]
 /// to `rep_movs_alternative`). The entry points of a per-CPU strategy are
-/// placed as alternatives leave them on a CPU with `features`: a `jmp` to
-/// the variant that CPU picks.
+/// placed as alternatives leave them on a CPU with `features`: NOPs for
+/// the variants before the one that CPU picks, a `jmp` to it.
 pub fn compile_site(
     site: &SiteCode,
     code: &[Strategy],
@@ -258,27 +298,18 @@ pub fn compile_site_with(
         }
     }
     // A per-CPU strategy's entry points as `apply_alternatives()` leaves
-    // them on this CPU: a jump to the variant it picks.
+    // them on this CPU: NOPs for the variants before its own, one jump.
     for s in code.iter().filter(|s| !s.variants.is_empty()) {
-        let Some(v) = crate::lower::variants::select(s, features) else {
-            continue;
-        };
         for &dir in &s.directions {
             let entry = crate::arch::symbols::entry(s, Flavor::Linux, dir, None);
             if routines.iter().any(|(n, _)| *n == entry) {
                 continue;
             }
-            let to = crate::lower::variants::variant_symbol(s, v, Flavor::Linux, dir);
-            let Some(&(_, at)) = routines.iter().find(|(n, _)| *n == to) else {
-                return Err(SiteError::Unlinked(to));
-            };
             ops.align(16, 0xcc);
-            let here = ops.offset().0;
-            let rel = i32::try_from(at as i64 - (here + 5) as i64)
-                .expect("one buffer is far smaller than 2 GiB");
-            ops.push(0xe9);
-            ops.extend(rel.to_le_bytes());
-            routines.push((entry, here));
+            let base = ops.offset().0;
+            let pieces = linux_entry_after_boot(s, dir, features);
+            place_entry(&mut ops, &pieces, &routines)?;
+            routines.push((entry, base));
         }
     }
     for p in placed {

@@ -106,8 +106,9 @@ kernel_build_prepare() {
 	# built in next to the routine; its table of the preset's routines is written here).
 	# kernel-patch makes the x86 routine one for both directions; a per-CPU preset's entry
 	# point is the file's first function, and names each variant in a comment before the
-	# jump to its routine: `/* variant `NAME`: ... */` ... `jmp ROUTINE`. (The stock
-	# kernel gets an empty table: the initcall then compiles to nothing.)
+	# jump to its routine, plain or in its ALTERNATIVE slot: `/* variant `NAME`: ... */`
+	# ... `jmp ROUTINE` (a jump to a local .L label skips a slot). (The stock kernel
+	# gets an empty table: the initcall then compiles to nothing.)
 	variants=
 	if [[ $arch == x86_64 || $arch == i386 ]]; then
 		local asm entry routes table v r mk=arch/x86/lib/Makefile
@@ -117,7 +118,9 @@ kernel_build_prepare() {
 			entry=$(sed -n 's/^SYM_FUNC_START(\(.*\))$/\1/p' "$asm" | head -1)
 			routes=$(awk '/^SYM_FUNC_END/ { exit }
 				/^\t\/\* variant `/ { split($0, w, "`"); v = w[2] }
-				v != "" && /^\tjmp\t[A-Za-z_]/ { print v, $2; v = "" }' "$asm")
+				v != "" && match($0, /jmp[ \t]+[A-Za-z_][A-Za-z0-9_]*/) {
+					r = substr($0, RSTART, RLENGTH); sub(/^jmp[ \t]+/, "", r); print v, r; v = ""
+				}' "$asm")
 			variants=$(cut -d' ' -f1 <<<"$routes")
 		fi
 		mkdir -p "$stage/arch/x86/lib"

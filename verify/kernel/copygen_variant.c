@@ -4,7 +4,8 @@
  * per-CPU variant does the patched entry point enter on this CPU? A late initcall (the
  * ALTERNATIVEs are applied by then) follows the entry point's code as the CPU will,
  * NOPs and direct jumps, until it reaches a variant's routine, and logs
- * "copygen-variant: NAME" (or "none" for a preset without variants) for /init.
+ * "copygen-variant: NAME (N jumps)" (or "none" for a preset without variants) for
+ * /init: the entry's ALTERNATIVEs leave NOPs and one jump to the variant.
  * copygen_variant_table.h, written by kernel-boot, names the entry point (one routine
  * for both directions, as kernel-patch wires x86) and each variant's routine.
  */
@@ -55,7 +56,8 @@ static int __init copygen_nop_len(const u8 *p)
 	return 0;
 }
 
-static const char *__init copygen_entered(const u8 *p)
+/* The variant the code at p enters; *jumps counts the jumps taken on the way. */
+static const char *__init copygen_entered(const u8 *p, int *jumps)
 {
 	int step, i;
 
@@ -63,11 +65,13 @@ static const char *__init copygen_entered(const u8 *p)
 		for (i = 0; i < ARRAY_SIZE(copygen_variants); i++)
 			if (p == copygen_variants[i].routine)
 				return copygen_variants[i].name;
-		if (p[0] == 0xe9)
+		if (p[0] == 0xe9) {
 			p += 5 + *(const s32 *)(p + 1);
-		else if (p[0] == 0xeb)
+			++*jumps;
+		} else if (p[0] == 0xeb) {
 			p += 2 + (s8)p[1];
-		else if (copygen_nop_len(p))
+			++*jumps;
+		} else if (copygen_nop_len(p))
 			p += copygen_nop_len(p);
 		else if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && (p[3] & 0xfe) == 0xfa)
 			p += 4; /* endbr32/endbr64 */
@@ -80,7 +84,10 @@ static const char *__init copygen_entered(const u8 *p)
 
 static int __init copygen_variant_report(void)
 {
-	pr_info("copygen-variant: %s\n", copygen_entered((const u8 *)COPYGEN_ENTRY));
+	int jumps = 0;
+	const char *name = copygen_entered((const u8 *)COPYGEN_ENTRY, &jumps);
+
+	pr_info("copygen-variant: %s (%d jump%s)\n", name, jumps, jumps == 1 ? "" : "s");
 	return 0;
 }
 #else

@@ -15,8 +15,9 @@
  *      count and every byte around the buffer and in the file.
  *   4. Prints one summary line "copygen-boot: PASS|FAIL ..." and reboots (qemu runs
  *      with -no-reboot, so that ends the VM). It names the per-CPU variant the
- *      kernel's patched entry points enter, as its "copygen-variant: NAME" record
- *      says (verify/kernel/copygen_variant.c): variant=NAME, none without variants.
+ *      kernel's patched entry points enter, as its "copygen-variant: NAME (N jumps)"
+ *      record says (verify/kernel/copygen_variant.c): variant=NAME, none without
+ *      variants, and jumps=N, the jumps taken on the way (- without variants).
  *
  * Kernel command-line variables (the kernel passes them in the environment):
  *   copygen_preset=NAME   printed in the summary
@@ -55,6 +56,7 @@ static const long file_offsets[] = {0, 5, PG - 6}; /* the last one crosses a pag
 
 static const char *preset = "?";
 static char variant[64] = "none";
+static char variant_jumps[16] = "-";
 static int exact;
 static const char *smap = "n/a", *fsrm = "n/a"; /* x86 CPU flags, "yes"/"no" */
 static char usercopy[128] = "not-run";
@@ -83,8 +85,8 @@ static __attribute__((noreturn)) void finish(const char *status)
 
 	if (uname(&u))
 		strcpy(u.release, "?"), strcpy(u.machine, "?");
-	say("copygen-boot: %s kernel=%s machine=%s preset=%s variant=%s precision=%s smap=%s fsrm=%s usercopy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
-	    status, u.release, u.machine, preset, variant, exact ? "exact" : "bounds", smap, fsrm, usercopy, cases,
+	say("copygen-boot: %s kernel=%s machine=%s preset=%s variant=%s jumps=%s precision=%s smap=%s fsrm=%s usercopy=%s syscall_cases=%ld shortfall_max=%ld failures=%ld\n",
+	    status, u.release, u.machine, preset, variant, variant_jumps, exact ? "exact" : "bounds", smap, fsrm, usercopy, cases,
 	    shortfall_max, failures);
 	sync();
 	reboot(RB_AUTOBOOT);
@@ -285,17 +287,23 @@ static const char *next_record(int kmsg)
 	return msg ? msg + 1 : "";
 }
 
-/* The "copygen-variant: NAME" record the kernel logged at boot, if any. */
+/* The "copygen-variant: NAME (N jumps)" record the kernel logged at boot, if any. */
 static void read_variant(void)
 {
 	static const char tag[] = "copygen-variant: ";
 	int kmsg = open_kmsg(0);
-	const char *msg;
+	const char *msg, *name;
+	int len, jumps;
 
-	while ((msg = next_record(kmsg)))
-		if (strncmp(msg, tag, sizeof(tag) - 1) == 0)
-			snprintf(variant, sizeof(variant), "%.*s", (int)strcspn(msg + sizeof(tag) - 1, "\n"),
-				 msg + sizeof(tag) - 1);
+	while ((msg = next_record(kmsg))) {
+		if (strncmp(msg, tag, sizeof(tag) - 1) != 0)
+			continue;
+		name = msg + sizeof(tag) - 1;
+		len = (int)strcspn(name, " \n");
+		snprintf(variant, sizeof(variant), "%.*s", len, name);
+		if (sscanf(name + len, " (%d jump", &jumps) == 1)
+			snprintf(variant_jumps, sizeof(variant_jumps), "%d", jumps);
+	}
 	close(kmsg);
 }
 

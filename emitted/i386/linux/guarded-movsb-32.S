@@ -146,18 +146,11 @@
 
 SYM_FUNC_START(guarded_movsb_32_from_user)
 	/* variant `zen`: zen && erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_32_from_not_zen", "", X86_FEATURE_ZEN
-	ALTERNATIVE "jmp .Lguarded_movsb_32_from_not_zen", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb_32__zen_from_user
-.Lguarded_movsb_32_from_not_zen:
+	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_from_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
-	ALTERNATIVE "jmp .Lguarded_movsb_32_from_not_fsrm", "", X86_FEATURE_FSRM
-	jmp	guarded_movsb_32__fsrm_from_user
-.Lguarded_movsb_32_from_not_fsrm:
+	ALTERNATIVE "", "jmp guarded_movsb_32__fsrm_from_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_32_from_not_erms", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb_32__erms_from_user
-.Lguarded_movsb_32_from_not_erms:
+	ALTERNATIVE "", "jmp guarded_movsb_32__erms_from_user", X86_FEATURE_ERMS
 	/* variant `loop`: default */
 	jmp	guarded_movsb_32__loop_from_user
 
@@ -166,18 +159,11 @@ EXPORT_SYMBOL(guarded_movsb_32_from_user)
 
 SYM_FUNC_START(guarded_movsb_32_to_user)
 	/* variant `zen`: zen && erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_32_to_not_zen", "", X86_FEATURE_ZEN
-	ALTERNATIVE "jmp .Lguarded_movsb_32_to_not_zen", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb_32__zen_to_user
-.Lguarded_movsb_32_to_not_zen:
+	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_to_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
-	ALTERNATIVE "jmp .Lguarded_movsb_32_to_not_fsrm", "", X86_FEATURE_FSRM
-	jmp	guarded_movsb_32__fsrm_to_user
-.Lguarded_movsb_32_to_not_fsrm:
+	ALTERNATIVE "", "jmp guarded_movsb_32__fsrm_to_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_32_to_not_erms", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb_32__erms_to_user
-.Lguarded_movsb_32_to_not_erms:
+	ALTERNATIVE "", "jmp guarded_movsb_32__erms_to_user", X86_FEATURE_ERMS
 	/* variant `loop`: default */
 	jmp	guarded_movsb_32__loop_to_user
 

@@ -186,17 +186,11 @@
 
 SYM_FUNC_START(guarded_movsb_612_from_user)
 	/* variant `noerms`: !erms */
-	ALTERNATIVE "", "jmp .Lguarded_movsb_612_from_not_noerms", X86_FEATURE_ERMS
-	jmp	guarded_movsb_612__noerms_from_user
-.Lguarded_movsb_612_from_not_noerms:
+	ALTERNATIVE "jmp guarded_movsb_612__noerms_from_user", "", X86_FEATURE_ERMS
 	/* variant `zen`: zen */
-	ALTERNATIVE "jmp .Lguarded_movsb_612_from_not_zen", "", X86_FEATURE_ZEN
-	jmp	guarded_movsb_612__zen_from_user
-.Lguarded_movsb_612_from_not_zen:
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen_from_user", X86_FEATURE_ZEN
 	/* variant `fsrm`: fsrm */
-	ALTERNATIVE "jmp .Lguarded_movsb_612_from_not_fsrm", "", X86_FEATURE_FSRM
-	jmp	guarded_movsb_612__fsrm_from_user
-.Lguarded_movsb_612_from_not_fsrm:
+	ALTERNATIVE "", "jmp guarded_movsb_612__fsrm_from_user", X86_FEATURE_FSRM
 	/* variant `erms`: default */
 	jmp	guarded_movsb_612__erms_from_user
 
@@ -205,17 +199,11 @@ EXPORT_SYMBOL(guarded_movsb_612_from_user)
 
 SYM_FUNC_START(guarded_movsb_612_to_user)
 	/* variant `noerms`: !erms */
-	ALTERNATIVE "", "jmp .Lguarded_movsb_612_to_not_noerms", X86_FEATURE_ERMS
-	jmp	guarded_movsb_612__noerms_to_user
-.Lguarded_movsb_612_to_not_noerms:
+	ALTERNATIVE "jmp guarded_movsb_612__noerms_to_user", "", X86_FEATURE_ERMS
 	/* variant `zen`: zen */
-	ALTERNATIVE "jmp .Lguarded_movsb_612_to_not_zen", "", X86_FEATURE_ZEN
-	jmp	guarded_movsb_612__zen_to_user
-.Lguarded_movsb_612_to_not_zen:
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen_to_user", X86_FEATURE_ZEN
 	/* variant `fsrm`: fsrm */
-	ALTERNATIVE "jmp .Lguarded_movsb_612_to_not_fsrm", "", X86_FEATURE_FSRM
-	jmp	guarded_movsb_612__fsrm_to_user
-.Lguarded_movsb_612_to_not_fsrm:
+	ALTERNATIVE "", "jmp guarded_movsb_612__fsrm_to_user", X86_FEATURE_FSRM
 	/* variant `erms`: default */
 	jmp	guarded_movsb_612__erms_to_user
 

@@ -214,27 +214,15 @@
 
 SYM_FUNC_START(guarded_movsb_from_user)
 	/* variant `zen`: zen && erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_from_not_zen", "", X86_FEATURE_ZEN
-	ALTERNATIVE "jmp .Lguarded_movsb_from_not_zen", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb__zen_from_user
-.Lguarded_movsb_from_not_zen:
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_from_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
-	ALTERNATIVE "jmp .Lguarded_movsb_from_not_fsrm", "", X86_FEATURE_FSRM
-	jmp	guarded_movsb__fsrm_from_user
-.Lguarded_movsb_from_not_fsrm:
+	ALTERNATIVE "", "jmp guarded_movsb__fsrm_from_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_from_not_erms", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb__erms_from_user
-.Lguarded_movsb_from_not_erms:
+	ALTERNATIVE "", "jmp guarded_movsb__erms_from_user", X86_FEATURE_ERMS
 	/* variant `zen_movsq`: zen && !erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_from_not_zen_movsq", "", X86_FEATURE_ZEN
-	ALTERNATIVE "", "jmp .Lguarded_movsb_from_not_zen_movsq", X86_FEATURE_ERMS
-	jmp	guarded_movsb__zen_movsq_from_user
-.Lguarded_movsb_from_not_zen_movsq:
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_movsq_from_user", X86_FEATURE_ZEN, "", X86_FEATURE_ERMS
 	/* variant `movsq`: rep_good */
-	ALTERNATIVE "jmp .Lguarded_movsb_from_not_movsq", "", X86_FEATURE_REP_GOOD
-	jmp	guarded_movsb__movsq_from_user
-.Lguarded_movsb_from_not_movsq:
+	ALTERNATIVE "", "jmp guarded_movsb__movsq_from_user", X86_FEATURE_REP_GOOD
 	/* variant `loop`: default */
 	jmp	guarded_movsb__loop_from_user
 
@@ -243,27 +231,15 @@ EXPORT_SYMBOL(guarded_movsb_from_user)
 
 SYM_FUNC_START(guarded_movsb_to_user)
 	/* variant `zen`: zen && erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_to_not_zen", "", X86_FEATURE_ZEN
-	ALTERNATIVE "jmp .Lguarded_movsb_to_not_zen", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb__zen_to_user
-.Lguarded_movsb_to_not_zen:
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_to_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
-	ALTERNATIVE "jmp .Lguarded_movsb_to_not_fsrm", "", X86_FEATURE_FSRM
-	jmp	guarded_movsb__fsrm_to_user
-.Lguarded_movsb_to_not_fsrm:
+	ALTERNATIVE "", "jmp guarded_movsb__fsrm_to_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_to_not_erms", "", X86_FEATURE_ERMS
-	jmp	guarded_movsb__erms_to_user
-.Lguarded_movsb_to_not_erms:
+	ALTERNATIVE "", "jmp guarded_movsb__erms_to_user", X86_FEATURE_ERMS
 	/* variant `zen_movsq`: zen && !erms */
-	ALTERNATIVE "jmp .Lguarded_movsb_to_not_zen_movsq", "", X86_FEATURE_ZEN
-	ALTERNATIVE "", "jmp .Lguarded_movsb_to_not_zen_movsq", X86_FEATURE_ERMS
-	jmp	guarded_movsb__zen_movsq_to_user
-.Lguarded_movsb_to_not_zen_movsq:
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_movsq_to_user", X86_FEATURE_ZEN, "", X86_FEATURE_ERMS
 	/* variant `movsq`: rep_good */
-	ALTERNATIVE "jmp .Lguarded_movsb_to_not_movsq", "", X86_FEATURE_REP_GOOD
-	jmp	guarded_movsb__movsq_to_user
-.Lguarded_movsb_to_not_movsq:
+	ALTERNATIVE "", "jmp guarded_movsb__movsq_to_user", X86_FEATURE_REP_GOOD
 	/* variant `loop`: default */
 	jmp	guarded_movsb__loop_to_user
 

@@ -11,15 +11,15 @@
 //! What each condition means (kernel bit, CPUID test) is the feature table
 //! in `arch/cpu.rs`.
 
-use super::inst::{Alu, Cc, Directive, Inst, Reg, SymBase, SymRef};
+use super::inst::{Alu, Cc, Directive, FeatureTest, Inst, Reg, SymBase, SymRef};
 use crate::arch::cpu::{
-    Detect, Leaf7Reg, AMD, AMD_REP_GOOD_FROM, AMD_REP_GOOD_K8C, FEATURES, INTEL,
+    CpuFeatures, Detect, Leaf7Reg, AMD, AMD_REP_GOOD_FROM, AMD_REP_GOOD_K8C, FEATURES, INTEL,
     INTEL_REP_GOOD_FAMILY, ZEN_FAMILY, ZEN_VENDORS,
 };
 use crate::arch::symbols;
 use crate::backend::Function;
 use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, Strategy};
-use crate::front::variant::CpuFeature;
+use crate::front::variant::{CpuCondition, CpuFeature};
 use crate::lower::variants::variant_symbol;
 
 /// One entry point that picks a variant: its symbol and its instructions.
@@ -93,40 +93,49 @@ pub fn per_cpu_entries(s: &Strategy, flavor: Flavor) -> Vec<Function> {
         .collect()
 }
 
-/// The linux entry: per variant, one `ALTERNATIVE` per feature test that
-/// jumps to the next variant's tests while the test fails (patched to NOPs
-/// when it holds), then a tail jump to the variant. After boot the path is
-/// straight NOPs and direct jumps.
+/// The linux entry: per variant in order, one slot of `ALTERNATIVE`s
+/// that the kernel patches at boot into `jmp` to the variant where its
+/// condition holds (two feature tests in one `ALTERNATIVE_2`) and into
+/// NOPs elsewhere; the default's plain `jmp` last. After boot a CPU runs
+/// the NOPs of the variants before its own and one jump, so a variant
+/// late in the order costs no more branches than the first. A condition
+/// of more than two tests first jumps past the slot, to the next variant,
+/// where one of the others fails.
 fn linux_entry(s: &Strategy, dir: Direction) -> Entry {
     let mut b = Vec::new();
-    let n = s.variants.len();
     let tag = if one_entry(s, Flavor::Linux) {
         "copy"
     } else {
         dir.tag()
     };
-    for (i, v) in s.variants.iter().enumerate() {
+    for v in &s.variants {
         b.push(Inst::Comment(format!(
             "variant `{}`: {}",
             v.name,
             v.condition_text()
         )));
+        let target = variant_symbol(s, v, Flavor::Linux, dir);
+        let tests = feature_tests(v.when.as_ref());
+        let Some((&first, rest)) = tests.split_first() else {
+            // The default, last: every CPU no condition above took.
+            b.push(Inst::Jmp { target });
+            break;
+        };
+        let beyond_two = rest.get(1..).unwrap_or_default();
         let next = symbols::local(s, &format!("{tag}_not_{}", v.name));
-        if let Some(c) = &v.when {
-            for (features, if_set) in [(&c.require, false), (&c.exclude, true)] {
-                for &feature in features {
-                    b.push(Inst::AltJmp {
-                        target: next.clone(),
-                        feature,
-                        if_set,
-                    });
-                }
-            }
+        for &t in beyond_two {
+            b.push(Inst::AltJmp {
+                target: next.clone(),
+                first: t.negated(),
+                and: None,
+            });
         }
-        b.push(Inst::Jmp {
-            target: variant_symbol(s, v, Flavor::Linux, dir),
+        b.push(Inst::AltJmp {
+            target,
+            first,
+            and: rest.first().copied(),
         });
-        if v.when.is_some() && i + 1 < n {
+        if !beyond_two.is_empty() {
             b.push(Inst::Label(next));
         }
     }
@@ -134,6 +143,58 @@ fn linux_entry(s: &Strategy, dir: Direction) -> Entry {
         symbol: symbols::entry(s, Flavor::Linux, dir, None),
         insts: b,
     }
+}
+
+/// A condition's tests: its required features present, then its
+/// excluded ones absent (none for the default).
+fn feature_tests(when: Option<&CpuCondition>) -> Vec<FeatureTest> {
+    when.map(|c| {
+        let present = c.require.iter().map(|&feature| FeatureTest {
+            feature,
+            present: true,
+        });
+        let absent = c.exclude.iter().map(|&feature| FeatureTest {
+            feature,
+            present: false,
+        });
+        present.chain(absent).collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The linux entry point of `s` for `dir` as `apply_alternatives()`
+/// leaves it on a CPU with `features`: each slot a `jmp` or NOPs.
+pub fn linux_entry_after_boot(
+    s: &Strategy,
+    dir: Direction,
+    features: CpuFeatures,
+) -> Vec<AfterBoot> {
+    linux_entry(s, dir)
+        .insts
+        .into_iter()
+        .filter_map(|i| match i {
+            Inst::AltJmp { target, first, and } => Some(
+                if first.holds(features) && and.is_none_or(|t| t.holds(features)) {
+                    AfterBoot::Jmp(target)
+                } else {
+                    AfterBoot::Nops
+                },
+            ),
+            Inst::Jmp { target } => Some(AfterBoot::Jmp(target)),
+            Inst::Label(l) => Some(AfterBoot::Label(l)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One piece of a patched linux entry point ([`linux_entry_after_boot`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterBoot {
+    /// A 5-byte `jmp` to a routine or to a label of the entry.
+    Jmp(String),
+    /// A slot of 5 bytes of NOPs.
+    Nops,
+    Label(String),
 }
 
 /// Register choices of the standalone resolver.

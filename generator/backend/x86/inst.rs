@@ -2,6 +2,7 @@
 //! (`print.rs`) prints and the JIT (`jit/encode.rs`) encodes — routines,
 //! and the per-CPU entry points and resolver (`entry.rs`).
 
+use crate::arch::cpu::CpuFeatures;
 use crate::front::strategy::PrefetchKind;
 use crate::front::variant::CpuFeature;
 use crate::kernel::version::Release;
@@ -170,6 +171,27 @@ pub enum SymBase {
     Anchor { reg: Reg, anchor: String },
 }
 
+/// A CPU feature test of an [`Inst::AltJmp`]: the feature present
+/// (`present`) or absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeatureTest {
+    pub feature: CpuFeature,
+    pub present: bool,
+}
+
+impl FeatureTest {
+    pub fn holds(self, features: CpuFeatures) -> bool {
+        features.has(self.feature) == self.present
+    }
+    /// The opposite test.
+    pub fn negated(self) -> FeatureTest {
+        FeatureTest {
+            present: !self.present,
+            ..self
+        }
+    }
+}
+
 /// Assembler directives of the standalone resolver's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
@@ -287,13 +309,15 @@ pub enum Inst {
         reg: Reg,
         mem: SymRef,
     },
-    /// `ALTERNATIVE`: a `jmp target` the kernel patches in or out at boot
-    /// on `feature`: present while the feature is absent (`if_set`
-    /// false: `ALTERNATIVE "jmp t", "", F`) or while it is present.
+    /// One 5-byte slot the kernel patches at boot: `jmp target` on a CPU
+    /// where `first` and `and` hold, NOPs on every other. One test is an
+    /// `ALTERNATIVE` (`ALTERNATIVE "", "jmp t", F` or `ALTERNATIVE "jmp
+    /// t", "", F`), two an `ALTERNATIVE_2` whose second entry, applied
+    /// after the first, puts the NOPs back where the second test fails.
     AltJmp {
         target: String,
-        feature: CpuFeature,
-        if_set: bool,
+        first: FeatureTest,
+        and: Option<FeatureTest>,
     },
     Stac,
     Clac,

@@ -149,21 +149,28 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
             reg.name(*width),
             sym_text(mem, pw)
         ),
-        Inst::AltJmp {
-            target,
-            feature,
-            if_set,
-        } => {
+        Inst::AltJmp { target, first, and } => {
             let jmp = format!("jmp {target}");
-            let (old, new) = if *if_set {
+            let (old, new) = if first.present {
                 ("", jmp.as_str())
             } else {
                 (jmp.as_str(), "")
             };
-            format!(
-                "\tALTERNATIVE \"{old}\", \"{new}\", {}",
-                feature.kernel_macro()
-            )
+            let f1 = first.feature.kernel_macro();
+            match and {
+                None => format!("\tALTERNATIVE \"{old}\", \"{new}\", {f1}"),
+                // The second entry wins where both apply: NOPs where its
+                // test fails.
+                Some(t) => {
+                    let f2 = t.feature.kernel_macro();
+                    let fails = if t.present {
+                        format!("ALT_NOT({f2})")
+                    } else {
+                        f2.to_string()
+                    };
+                    format!("\tALTERNATIVE_2 \"{old}\", \"{new}\", {f1}, \"\", {fails}")
+                }
+            }
         }
         Inst::Stac => "\tASM_STAC".to_string(),
         Inst::Clac => "\tASM_CLAC".to_string(),
