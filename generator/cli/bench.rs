@@ -349,7 +349,7 @@ fn bench_subject(
     if let Some(b) = copygen::tools::bench::baseline(name) {
         return Ok((b, false));
     }
-    let s = load_strategy(name)?;
+    let s = load_strategy(name, None)?;
     let chosen = copygen::tools::bench::bench_variant(&s, variant, found)
         .map_err(|e| Failure::Input(BadInput(format!("error: {e:#}"))))?;
     if let Some(v) = chosen {
@@ -370,22 +370,42 @@ fn bench_subject(
     ))
 }
 
-/// A strategy (file or catalog name) the bench can run: x86_64.
-pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Strategy, Failure> {
+/// A strategy (file or catalog name) the bench can run: x86_64. With
+/// `site_kernel` (`--site kernel`), a catalog name in its form for that
+/// kernel where the catalog has one: what `kernel-patch NAME --kernel V`
+/// patches, said on stderr.
+pub(super) fn load_strategy(
+    name: &str,
+    site_kernel: Option<KernelVersion>,
+) -> Result<copygen::front::strategy::Strategy, Failure> {
     let path = std::path::Path::new(name);
     let s = if path.extension().is_some_and(|e| e == "toml") {
         parse::load(path, None)?
-    } else if let Some(s) = catalog()?.into_iter().find(|s| s.name == name) {
-        s
     } else {
-        return Err(Failure::Input(BadInput(format!(
-            "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
-            copygen::tools::bench::BASELINES
-                .iter()
-                .map(|b| b.0)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))));
+        let all = catalog()?;
+        let form = site_kernel.and_then(|k| {
+            copygen::front::catalog::kernel_form(&all, name, k).map(|f| (k, f.clone()))
+        });
+        if let Some((k, form)) = form {
+            errln!(
+                "{name}: Linux {}'s form, {} (what kernel-patch {name} --kernel {} patches)",
+                k.name(),
+                form.name,
+                k.name()
+            );
+            form
+        } else if let Some(s) = all.into_iter().find(|s| s.name == name) {
+            s
+        } else {
+            return Err(Failure::Input(BadInput(format!(
+                "error: `{name}` is not a strategy file, a catalog strategy or a baseline ({})",
+                copygen::tools::bench::BASELINES
+                    .iter()
+                    .map(|b| b.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))));
+        }
     };
     match s.arch {
         Arch::X86_64 => {}
@@ -406,31 +426,6 @@ pub(super) fn load_strategy(name: &str) -> Result<copygen::front::strategy::Stra
         }
     }
     Ok(s)
-}
-
-/// A strategy of `--site kernel`: a catalog name in its form for `kernel`
-/// where the catalog has one (what `kernel-patch NAME --kernel V` patches,
-/// said on stderr), else as [`load_strategy`] finds it.
-fn site_strategy(
-    name: &str,
-    kernel: KernelVersion,
-) -> Result<copygen::front::strategy::Strategy, Failure> {
-    let is_file = std::path::Path::new(name)
-        .extension()
-        .is_some_and(|e| e == "toml");
-    if !is_file {
-        let all = catalog()?;
-        if let Some(form) = copygen::front::catalog::kernel_form(&all, name, kernel) {
-            errln!(
-                "{name}: Linux {}'s form, {} (what kernel-patch {name} --kernel {} patches)",
-                kernel.name(),
-                form.name,
-                kernel.name()
-            );
-            return Ok(form.clone());
-        }
-    }
-    load_strategy(name)
 }
 
 /// What `--site kernel` times: the stock kernel's site first (the
@@ -464,7 +459,7 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
                  name strategies (files or catalog names)"
             ))));
         }
-        strategies.push(site_strategy(name, kernel)?);
+        strategies.push(load_strategy(name, Some(kernel))?);
     }
     if a.figures_out.is_some() && strategies.len() != 1 {
         return Err(Failure::Input(BadInput(format!(
