@@ -14,8 +14,8 @@ use copygen::front::strategy::{Convention, Direction, Flavor, KernelVersion, Str
 use copygen::front::variant::CpuFeature;
 use copygen::jit::site::{compile_site, site_form, JitSite, SiteArgs, SiteError, CONTEXTS};
 use copygen::kernel::site::{SiteCall, SiteCode, SiteTarget};
-use copygen::kernel::symbols::GLUE_SYMBOL;
 use copygen::kernel::symbols::REP_MOVS_ALTERNATIVE;
+use copygen::kernel::symbols::{GLUE_SYMBOL, GLUE_SYMBOL_ERMS};
 use copygen::lower::entry_symbol;
 use copygen::lower::variants::{select, variant_strategy, variant_symbol};
 use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, wired, KernelModel};
@@ -306,33 +306,43 @@ fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
 }
 
 #[test]
-fn a_c_convention_site_reaches_the_variant_through_the_entry() {
-    // 6.1's glue calls guarded-movsb's entry in the C convention; on Zen
-    // the entry, as alternatives leave it, jumps to the zen variant.
+fn a_6_1_site_reaches_the_variant_through_the_routine_alternative_call_2_picks() {
+    // 6.1's glue calls one of guarded-movsb's three entry points in the C
+    // convention, chosen as the tree's alternative_call_2 chooses (ERMS
+    // here). As alternatives leave it, on Zen its first slot jumps to
+    // `zen`; on Intel with ERMS and no FSRM its two slots are NOPs and it
+    // runs on into `erms`, placed right after them.
     let gm = catalog("guarded-movsb");
     let k = KernelVersion::V6_1;
-    let code = resolve_site(Some(&gm), k, zen()).unwrap();
-    assert_eq!(code.convention, Convention::C);
-    let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
-        panic!("a call of a routine");
-    };
-    let Some(m) = model(k, zen()) else {
-        return;
-    };
-    let site = site_subject(&gm, &m).unwrap().site;
-    assert_eq!(entry, GLUE_SYMBOL);
-    let at = site.routine_offset(&entry).unwrap();
-    placed(&site, &code, Some(at));
-    let v = select(&gm, zen()).unwrap();
-    assert_eq!(v.name, "zen");
     let wired = wired(&gm, k).unwrap();
-    let variant = variant_symbol(&wired, v, Flavor::Linux, Direction::FromUser);
-    let routine = site.routine_offset(&variant).unwrap();
-    let code_bytes = site.code();
-    assert_eq!(code_bytes[at], 0xe9);
-    let rel = i32::from_le_bytes(code_bytes[at + 1..at + 5].try_into().unwrap());
-    assert_eq!((at + 5) as i64 + i64::from(rel), routine as i64);
-    copies_and_faults(&site);
+    for (f, variant, jumps) in [(zen(), "zen", true), (old(), "erms", false)] {
+        let code = resolve_site(Some(&gm), k, f).unwrap();
+        assert_eq!(code.convention, Convention::C);
+        let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
+            panic!("a call of a routine");
+        };
+        assert_eq!(entry, GLUE_SYMBOL_ERMS);
+        let v = select(&gm, f).unwrap();
+        assert_eq!(v.name, variant);
+        let Some(m) = model(k, f) else {
+            return;
+        };
+        let site = site_subject(&gm, &m).unwrap().site;
+        let at = site.routine_offset(&entry).unwrap();
+        placed(&site, &code, Some(at));
+        let symbol = variant_symbol(&wired, v, Flavor::Linux, Direction::FromUser);
+        let routine = site.routine_offset(&symbol).unwrap();
+        let code_bytes = site.code();
+        if jumps {
+            assert_eq!(code_bytes[at], 0xe9);
+            let rel = i32::from_le_bytes(code_bytes[at + 1..at + 5].try_into().unwrap());
+            assert_eq!((at + 5) as i64 + i64::from(rel), routine as i64);
+        } else {
+            let nop5 = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+            assert_eq!(&code_bytes[at..routine], [nop5, nop5].concat());
+        }
+        copies_and_faults(&site);
+    }
 }
 
 #[test]

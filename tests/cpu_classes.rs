@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use copygen::arch::cpu::{CpuFeatures, Cpuid, INTEL, ZEN_VENDORS};
 use copygen::backend::x86::{entry, Alu, Cc, FeatureTest, Inst, Reg};
 use copygen::front::catalog::catalog;
-use copygen::front::strategy::{Direction, Flavor, KernelVersion, Strategy};
+use copygen::front::strategy::{Arch, Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
 use copygen::kernel::site::{self, SiteInsn, SiteTarget};
-use copygen::kernel::variant_chain;
+use copygen::kernel::{variant_chain, wiring};
 use copygen::lower::variants::variant_symbol;
 
 const ERMS: u32 = 1 << 9; // leaf 7 ebx
@@ -255,10 +255,46 @@ fn kernel_bits(m: &Model, tree: KernelVersion) -> CpuFeatures {
 /// where both its tests hold, NOPs elsewhere. The variant reached and the
 /// jumps taken on the way.
 fn linux_pick(s: &Strategy, f: CpuFeatures) -> (String, usize) {
-    let dir = s.directions[0];
     let e = entry::entries(s, Flavor::Linux).remove(0);
-    let labels: HashMap<&str, usize> = e
-        .insts
+    walk(s, &e.insts, f).expect("the entry ends in a jump")
+}
+
+/// [`linux_pick`] where 6.1's glue calls the wired `s`: from the routine
+/// the site's `alternative_call_2` calls, a feature entry whose slots end
+/// in a jump, or fall into the last variant its CPUs may take.
+fn linux_pick_6_1(s: &Strategy, f: CpuFeatures) -> (String, usize) {
+    let k = KernelVersion::V6_1;
+    let mut notes = Vec::new();
+    let mut t = wiring::common(s, k, &mut notes).unwrap();
+    wiring::x86(s, &mut t, k, &mut notes).unwrap();
+    let code = variant_chain::site(&t, k, f);
+    let called = code.calls[0].target.symbol().to_string();
+    let plan = entry::feature_plans(&t)
+        .into_iter()
+        .find(|p| p.symbol == called)
+        .expect("the site calls a feature entry");
+    let mut insts = plan.slots.clone();
+    if !plan.absorbed {
+        insts.push(Inst::Jmp {
+            target: plan.last.clone(),
+        });
+    }
+    walk(&t, &insts, f).unwrap_or_else(|| (variant_of(&t, &plan.last), 0))
+}
+
+fn variant_of(s: &Strategy, symbol: &str) -> String {
+    let dir = s.directions[0];
+    s.variants
+        .iter()
+        .find(|v| variant_symbol(s, v, Flavor::Linux, dir) == symbol)
+        .map(|v| v.name.clone())
+        .unwrap_or_else(|| panic!("{symbol} is no variant's routine"))
+}
+
+/// The variant `insts` jump to on a CPU with `f` and the jumps taken, or
+/// `None` where they fall through at the end.
+fn walk(s: &Strategy, insts: &[Inst], f: CpuFeatures) -> Option<(String, usize)> {
+    let labels: HashMap<&str, usize> = insts
         .iter()
         .enumerate()
         .filter_map(|(i, x)| match x {
@@ -266,16 +302,11 @@ fn linux_pick(s: &Strategy, f: CpuFeatures) -> (String, usize) {
             _ => None,
         })
         .collect();
-    let by_symbol: HashMap<String, String> = s
-        .variants
-        .iter()
-        .map(|v| (variant_symbol(s, v, Flavor::Linux, dir), v.name.clone()))
-        .collect();
     let holds = |t: &FeatureTest| f.has(t.feature) == t.present;
     let mut pc = 0;
     let mut jumps = 0;
-    loop {
-        let target = match &e.insts[pc] {
+    while pc < insts.len() {
+        let target = match &insts[pc] {
             Inst::AltJmp { target, first, and }
                 if holds(first) && and.as_ref().is_none_or(holds) =>
             {
@@ -290,9 +321,10 @@ fn linux_pick(s: &Strategy, f: CpuFeatures) -> (String, usize) {
         jumps += 1;
         match labels.get(target.as_str()) {
             Some(&i) => pc = i,
-            None => return (by_symbol[target].clone(), jumps),
+            None => return Some((variant_of(s, target), jumps)),
         }
     }
+    None
 }
 
 #[test]
@@ -336,8 +368,57 @@ fn every_cpu_of_the_table_gets_its_class_s_variant_standalone_and_in_the_kernel(
                     m.name
                 );
             }
+            // Where 6.1's site picks among three entry points, each is NOPs
+            // and at most one jump; none where the entry falls into it.
+            if s.arch == Arch::X86_64 {
+                let bits = kernel_bits(m, KernelVersion::V6_1);
+                let (variant, jumps) = linux_pick_6_1(&s, bits);
+                assert_eq!(variant, want, "{name} linux 6.1's site on {}", m.name);
+                assert!(jumps <= 1, "{name} on {}: {jumps} jumps", m.name);
+            }
         }
     }
+}
+
+#[test]
+fn on_6_1_each_site_routine_falls_into_the_variant_its_cpus_take_last() {
+    // guarded-movsb under 6.1: the ERMS routine falls into `erms`, the
+    // REP_GOOD one into `movsq`, the third into `loop`; a CPU whose
+    // variant comes earlier jumps once (Zen 1 to `zen_movsq`).
+    let s = strategy("guarded-movsb");
+    let jumps: Vec<(&str, String, usize)> = MODELS
+        .iter()
+        .map(|m| {
+            let (v, j) = linux_pick_6_1(&s, kernel_bits(m, KernelVersion::V6_1));
+            (m.name, v, j)
+        })
+        .collect();
+    let of = |want: &str| {
+        jumps
+            .iter()
+            .filter(|(_, v, _)| v == want)
+            .map(|&(_, _, j)| j)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        !of("erms").is_empty() && of("erms").iter().all(|&j| j == 0),
+        "{jumps:?}"
+    );
+    assert!(
+        !of("movsq").is_empty() && of("movsq").iter().all(|&j| j == 0),
+        "{jumps:?}"
+    );
+    for v in ["zen", "zen_movsq", "fsrm"] {
+        assert!(
+            !of(v).is_empty() && of(v).iter().all(|&j| j == 1),
+            "{v}: {jumps:?}"
+        );
+    }
+    // Without REP_GOOD or ERMS (no CPU of the table): `loop`, no jump.
+    assert_eq!(
+        linux_pick_6_1(&s, CpuFeatures::default()),
+        ("loop".into(), 0)
+    );
 }
 
 #[test]

@@ -226,6 +226,10 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
         ("6.12", "guarded-movsb-32", "guarded_movsb_32", i386),
     ] {
         let p = patch_of(&[preset, "--kernel", version, "--no-verify"]);
+        let alternative_call_2 = version == "6.1" && preset == "guarded-movsb";
+        if alternative_call_2 {
+            six_one_entries(&p);
+        }
         // One slot per variant: its jump where the first bit is as named,
         // NOPs put back where the second is not.
         let mut entry = vec!["+SYM_FUNC_START(copygen_copy_user)".to_string()];
@@ -258,11 +262,15 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
             .filter(|l| !l.starts_with("+\t/*"))
             .take(entry.len())
             .collect();
-        assert_eq!(lines, entry, "{version} {preset}");
+        if !alternative_call_2 {
+            assert_eq!(lines, entry, "{version} {preset}");
+        }
         for (v, _) in variants.iter() {
             let routine = format!("{symbol}__{v}_copy_user");
             assert!(
-                p.contains(&format!("+SYM_FUNC_START({routine})")),
+                p.contains(&format!("+SYM_FUNC_START({routine})"))
+                    || alternative_call_2
+                        && p.contains(&format!("+SYM_INNER_LABEL({routine}, SYM_L_GLOBAL)")),
                 "{version} {preset}: no {routine}"
             );
             // The body names each variant and its routine (a long line of
@@ -288,6 +296,52 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
             applies(t, &p).unwrap_or_else(|e| panic!("{version} {preset}: {e}"));
         }
     }
+}
+
+/// 6.1's glue keeps the tree's `alternative_call_2` on REP_GOOD and ERMS and
+/// calls one of three entry points of guarded-movsb: each has a slot for
+/// the earlier variants its CPUs may take (tests the call decided left
+/// out) and falls into the last, whose symbol is an inner label; and the
+/// glue names them as the stock `copy_user_generic()` names its routines.
+fn six_one_entries(p: &str) {
+    let slot = |v: &str, bit: &str| {
+        format!("+\tALTERNATIVE \"\", \"jmp guarded_movsb__{v}_copy_user\", X86_FEATURE_{bit}")
+    };
+    let inner = |v: &str| format!("+SYM_INNER_LABEL(guarded_movsb__{v}_copy_user, SYM_L_GLOBAL)");
+    for (entry, slots, last) in [
+        (
+            "copygen_copy_user_erms",
+            [("zen", "ZEN"), ("fsrm", "FSRM")],
+            "erms",
+        ),
+        (
+            "copygen_copy_user_rep_good",
+            [("fsrm", "FSRM"), ("zen_movsq", "ZEN")],
+            "movsq",
+        ),
+        (
+            "copygen_copy_user",
+            [("fsrm", "FSRM"), ("zen_movsq", "ZEN")],
+            "loop",
+        ),
+    ] {
+        let start = format!("+SYM_FUNC_START({entry})");
+        let mut want = vec![start.clone()];
+        want.extend(slots.iter().map(|&(v, b)| slot(v, b)));
+        want.push(inner(last));
+        let lines: Vec<String> = p
+            .lines()
+            .skip_while(|l| *l != start)
+            .filter(|l| !l.starts_with("+\t/*"))
+            .take(want.len())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(lines, want, "{entry}");
+        assert!(p.contains(&format!("+EXPORT_SYMBOL({entry})")), "{entry}");
+    }
+    assert!(p.contains(
+        "+\tasm volatile(ALTERNATIVE_2(\"call copygen_copy_user\",\n+\t\t\t\t   \"call copygen_copy_user_rep_good\", X86_FEATURE_REP_GOOD,\n+\t\t\t\t   \"call copygen_copy_user_erms\", X86_FEATURE_ERMS)\n"
+    ));
 }
 
 /// A per-CPU strategy in rep_movs_alternative's convention is not dropped in

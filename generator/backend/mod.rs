@@ -239,5 +239,8 @@ pub fn file_functions(s: &Strategy, flavor: Flavor) -> Vec<Function> {
 pub fn print_file(s: &Strategy, flavor: Flavor, compiled: &[Compiled]) -> Vec<Function> {
     let mut out = per_cpu_entries(s, flavor);
     out.extend(compiled.iter().map(Compiled::print));
+    if flavor == Flavor::Linux {
+        x86::entry::name_feature_entries(s, &mut out);
+    }
     out
 }

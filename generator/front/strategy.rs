@@ -194,6 +194,20 @@ pub struct LinuxOptions {
     pub from_user: Option<String>,
     pub to_user: Option<String>,
     pub both: Option<String>,
+    /// Entry points whose callers already chose among them by CPU
+    /// features, set by the kernel wiring, never by a file: 6.1's x86_64
+    /// call site, an `alternative_call_2` on REP_GOOD and ERMS as the
+    /// tree's own `copy_user_generic()`. Each serves the CPUs its `given`
+    /// condition describes; empty: the one entry point.
+    pub feature_entries: Vec<FeatureEntry>,
+}
+
+/// One of [`LinuxOptions::feature_entries`]: its symbol, and what every
+/// CPU its caller sends to it has and lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureEntry {
+    pub symbol: String,
+    pub given: crate::front::variant::CpuCondition,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

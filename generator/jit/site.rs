@@ -28,7 +28,7 @@ use dynasmrt::{dynasm, AssemblyOffset, DynasmApi, DynasmLabelApi, ExecutableBuff
 use super::encode::{self, Mode};
 use super::{fault, x86_lines, JitError};
 use crate::arch::cpu::CpuFeatures;
-use crate::backend::x86::entry::{linux_entry_after_boot, AfterBoot};
+use crate::backend::x86::entry::{after_boot, feature_plans, linux_entry_after_boot, AfterBoot};
 use crate::backend::{self, x86::Inst};
 use crate::front::strategy::{Arch, Convention, ExtableFormat, Flavor, Strategy, Uaccess};
 use crate::kernel::site::{SiteCode, SiteTarget};
@@ -256,6 +256,13 @@ pub fn compile_site_with(
     let mut routines: Vec<(String, usize)> = Vec::new();
     let mut table = Vec::new();
     for s in code {
+        // Feature entries that fall into their variant's routine: placed
+        // right before it, so those routines come after every other (the
+        // slots jump only to those).
+        let plans = feature_plans(s);
+        let absorbing = |symbol: &str| plans.iter().find(|p| p.absorbed && p.last == symbol);
+        let mut compiled = backend::compile(s, Flavor::Linux);
+        compiled.sort_by_key(|c| absorbing(&c.routine.symbol).is_some());
         if s.arch != Arch::X86_64 {
             return Err(JitError::NotExecutable(s.arch).into());
         }
@@ -266,7 +273,7 @@ pub fn compile_site_with(
                 site: site.convention,
             });
         }
-        for c in backend::compile(s, Flavor::Linux) {
+        for c in compiled {
             let (r, lines) = x86_lines(c);
             if lines
                 .iter()
@@ -280,6 +287,10 @@ pub fn compile_site_with(
             };
             let plan = encode::plan(&lines, Mode::X64).map_err(err)?;
             ops.align(16, 0xcc);
+            if let Some(p) = absorbing(&r.symbol) {
+                routines.push((p.symbol.clone(), ops.offset().0));
+                place_entry(&mut ops, &after_boot(p.slots.clone(), features), &routines)?;
+            }
             let offset = ops.offset().0;
             let layout = encode::emit(&mut ops, &plan, Mode::X64).map_err(err)?;
             table.extend(
@@ -295,6 +306,21 @@ pub fn compile_site_with(
             for (alias, _) in &r.aliases {
                 routines.push((alias.clone(), offset));
             }
+            if s.variants.is_empty() && s.linux.both.as_ref() == Some(&r.symbol) {
+                for e in &s.linux.feature_entries {
+                    routines.push((e.symbol.clone(), offset));
+                }
+            }
+        }
+        for p in plans.iter().filter(|p| !p.absorbed) {
+            ops.align(16, 0xcc);
+            let base = ops.offset().0;
+            let mut insts = p.slots.clone();
+            insts.push(Inst::Jmp {
+                target: p.last.clone(),
+            });
+            place_entry(&mut ops, &after_boot(insts, features), &routines)?;
+            routines.push((p.symbol.clone(), base));
         }
     }
     // A per-CPU strategy's entry points as `apply_alternatives()` leaves

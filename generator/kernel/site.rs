@@ -216,6 +216,12 @@ impl Chain {
         self.c_text_at(tabs * 8, self.alts.len())
     }
 
+    /// [`Self::c_text`] written from `column` (its first line follows
+    /// other text there, as `asm volatile(` in the kernel's style).
+    pub fn c_text_from(&self, column: usize) -> String {
+        self.c_text_at(column, self.alts.len())
+    }
+
     /// The C text of the first `n` alternatives, its first character at
     /// `column`.
     fn c_text_at(&self, column: usize, n: usize) -> String {

@@ -10,6 +10,12 @@ pub const REP_MOVS_ALTERNATIVE: &str = "rep_movs_alternative";
 /// calls (both directions; x86_64, i386, and RISC-V 6.1).
 pub const GLUE_SYMBOL: &str = "copygen_copy_user";
 
+/// On 6.1 the glue's call is an `alternative_call_2`, as the tree's own
+/// `copy_user_generic()`: [`GLUE_SYMBOL`] on CPUs without REP_GOOD or ERMS,
+/// these with REP_GOOD (and no ERMS) and with ERMS.
+pub const GLUE_SYMBOL_REP_GOOD: &str = "copygen_copy_user_rep_good";
+pub const GLUE_SYMBOL_ERMS: &str = "copygen_copy_user_erms";
+
 /// 6.1's x86_64 copy routines, `alternative_call_2`'s three choices in
 /// `copy_user_generic()` (C convention, STAC/CLAC their own): without
 /// REP_GOOD or ERMS, with REP_GOOD, with ERMS.

@@ -68,6 +68,29 @@ fn variant_insn(t: &Strategy, v: &Variant) -> SiteInsn {
     }
 }
 
+/// 6.1's site as the glue writes it, `copy_user_generic()`'s
+/// `alternative_call_2` calling copygen's routines
+/// ([`super::wiring::ALTERNATIVE_CALL_2`]), in the strategy's convention.
+fn alternative_call_2(t: &Strategy) -> Chain {
+    let call = |symbol: &str| SiteInsn::Call(SiteTarget::Routine(symbol.to_string()));
+    let [(_, old), later @ ..] = &super::wiring::ALTERNATIVE_CALL_2;
+    Chain {
+        old: call(old),
+        alts: later
+            .iter()
+            .filter_map(|&(feature, symbol)| {
+                Some(Alt {
+                    feature: feature?,
+                    negate: false,
+                    insn: call(symbol),
+                })
+            })
+            .collect(),
+        fallback: None,
+        convention: t.linux.convention,
+    }
+}
+
 /// The chain of the wired strategy `t` in `kernel`.
 ///
 /// For x86_64 6.12 per-CPU strategies in the `rep_movs` convention: from
@@ -78,8 +101,10 @@ fn variant_insn(t: &Strategy, v: &Variant) -> SiteInsn {
 /// A CPU therefore runs the site of its variant or calls the entry, both
 /// right; a variant whose condition holds is never overridden by a
 /// higher-priority one (that one's condition fails, so at most its entry
-/// call applies). Otherwise (6.1, the C convention, no variants) the site
-/// is the glue's call of the routine on every CPU, in the strategy's
+/// call applies). On 6.1 the site is the glue's `alternative_call_2` of
+/// the routines that stand for the tree's three ([`alternative_call_2`]).
+/// Otherwise (6.12 in the C convention or without variants) the site is
+/// the glue's call of the routine on every CPU, in the strategy's
 /// convention, or, for a strategy that *is* 6.12's
 /// `rep_movs_alternative`, the stock site. (A per-CPU strategy in another
 /// convention gets no 6.12 site: [`chain_unfit`].)
@@ -101,6 +126,9 @@ pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
             && t.linux.convention == Convention::RepMovs
         {
             return stock_chain(kernel);
+        }
+        if !t.linux.feature_entries.is_empty() {
+            return alternative_call_2(t);
         }
         return calls_entry(None);
     }

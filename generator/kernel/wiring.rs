@@ -4,9 +4,42 @@
 //! patch makes. The per-arch glue (files, Makefile lines, the C that calls
 //! the routine) is `kernel-patch`'s own.
 
-use super::symbols::{GLUE_SYMBOL, REP_MOVS_ALTERNATIVE};
+use super::symbols::{GLUE_SYMBOL, GLUE_SYMBOL_ERMS, GLUE_SYMBOL_REP_GOOD, REP_MOVS_ALTERNATIVE};
 use super::version::KernelVersion;
-use crate::front::strategy::{Arch, Convention, ExtableFormat, RoutineShape, Strategy, Uaccess};
+use crate::front::strategy::{
+    Arch, Convention, ExtableFormat, FeatureEntry, RoutineShape, Strategy, Uaccess,
+};
+use crate::front::variant::{CpuCondition, CpuFeature};
+
+/// 6.1's x86_64 call site as its `copy_user_generic()` has it, and as the
+/// glue keeps it: `alternative_call_2` of a routine per feature, the
+/// original first, each later one patched in over the earlier where its
+/// feature is present (REP_GOOD, then ERMS). The glue calls copygen's
+/// routines by these names.
+pub const ALTERNATIVE_CALL_2: [(Option<CpuFeature>, &str); 3] = [
+    (None, GLUE_SYMBOL),
+    (Some(CpuFeature::RepGood), GLUE_SYMBOL_REP_GOOD),
+    (Some(CpuFeature::Erms), GLUE_SYMBOL_ERMS),
+];
+
+/// [`ALTERNATIVE_CALL_2`]'s routines as entry points: each serves the CPUs
+/// with its feature and without the features of the later ones.
+pub fn alternative_call_2_entries() -> Vec<FeatureEntry> {
+    ALTERNATIVE_CALL_2
+        .iter()
+        .enumerate()
+        .map(|(i, &(feature, symbol))| FeatureEntry {
+            symbol: symbol.to_string(),
+            given: CpuCondition {
+                require: feature.into_iter().collect(),
+                exclude: ALTERNATIVE_CALL_2[i + 1..]
+                    .iter()
+                    .filter_map(|&(f, _)| f)
+                    .collect(),
+            },
+        })
+        .collect()
+}
 
 /// Why a strategy cannot be wired into a tree (bad input: exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +97,8 @@ pub fn common(
 /// both directions, named as the tree calls it — `rep_movs_alternative`
 /// for a 6.12 x86_64 strategy in its convention without variants (the
 /// drop-in: the tree builds it instead of its own), else
-/// `copygen_copy_user`, which the glue or the chain calls.
+/// `copygen_copy_user`, which the glue or the chain calls (on 6.1 with
+/// the two further entry points of [`ALTERNATIVE_CALL_2`]).
 pub fn x86(
     s: &Strategy,
     t: &mut Strategy,
@@ -111,5 +145,8 @@ pub fn x86(
         ));
     }
     t.linux.both = Some(name.to_string());
+    if s.arch == Arch::X86_64 && !kernel.x86_64_calls_rep_movs_alternative() {
+        t.linux.feature_entries = alternative_call_2_entries();
+    }
     Ok(())
 }

@@ -107,7 +107,9 @@ kernel_build_prepare() {
 	# kernel-patch makes the x86 routine one for both directions; a per-CPU preset's entry
 	# point is the file's first function, and names each variant in a comment before the
 	# jump to its routine, plain or in its ALTERNATIVE slot: `/* variant `NAME`: ... */`
-	# ... `jmp ROUTINE` (a jump to a local .L label skips a slot). (The stock kernel
+	# ... `jmp ROUTINE` (a jump to a local .L label skips a slot), or before the routine's
+	# inner label where an entry point falls into it (6.1's three entry points, which
+	# copygen_variant.c finds through a real site: COPYGEN_SITE). (The stock kernel
 	# gets an empty table: the initcall then compiles to nothing.)
 	variants=
 	if [[ $arch == x86_64 || $arch == i386 ]]; then
@@ -116,10 +118,11 @@ kernel_build_prepare() {
 		if [[ -n $new_file ]]; then
 			asm=$stage/$new_file
 			entry=$(sed -n 's/^SYM_FUNC_START(\(.*\))$/\1/p' "$asm" | head -1)
-			routes=$(awk '/^SYM_FUNC_END/ { exit }
-				/^\t\/\* variant `/ { split($0, w, "`"); v = w[2] }
-				v != "" && match($0, /jmp[ \t]+[A-Za-z_][A-Za-z0-9_]*/) {
-					r = substr($0, RSTART, RLENGTH); sub(/^jmp[ \t]+/, "", r); print v, r; v = ""
+			routes=$(awk '/^\t\/\* variant `/ { split($0, w, "`"); v = w[2] }
+				v != "" && match($0, /(jmp[ \t]+|^SYM_INNER_LABEL\()[A-Za-z_][A-Za-z0-9_]*/) {
+					r = substr($0, RSTART, RLENGTH); sub(/^(jmp[ \t]+|SYM_INNER_LABEL\()/, "", r)
+					if (!(v in seen)) print v, r
+					seen[v] = 1; v = ""
 				}' "$asm")
 			variants=$(cut -d' ' -f1 <<<"$routes")
 		fi
@@ -128,6 +131,8 @@ kernel_build_prepare() {
 			echo "/* Written by copygen's verify/kernel-boot: the routines of ${preset:-the stock kernel}. */"
 			if [[ -n $routes ]]; then
 				echo "#define COPYGEN_ENTRY $entry"
+				! grep -q '^SYM_FUNC_START(copygen_copy_user_rep_good)$' "$asm" ||
+					echo "#define COPYGEN_SITE 1"
 				echo "extern char $entry[];"
 				table=()
 				while read -r v r; do

@@ -5,14 +5,17 @@
  * ALTERNATIVEs are applied by then) follows the entry point's code as the CPU will,
  * NOPs and direct jumps, until it reaches a variant's routine, and logs
  * "copygen-variant: NAME (N jumps)" (or "none" for a preset without variants) for
- * /init: the entry's ALTERNATIVEs leave NOPs and one jump to the variant.
+ * /init: the entry's ALTERNATIVEs leave NOPs and at most one jump to the variant.
  * copygen_variant_table.h, written by kernel-boot, names the entry point (one routine
- * for both directions, as kernel-patch wires x86) and each variant's routine.
+ * for both directions, as kernel-patch wires x86) and each variant's routine; with
+ * COPYGEN_SITE (6.1, whose site picks among three entry points) the walk starts where
+ * a real copy site's call goes.
  */
 #include <linux/init.h>
 #include <linux/kernel.h>
 #include <linux/printk.h>
 #include <linux/types.h>
+#include <linux/uaccess.h>
 
 #include "copygen_variant_table.h"
 
@@ -82,10 +85,51 @@ static const char *__init copygen_entered(const u8 *p, int *jumps)
 	return "unknown";
 }
 
+#ifdef COPYGEN_SITE
+/*
+ * A copy site as the kernel compiles it. On 6.1 the glue's call is an alternative_call_2
+ * on REP_GOOD and ERMS, patched at boot as every other site: the walk starts at the
+ * routine its call reaches on this CPU, not at one the table names.
+ */
+static noinline notrace unsigned long copygen_variant_site(void *to, const void __user *from,
+							    unsigned long n)
+{
+	return raw_copy_from_user(to, from, n);
+}
+
+/* Where the site's call goes (past NOPs, ENDBR and STAC before it), or NULL. */
+static const u8 *__init copygen_site_target(void)
+{
+	const u8 *p = (const u8 *)copygen_variant_site;
+	int step;
+
+	for (step = 0; step < 16; step++) {
+		if (p[0] == 0xe8)
+			return p + 5 + *(const s32 *)(p + 1);
+		if (copygen_nop_len(p))
+			p += copygen_nop_len(p);
+		else if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && (p[3] & 0xfe) == 0xfa)
+			p += 4; /* endbr32/endbr64 */
+		else if (p[0] == 0x0f && p[1] == 0x01 && p[2] == 0xcb)
+			p += 3; /* stac */
+		else
+			break;
+	}
+	pr_info("copygen-variant: no call at the site: %*ph\n", 4, p);
+	return NULL;
+}
+#else
+static const u8 *__init copygen_site_target(void)
+{
+	return (const u8 *)COPYGEN_ENTRY;
+}
+#endif
+
 static int __init copygen_variant_report(void)
 {
 	int jumps = 0;
-	const char *name = copygen_entered((const u8 *)COPYGEN_ENTRY, &jumps);
+	const u8 *entry = copygen_site_target();
+	const char *name = entry ? copygen_entered(entry, &jumps) : "unknown";
 
 	pr_info("copygen-variant: %s (%d jump%s)\n", name, jumps, jumps == 1 ? "" : "s");
 	return 0;

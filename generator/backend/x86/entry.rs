@@ -19,7 +19,7 @@ use crate::arch::cpu::{
 use crate::arch::symbols;
 use crate::backend::Function;
 use crate::front::strategy::{Arch, Direction, Flavor, RoutineShape, Strategy};
-use crate::front::variant::{CpuCondition, CpuFeature};
+use crate::front::variant::{CpuCondition, CpuFeature, Variant};
 use crate::lower::variants::variant_symbol;
 
 /// One entry point that picks a variant: its symbol and its instructions.
@@ -50,6 +50,20 @@ pub fn entries(s: &Strategy, flavor: Flavor) -> Vec<Entry> {
     if s.variants.is_empty() {
         return Vec::new();
     }
+    if flavor == Flavor::Linux && !s.linux.feature_entries.is_empty() {
+        return feature_plans(s)
+            .into_iter()
+            .filter(|p| !p.absorbed)
+            .map(|p| {
+                let mut insts = p.slots;
+                insts.push(Inst::Jmp { target: p.last });
+                Entry {
+                    symbol: p.symbol,
+                    insts,
+                }
+            })
+            .collect();
+    }
     let directions = if one_entry(s, flavor) {
         &s.directions[..1]
     } else {
@@ -73,24 +87,27 @@ pub fn entries(s: &Strategy, flavor: Flavor) -> Vec<Entry> {
 
 /// [`entries`], printed.
 pub fn per_cpu_entries(s: &Strategy, flavor: Flavor) -> Vec<Function> {
-    let pw = ptr_width(s);
     entries(s, flavor)
         .into_iter()
         .map(|e| {
-            let lines: Vec<super::Line> = e
-                .insts
-                .into_iter()
-                .map(|inst| super::Line {
-                    inst,
-                    user: None,
-                    fixup_start: false,
-                })
-                .collect();
-            let mut f = super::print(&lines, pw, flavor);
+            let mut f = print_insts(s, e.insts, flavor);
             f.symbol = e.symbol;
             f
         })
         .collect()
+}
+
+/// Instructions with no user access, printed.
+fn print_insts(s: &Strategy, insts: Vec<Inst>, flavor: Flavor) -> Function {
+    let lines: Vec<super::Line> = insts
+        .into_iter()
+        .map(|inst| super::Line {
+            inst,
+            user: None,
+            fixup_start: false,
+        })
+        .collect();
+    super::print(&lines, ptr_width(s), flavor)
 }
 
 /// The linux entry: per variant in order, one slot of `ALTERNATIVE`s
@@ -109,39 +126,199 @@ fn linux_entry(s: &Strategy, dir: Direction) -> Entry {
         dir.tag()
     };
     for v in &s.variants {
-        b.push(Inst::Comment(format!(
-            "variant `{}`: {}",
-            v.name,
-            v.condition_text()
-        )));
         let target = variant_symbol(s, v, Flavor::Linux, dir);
         let tests = feature_tests(v.when.as_ref());
-        let Some((&first, rest)) = tests.split_first() else {
+        if tests.is_empty() {
             // The default, last: every CPU no condition above took.
+            b.push(variant_comment(v));
             b.push(Inst::Jmp { target });
             break;
-        };
-        let beyond_two = rest.get(1..).unwrap_or_default();
-        let next = symbols::local(s, &format!("{tag}_not_{}", v.name));
-        for &t in beyond_two {
-            b.push(Inst::AltJmp {
-                target: next.clone(),
-                first: t.negated(),
-                and: None,
-            });
         }
-        b.push(Inst::AltJmp {
-            target,
-            first,
-            and: rest.first().copied(),
-        });
-        if !beyond_two.is_empty() {
-            b.push(Inst::Label(next));
-        }
+        push_slot(&mut b, s, v, &tests, target, tag);
     }
     Entry {
         symbol: symbols::entry(s, Flavor::Linux, dir, None),
         insts: b,
+    }
+}
+
+fn variant_comment(v: &Variant) -> Inst {
+    Inst::Comment(format!("variant `{}`: {}", v.name, v.condition_text()))
+}
+
+/// One variant's slot: a jump to `target` where every one of `tests`
+/// holds, NOPs elsewhere (see [`linux_entry`]); `tag` keeps the labels of
+/// several entry points in one file apart.
+fn push_slot(
+    b: &mut Vec<Inst>,
+    s: &Strategy,
+    v: &Variant,
+    tests: &[FeatureTest],
+    target: String,
+    tag: &str,
+) {
+    b.push(variant_comment(v));
+    let Some((&first, rest)) = tests.split_first() else {
+        return;
+    };
+    let beyond_two = rest.get(1..).unwrap_or_default();
+    let next = symbols::local(s, &format!("{tag}_not_{}", v.name));
+    for &t in beyond_two {
+        b.push(Inst::AltJmp {
+            target: next.clone(),
+            first: t.negated(),
+            and: None,
+        });
+    }
+    b.push(Inst::AltJmp {
+        target,
+        first,
+        and: rest.first().copied(),
+    });
+    if !beyond_two.is_empty() {
+        b.push(Inst::Label(next));
+    }
+}
+
+/// One entry point of [`LinuxOptions::feature_entries`] for a per-CPU
+/// strategy: a slot for each variant its CPUs may take but the last
+/// (tests its `given` condition decides left out), then the last, which
+/// every CPU the slots let through takes. The entry falls into that
+/// variant's code (`absorbed`: the variant's routine is printed and
+/// placed right after the slots, its symbol an inner label) unless
+/// another entry point jumps to it or falls into it; else it jumps.
+///
+/// [`LinuxOptions::feature_entries`]: crate::front::strategy::LinuxOptions::feature_entries
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeaturePlan {
+    pub symbol: String,
+    pub slots: Vec<Inst>,
+    /// The last variant's routine.
+    pub last: String,
+    pub absorbed: bool,
+}
+
+/// [`FeaturePlan`]s of `s`, in the order of its feature entries (none
+/// without variants).
+pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
+    if s.variants.is_empty() {
+        return Vec::new();
+    }
+    let dir = s.directions[0];
+    let mut plans: Vec<FeaturePlan> = s
+        .linux
+        .feature_entries
+        .iter()
+        .map(|e| {
+            let reached = reached_variants(s, &e.given);
+            let (last, before) = reached.split_last().expect("the default is always reached");
+            let mut slots = Vec::new();
+            for &v in before {
+                let tests: Vec<FeatureTest> = feature_tests(v.when.as_ref())
+                    .into_iter()
+                    .filter(|t| !decided(&e.given, t.feature))
+                    .collect();
+                let target = variant_symbol(s, v, Flavor::Linux, dir);
+                push_slot(&mut slots, s, v, &tests, target, &e.symbol);
+            }
+            slots.push(variant_comment(last));
+            FeaturePlan {
+                symbol: e.symbol.clone(),
+                slots,
+                last: variant_symbol(s, last, Flavor::Linux, dir),
+                absorbed: false,
+            }
+        })
+        .collect();
+    let jumped_to: Vec<String> = plans
+        .iter()
+        .flat_map(|p| &p.slots)
+        .filter_map(|i| match i {
+            Inst::AltJmp { target, .. } => Some(target.clone()),
+            _ => None,
+        })
+        .collect();
+    for i in 0..plans.len() {
+        let last = &plans[i].last;
+        let taken = jumped_to.contains(last) || plans[..i].iter().any(|p| p.last == *last);
+        plans[i].absorbed = !taken;
+    }
+    plans
+}
+
+/// Whether `given` states `feature`.
+fn decided(given: &CpuCondition, feature: CpuFeature) -> bool {
+    given.require.contains(&feature) || given.exclude.contains(&feature)
+}
+
+/// The variants of `s` some CPU that `given` describes selects, in order:
+/// every assignment of the features `given` leaves open, tried.
+fn reached_variants<'s>(s: &'s Strategy, given: &CpuCondition) -> Vec<&'s Variant> {
+    let open: Vec<CpuFeature> = CpuFeature::ALL
+        .into_iter()
+        .filter(|&f| !decided(given, f))
+        .collect();
+    let mut reached = vec![false; s.variants.len()];
+    for bits in 0u32..1 << open.len() {
+        let present: Vec<CpuFeature> = given
+            .require
+            .iter()
+            .copied()
+            .chain(
+                open.iter()
+                    .enumerate()
+                    .filter(|&(i, _)| bits & 1 << i != 0)
+                    .map(|(_, &f)| f),
+            )
+            .collect();
+        if let Some(v) = crate::lower::variants::select(s, CpuFeatures::from_list(&present)) {
+            let i = s
+                .variants
+                .iter()
+                .position(|w| std::ptr::eq(w, v))
+                .expect("one of them");
+            reached[i] = true;
+        }
+    }
+    s.variants
+        .iter()
+        .zip(reached)
+        .filter_map(|(v, r)| r.then_some(v))
+        .collect()
+}
+
+/// The functions `out` of `s`'s linux file given the names of its
+/// feature entries (`LinuxOptions::feature_entries`): without variants the
+/// routine's further names; with them, each absorbed [`FeaturePlan`]'s
+/// slots put before its variant's code, the variant's symbol an inner
+/// label of the entry point (the entries that jump are
+/// [`per_cpu_entries`]').
+pub fn name_feature_entries(s: &Strategy, out: &mut [Function]) {
+    let entries = &s.linux.feature_entries;
+    if entries.is_empty() {
+        return;
+    }
+    if s.variants.is_empty() {
+        let routine = s.linux.both.as_deref();
+        if let Some(f) = out.iter_mut().find(|f| Some(f.symbol.as_str()) == routine) {
+            f.aliases = entries
+                .iter()
+                .map(|e| e.symbol.clone())
+                .filter(|e| Some(e.as_str()) != routine)
+                .collect();
+        }
+        return;
+    }
+    for p in feature_plans(s).into_iter().filter(|p| p.absorbed) {
+        let Some(f) = out.iter_mut().find(|f| f.symbol == p.last) else {
+            continue;
+        };
+        let slots = print_insts(s, p.slots, Flavor::Linux);
+        let mut body = slots.body;
+        body.push(format!("SYM_INNER_LABEL({}, SYM_L_GLOBAL)", p.last));
+        body.append(&mut f.body);
+        f.body = body;
+        f.symbol = p.symbol;
     }
 }
 
@@ -169,8 +346,13 @@ pub fn linux_entry_after_boot(
     dir: Direction,
     features: CpuFeatures,
 ) -> Vec<AfterBoot> {
-    linux_entry(s, dir)
-        .insts
+    after_boot(linux_entry(s, dir).insts, features)
+}
+
+/// Entry-point instructions as `apply_alternatives()` leaves them on a
+/// CPU with `features`.
+pub fn after_boot(insts: Vec<Inst>, features: CpuFeatures) -> Vec<AfterBoot> {
+    insts
         .into_iter()
         .filter_map(|i| match i {
             Inst::AltJmp { target, first, and } => Some(

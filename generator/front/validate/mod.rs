@@ -538,6 +538,7 @@ impl Validator<'_> {
             ),
             kernel: raw.kernel,
             site: raw.site,
+            feature_entries: Vec::new(),
             from_user: raw.from_user,
             to_user: raw.to_user,
             both: raw.symbol,

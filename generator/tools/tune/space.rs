@@ -997,6 +997,7 @@ impl CandidateBase {
                 extable: ExtableFormat::Copy,
                 kernel: None,
                 site: None,
+                feature_entries: Vec::new(),
                 from_user: None,
                 to_user: None,
                 both: None,
