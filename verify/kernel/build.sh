@@ -130,14 +130,15 @@ kernel_build_prepare() {
 		{
 			echo "/* Written by copygen's verify/kernel-boot: the routines of ${preset:-the stock kernel}. */"
 			if [[ -n $routes ]]; then
-				echo "#define COPYGEN_ENTRY $entry"
+				# (by assembler name: the glue may declare the same symbols as C functions)
+				echo "extern const u8 copygen_entry_code[] __asm__(\"$entry\");"
+				echo "#define COPYGEN_ENTRY copygen_entry_code"
 				! grep -q '^SYM_FUNC_START(copygen_copy_user_rep_good)$' "$asm" ||
 					echo "#define COPYGEN_SITE 1"
-				echo "extern char $entry[];"
 				table=()
 				while read -r v r; do
-					echo "extern char $r[];"
-					table+=("{ \"$v\", (const u8 *)$r },")
+					echo "extern const u8 copygen_routine_${#table[@]}[] __asm__(\"$r\");"
+					table+=("{ \"$v\", copygen_routine_${#table[@]} },")
 				done <<<"$routes"
 				echo "#define COPYGEN_VARIANTS ${table[*]}"
 			fi
