@@ -15,7 +15,7 @@ use copygen::front::variant::CpuFeature;
 use copygen::jit::site::{compile_site, site_form, JitSite, SiteArgs, SiteError, CONTEXTS};
 use copygen::kernel::site::{SiteCall, SiteCode, SiteTarget};
 use copygen::kernel::symbols::REP_MOVS_ALTERNATIVE;
-use copygen::kernel::symbols::{GLUE_SYMBOL, GLUE_SYMBOL_ERMS};
+use copygen::kernel::symbols::{GLUE_SYMBOL, GLUE_SYMBOL_ERMS, GLUE_SYMBOL_REP_GOOD};
 use copygen::lower::entry_symbol;
 use copygen::lower::variants::{select, variant_strategy, variant_symbol};
 use copygen::tools::bench::site::{resolve_site, site_subject, stock_subject, wired, KernelModel};
@@ -308,20 +308,29 @@ fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
 #[test]
 fn a_6_1_site_reaches_the_variant_through_the_routine_alternative_call_2_picks() {
     // 6.1's glue calls one of guarded-movsb's three entry points in the C
-    // convention, chosen as the tree's alternative_call_2 chooses (ERMS
-    // here). As alternatives leave it, on Zen its first slot jumps to
-    // `zen`; on Intel with ERMS and no FSRM its two slots are NOPs and it
-    // runs on into `erms`, placed right after them.
+    // convention, chosen as the tree's alternative_call_2 chooses. As
+    // alternatives leave them: on Zen 3 the ERMS routine's first slot jumps
+    // to `zen`; on Intel with ERMS and no FSRM its two slots are NOPs and it
+    // runs on into `erms`, placed right after them; on Zen 1 (no ERMS) the
+    // REP_GOOD routine's slots are NOPs and it runs into `zen_movsq`, where
+    // an Intel without ERMS takes its second slot's jump to `movsq`.
     let gm = catalog("guarded-movsb");
     let k = KernelVersion::V6_1;
     let wired = wired(&gm, k).unwrap();
-    for (f, variant, jumps) in [(zen(), "zen", true), (old(), "erms", false)] {
+    let zen1 = CpuFeatures::from_list(&[CpuFeature::Zen, CpuFeature::Zen1, CpuFeature::RepGood]);
+    let no_erms = CpuFeatures::from_list(&[CpuFeature::RepGood]);
+    for (f, entry_symbol, variant, jump_slot) in [
+        (zen(), GLUE_SYMBOL_ERMS, "zen", Some(0)),
+        (old(), GLUE_SYMBOL_ERMS, "erms", None),
+        (zen1, GLUE_SYMBOL_REP_GOOD, "zen_movsq", None),
+        (no_erms, GLUE_SYMBOL_REP_GOOD, "movsq", Some(1)),
+    ] {
         let code = resolve_site(Some(&gm), k, f).unwrap();
         assert_eq!(code.convention, Convention::C);
         let SiteTarget::Routine(entry) = code.calls[0].target.clone() else {
             panic!("a call of a routine");
         };
-        assert_eq!(entry, GLUE_SYMBOL_ERMS);
+        assert_eq!(entry, entry_symbol);
         let v = select(&gm, f).unwrap();
         assert_eq!(v.name, variant);
         let Some(m) = model(k, f) else {
@@ -333,13 +342,16 @@ fn a_6_1_site_reaches_the_variant_through_the_routine_alternative_call_2_picks()
         let symbol = variant_symbol(&wired, v, Flavor::Linux, Direction::FromUser);
         let routine = site.routine_offset(&symbol).unwrap();
         let code_bytes = site.code();
-        if jumps {
-            assert_eq!(code_bytes[at], 0xe9);
-            let rel = i32::from_le_bytes(code_bytes[at + 1..at + 5].try_into().unwrap());
-            assert_eq!((at + 5) as i64 + i64::from(rel), routine as i64);
-        } else {
-            let nop5 = [0x0f, 0x1f, 0x44, 0x00, 0x00];
-            assert_eq!(&code_bytes[at..routine], [nop5, nop5].concat());
+        let nop5 = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+        match jump_slot {
+            Some(slot) => {
+                let jmp = at + 5 * slot;
+                assert_eq!(&code_bytes[at..jmp], nop5.repeat(slot), "{variant}");
+                assert_eq!(code_bytes[jmp], 0xe9, "{variant}");
+                let rel = i32::from_le_bytes(code_bytes[jmp + 1..jmp + 5].try_into().unwrap());
+                assert_eq!((jmp + 5) as i64 + i64::from(rel), routine as i64);
+            }
+            None => assert_eq!(&code_bytes[at..routine], nop5.repeat(2), "{variant}"),
         }
         copies_and_faults(&site);
     }

@@ -234,25 +234,9 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
         // NOPs put back where the second is not.
         let mut entry = vec!["+SYM_FUNC_START(copygen_copy_user)".to_string()];
         for (v, bits) in variants.iter() {
-            let jmp = format!("jmp {symbol}__{v}_copy_user");
-            let slot = match bits {
+            let slot = match bits[..] {
                 [] => format!("+\tjmp\t{symbol}__{v}_copy_user"),
-                [first, rest @ ..] => {
-                    let (old, new, f1) = match first.strip_prefix('!') {
-                        Some(b) => (jmp.as_str(), "", b),
-                        None => ("", jmp.as_str(), *first),
-                    };
-                    let head = format!("ALTERNATIVE \"{old}\", \"{new}\", X86_FEATURE_{f1}");
-                    match rest {
-                        [] => format!("+\t{head}"),
-                        [second] => match second.strip_prefix('!') {
-                            Some(b) => format!("+\t{head}, \"\", X86_FEATURE_{b}"),
-                            None => format!("+\t{head}, \"\", ALT_NOT(X86_FEATURE_{second})"),
-                        }
-                        .replacen("ALTERNATIVE", "ALTERNATIVE_2", 1),
-                        _ => panic!("three bits"),
-                    }
-                }
+                _ => format!("+\t{}", alt_slot(&format!("{symbol}__{v}_copy_user"), bits)),
             };
             entry.push(slot);
         }
@@ -298,32 +282,57 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
     }
 }
 
+/// The slot of a per-CPU entry point that jumps to `target` where the
+/// first of `bits` holds (`X86_FEATURE_` left out, `!` for absent), the
+/// jump put back to NOPs where the second does not hold.
+fn alt_slot(target: &str, bits: &[&str]) -> String {
+    let holds = |bit: &str| match bit.strip_prefix('!') {
+        Some(b) => format!("ALT_NOT(X86_FEATURE_{b})"),
+        None => format!("X86_FEATURE_{bit}"),
+    };
+    let fails = |bit: &str| match bit.strip_prefix('!') {
+        Some(b) => format!("X86_FEATURE_{b}"),
+        None => format!("ALT_NOT(X86_FEATURE_{bit})"),
+    };
+    match bits {
+        [first] => format!("ALTERNATIVE \"\", \"jmp {target}\", {}", holds(first)),
+        [first, second] => format!(
+            "ALTERNATIVE_2 \"\", \"jmp {target}\", {}, \"\", {}",
+            holds(first),
+            fails(second)
+        ),
+        _ => panic!("{} bits", bits.len()),
+    }
+}
+
 /// 6.1's glue keeps the tree's `alternative_call_2` on REP_GOOD and ERMS and
 /// calls one of three entry points of guarded-movsb: each has a slot for
-/// the earlier variants its CPUs may take (tests the call decided left
-/// out) and falls into the last, whose symbol is an inner label; and the
-/// glue names them as the stock `copy_user_generic()` names its routines.
+/// the other variants its CPUs may take (tests the call decided left out)
+/// and falls into one, whose symbol is an inner label: the last, or
+/// (REP_GOOD's, where Zen 1 and 2 call) the Zen family's variant before it,
+/// the last one's slot testing for no ZEN; and the glue names them as the
+/// stock `copy_user_generic()` names its routines. (The routine without
+/// either bit has no Zen slot: the kernel sets REP_GOOD on every Zen.)
 fn six_one_entries(p: &str) {
     let slot = |v: &str, bit: &str| {
-        format!("+\tALTERNATIVE \"\", \"jmp guarded_movsb__{v}_copy_user\", X86_FEATURE_{bit}")
+        format!(
+            "+\t{}",
+            alt_slot(&format!("guarded_movsb__{v}_copy_user"), &[bit])
+        )
     };
     let inner = |v: &str| format!("+SYM_INNER_LABEL(guarded_movsb__{v}_copy_user, SYM_L_GLOBAL)");
     for (entry, slots, last) in [
         (
             "copygen_copy_user_erms",
-            [("zen", "ZEN"), ("fsrm", "FSRM")],
+            &[("zen", "ZEN"), ("fsrm", "FSRM")][..],
             "erms",
         ),
         (
             "copygen_copy_user_rep_good",
-            [("fsrm", "FSRM"), ("zen_movsq", "ZEN")],
-            "movsq",
+            &[("fsrm", "FSRM"), ("movsq", "!ZEN")],
+            "zen_movsq",
         ),
-        (
-            "copygen_copy_user",
-            [("fsrm", "FSRM"), ("zen_movsq", "ZEN")],
-            "loop",
-        ),
+        ("copygen_copy_user", &[("fsrm", "FSRM")], "loop"),
     ] {
         let start = format!("+SYM_FUNC_START({entry})");
         let mut want = vec![start.clone()];

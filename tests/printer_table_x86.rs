@@ -617,7 +617,7 @@ fn printer_only_rows(ptr_width: u32) -> Vec<(Inst, &'static str)> {
                 },
                 and: None,
             },
-            "\tALTERNATIVE \"jmp .Lcopy_movs\", \"\", X86_FEATURE_ERMS",
+            "\tALTERNATIVE \"\", \"jmp .Lcopy_movs\", ALT_NOT(X86_FEATURE_ERMS)",
         ),
         (
             Inst::AltJmp {
@@ -656,7 +656,7 @@ fn printer_only_rows(ptr_width: u32) -> Vec<(Inst, &'static str)> {
                     present: false,
                 }),
             },
-            "\tALTERNATIVE_2 \"jmp movsq_routine\", \"\", X86_FEATURE_ERMS, \"\", X86_FEATURE_ZEN",
+            "\tALTERNATIVE_2 \"\", \"jmp movsq_routine\", ALT_NOT(X86_FEATURE_ERMS), \"\", X86_FEATURE_ZEN",
         ),
         (Inst::Directive(Directive::PushData), "\t.pushsection .data"),
         (Inst::Directive(Directive::PopSection), "\t.popsection"),

@@ -178,6 +178,15 @@ pub fn is_zen_generation(f: CpuFeature) -> bool {
     matches!(f.info().detect, Detect::ZenGeneration { .. })
 }
 
+/// Whether `f` names CPUs by vendor and family (`zen`, `zen1`..`zen5`)
+/// rather than by what an instruction does.
+pub fn names_family(f: CpuFeature) -> bool {
+    matches!(
+        f.info().detect,
+        Detect::ZenFamily | Detect::ZenGeneration { .. }
+    )
+}
+
 /// The Zen generation bit amd.c sets for an AMD `family` and `model`.
 pub fn zen_generation(vendor: &str, family: u32, model: u32) -> Option<CpuFeature> {
     if vendor != ZEN_VENDORS[0].0 {
@@ -278,6 +287,23 @@ impl CpuFeatures {
     /// The resolver's mask.
     pub fn mask(self) -> u32 {
         self.0
+    }
+    /// Whether a kernel can report these bits together. amd.c sets at
+    /// most one Zen generation, and `X86_FEATURE_ZEN` with it
+    /// (`init_amd_zen_common()`); it sets `X86_FEATURE_REP_GOOD` on every
+    /// family from 0x10 and hygon.c always: a generation implies `zen`, and
+    /// `zen` implies `rep_good` (the resolver decodes them alike). Only a
+    /// bit cleared by hand (`clearcpuid=`) breaks this; such a CPU may
+    /// enter another variant than the resolver picks, still a whole copy.
+    pub fn kernel_can_report(self) -> bool {
+        let generations = self
+            .list()
+            .into_iter()
+            .filter(|&f| is_zen_generation(f))
+            .count();
+        generations <= 1
+            && (generations == 0 || self.has(CpuFeature::Zen))
+            && (!self.has(CpuFeature::Zen) || self.has(CpuFeature::RepGood))
     }
     /// The features present, in table order.
     pub fn list(self) -> Vec<CpuFeature> {
@@ -472,6 +498,28 @@ mod tests {
         assert!(!rep_good(amd, 0x0000_0f40));
         assert!(!rep_good(amd, 0x0000_0f50));
         assert!(rep_good(amd, 0x0002_0f32));
+    }
+
+    #[test]
+    fn every_decoded_cpu_is_one_a_kernel_can_report() {
+        let vendors = [AMD, ZEN_VENDORS[1].1, INTEL, [0; 3]];
+        for vendor in vendors {
+            for ext_family in 0..=0xb {
+                for model in 0..=0xffu32 {
+                    let eax = ext_family << 20 | (model >> 4) << 16 | 0xf00 | (model & 0xf) << 4;
+                    for leaf7 in [(0, 0), (1 << 9, 0), (1 << 9, 1 << 4), (0, 1 << 4)] {
+                        let f = Cpuid::from_words(0xd, vendor, eax, Some(leaf7)).features();
+                        assert!(f.kernel_can_report(), "{vendor:x?} {eax:#x}: {f}");
+                    }
+                }
+            }
+        }
+        let of = |l: &[CpuFeature]| CpuFeatures::from_list(l).kernel_can_report();
+        use CpuFeature::*;
+        assert!(of(&[Zen, RepGood]) && of(&[Zen, Zen2, RepGood]) && of(&[RepGood, Erms]));
+        assert!(!of(&[Zen]), "zen without rep_good");
+        assert!(!of(&[Zen1, RepGood]), "a generation without zen");
+        assert!(!of(&[Zen, Zen1, Zen2, RepGood]), "two generations");
     }
 
     #[test]

@@ -260,7 +260,7 @@ pub fn compile_site_with(
         // right before it, so those routines come after every other (the
         // slots jump only to those).
         let plans = feature_plans(s);
-        let absorbing = |symbol: &str| plans.iter().find(|p| p.absorbed && p.last == symbol);
+        let absorbing = |symbol: &str| plans.iter().find(|p| p.absorbed && p.enters == symbol);
         let mut compiled = backend::compile(s, Flavor::Linux);
         compiled.sort_by_key(|c| absorbing(&c.routine.symbol).is_some());
         if s.arch != Arch::X86_64 {
@@ -317,7 +317,7 @@ pub fn compile_site_with(
             let base = ops.offset().0;
             let mut insts = p.slots.clone();
             insts.push(Inst::Jmp {
-                target: p.last.clone(),
+                target: p.enters.clone(),
             });
             place_entry(&mut ops, &after_boot(insts, features), &routines)?;
             routines.push((p.symbol.clone(), base));

@@ -186,7 +186,7 @@
 
 SYM_FUNC_START(guarded_movsb_612_from_user)
 	/* variant `noerms`: !erms */
-	ALTERNATIVE "jmp guarded_movsb_612__noerms_from_user", "", X86_FEATURE_ERMS
+	ALTERNATIVE "", "jmp guarded_movsb_612__noerms_from_user", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `zen`: zen */
 	ALTERNATIVE "", "jmp guarded_movsb_612__zen_from_user", X86_FEATURE_ZEN
 	/* variant `fsrm`: fsrm */
@@ -199,7 +199,7 @@ EXPORT_SYMBOL(guarded_movsb_612_from_user)
 
 SYM_FUNC_START(guarded_movsb_612_to_user)
 	/* variant `noerms`: !erms */
-	ALTERNATIVE "jmp guarded_movsb_612__noerms_to_user", "", X86_FEATURE_ERMS
+	ALTERNATIVE "", "jmp guarded_movsb_612__noerms_to_user", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `zen`: zen */
 	ALTERNATIVE "", "jmp guarded_movsb_612__zen_to_user", X86_FEATURE_ZEN
 	/* variant `fsrm`: fsrm */

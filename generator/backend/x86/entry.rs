@@ -13,8 +13,8 @@
 
 use super::inst::{Alu, Cc, Directive, FeatureTest, Inst, Reg, SymBase, SymRef};
 use crate::arch::cpu::{
-    CpuFeatures, Detect, Leaf7Reg, AMD, AMD_REP_GOOD_FROM, AMD_REP_GOOD_K8C, FEATURES, INTEL,
-    INTEL_REP_GOOD_FAMILY, ZEN_FAMILY, ZEN_VENDORS,
+    names_family, CpuFeatures, Detect, Leaf7Reg, AMD, AMD_REP_GOOD_FROM, AMD_REP_GOOD_K8C,
+    FEATURES, INTEL, INTEL_REP_GOOD_FAMILY, ZEN_FAMILY, ZEN_VENDORS,
 };
 use crate::arch::symbols;
 use crate::backend::Function;
@@ -56,7 +56,7 @@ pub fn entries(s: &Strategy, flavor: Flavor) -> Vec<Entry> {
             .filter(|p| !p.absorbed)
             .map(|p| {
                 let mut insts = p.slots;
-                insts.push(Inst::Jmp { target: p.last });
+                insts.push(Inst::Jmp { target: p.enters });
                 Entry {
                     symbol: p.symbol,
                     insts,
@@ -181,20 +181,23 @@ fn push_slot(
 }
 
 /// One entry point of [`LinuxOptions::feature_entries`] for a per-CPU
-/// strategy: a slot for each variant its CPUs may take but the last
-/// (tests its `given` condition decides left out), then the last, which
-/// every CPU the slots let through takes. The entry falls into that
-/// variant's code (`absorbed`: the variant's routine is printed and
-/// placed right after the slots, its symbol an inner label) unless
-/// another entry point jumps to it or falls into it; else it jumps.
+/// strategy: a slot for each variant its CPUs may take but one (tests its
+/// `given` condition decides left out), then that one, which every CPU
+/// the slots let through takes: the last, or the one before it where that
+/// one is a CPU family's (one test left, of a family bit such as `zen`)
+/// and no other entry point takes it; then the last variant's slot tests
+/// the family bit's absence. The entry falls into the variant's code
+/// (`absorbed`: the variant's routine is printed and placed right after
+/// the slots, its symbol an inner label) unless another entry point jumps
+/// to it or falls into it; else it jumps.
 ///
 /// [`LinuxOptions::feature_entries`]: crate::front::strategy::LinuxOptions::feature_entries
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeaturePlan {
     pub symbol: String,
     pub slots: Vec<Inst>,
-    /// The last variant's routine.
-    pub last: String,
+    /// The routine of the variant the slots let through.
+    pub enters: String,
     pub absorbed: bool,
 }
 
@@ -205,27 +208,63 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
         return Vec::new();
     }
     let dir = s.directions[0];
-    let mut plans: Vec<FeaturePlan> = s
-        .linux
-        .feature_entries
+    let entries = &s.linux.feature_entries;
+    let reached: Vec<Vec<&Variant>> = entries
         .iter()
-        .map(|e| {
-            let reached = reached_variants(s, &e.given);
-            let (last, before) = reached.split_last().expect("the default is always reached");
-            let mut slots = Vec::new();
-            for &v in before {
-                let tests: Vec<FeatureTest> = feature_tests(v.when.as_ref())
+        .map(|e| reached_variants(s, &e.given))
+        .collect();
+    let elsewhere = |i: usize, v: &Variant| {
+        reached
+            .iter()
+            .enumerate()
+            .any(|(j, r)| j != i && r.iter().any(|&w| std::ptr::eq(w, v)))
+    };
+    let mut plans: Vec<FeaturePlan> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let undecided = |v: &Variant| -> Vec<FeatureTest> {
+                feature_tests(v.when.as_ref())
                     .into_iter()
                     .filter(|t| !decided(&e.given, t.feature))
-                    .collect();
+                    .collect()
+            };
+            let (&last, before) = reached[i]
+                .split_last()
+                .expect("the default is always reached");
+            let family = before
+                .split_last()
+                .and_then(|(&v, rest)| match undecided(v)[..] {
+                    [t] if t.present && names_family(t.feature) && !elsewhere(i, v) => {
+                        Some((v, t, rest))
+                    }
+                    _ => None,
+                });
+            let mut slots = Vec::new();
+            let slot = |slots: &mut Vec<Inst>, v: &Variant, tests: &[FeatureTest]| {
                 let target = variant_symbol(s, v, Flavor::Linux, dir);
-                push_slot(&mut slots, s, v, &tests, target, &e.symbol);
-            }
-            slots.push(variant_comment(last));
+                push_slot(slots, s, v, tests, target, &e.symbol);
+            };
+            let enters = match family {
+                Some((v, test, rest)) => {
+                    for &w in rest {
+                        slot(&mut slots, w, &undecided(w));
+                    }
+                    slot(&mut slots, last, &[test.negated()]);
+                    v
+                }
+                None => {
+                    for &w in before {
+                        slot(&mut slots, w, &undecided(w));
+                    }
+                    last
+                }
+            };
+            slots.push(variant_comment(enters));
             FeaturePlan {
                 symbol: e.symbol.clone(),
                 slots,
-                last: variant_symbol(s, last, Flavor::Linux, dir),
+                enters: variant_symbol(s, enters, Flavor::Linux, dir),
                 absorbed: false,
             }
         })
@@ -239,8 +278,8 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
         })
         .collect();
     for i in 0..plans.len() {
-        let last = &plans[i].last;
-        let taken = jumped_to.contains(last) || plans[..i].iter().any(|p| p.last == *last);
+        let enters = &plans[i].enters;
+        let taken = jumped_to.contains(enters) || plans[..i].iter().any(|p| p.enters == *enters);
         plans[i].absorbed = !taken;
     }
     plans
@@ -252,7 +291,8 @@ fn decided(given: &CpuCondition, feature: CpuFeature) -> bool {
 }
 
 /// The variants of `s` some CPU that `given` describes selects, in order:
-/// every assignment of the features `given` leaves open, tried.
+/// every assignment of the features `given` leaves open that a kernel can
+/// report ([`CpuFeatures::kernel_can_report`]), tried.
 fn reached_variants<'s>(s: &'s Strategy, given: &CpuCondition) -> Vec<&'s Variant> {
     let open: Vec<CpuFeature> = CpuFeature::ALL
         .into_iter()
@@ -271,7 +311,11 @@ fn reached_variants<'s>(s: &'s Strategy, given: &CpuCondition) -> Vec<&'s Varian
                     .map(|(_, &f)| f),
             )
             .collect();
-        if let Some(v) = crate::lower::variants::select(s, CpuFeatures::from_list(&present)) {
+        let features = CpuFeatures::from_list(&present);
+        if !features.kernel_can_report() {
+            continue;
+        }
+        if let Some(v) = crate::lower::variants::select(s, features) {
             let i = s
                 .variants
                 .iter()
@@ -310,12 +354,12 @@ pub fn name_feature_entries(s: &Strategy, out: &mut [Function]) {
         return;
     }
     for p in feature_plans(s).into_iter().filter(|p| p.absorbed) {
-        let Some(f) = out.iter_mut().find(|f| f.symbol == p.last) else {
+        let Some(f) = out.iter_mut().find(|f| f.symbol == p.enters) else {
             continue;
         };
         let slots = print_insts(s, p.slots, Flavor::Linux);
         let mut body = slots.body;
-        body.push(format!("SYM_INNER_LABEL({}, SYM_L_GLOBAL)", p.last));
+        body.push(format!("SYM_INNER_LABEL({}, SYM_L_GLOBAL)", p.enters));
         body.append(&mut f.body);
         f.body = body;
         f.symbol = p.symbol;

@@ -1,7 +1,7 @@
 //! The GNU as (AT&T) printer of x86 [`Inst`]s (`RET`/`ASM_STAC` in the
 //! linux flavour).
 
-use super::inst::{Cpp, Directive, Inst, MemRef, SymBase, SymRef};
+use super::inst::{Cpp, Directive, FeatureTest, Inst, MemRef, SymBase, SymRef};
 use super::Line;
 use crate::front::strategy::{Flavor, PrefetchKind};
 
@@ -149,26 +149,16 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
             reg.name(*width),
             sym_text(mem, pw)
         ),
+        // NOPs in the object, the jump patched in where the test holds (so
+        // the code after the slot is reached in the object too); the
+        // second entry wins where both apply: NOPs where its test fails.
         Inst::AltJmp { target, first, and } => {
-            let jmp = format!("jmp {target}");
-            let (old, new) = if first.present {
-                ("", jmp.as_str())
-            } else {
-                (jmp.as_str(), "")
-            };
-            let f1 = first.feature.kernel_macro();
+            let holds = alt_condition(*first);
             match and {
-                None => format!("\tALTERNATIVE \"{old}\", \"{new}\", {f1}"),
-                // The second entry wins where both apply: NOPs where its
-                // test fails.
+                None => format!("\tALTERNATIVE \"\", \"jmp {target}\", {holds}"),
                 Some(t) => {
-                    let f2 = t.feature.kernel_macro();
-                    let fails = if t.present {
-                        format!("ALT_NOT({f2})")
-                    } else {
-                        f2.to_string()
-                    };
-                    format!("\tALTERNATIVE_2 \"{old}\", \"{new}\", {f1}, \"\", {fails}")
+                    let fails = alt_condition(t.negated());
+                    format!("\tALTERNATIVE_2 \"\", \"jmp {target}\", {holds}, \"\", {fails}")
                 }
             }
         }
@@ -178,6 +168,16 @@ pub fn print_inst(inst: &Inst, ptr_width: u32, flavor: Flavor) -> String {
             Flavor::Linux => "\tRET".to_string(),
             Flavor::Standalone => "\tret".to_string(),
         },
+    }
+}
+
+/// An `ALTERNATIVE`'s feature argument that applies where `t` holds.
+fn alt_condition(t: FeatureTest) -> String {
+    let name = t.feature.kernel_macro();
+    if t.present {
+        name.to_string()
+    } else {
+        format!("ALT_NOT({name})")
     }
 }
 

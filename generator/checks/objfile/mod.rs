@@ -111,7 +111,7 @@ pub struct AltEntry {
     /// The CPU feature bit (`X86_FEATURE_*`: word * 32 + bit).
     pub feature: u16,
     /// Patching flags (Linux 6.3+: [`ALT_FLAG_NOT`], [`ALT_FLAG_DIRECT_CALL`]);
-    /// 0 in 12-byte entries, which have none.
+    /// in 12-byte entries only [`ALT_FLAG_NOT`], from [`ALTINSTR_FLAG_INV`].
     pub flags: u16,
     /// Bytes of the site (the original and its NOP padding).
     pub site_len: u8,
@@ -120,6 +120,8 @@ pub struct AltEntry {
 
 /// `ALT_FLAG_NOT`: patch when the feature is absent.
 pub const ALT_FLAG_NOT: u16 = 1;
+/// Linux 6.1's `ALT_NOT`: the top bit of a 12-byte entry's feature word.
+pub const ALTINSTR_FLAG_INV: u16 = 1 << 15;
 /// `ALT_FLAG_DIRECT_CALL`: the kernel turns the original's indirect call
 /// into a direct one (the replacement is only a placeholder).
 pub const ALT_FLAG_DIRECT_CALL: u16 = 2;
@@ -640,16 +642,23 @@ fn read_alternatives(file: &object::File, arch: Arch) -> Result<Vec<AltEntry>> {
         let replacement = word(at + 4, "repl_offset")?;
         let b = |o: u64| data[(at + o) as usize];
         let half = |o: u64| u16::from_le_bytes([b(o), b(o + 1)]);
-        let (flags, lens) = if entry_size == 12 {
-            (0, 10)
+        let (feature, flags, lens) = if entry_size == 12 {
+            // 6.1: `ALT_NOT` is the feature word's top bit (ALTINSTR_FLAG_INV).
+            let word = half(8);
+            let not = if word & ALTINSTR_FLAG_INV != 0 {
+                ALT_FLAG_NOT
+            } else {
+                0
+            };
+            (word & !ALTINSTR_FLAG_INV, not, 10)
         } else {
-            (half(10), 12)
+            (half(8), half(10), 12)
         };
         entries.push(AltEntry {
             at,
             site,
             replacement,
-            feature: half(8),
+            feature,
             flags,
             site_len: b(lens),
             replacement_len: b(lens + 1),
