@@ -232,34 +232,29 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
             let (&last, before) = reached[i]
                 .split_last()
                 .expect("the default is always reached");
-            let family = before
+            // The variant entered, the ones slotted before it, and the
+            // last one's slot after them when the entry falls into the
+            // family's variant before it.
+            let family_test = |v: &Variant| match undecided(v)[..] {
+                [t] if t.present && names_family(t.feature) => Some(t),
+                _ => None,
+            };
+            let (enters, slotted, last_slot) = before
                 .split_last()
-                .and_then(|(&v, rest)| match undecided(v)[..] {
-                    [t] if t.present && names_family(t.feature) && !elsewhere(i, v) => {
-                        Some((v, t, rest))
-                    }
-                    _ => None,
-                });
+                .filter(|&(&v, _)| !elsewhere(i, v))
+                .and_then(|(&v, rest)| family_test(v).map(|t| (v, rest, Some(t.negated()))))
+                .unwrap_or((last, before, None));
             let mut slots = Vec::new();
-            let slot = |slots: &mut Vec<Inst>, v: &Variant, tests: &[FeatureTest]| {
+            let mut slot = |v: &Variant, tests: &[FeatureTest]| {
                 let target = variant_symbol(s, v, Flavor::Linux, dir);
-                push_slot(slots, s, v, tests, target, &e.symbol);
+                push_slot(&mut slots, s, v, tests, target, &e.symbol);
             };
-            let enters = match family {
-                Some((v, test, rest)) => {
-                    for &w in rest {
-                        slot(&mut slots, w, &undecided(w));
-                    }
-                    slot(&mut slots, last, &[test.negated()]);
-                    v
-                }
-                None => {
-                    for &w in before {
-                        slot(&mut slots, w, &undecided(w));
-                    }
-                    last
-                }
-            };
+            for &w in slotted {
+                slot(w, &undecided(w));
+            }
+            if let Some(absent) = last_slot {
+                slot(last, &[absent]);
+            }
             slots.push(variant_comment(enters));
             FeaturePlan {
                 symbol: e.symbol.clone(),
