@@ -309,21 +309,32 @@ fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
 fn a_6_1_site_reaches_the_variant_through_the_routine_alternative_call_2_picks() {
     // 6.1's glue calls one of guarded-movsb's three entry points in the C
     // convention, chosen as the tree's alternative_call_2 chooses. As
-    // alternatives leave them: on Zen 3 the ERMS routine's first slot jumps
-    // to `zen`; on Intel with ERMS and no FSRM its two slots are NOPs and it
-    // runs on into `erms`, placed right after them; on Zen 1 (no ERMS) the
+    // alternatives leave them: on a Zen 3 or Zen 4 the ERMS routine's first
+    // slot jumps to `zen` (on a Zen 5 too: 6.1 marks it with no generation
+    // bit); an Intel CPU with FSRM takes the second slot's jump to `fsrm`;
+    // on an Intel CPU with ERMS and no FSRM both slots are NOPs and it runs
+    // on into `erms`, placed right after them; on Zen 1 (no ERMS) the
     // REP_GOOD routine's slots are NOPs and it runs into `zen_movsq`, where
-    // an Intel without ERMS takes its second slot's jump to `movsq`.
+    // an Intel CPU without ERMS takes its second slot's jump to `movsq`.
+    use CpuFeature::{Erms, Fsrm, RepGood, Zen, Zen1, Zen3, Zen4};
     let gm = catalog("guarded-movsb");
     let k = KernelVersion::V6_1;
     let wired = wired(&gm, k).unwrap();
-    let zen1 = CpuFeatures::from_list(&[CpuFeature::Zen, CpuFeature::Zen1, CpuFeature::RepGood]);
-    let no_erms = CpuFeatures::from_list(&[CpuFeature::RepGood]);
-    for (f, entry_symbol, variant, jump_slot) in [
-        (zen(), GLUE_SYMBOL_ERMS, "zen", Some(0)),
-        (old(), GLUE_SYMBOL_ERMS, "erms", None),
-        (zen1, GLUE_SYMBOL_REP_GOOD, "zen_movsq", None),
-        (no_erms, GLUE_SYMBOL_REP_GOOD, "movsq", Some(1)),
+    let cpu = CpuFeatures::from_list;
+    let erms = GLUE_SYMBOL_ERMS;
+    for (f, entry_symbol, variant, jumps) in [
+        (cpu(&[Erms, Fsrm, Zen, Zen3, RepGood]), erms, "zen", 1),
+        (cpu(&[Erms, Fsrm, Zen, Zen4, RepGood]), erms, "zen", 1),
+        (cpu(&[Erms, Fsrm, Zen, RepGood]), erms, "zen", 1),
+        (cpu(&[Erms, Fsrm, RepGood]), erms, "fsrm", 1),
+        (cpu(&[Erms, RepGood]), erms, "erms", 0),
+        (
+            cpu(&[Zen, Zen1, RepGood]),
+            GLUE_SYMBOL_REP_GOOD,
+            "zen_movsq",
+            0,
+        ),
+        (cpu(&[RepGood]), GLUE_SYMBOL_REP_GOOD, "movsq", 1),
     ] {
         let code = resolve_site(Some(&gm), k, f).unwrap();
         assert_eq!(code.convention, Convention::C);
@@ -341,20 +352,33 @@ fn a_6_1_site_reaches_the_variant_through_the_routine_alternative_call_2_picks()
         placed(&site, &code, Some(at));
         let symbol = variant_symbol(&wired, v, Flavor::Linux, Direction::FromUser);
         let routine = site.routine_offset(&symbol).unwrap();
-        let code_bytes = site.code();
-        let nop5 = [0x0f, 0x1f, 0x44, 0x00, 0x00];
-        match jump_slot {
-            Some(slot) => {
-                let jmp = at + 5 * slot;
-                assert_eq!(&code_bytes[at..jmp], nop5.repeat(slot), "{variant}");
-                assert_eq!(code_bytes[jmp], 0xe9, "{variant}");
-                let rel = i32::from_le_bytes(code_bytes[jmp + 1..jmp + 5].try_into().unwrap());
-                assert_eq!((jmp + 5) as i64 + i64::from(rel), routine as i64);
-            }
-            None => assert_eq!(&code_bytes[at..routine], nop5.repeat(2), "{variant}"),
-        }
+        assert_eq!(
+            follow_slots(site.code(), at, routine),
+            (routine, jumps),
+            "{variant}"
+        );
         copies_and_faults(&site);
     }
+}
+
+/// Runs the patched slots from `at` the way the CPU does, through the
+/// kernel's 5-byte NOPs and `e9 rel32` jumps, until `stop` or any other
+/// instruction: where that is, and how many jumps it took.
+fn follow_slots(code: &[u8], mut at: usize, stop: usize) -> (usize, usize) {
+    let nop5 = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+    let mut jumps = 0;
+    while at != stop && jumps <= 8 {
+        match code.get(at..at + 5) {
+            Some(n) if n == nop5 => at += 5,
+            Some([0xe9, rel @ ..]) => {
+                let rel = i32::from_le_bytes(rel.try_into().unwrap());
+                at = (at as i64 + 5 + i64::from(rel)) as usize;
+                jumps += 1;
+            }
+            _ => break,
+        }
+    }
+    (at, jumps)
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use copygen::arch::cpu::CpuFeatures;
 use copygen::front::strategy::{KernelVersion, Strategy};
-use copygen::front::variant::CpuFeature::{self, Erms, Fsrm, Zen};
+use copygen::front::variant::CpuFeature::{self, Erms, Fsrm, Zen, Zen5};
 use copygen::kernel::nops::optimized_nops;
 use copygen::kernel::site::{
     stock_chain, stock_site, Chain, SiteInsn, SiteTarget, MAX_ALTERNATIVES,
@@ -476,12 +476,13 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     let p = String::from_utf8(out.stdout).unwrap();
-    assert!(p.contains("Subject: [PATCH] x86/uaccess: Copy user memory with 4 per-CPU variants\n"));
+    assert!(p.contains("Subject: [PATCH] x86/uaccess: Copy user memory with 5 per-CPU variants\n"));
     let chain = [
-        "+\t\tALTERNATIVE_3(\"call guarded_movsb_612__erms_copy_user\",",
-        "+\t\t\t      \"rep movsb\", X86_FEATURE_FSRM,",
-        "+\t\t\t      \"call guarded_movsb_612__zen_copy_user\", X86_FEATURE_ZEN,",
-        "+\t\t\t      \"call guarded_movsb_612__noerms_copy_user\", ALT_NOT(X86_FEATURE_ERMS))",
+        "+\t\tALTERNATIVE(ALTERNATIVE_3(\"call guarded_movsb_612__erms_copy_user\",",
+        "+\t\t\t\t\t  \"rep movsb\", X86_FEATURE_FSRM,",
+        "+\t\t\t\t\t  \"call guarded_movsb_612__zen_copy_user\", X86_FEATURE_ZEN,",
+        "+\t\t\t\t\t  \"rep movsb\", X86_FEATURE_ZEN5),",
+        "+\t\t\t    \"call guarded_movsb_612__noerms_copy_user\", ALT_NOT(X86_FEATURE_ERMS))",
         " \t\t\"2:\\n\"",
         " \t\t_ASM_EXTABLE_UA(1b, 2b)",
     ];
@@ -497,6 +498,7 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         "erms+fsrm fsrm rep movsb (stock bytes)",
         "erms erms call guarded_movsb_612__erms_copy_user",
         "erms+fsrm+zen zen call guarded_movsb_612__zen_copy_user",
+        "erms+fsrm+zen+zen5 zen5 rep movsb (stock bytes)",
         "zen noerms call guarded_movsb_612__noerms_copy_user",
     ] {
         assert!(
@@ -505,10 +507,15 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
             "{row}: {p}"
         );
     }
+    // Only feature sets a kernel can report: no Zen 5 without `zen`.
+    let words = |l: &str| l.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    assert!(!p.lines().any(|l| words(l) == "zen5 noerms"), "{p}");
+    assert!(p.lines().any(|l| words(l) == "zen+zen5 noerms"), "{p}");
     assert!(p.contains("0 bytes of .text"), "{p}");
     for name in [
         "copygen_copy_user",
         "guarded_movsb_612__zen_copy_user",
+        "guarded_movsb_612__zen5_copy_user",
         "guarded_movsb_612__fsrm_copy_user",
         "guarded_movsb_612__erms_copy_user",
         "guarded_movsb_612__noerms_copy_user",
@@ -537,13 +544,20 @@ fn the_static_site_check_passes_the_chain_and_refuses_a_wrong_one() {
     let good = chain(&t, V6_12);
     let names = routines_of(&t);
     let rows = check_sites(&t, V6_12, &good, &names).unwrap();
-    assert_eq!(rows.len(), 8);
+    // Every combination of the bits the variants name (erms, fsrm, zen,
+    // zen5), whether or not a kernel can report it.
+    assert_eq!(rows.len(), 16);
     let intel = rows
         .iter()
         .find(|r| r.features == features(&[Erms, Fsrm]))
         .unwrap();
     assert!(intel.stock && intel.variant == "fsrm", "{intel:?}");
     assert!(intel.insns[0].starts_with("rep movsb"), "{:?}", intel.insns);
+    let zen5 = rows
+        .iter()
+        .find(|r| r.features == features(&[Erms, Fsrm, Zen, Zen5]))
+        .unwrap();
+    assert!(zen5.stock && zen5.variant == "zen5", "{zen5:?}");
     // Zen's alternative calling the erms routine: the wrong variant on Zen.
     let mut wrong = good.clone();
     let zen = wrong.alts.iter_mut().find(|a| a.feature == Zen).unwrap();

@@ -172,10 +172,9 @@ pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
     }
 }
 
-/// Every combination of the features `t`'s variants name (each feature
-/// outside them absent), in counting order: the CPUs a site differs on.
-pub fn feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
-    let named: Vec<CpuFeature> = CpuFeature::ALL
+/// The features `t`'s variants name, in table order.
+fn named_features(t: &Strategy) -> Vec<CpuFeature> {
+    CpuFeature::ALL
         .into_iter()
         .filter(|f| {
             t.variants.iter().any(|v| {
@@ -184,16 +183,42 @@ pub fn feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
                     .is_some_and(|c| c.require.contains(f) || c.exclude.contains(f))
             })
         })
+        .collect()
+}
+
+/// Every subset of `features`, in counting order.
+fn subsets(features: &[CpuFeature]) -> impl Iterator<Item = CpuFeatures> + '_ {
+    (0..1u32 << features.len()).map(|m| {
+        let on: Vec<CpuFeature> = features
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| m & (1 << i) != 0)
+            .map(|(_, &f)| f)
+            .collect();
+        CpuFeatures::from_list(&on)
+    })
+}
+
+/// Every combination of the features `t`'s variants name (each feature
+/// outside them absent), in counting order: the CPUs a site differs on.
+pub fn feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
+    subsets(&named_features(t)).collect()
+}
+
+/// The [`feature_sets`] some CPU can have: those that, with some choice
+/// of the bits the variants leave unnamed, a kernel can report together
+/// ([`CpuFeatures::kernel_can_report`]: a Zen 5 bit without `zen` is no
+/// CPU).
+pub fn reportable_feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
+    let named = named_features(t);
+    let unnamed: Vec<CpuFeature> = CpuFeature::ALL
+        .into_iter()
+        .filter(|f| !named.contains(f))
         .collect();
-    (0..1u32 << named.len())
-        .map(|m| {
-            let on: Vec<CpuFeature> = named
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| m & (1 << i) != 0)
-                .map(|(_, &f)| f)
-                .collect();
-            CpuFeatures::from_list(&on)
+    subsets(&named)
+        .filter(|f| {
+            subsets(&unnamed)
+                .any(|u| CpuFeatures::from_list(&[f.list(), u.list()].concat()).kernel_can_report())
         })
         .collect()
 }
@@ -215,25 +240,27 @@ pub fn features_text(f: CpuFeatures) -> String {
     }
 }
 
-/// One line per feature set over the bits `t` names: the variant the
-/// entry's first-match rule picks and what the site becomes (`entry` when
-/// it calls the entry point), and whether that is the stock site's bytes.
+/// One line per feature set over the bits `t` names that a CPU can have
+/// ([`reportable_feature_sets`]): the variant the entry's
+/// first-match rule picks and what the site becomes (`entry` when it calls
+/// the entry point), and whether that is the stock site's bytes.
 pub fn per_cpu_table(t: &Strategy, kernel: KernelVersion) -> Vec<String> {
     let chain = chain(t, kernel);
     let stock = stock_chain(kernel);
-    feature_sets(t)
+    let rows: Vec<(String, &str, String)> = reportable_feature_sets(t)
         .into_iter()
         .map(|f| {
             let v = variant_for(t, f).map_or("-", |v| v.name.as_str());
-            let insn = chain.chosen(f);
             let same = chain.resolve(f) == stock.resolve(f);
-            format!(
-                "{:<14}{:<7}{}{}",
-                features_text(f),
-                v,
-                insn.gas(),
-                if same { " (stock bytes)" } else { "" }
-            )
+            let site = chain.chosen(f).gas() + if same { " (stock bytes)" } else { "" };
+            (features_text(f), v, site)
         })
+        .collect();
+    let width = |column: &dyn Fn(&(String, &str, String)) -> usize| {
+        rows.iter().map(column).max().unwrap_or(0) + 1
+    };
+    let (features, variant) = (width(&|r| r.0.len()), width(&|r| r.1.len()));
+    rows.iter()
+        .map(|(f, v, site)| format!("{f:<features$}{v:<variant$}{site}"))
         .collect()
 }

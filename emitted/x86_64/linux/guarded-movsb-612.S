@@ -8,22 +8,25 @@
  * guarded-movsb for Linux 6.12's inline call site: the same variants, called
  * from copy_user_generic()'s ALTERNATIVE chain in rep_movs_alternative's
  * convention (rax the only scratch register, as in rep_movs_alternative's
- * own loops). Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`,
- * except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
- * collapses; there, an unrolled general-register loop (copygen tune's
- * result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
- * such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
- * Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
- * bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
- * destination-aligned `rep movsq` (the loop where (dst - src) mod 4096 is in
- * 1..15, Zen 1's `rep movsq` band). With ERMS and no FSRM: head/tail copies up
- * to 64 bytes, then `rep movsb`.
+ * own loops). Per CPU. On AMD Zen 3 and Zen 4: `rep movsb`, except when
+ * (dst - src) mod 4096 falls in 1..31, where their `rep movsb` collapses;
+ * there, an unrolled general-register loop (copygen tune's result). On Zen
+ * 5, whose band costs less than the loop, and on other CPUs with FSRM (Intel
+ * Ice Lake and later), which have no such cliff: the stock inline `rep
+ * movsb`. Without ERMS (AMD Zen 1 and 2, Intel before Ivy Bridge), where the
+ * stock routine runs `rep movsq` from 64 bytes: head/tail copies up to 64
+ * bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
+ * (the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep movsq`
+ * band). With ERMS and no FSRM: head/tail copies up to 64 bytes, then
+ * `rep movsb`.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_612_from_user: 0
  *   guarded_movsb_612_to_user: 0
  *   guarded_movsb_612__noerms_from_user: 45
  *   guarded_movsb_612__noerms_to_user: 45
+ *   guarded_movsb_612__zen5_from_user: 2
+ *   guarded_movsb_612__zen5_to_user: 2
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
@@ -38,16 +41,17 @@
  *   guarded-movsb for Linux 6.12's inline call site: the same variants, called
  *   from copy_user_generic()'s ALTERNATIVE chain in rep_movs_alternative's
  *   convention (rax the only scratch register, as in rep_movs_alternative's
- *   own loops). Per CPU. On AMD Zen with ERMS (Zen 3 and later): `rep movsb`,
- *   except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
- *   collapses; there, an unrolled general-register loop (copygen tune's
- *   result). On other CPUs with FSRM (Intel Ice Lake and later), which have no
- *   such cliff: the stock inline `rep movsb`. Without ERMS (AMD Zen 1 and 2,
- *   Intel before Ivy Bridge), where the stock routine runs `rep movsq` from 64
- *   bytes: head/tail copies up to 64 bytes, the unrolled loop up to 512, then a
- *   destination-aligned `rep movsq` (the loop where (dst - src) mod 4096 is in
- *   1..15, Zen 1's `rep movsq` band). With ERMS and no FSRM: head/tail copies up
- *   to 64 bytes, then `rep movsb`.
+ *   own loops). Per CPU. On AMD Zen 3 and Zen 4: `rep movsb`, except when
+ *   (dst - src) mod 4096 falls in 1..31, where their `rep movsb` collapses;
+ *   there, an unrolled general-register loop (copygen tune's result). On Zen
+ *   5, whose band costs less than the loop, and on other CPUs with FSRM (Intel
+ *   Ice Lake and later), which have no such cliff: the stock inline `rep
+ *   movsb`. Without ERMS (AMD Zen 1 and 2, Intel before Ivy Bridge), where the
+ *   stock routine runs `rep movsq` from 64 bytes: head/tail copies up to 64
+ *   bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
+ *   (the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep movsq`
+ *   band). With ERMS and no FSRM: head/tail copies up to 64 bytes, then
+ *   `rep movsb`.
  *   """
  *   arch = "x86_64"
  *
@@ -98,8 +102,8 @@
  *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
  *
- *   # Zen 3 and later: a bare rep movsb, except where (dst - src) mod 4096 is
- *   # in 1..31, where Zen's rep movsb collapses: there a 32-byte loop. The
+ *   # Zen 3 and Zen 4: a bare rep movsb, except where (dst - src) mod 4096 is
+ *   # in 1..31, where their rep movsb collapses: there a 32-byte loop. The
  *   # band was 1..15 (`copygen tune` on an AMD EPYC Zen 4, family 0x19 model
  *   # 0x11, tuned-zen4.toml: 20-30x there, 2-4x in 16..31 below 2 KiB, which
  *   # the uniform pointers of the size distributions rarely draw). On a Zen 3
@@ -117,7 +121,7 @@
  *   tail = "words"
  *
  *   # Each variant's condition is one bit, so that the site's chain over them
- *   # is three ALTERNATIVEs (6.12's ALTERNATIVE_3) and the FSRM site keeps the
+ *   # is four nested ALTERNATIVEs and the FSRM site keeps the
  *   # stock inline `rep movsb`; the first condition that holds wins.
  *   #
  *   # Without ERMS (Zen 1 and 2, Intel before Ivy Bridge) the stock routine
@@ -142,6 +146,18 @@
  *   [[variants.dispatch.guard]]
  *   alias = [1, 15]
  *   use = "loop"
+ *
+ *   # Zen 5 (family 0x1a) keeps the stock inline `rep movsb`: its rep movsb
+ *   # pays a flat ~29 TSC ticks in 1..63 at every size, and the band's 32-byte
+ *   # loop costs more than that from 64 bytes (1.31-1.91x the stock site in the
+ *   # zstd trace's 16..31 cells, and the call and the test 1.04-1.12x on the
+ *   # size distributions and the recorded traces; family 0x1a model 0x2).
+ *   [[variants]]
+ *   name = "zen5"
+ *   when = ["zen5"]
+ *   [[variants.dispatch]]
+ *   sizes = "0.."
+ *   use = "movsb"
  *
  *   [[variants]]
  *   name = "zen"
@@ -187,6 +203,8 @@
 SYM_FUNC_START(guarded_movsb_612_from_user)
 	/* variant `noerms`: !erms */
 	ALTERNATIVE "", "jmp guarded_movsb_612__noerms_from_user", ALT_NOT(X86_FEATURE_ERMS)
+	/* variant `zen5`: zen5 */
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen5_from_user", X86_FEATURE_ZEN5
 	/* variant `zen`: zen */
 	ALTERNATIVE "", "jmp guarded_movsb_612__zen_from_user", X86_FEATURE_ZEN
 	/* variant `fsrm`: fsrm */
@@ -200,6 +218,8 @@ EXPORT_SYMBOL(guarded_movsb_612_from_user)
 SYM_FUNC_START(guarded_movsb_612_to_user)
 	/* variant `noerms`: !erms */
 	ALTERNATIVE "", "jmp guarded_movsb_612__noerms_to_user", ALT_NOT(X86_FEATURE_ERMS)
+	/* variant `zen5`: zen5 */
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen5_to_user", X86_FEATURE_ZEN5
 	/* variant `zen`: zen */
 	ALTERNATIVE "", "jmp guarded_movsb_612__zen_to_user", X86_FEATURE_ZEN
 	/* variant `fsrm`: fsrm */
@@ -1029,6 +1049,64 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	_ASM_EXTABLE_UA(.Lnoerms_to_retry_store, .Lnoerms_to_fixup_done)
 SYM_FUNC_END(guarded_movsb_612__noerms_to_user)
 EXPORT_SYMBOL(guarded_movsb_612__noerms_to_user)
+
+SYM_FUNC_START(guarded_movsb_612__zen5_from_user)
+	/* class 0: 0.. bytes → method `movsb` */
+	/* here: len >= 0 */
+.Lzen5_from_rep_movsb:
+	rep movsb
+	xorl	%ecx, %ecx
+	RET
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lzen5_from_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lzen5_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rcx, %rcx
+	je	.Lzen5_from_fixup_done
+.Lzen5_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lzen5_from_fixup_retry
+.Lzen5_from_fixup_done:
+	RET
+
+	_ASM_EXTABLE_UA(.Lzen5_from_rep_movsb, .Lzen5_from_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lzen5_from_retry_load, .Lzen5_from_fixup_done)
+SYM_FUNC_END(guarded_movsb_612__zen5_from_user)
+EXPORT_SYMBOL(guarded_movsb_612__zen5_from_user)
+
+SYM_FUNC_START(guarded_movsb_612__zen5_to_user)
+	/* class 0: 0.. bytes → method `movsb` */
+	/* here: len >= 0 */
+.Lzen5_to_rep_movsb:
+	rep movsb
+	xorl	%ecx, %ecx
+	RET
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lzen5_to_fixup_rep1_then_retry:
+	/* rep movsb stopped early: recompute the bytes left */
+.Lzen5_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rcx, %rcx
+	je	.Lzen5_to_fixup_done
+	movb	(%rsi), %al
+.Lzen5_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rcx
+	jmp	.Lzen5_to_fixup_retry
+.Lzen5_to_fixup_done:
+	RET
+
+	_ASM_EXTABLE_UA(.Lzen5_to_rep_movsb, .Lzen5_to_fixup_rep1_then_retry)
+	_ASM_EXTABLE_UA(.Lzen5_to_retry_store, .Lzen5_to_fixup_done)
+SYM_FUNC_END(guarded_movsb_612__zen5_to_user)
+EXPORT_SYMBOL(guarded_movsb_612__zen5_to_user)
 
 SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	/* class 0: 0.. bytes → method `movsb` */
