@@ -280,6 +280,24 @@ impl CpuFeatures {
     pub fn has(self, f: CpuFeature) -> bool {
         self.0 & f.bit() != 0
     }
+    /// Every subset of `features`, in counting order (the first feature
+    /// the lowest bit).
+    pub fn subsets(features: &[CpuFeature]) -> impl Iterator<Item = CpuFeatures> + '_ {
+        (0..1u32 << features.len()).map(|m| {
+            CpuFeatures(
+                features
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| m & 1 << i != 0)
+                    .map(|(_, f)| f.bit())
+                    .sum(),
+            )
+        })
+    }
+    /// The features of both.
+    pub fn union(self, other: CpuFeatures) -> Self {
+        CpuFeatures(self.0 | other.0)
+    }
     /// The features of a resolver's mask (bits beyond the table dropped).
     pub fn from_mask(mask: u32) -> Self {
         CpuFeatures(mask & ((1 << FEATURES.len()) - 1))

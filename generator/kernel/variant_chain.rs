@@ -186,23 +186,10 @@ fn named_features(t: &Strategy) -> Vec<CpuFeature> {
         .collect()
 }
 
-/// Every subset of `features`, in counting order.
-fn subsets(features: &[CpuFeature]) -> impl Iterator<Item = CpuFeatures> + '_ {
-    (0..1u32 << features.len()).map(|m| {
-        let on: Vec<CpuFeature> = features
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| m & (1 << i) != 0)
-            .map(|(_, &f)| f)
-            .collect();
-        CpuFeatures::from_list(&on)
-    })
-}
-
 /// Every combination of the features `t`'s variants name (each feature
 /// outside them absent), in counting order: the CPUs a site differs on.
 pub fn feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
-    subsets(&named_features(t)).collect()
+    CpuFeatures::subsets(&named_features(t)).collect()
 }
 
 /// The [`feature_sets`] some CPU can have: those that, with some choice
@@ -215,11 +202,8 @@ pub fn reportable_feature_sets(t: &Strategy) -> Vec<CpuFeatures> {
         .into_iter()
         .filter(|f| !named.contains(f))
         .collect();
-    subsets(&named)
-        .filter(|f| {
-            subsets(&unnamed)
-                .any(|u| CpuFeatures::from_list(&[f.list(), u.list()].concat()).kernel_can_report())
-        })
+    CpuFeatures::subsets(&named)
+        .filter(|&f| CpuFeatures::subsets(&unnamed).any(|u| f.union(u).kernel_can_report()))
         .collect()
 }
 

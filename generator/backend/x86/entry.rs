@@ -293,20 +293,10 @@ fn reached_variants<'s>(s: &'s Strategy, given: &CpuCondition) -> Vec<&'s Varian
         .into_iter()
         .filter(|&f| !decided(given, f))
         .collect();
+    let required = CpuFeatures::from_list(&given.require);
     let mut reached = vec![false; s.variants.len()];
-    for bits in 0u32..1 << open.len() {
-        let present: Vec<CpuFeature> = given
-            .require
-            .iter()
-            .copied()
-            .chain(
-                open.iter()
-                    .enumerate()
-                    .filter(|&(i, _)| bits & 1 << i != 0)
-                    .map(|(_, &f)| f),
-            )
-            .collect();
-        let features = CpuFeatures::from_list(&present);
+    for open_bits in CpuFeatures::subsets(&open) {
+        let features = required.union(open_bits);
         if !features.kernel_can_report() {
             continue;
         }

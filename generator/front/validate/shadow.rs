@@ -8,16 +8,7 @@ use crate::front::strategy::Condition;
 
 /// Every set of features the conditions can tell apart.
 fn feature_sets() -> Vec<CpuFeatures> {
-    let all = CpuFeature::ALL;
-    (0..1u32 << all.len())
-        .map(|m| {
-            let have: Vec<CpuFeature> = (0..all.len())
-                .filter(|i| m >> i & 1 == 1)
-                .map(|i| all[i])
-                .collect();
-            CpuFeatures::from_list(&have)
-        })
-        .collect()
+    CpuFeatures::subsets(&CpuFeature::ALL).collect()
 }
 
 /// Whether a pointer `a` aligned to `ta` means `b` aligned to `tb`.
