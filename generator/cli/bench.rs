@@ -42,7 +42,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "uniform", value_parser = pointers)]
     pointers: copygen::tools::bench::distribution::Pointers,
     /// With --distribution: calls per sequence, 1 to 1048576 (with
-    /// --workload: calls per replayed segment, at most the trace's).
+    /// --workload: calls per replayed segment; a shorter trace wraps).
     #[arg(long, default_value_t = copygen::tools::bench::DEFAULT_CALLS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CALLS as u64))]
     calls: usize,
@@ -304,11 +304,12 @@ fn cmd_replay(a: &BenchArgs, path: &std::path::Path) -> Result<ExitCode, Failure
         None => subjects_and_baseline(a, Vec::new())?,
     };
     let replay = bench::Replay::new(trace, a.calls, a.working_set);
-    if replay.trace.calls.len() < bench::DEFAULT_CALLS {
+    if replay.trace.calls.len() < replay.calls {
         errln!(
-            "note: the trace holds {} calls, fewer than {}: its segments repeat from round to round, so a branch predictor may learn them",
+            "note: the trace holds {} calls, fewer than a round's {}: each round replays it {:.1} times over, so a branch predictor may learn it",
             replay.trace.calls.len(),
-            bench::DEFAULT_CALLS
+            replay.calls,
+            replay.calls as f64 / replay.trace.calls.len() as f64
         );
     }
     let opts = run_options(a);
