@@ -105,7 +105,7 @@ fn guarded_movsb_patch_applies_to_6_12_as_its_inline_site_form() {
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: "
     ));
     assert!(
-        p.contains("\nSubject: [PATCH] x86/uaccess: Copy user memory with 5 per-CPU variants\n"),
+        p.contains("\nSubject: [PATCH] x86/uaccess: Copy user memory with 4 per-CPU variants\n"),
         "{p}"
     );
     assert!(p.contains("\nFrom: =?UTF-8?q?J=2E_Random_Hacker?= <jrh@example.org>\n"));
@@ -197,27 +197,28 @@ fn every_arch_and_version_applies_to_its_pristine_tree() {
 /// (patched at boot), on 6.1 and 6.12, x86_64 and i386.
 #[test]
 fn per_cpu_patch_selects_each_variant_with_alternatives() {
-    // Each preset's variants in order: (name, feature bits, `!` negated),
-    // the last the default.
-    let x86_64_61: &[(&str, &[&str])] = &[
-        ("zen", &["ZEN", "ERMS"]),
-        ("fsrm", &["FSRM"]),
-        ("erms", &["ERMS"]),
-        ("zen_movsq", &["ZEN", "!ERMS"]),
-        ("movsq", &["REP_GOOD"]),
+    // Each preset's variants in order: (name, per conjunction of its
+    // condition the feature bits, `!` negated), the last the default.
+    type Conditions = &'static [(&'static str, &'static [&'static [&'static str]])];
+    const ZEN3_OR_ZEN4: &[&[&str]] = &[&["ZEN3", "ERMS"], &["ZEN4", "ERMS"]];
+    let x86_64_61: Conditions = &[
+        ("zen", ZEN3_OR_ZEN4),
+        ("fsrm", &[&["FSRM"]]),
+        ("erms", &[&["ERMS"]]),
+        ("zen_movsq", &[&["ZEN", "!ERMS"]]),
+        ("movsq", &[&["REP_GOOD"]]),
         ("loop", &[]),
     ];
-    let x86_64_612: &[(&str, &[&str])] = &[
-        ("noerms", &["!ERMS"]),
-        ("zen5", &["ZEN5"]),
-        ("zen", &["ZEN"]),
-        ("fsrm", &["FSRM"]),
+    let x86_64_612: Conditions = &[
+        ("noerms", &[&["!ERMS"]]),
+        ("zen", &[&["ZEN3"], &["ZEN4"]]),
+        ("fsrm", &[&["FSRM"]]),
         ("erms", &[]),
     ];
-    let i386: &[(&str, &[&str])] = &[
-        ("zen", &["ZEN", "ERMS"]),
-        ("fsrm", &["FSRM"]),
-        ("erms", &["ERMS"]),
+    let i386: Conditions = &[
+        ("zen", ZEN3_OR_ZEN4),
+        ("fsrm", &[&["FSRM"]]),
+        ("erms", &[&["ERMS"]]),
         ("loop", &[]),
     ];
     for (version, preset, symbol, variants) in [
@@ -231,15 +232,18 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
         if alternative_call_2 {
             six_one_entries(&p);
         }
-        // One slot per variant: its jump where the first bit is as named,
-        // NOPs put back where the second is not.
+        // One slot per conjunction of a variant's condition: its jump
+        // where the first bit is as named, NOPs put back where the second
+        // is not.
         let mut entry = vec!["+SYM_FUNC_START(copygen_copy_user)".to_string()];
-        for (v, bits) in variants.iter() {
-            let slot = match bits[..] {
-                [] => format!("+\tjmp\t{symbol}__{v}_copy_user"),
-                _ => format!("+\t{}", alt_slot(&format!("{symbol}__{v}_copy_user"), bits)),
-            };
-            entry.push(slot);
+        for (v, terms) in variants.iter() {
+            let target = format!("{symbol}__{v}_copy_user");
+            if terms.is_empty() {
+                entry.push(format!("+\tjmp\t{target}"));
+            }
+            for bits in terms.iter() {
+                entry.push(format!("+\t{}", alt_slot(&target, bits)));
+            }
         }
         let lines: Vec<&str> = p
             .lines()
@@ -267,8 +271,12 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
                 "{version} {preset}: body lacks {v}"
             );
         }
-        if variants.iter().any(|(_, b)| *b == ["ZEN", "ERMS"]) {
-            assert!(p.contains("X86_FEATURE_ZEN && X86_FEATURE_ERMS: "));
+        if variants.iter().any(|(_, b)| *b == ZEN3_OR_ZEN4) {
+            assert!(
+                p.contains("X86_FEATURE_ZEN3 && X86_FEATURE_ERMS\n")
+                    && p.contains(" || X86_FEATURE_ZEN4 && X86_FEATURE_ERMS:\n"),
+                "{version} {preset}"
+            );
         }
         assert!(!p.contains("default variant `loop` only"));
         // 6.12: the inline site becomes the chain over the variants.
@@ -325,7 +333,7 @@ fn six_one_entries(p: &str) {
     for (entry, slots, last) in [
         (
             "copygen_copy_user_erms",
-            &[("zen", "ZEN"), ("fsrm", "FSRM")][..],
+            &[("zen", "ZEN3"), ("zen", "ZEN4"), ("fsrm", "FSRM")][..],
             "erms",
         ),
         (

@@ -114,7 +114,7 @@ proptest! {
         assert_same(&merged, &back, &text);
         prop_assert_eq!(back.variants.len(), n);
         // First match: required bits never grow down the list, one default.
-        let bits: Vec<usize> = back.variants.iter().map(|v| v.when.as_ref().map_or(0, |c| c.require.len())).collect();
+        let bits: Vec<usize> = back.variants.iter().map(|v| v.when.as_ref().map_or(0, |c| c.any[0].require.len())).collect();
         prop_assert!(bits.windows(2).all(|w| w[0] >= w[1]), "{:?}", bits);
         prop_assert!(back.variants.last().unwrap().when.is_none());
         prop_assert!(back.variants[..n - 1].iter().all(|v| v.when.is_some()));
@@ -140,6 +140,8 @@ fn the_merge_gives_each_cpu_its_own_result_under_its_feature_bits() {
     let zen_v = &s.variants[0];
     assert_eq!(zen_v.name, "amd_f19_m11");
     let when = zen_v.when.as_ref().unwrap();
+    assert_eq!(when.any.len(), 1, "{when}");
+    let when = &when.any[0];
     assert!(when.require.contains(&CpuFeature::Zen), "{when}");
     assert!(!zen_v.classes[0].guards.is_empty());
     assert_eq!(s.variants[1].name, "intel_f6_ma7");

@@ -77,10 +77,13 @@ fn first_matching_variant_wins_and_the_default_catches_the_rest() {
     use CpuFeature::*;
     let s = guarded_movsb();
     let pick = |f: &[CpuFeature]| variants::select(&s, features(f)).unwrap().name.clone();
-    // Zen 4 (this machine): zen, erms and fsrm: the guard, not plain rep movsb.
-    assert_eq!(pick(&[Zen, Erms, Fsrm]), "zen");
+    // Zen 4: zen, zen4, erms and fsrm: the guard, not plain rep movsb.
+    assert_eq!(pick(&[Zen, Zen4, Erms, Fsrm]), "zen");
     // Zen 3 under qemu TCG, which drops FSRM: still the guard.
-    assert_eq!(pick(&[Zen, Erms]), "zen");
+    assert_eq!(pick(&[Zen, Zen3, Erms]), "zen");
+    // Zen 5, and a later Zen no generation bit names: plain rep movsb.
+    assert_eq!(pick(&[Zen, Zen5, Erms, Fsrm]), "fsrm");
+    assert_eq!(pick(&[Zen, Erms, Fsrm]), "fsrm");
     // Zen 1/2 have no ERMS: head/tail, the loop, then `rep movsq`.
     assert_eq!(pick(&[Zen]), "zen_movsq");
     // Intel Ice Lake and later.
@@ -200,6 +203,80 @@ fn bad_variants_are_located_errors() {
 
 /// Variants are chosen by x86 feature bits: an ARM strategy with them is a
 /// located error (aarch64 used to reach the x86 resolver's code).
+/// `when` as several conjunctions, any of which selects the variant.
+#[test]
+fn a_condition_of_several_conjunctions_is_checked_term_by_term() {
+    let base = "when = [\"erms\", \"!zen\"]";
+    rejected(
+        base,
+        "when = [[\"zen3\"], [\"avx9\"]]",
+        "avx9",
+        "variants[0].when[1][0]",
+        "unknown CPU feature `avx9`",
+    );
+    rejected(
+        base,
+        "when = [\"erms\", [\"zen3\"]]",
+        "[\"zen3\"]",
+        "variants[0].when[0]",
+        "not both",
+    );
+    rejected(
+        base,
+        "when = [[\"zen3\"], []]",
+        "[\"zen3\"], []",
+        "variants[0].when[1]",
+        "always holds",
+    );
+    rejected(
+        base,
+        "when = [[\"zen3\", \"erms\"], [\"erms\", \"zen3\"]]",
+        "[\"erms\", \"zen3\"]",
+        "variants[0].when[1]",
+        "the same condition as `when[0]`",
+    );
+    // A conjunction another one of the variant's implies selects no CPU
+    // that one does not: its slot would never be the one that jumps.
+    rejected(
+        base,
+        "when = [[\"zen\"], [\"zen\", \"erms\"]]",
+        "[\"zen\", \"erms\"]",
+        "variants[0].when[1]",
+        "`zen && erms` never selects `erms` alone",
+    );
+    rejected(
+        base,
+        "when = [\"erms\", 7]",
+        "\"erms\", 7",
+        "variants[0].when[1]",
+        "a CPU feature (\"erms\", \"!fsrm\") or a list of them",
+    );
+    // Linux 6.1 lacks ZEN5: located in its conjunction.
+    rejected(
+        base,
+        "when = [[\"zen4\"], [\"erms\", \"zen5\"]]",
+        "zen5",
+        "variants[0].when[1][1]",
+        "X86_FEATURE_ZEN5",
+    );
+    let text = PER_CPU.replacen(base, "when = [[\"zen3\", \"erms\"], [\"zen4\"]]", 1);
+    let s = parse(Path::new("ok.toml"), &text, None).unwrap();
+    let pick = |f: &[CpuFeature]| variants::select(&s, features(f)).unwrap().name.clone();
+    use CpuFeature::*;
+    assert_eq!(pick(&[Zen, Zen3, Erms]), "erms");
+    assert_eq!(pick(&[Zen, Zen4]), "erms");
+    assert_eq!(pick(&[Zen, Zen3]), "other");
+    assert_eq!(pick(&[Zen, Zen5, Erms]), "other");
+    // Written back as it was read.
+    let written = copygen::front::to_toml::render(&s).unwrap();
+    assert!(
+        written.contains("when = [[\"zen3\", \"erms\"], [\"zen4\"]]\n"),
+        "{written}"
+    );
+    let again = parse(Path::new("again.toml"), &written, None).unwrap();
+    assert_eq!(again.variants, s.variants);
+}
+
 #[test]
 fn arm_strategies_refuse_variants() {
     for arch in ["armv6", "aarch64"] {
@@ -263,7 +340,8 @@ fn the_linux_entry_is_an_alternative_slot_per_variant_on_feature_bits() {
         entry_lines(&text, "guarded_movsb_from_user"),
         [
             "SYM_FUNC_START(guarded_movsb_from_user)",
-            "\tALTERNATIVE_2 \"\", \"jmp guarded_movsb__zen_from_user\", X86_FEATURE_ZEN, \"\", ALT_NOT(X86_FEATURE_ERMS)",
+            "\tALTERNATIVE_2 \"\", \"jmp guarded_movsb__zen_from_user\", X86_FEATURE_ZEN3, \"\", ALT_NOT(X86_FEATURE_ERMS)",
+            "\tALTERNATIVE_2 \"\", \"jmp guarded_movsb__zen_from_user\", X86_FEATURE_ZEN4, \"\", ALT_NOT(X86_FEATURE_ERMS)",
             "\tALTERNATIVE \"\", \"jmp guarded_movsb__fsrm_from_user\", X86_FEATURE_FSRM",
             "\tALTERNATIVE \"\", \"jmp guarded_movsb__erms_from_user\", X86_FEATURE_ERMS",
             "\tALTERNATIVE_2 \"\", \"jmp guarded_movsb__zen_movsq_from_user\", X86_FEATURE_ZEN, \"\", X86_FEATURE_ERMS",
@@ -414,6 +492,34 @@ fn the_standalone_resolver_picks_what_cpuid_says_on_this_host() {
             "{} on a CPU with {host}",
             s.name
         );
+    }
+}
+
+/// The resolver tests each conjunction of a condition: on this host it
+/// picks the variant whose only holding conjunction is the last, and
+/// passes over one none of whose conjunctions holds.
+#[test]
+fn the_standalone_resolver_tries_every_conjunction() {
+    let host = cpu::host_features();
+    let Some(f) = CpuFeature::ALL.into_iter().find(|&f| host.has(f)) else {
+        eprintln!("SKIPPED: this CPU has none of the features");
+        return;
+    };
+    let mut others = ["zen1", "zen2", "zen3"]
+        .into_iter()
+        .filter(|g| *g != f.name());
+    let (g, h) = (others.next().unwrap(), others.next().unwrap());
+    for (when, want) in [
+        (format!("[[\"!{f}\", \"{g}\"], [\"{f}\"]]"), "erms"),
+        (
+            format!("[[\"!{f}\", \"{g}\"], [\"!{f}\", \"{h}\"]]"),
+            "other",
+        ),
+    ] {
+        let text = PER_CPU.replacen("when = [\"erms\", \"!zen\"]", &format!("when = {when}"), 1);
+        let s = parse(Path::new("any.toml"), &text, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(variants::select(&s, host).unwrap().name, want, "{when}");
+        assert_eq!(resolved_by_cpuid(&s, false), [want, want], "{when}");
     }
 }
 

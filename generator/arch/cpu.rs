@@ -7,7 +7,7 @@
 //! way `arch/x86/kernel/cpu/{amd,hygon,intel}.c` of Linux 6.1 and 6.12 set
 //! them, from the vendor, family, model and leaf-1 signature.
 
-use crate::front::variant::{CpuCondition, CpuFeature};
+use crate::front::variant::{CpuCondition, CpuFeature, VariantCondition};
 use crate::kernel::version::KernelVersion;
 
 /// How user space finds a feature.
@@ -264,6 +264,16 @@ impl CpuCondition {
         found.0 & self.mask() == self.want()
     }
     /// The condition in the kernel's bits: `X86_FEATURE_ZEN && X86_FEATURE_ERMS`.
+    pub fn kernel_text(&self) -> String {
+        self.spelt(CpuFeature::kernel_macro)
+    }
+}
+
+impl VariantCondition {
+    pub fn holds(&self, found: CpuFeatures) -> bool {
+        self.any.iter().any(|c| c.holds(found))
+    }
+    /// The condition in the kernel's bits: `X86_FEATURE_ZEN3 || X86_FEATURE_ZEN4`.
     pub fn kernel_text(&self) -> String {
         self.spelt(CpuFeature::kernel_macro)
     }

@@ -52,7 +52,7 @@ pub(super) struct RawTunedOn {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawVariant {
     pub(super) name: String,
-    pub(super) when: Option<Vec<String>>,
+    pub(super) when: Option<Vec<RawTerm>>,
     #[serde(default)]
     pub(super) default: bool,
     #[serde(default)]
@@ -60,6 +60,41 @@ pub(super) struct RawVariant {
     #[serde(default)]
     pub(super) dispatch: Vec<RawClass>,
     pub(super) alias_first: Option<RawAliasFirst>,
+}
+
+/// One entry of a variant's `when`: a feature (`"erms"`, `"!fsrm"`), the
+/// terms of one conjunction, or a whole conjunction (`["zen3", "erms"]`),
+/// the terms of an any-of. Which form a `when` uses, and that it uses one,
+/// the validator decides.
+pub(super) enum RawTerm {
+    Feature(String),
+    Conjunction(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for RawTerm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawTerm;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a CPU feature (\"erms\", \"!fsrm\") or a list of them")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawTerm, E> {
+                Ok(RawTerm::Feature(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawTerm, A::Error> {
+                let mut words = Vec::new();
+                while let Some(w) = seq.next_element::<String>()? {
+                    words.push(w);
+                }
+                Ok(RawTerm::Conjunction(words))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// `[alias_first]`: the alias band tested before the size classes (from

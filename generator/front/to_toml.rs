@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::strategy::*;
-use crate::front::variant::{TunedOn, Variant};
+use crate::front::variant::{CpuCondition, TunedOn, Variant};
 
 /// A TOML basic string: quoted and escaped.
 pub fn quoted(s: &str) -> String {
@@ -270,14 +270,24 @@ fn alias_first(t: &mut String, table: &str, a: Option<&AliasFirst>) {
 fn variant(t: &mut String, v: &Variant) {
     let _ = writeln!(t, "\n[[variants]]\nname = {}", quoted(&v.name));
     match &v.when {
-        Some(c) => {
-            let words: Vec<String> = c
-                .require
-                .iter()
-                .map(|f| quoted(&f.name()))
-                .chain(c.exclude.iter().map(|f| quoted(&format!("!{}", f.name()))))
-                .collect();
-            let _ = writeln!(t, "when = [{}]", words.join(", "));
+        Some(when) => {
+            let conjunction = |c: &CpuCondition| {
+                let words: Vec<String> = c
+                    .require
+                    .iter()
+                    .map(|f| quoted(&f.name()))
+                    .chain(c.exclude.iter().map(|f| quoted(&format!("!{}", f.name()))))
+                    .collect();
+                format!("[{}]", words.join(", "))
+            };
+            let text = match &when.any[..] {
+                [c] => conjunction(c),
+                any => {
+                    let terms: Vec<String> = any.iter().map(conjunction).collect();
+                    format!("[{}]", terms.join(", "))
+                }
+            };
+            let _ = writeln!(t, "when = {text}");
         }
         None => {
             let _ = writeln!(t, "default = true");

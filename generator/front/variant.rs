@@ -98,12 +98,45 @@ impl fmt::Display for CpuCondition {
     }
 }
 
+/// A variant's condition: the CPUs any one of its conjunctions describes.
+/// `when = ["zen", "erms"]` is one conjunction; `when = [["zen3", "erms"],
+/// ["zen4", "erms"]]` two, as the kernel writes `ZEN3 || ZEN4` where no
+/// one bit names the CPUs a variant is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantCondition {
+    /// Never empty.
+    pub any: Vec<CpuCondition>,
+}
+
+impl VariantCondition {
+    pub fn one(c: CpuCondition) -> VariantCondition {
+        VariantCondition { any: vec![c] }
+    }
+    /// The condition with each feature spelt by `name`: `a && b || c`.
+    pub fn spelt<S: fmt::Display>(&self, name: impl Fn(CpuFeature) -> S + Copy) -> String {
+        let terms: Vec<String> = self.any.iter().map(|c| c.spelt(name)).collect();
+        terms.join(" || ")
+    }
+    /// Every feature some conjunction names, present or absent.
+    pub fn features(&self) -> impl Iterator<Item = CpuFeature> + '_ {
+        self.any
+            .iter()
+            .flat_map(|c| c.require.iter().chain(&c.exclude).copied())
+    }
+}
+
+impl fmt::Display for VariantCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelt(CpuFeature::name))
+    }
+}
+
 /// One variant: its condition (`None`: the default) and its dispatch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {
     /// Letters, digits and `_`: it becomes part of symbols and labels.
     pub name: String,
-    pub when: Option<CpuCondition>,
+    pub when: Option<VariantCondition>,
     pub classes: Vec<SizeClass>,
     pub alias_first: Option<AliasFirst>,
 }

@@ -68,6 +68,9 @@ pub const MAX_ALTERNATIVES: usize = 8;
 /// The most alternatives one of 6.12's named macros takes (`ALTERNATIVE_3`).
 const MAX_NAMED_MACRO: usize = 3;
 
+/// The widest line checkpatch accepts, tabs at 8 columns.
+const MAX_C_COLUMNS: usize = 100;
+
 /// The length of `call rel32`.
 pub const CALL_LEN: usize = 5;
 
@@ -228,7 +231,17 @@ impl Chain {
         let q = |i: &SiteInsn| format!("\"{}\"", i.gas());
         let indent =
             |column: usize| format!("{}{}", "\t".repeat(column / 8), " ".repeat(column % 8));
-        let alt = |a: &Alt| format!("{}, {}", q(&a.insn), a.flags());
+        // An alternative from `column`: its feature on a line of its own
+        // where the pair would run past checkpatch's 100 columns (with the
+        // `,` or `),` after it).
+        let alt_at = |a: &Alt, column: usize| {
+            let pair = format!("{}, {}", q(&a.insn), a.flags());
+            if column + pair.len() + 2 <= MAX_C_COLUMNS {
+                pair
+            } else {
+                format!("{},\n{}{}", q(&a.insn), indent(column), a.flags())
+            }
+        };
         if n == 0 {
             return q(&self.old);
         }
@@ -239,7 +252,7 @@ impl Chain {
                 "{name}({},\n{}{})",
                 self.c_text_at(inner, n - 1),
                 indent(inner),
-                alt(&self.alts[n - 1])
+                alt_at(&self.alts[n - 1], inner)
             );
         }
         let name = match n {
@@ -249,7 +262,7 @@ impl Chain {
         let inner = column + name.len() + 1;
         let mut out = format!("{name}({}", q(&self.old));
         for a in &self.alts[..n] {
-            out.push_str(&format!(",\n{}{}", indent(inner), alt(a)));
+            out.push_str(&format!(",\n{}{}", indent(inner), alt_at(a, inner)));
         }
         out.push(')');
         out

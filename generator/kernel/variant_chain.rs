@@ -95,9 +95,10 @@ fn alternative_call_2(t: &Strategy) -> Chain {
 ///
 /// For x86_64 6.12 per-CPU strategies in the `rep_movs` convention: from
 /// the lowest priority (the default variant, the original instruction) to
-/// the highest, "if the variant's first bit holds, the variant's site",
-/// then for each further bit of its condition, "if that bit fails, call
-/// the entry" (whose own ALTERNATIVEs make the exact first-match choice).
+/// the highest, per conjunction of the variant's condition "if its first
+/// bit holds, the variant's site", then for each further bit of it, "if
+/// that bit fails, call the entry" (whose own ALTERNATIVEs make the exact
+/// first-match choice).
 /// A CPU therefore runs the site of its variant or calls the entry, both
 /// right; a variant whose condition holds is never overridden by a
 /// higher-priority one (that one's condition fails, so at most its entry
@@ -135,27 +136,28 @@ pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
     let (default, rest) = t.variants.split_last().expect("variants");
     let mut alts = Vec::new();
     for v in rest.iter().rev() {
-        let Some(c) = &v.when else { continue };
-        let bits: Vec<(CpuFeature, bool)> = c
-            .require
-            .iter()
-            .map(|&f| (f, false))
-            .chain(c.exclude.iter().map(|&f| (f, true)))
-            .collect();
-        let Some((&(first, first_neg), others)) = bits.split_first() else {
-            continue;
-        };
-        alts.push(Alt {
-            feature: first,
-            negate: first_neg,
-            insn: variant_insn(t, v),
-        });
-        for &(f, neg) in others {
+        for c in v.when.iter().flat_map(|w| &w.any) {
+            let bits: Vec<(CpuFeature, bool)> = c
+                .require
+                .iter()
+                .map(|&f| (f, false))
+                .chain(c.exclude.iter().map(|&f| (f, true)))
+                .collect();
+            let Some((&(first, first_neg), others)) = bits.split_first() else {
+                continue;
+            };
             alts.push(Alt {
-                feature: f,
-                negate: !neg,
-                insn: call_entry(),
+                feature: first,
+                negate: first_neg,
+                insn: variant_insn(t, v),
             });
+            for &(f, neg) in others {
+                alts.push(Alt {
+                    feature: f,
+                    negate: !neg,
+                    insn: call_entry(),
+                });
+            }
         }
     }
     if alts.len() > MAX_ALTERNATIVES {
@@ -180,7 +182,7 @@ fn named_features(t: &Strategy) -> Vec<CpuFeature> {
             t.variants.iter().any(|v| {
                 v.when
                     .as_ref()
-                    .is_some_and(|c| c.require.contains(f) || c.exclude.contains(f))
+                    .is_some_and(|c| c.features().any(|g| g == *f))
             })
         })
         .collect()

@@ -4,14 +4,14 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * guarded-movsb-32: i386, linux flavour, -mregparm=3: eax=to edx=from ecx=n -> eax.
- * Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- * except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
- * collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- * FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
- * bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
- * 32-byte loop of 4-byte registers with the destination aligned up to 256,
- * then a destination-aligned `rep movsl` (the stock i386 routine's own
- * method).
+ * Per CPU, guarded-movsb for i386 kernels. On AMD Zen 3 and Zen 4: `rep
+ * movsb`, except when (dst - src) mod 4096 falls in 1..31, where their `rep
+ * movsb` collapses; there, a 16-byte loop of 4-byte registers. On other CPUs
+ * with FSRM, Zen 5 among them: plain `rep movsb`. With ERMS and no FSRM:
+ * head/tail copies below 32 bytes, then `rep movsb`. Elsewhere: head/tail
+ * copies below 32 bytes, a 32-byte loop of 4-byte registers with the
+ * destination aligned up to 256, then a destination-aligned `rep movsl` (the
+ * stock i386 routine's own method).
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_32_from_user: 0
@@ -29,14 +29,14 @@
  *
  *   name = "guarded-movsb-32"
  *   description = """
- *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- *   except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
- *   collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- *   FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
- *   bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
- *   32-byte loop of 4-byte registers with the destination aligned up to 256,
- *   then a destination-aligned `rep movsl` (the stock i386 routine's own
- *   method).
+ *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen 3 and Zen 4: `rep
+ *   movsb`, except when (dst - src) mod 4096 falls in 1..31, where their `rep
+ *   movsb` collapses; there, a 16-byte loop of 4-byte registers. On other CPUs
+ *   with FSRM, Zen 5 among them: plain `rep movsb`. With ERMS and no FSRM:
+ *   head/tail copies below 32 bytes, then `rep movsb`. Elsewhere: head/tail
+ *   copies below 32 bytes, a 32-byte loop of 4-byte registers with the
+ *   destination aligned up to 256, then a destination-aligned `rep movsl` (the
+ *   stock i386 routine's own method).
  *   """
  *   arch = "i386"
  *
@@ -85,11 +85,12 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
- *   # Zen 5 too (the file builds in 6.1, which has no X86_FEATURE_ZEN5), where
- *   # guarded-movsb's Zen 5 measurements say plain rep movsb would be faster.
+ *   # Zen 3 and Zen 4 only, by the kernel's generation bits, as guarded-movsb:
+ *   # a Zen 5 takes `fsrm`, plain rep movsb (guarded-movsb's Zen 5
+ *   # measurements: the guard lost there).
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen", "erms"]
+ *   when = [["zen3", "erms"], ["zen4", "erms"]]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -147,8 +148,9 @@
 	.text
 
 SYM_FUNC_START(guarded_movsb_32_from_user)
-	/* variant `zen`: zen && erms */
-	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_from_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
+	/* variant `zen`: zen3 && erms || zen4 && erms */
+	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_from_user", X86_FEATURE_ZEN3, "", ALT_NOT(X86_FEATURE_ERMS)
+	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_from_user", X86_FEATURE_ZEN4, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "", "jmp guarded_movsb_32__fsrm_from_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */
@@ -160,8 +162,9 @@ SYM_FUNC_END(guarded_movsb_32_from_user)
 EXPORT_SYMBOL(guarded_movsb_32_from_user)
 
 SYM_FUNC_START(guarded_movsb_32_to_user)
-	/* variant `zen`: zen && erms */
-	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_to_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
+	/* variant `zen`: zen3 && erms || zen4 && erms */
+	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_to_user", X86_FEATURE_ZEN3, "", ALT_NOT(X86_FEATURE_ERMS)
+	ALTERNATIVE_2 "", "jmp guarded_movsb_32__zen_to_user", X86_FEATURE_ZEN4, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "", "jmp guarded_movsb_32__fsrm_to_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */

@@ -3,14 +3,14 @@
  * Change the strategy file and run `copygen emit` instead.
  *
  * guarded-movsb-32: i386, standalone flavour, cdecl: to, from, n on the stack -> eax.
- * Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- * except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
- * collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- * FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
- * bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
- * 32-byte loop of 4-byte registers with the destination aligned up to 256,
- * then a destination-aligned `rep movsl` (the stock i386 routine's own
- * method).
+ * Per CPU, guarded-movsb for i386 kernels. On AMD Zen 3 and Zen 4: `rep
+ * movsb`, except when (dst - src) mod 4096 falls in 1..31, where their `rep
+ * movsb` collapses; there, a 16-byte loop of 4-byte registers. On other CPUs
+ * with FSRM, Zen 5 among them: plain `rep movsb`. With ERMS and no FSRM:
+ * head/tail copies below 32 bytes, then `rep movsb`. Elsewhere: head/tail
+ * copies below 32 bytes, a 32-byte loop of 4-byte registers with the
+ * destination aligned up to 256, then a destination-aligned `rep movsl` (the
+ * stock i386 routine's own method).
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_32_from_user: 0
@@ -28,14 +28,14 @@
  *
  *   name = "guarded-movsb-32"
  *   description = """
- *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen with ERMS: `rep movsb`,
- *   except when (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb`
- *   collapses; there, a 16-byte loop of 4-byte registers. On other CPUs with
- *   FSRM: plain `rep movsb`. With ERMS and no FSRM: head/tail copies below 32
- *   bytes, then `rep movsb`. Elsewhere: head/tail copies below 32 bytes, a
- *   32-byte loop of 4-byte registers with the destination aligned up to 256,
- *   then a destination-aligned `rep movsl` (the stock i386 routine's own
- *   method).
+ *   Per CPU, guarded-movsb for i386 kernels. On AMD Zen 3 and Zen 4: `rep
+ *   movsb`, except when (dst - src) mod 4096 falls in 1..31, where their `rep
+ *   movsb` collapses; there, a 16-byte loop of 4-byte registers. On other CPUs
+ *   with FSRM, Zen 5 among them: plain `rep movsb`. With ERMS and no FSRM:
+ *   head/tail copies below 32 bytes, then `rep movsb`. Elsewhere: head/tail
+ *   copies below 32 bytes, a 32-byte loop of 4-byte registers with the
+ *   destination aligned up to 256, then a destination-aligned `rep movsl` (the
+ *   stock i386 routine's own method).
  *   """
  *   arch = "i386"
  *
@@ -84,11 +84,12 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
- *   # Zen 5 too (the file builds in 6.1, which has no X86_FEATURE_ZEN5), where
- *   # guarded-movsb's Zen 5 measurements say plain rep movsb would be faster.
+ *   # Zen 3 and Zen 4 only, by the kernel's generation bits, as guarded-movsb:
+ *   # a Zen 5 takes `fsrm`, plain rep movsb (guarded-movsb's Zen 5
+ *   # measurements: the guard lost there).
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen", "erms"]
+ *   when = [["zen3", "erms"], ["zen4", "erms"]]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -380,10 +381,14 @@ guarded_movsb_32_to_user:
 	call	.Lguarded_movsb_32_base
 .Lguarded_movsb_32_base:
 	popl	%edx
-	/* variant `zen`: zen && erms */
+	/* variant `zen`: zen3 && erms || zen4 && erms */
 	movl	%esi, %eax
-	andl	$5, %eax
-	cmpl	$5, %eax
+	andl	$33, %eax
+	cmpl	$33, %eax
+	je	.Lguarded_movsb_32_pick0
+	movl	%esi, %eax
+	andl	$65, %eax
+	cmpl	$65, %eax
 	je	.Lguarded_movsb_32_pick0
 	/* variant `fsrm`: fsrm */
 	movl	%esi, %eax

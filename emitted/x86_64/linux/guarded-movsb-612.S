@@ -25,8 +25,6 @@
  *   guarded_movsb_612_to_user: 0
  *   guarded_movsb_612__noerms_from_user: 45
  *   guarded_movsb_612__noerms_to_user: 45
- *   guarded_movsb_612__zen5_from_user: 2
- *   guarded_movsb_612__zen5_to_user: 2
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
@@ -120,9 +118,10 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
- *   # Each variant's condition is one bit, so that the site's chain over them
- *   # is four nested ALTERNATIVEs and the FSRM site keeps the
- *   # stock inline `rep movsb`; the first condition that holds wins.
+ *   # Each variant's condition is one bit, or one bit in each of its
+ *   # conjunctions, so that the site's chain over them is four nested
+ *   # ALTERNATIVEs and the FSRM site keeps the stock inline `rep movsb`; the
+ *   # first condition that holds wins.
  *   #
  *   # Without ERMS (Zen 1 and 2, Intel before Ivy Bridge) the stock routine
  *   # runs .Llarge_movsq from 64 bytes: head/tail copies below, the unrolled
@@ -147,21 +146,17 @@
  *   alias = [1, 15]
  *   use = "loop"
  *
- *   # Zen 5 (family 0x1a) keeps the stock inline `rep movsb`: its rep movsb
- *   # pays a flat ~29 TSC ticks in 1..63 at every size, and the band's 32-byte
- *   # loop costs more than that from 64 bytes (1.31-1.91x the stock site in the
- *   # zstd trace's 16..31 cells, and the call and the test 1.04-1.12x on the
- *   # size distributions and the recorded traces; family 0x1a model 0x2).
- *   [[variants]]
- *   name = "zen5"
- *   when = ["zen5"]
- *   [[variants.dispatch]]
- *   sizes = "0.."
- *   use = "movsb"
- *
+ *   # Zen 3 and Zen 4, by the kernel's generation bits. Not Zen 5 (family
+ *   # 0x1a), which takes `fsrm` below and so keeps the stock inline `rep movsb`:
+ *   # its rep movsb pays a flat ~29 TSC ticks in 1..63 at every size, and the
+ *   # band's 32-byte loop costs more than that from 64 bytes (1.31-1.91x the
+ *   # stock site in the zstd trace's 16..31 cells, and the call and the test
+ *   # 1.04-1.12x on the size distributions and the recorded traces; family
+ *   # 0x1a model 0x2). Nor a later Zen the tree cannot name: no guard was
+ *   # measured there.
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen"]
+ *   when = [["zen3"], ["zen4"]]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -203,10 +198,9 @@
 SYM_FUNC_START(guarded_movsb_612_from_user)
 	/* variant `noerms`: !erms */
 	ALTERNATIVE "", "jmp guarded_movsb_612__noerms_from_user", ALT_NOT(X86_FEATURE_ERMS)
-	/* variant `zen5`: zen5 */
-	ALTERNATIVE "", "jmp guarded_movsb_612__zen5_from_user", X86_FEATURE_ZEN5
-	/* variant `zen`: zen */
-	ALTERNATIVE "", "jmp guarded_movsb_612__zen_from_user", X86_FEATURE_ZEN
+	/* variant `zen`: zen3 || zen4 */
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen_from_user", X86_FEATURE_ZEN3
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen_from_user", X86_FEATURE_ZEN4
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "", "jmp guarded_movsb_612__fsrm_from_user", X86_FEATURE_FSRM
 	/* variant `erms`: default */
@@ -218,10 +212,9 @@ EXPORT_SYMBOL(guarded_movsb_612_from_user)
 SYM_FUNC_START(guarded_movsb_612_to_user)
 	/* variant `noerms`: !erms */
 	ALTERNATIVE "", "jmp guarded_movsb_612__noerms_to_user", ALT_NOT(X86_FEATURE_ERMS)
-	/* variant `zen5`: zen5 */
-	ALTERNATIVE "", "jmp guarded_movsb_612__zen5_to_user", X86_FEATURE_ZEN5
-	/* variant `zen`: zen */
-	ALTERNATIVE "", "jmp guarded_movsb_612__zen_to_user", X86_FEATURE_ZEN
+	/* variant `zen`: zen3 || zen4 */
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen_to_user", X86_FEATURE_ZEN3
+	ALTERNATIVE "", "jmp guarded_movsb_612__zen_to_user", X86_FEATURE_ZEN4
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "", "jmp guarded_movsb_612__fsrm_to_user", X86_FEATURE_FSRM
 	/* variant `erms`: default */
@@ -1049,64 +1042,6 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	_ASM_EXTABLE_UA(.Lnoerms_to_retry_store, .Lnoerms_to_fixup_done)
 SYM_FUNC_END(guarded_movsb_612__noerms_to_user)
 EXPORT_SYMBOL(guarded_movsb_612__noerms_to_user)
-
-SYM_FUNC_START(guarded_movsb_612__zen5_from_user)
-	/* class 0: 0.. bytes → method `movsb` */
-	/* here: len >= 0 */
-.Lzen5_from_rep_movsb:
-	rep movsb
-	xorl	%ecx, %ecx
-	RET
-	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lzen5_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-.Lzen5_from_fixup_retry:
-	/* byte retry: copy until the next fault, for an exact count */
-	testq	%rcx, %rcx
-	je	.Lzen5_from_fixup_done
-.Lzen5_from_retry_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lzen5_from_fixup_retry
-.Lzen5_from_fixup_done:
-	RET
-
-	_ASM_EXTABLE_UA(.Lzen5_from_rep_movsb, .Lzen5_from_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen5_from_retry_load, .Lzen5_from_fixup_done)
-SYM_FUNC_END(guarded_movsb_612__zen5_from_user)
-EXPORT_SYMBOL(guarded_movsb_612__zen5_from_user)
-
-SYM_FUNC_START(guarded_movsb_612__zen5_to_user)
-	/* class 0: 0.. bytes → method `movsb` */
-	/* here: len >= 0 */
-.Lzen5_to_rep_movsb:
-	rep movsb
-	xorl	%ecx, %ecx
-	RET
-	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lzen5_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-.Lzen5_to_fixup_retry:
-	/* byte retry: copy until the next fault, for an exact count */
-	testq	%rcx, %rcx
-	je	.Lzen5_to_fixup_done
-	movb	(%rsi), %al
-.Lzen5_to_retry_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rcx
-	jmp	.Lzen5_to_fixup_retry
-.Lzen5_to_fixup_done:
-	RET
-
-	_ASM_EXTABLE_UA(.Lzen5_to_rep_movsb, .Lzen5_to_fixup_rep1_then_retry)
-	_ASM_EXTABLE_UA(.Lzen5_to_retry_store, .Lzen5_to_fixup_done)
-SYM_FUNC_END(guarded_movsb_612__zen5_to_user)
-EXPORT_SYMBOL(guarded_movsb_612__zen5_to_user)
 
 SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	/* class 0: 0.. bytes → method `movsb` */

@@ -5,18 +5,19 @@
  *
  * guarded-movsb: x86_64, linux flavour, C convention: rdi=to rsi=from rdx=n -> rax.
  * Per CPU, each class never left to a slower path than the stock kernel's.
- * On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
- * (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb` collapses;
- * there, an unrolled general-register loop (copygen tune's result). On other
- * CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
- * `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
- * `rep movsb`. AMD Zen without ERMS (Zen 1 and 2): head/tail copies up to 64
- * bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
- * (the stock path above 512 bytes), or the loop where (dst - src) mod 4096
- * is in 1..15, Zen 1's `rep movsq` band. Other CPUs the kernel marks REP_GOOD:
- * head/tail copies up to 64 bytes, then the aligned `rep movsq`. Elsewhere
- * (neither, as the kernel's unrolled routine): head/tail copies up to 64
- * bytes, then the unrolled loop.
+ * On AMD Zen 3 and Zen 4: `rep movsb`, except when (dst - src) mod 4096
+ * falls in 1..31, where their `rep movsb` collapses; there, an unrolled
+ * general-register loop (copygen tune's result). On Zen 5, whose band costs
+ * less than the loop, and on other CPUs with FSRM (Intel Ice Lake and
+ * later), which have no such cliff: plain `rep movsb`. With ERMS and no
+ * FSRM: head/tail copies up to 64 bytes, then `rep movsb`. AMD Zen without
+ * ERMS (Zen 1 and 2): head/tail copies up to 64 bytes, the unrolled loop up
+ * to 512, then a destination-aligned `rep movsq` (the stock path above 512
+ * bytes), or the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep
+ * movsq` band. Other CPUs the kernel marks REP_GOOD: head/tail copies up to
+ * 64 bytes, then the aligned `rep movsq`. Elsewhere (neither, as the
+ * kernel's unrolled routine): head/tail copies up to 64 bytes, then the
+ * unrolled loop.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_from_user: 0
@@ -39,18 +40,19 @@
  *   name = "guarded-movsb"
  *   description = """
  *   Per CPU, each class never left to a slower path than the stock kernel's.
- *   On AMD Zen with ERMS (Zen 3 and later): `rep movsb`, except when
- *   (dst - src) mod 4096 falls in 1..31, where Zen's `rep movsb` collapses;
- *   there, an unrolled general-register loop (copygen tune's result). On other
- *   CPUs with FSRM (Intel Ice Lake and later), which have no such cliff: plain
- *   `rep movsb`. With ERMS and no FSRM: head/tail copies up to 64 bytes, then
- *   `rep movsb`. AMD Zen without ERMS (Zen 1 and 2): head/tail copies up to 64
- *   bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
- *   (the stock path above 512 bytes), or the loop where (dst - src) mod 4096
- *   is in 1..15, Zen 1's `rep movsq` band. Other CPUs the kernel marks REP_GOOD:
- *   head/tail copies up to 64 bytes, then the aligned `rep movsq`. Elsewhere
- *   (neither, as the kernel's unrolled routine): head/tail copies up to 64
- *   bytes, then the unrolled loop.
+ *   On AMD Zen 3 and Zen 4: `rep movsb`, except when (dst - src) mod 4096
+ *   falls in 1..31, where their `rep movsb` collapses; there, an unrolled
+ *   general-register loop (copygen tune's result). On Zen 5, whose band costs
+ *   less than the loop, and on other CPUs with FSRM (Intel Ice Lake and
+ *   later), which have no such cliff: plain `rep movsb`. With ERMS and no
+ *   FSRM: head/tail copies up to 64 bytes, then `rep movsb`. AMD Zen without
+ *   ERMS (Zen 1 and 2): head/tail copies up to 64 bytes, the unrolled loop up
+ *   to 512, then a destination-aligned `rep movsq` (the stock path above 512
+ *   bytes), or the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep
+ *   movsq` band. Other CPUs the kernel marks REP_GOOD: head/tail copies up to
+ *   64 bytes, then the aligned `rep movsq`. Elsewhere (neither, as the
+ *   kernel's unrolled routine): head/tail copies up to 64 bytes, then the
+ *   unrolled loop.
  *   """
  *   arch = "x86_64"
  *
@@ -94,7 +96,7 @@
  *   align = { pointer = "dst", to = 8, min_size = 64, by = "word" }
  *   tail = "overlap"
  *
- *   # Zen 3 and later: a bare rep movsb, except where (dst - src) mod 4096 is
+ *   # Zen 3 and 4: a bare rep movsb, except where (dst - src) mod 4096 is
  *   # in 1..31, where Zen's rep movsb collapses: there a 32-byte loop. The
  *   # band was 1..15 (`copygen tune` on an AMD EPYC Zen 4, family 0x19 model
  *   # 0x11, tuned-zen4.toml: 20-30x there, 2-4x in 16..31 below 2 KiB, which
@@ -112,15 +114,15 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
- *   # A Zen 5 (family 0x1a) takes this variant too: Linux 6.1 has no
- *   # X86_FEATURE_ZEN5 to tell it from a Zen 3 or 4, and there it costs
- *   # 1.04-1.09x the stock 6.1 site on the size distributions and up to 1.17x
- *   # on the recorded traces (its rep movsb pays a flat ~29 TSC ticks in 1..63,
- *   # less than the band's loop from 64 bytes; family 0x1a model 0x2).
- *   # guarded-movsb-612 gives Zen 5 the stock inline rep movsb.
+ *   # Zen 3 and Zen 4 only, by the kernel's generation bits: a Zen 5 (family
+ *   # 0x1a; Linux 6.1 has no X86_FEATURE_ZEN5, so `zen` alone would include
+ *   # it) takes `fsrm`, plain rep movsb. With the guard it cost 1.04-1.09x the
+ *   # stock 6.1 site on the size distributions and up to 1.17x on the recorded
+ *   # traces: its rep movsb pays a flat ~29 TSC ticks in 1..63, less than the
+ *   # band's loop from 64 bytes (family 0x1a model 0x2).
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen", "erms"]
+ *   when = [["zen3", "erms"], ["zen4", "erms"]]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -219,8 +221,9 @@
 	.text
 
 SYM_FUNC_START(guarded_movsb_from_user)
-	/* variant `zen`: zen && erms */
-	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_from_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
+	/* variant `zen`: zen3 && erms || zen4 && erms */
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_from_user", X86_FEATURE_ZEN3, "", ALT_NOT(X86_FEATURE_ERMS)
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_from_user", X86_FEATURE_ZEN4, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "", "jmp guarded_movsb__fsrm_from_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */
@@ -236,8 +239,9 @@ SYM_FUNC_END(guarded_movsb_from_user)
 EXPORT_SYMBOL(guarded_movsb_from_user)
 
 SYM_FUNC_START(guarded_movsb_to_user)
-	/* variant `zen`: zen && erms */
-	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_to_user", X86_FEATURE_ZEN, "", ALT_NOT(X86_FEATURE_ERMS)
+	/* variant `zen`: zen3 && erms || zen4 && erms */
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_to_user", X86_FEATURE_ZEN3, "", ALT_NOT(X86_FEATURE_ERMS)
+	ALTERNATIVE_2 "", "jmp guarded_movsb__zen_to_user", X86_FEATURE_ZEN4, "", ALT_NOT(X86_FEATURE_ERMS)
 	/* variant `fsrm`: fsrm */
 	ALTERNATIVE "", "jmp guarded_movsb__fsrm_to_user", X86_FEATURE_FSRM
 	/* variant `erms`: erms */

@@ -23,8 +23,6 @@
  *   guarded_movsb_612_to_user: 0
  *   guarded_movsb_612__noerms_from_user: 45
  *   guarded_movsb_612__noerms_to_user: 45
- *   guarded_movsb_612__zen5_from_user: 2
- *   guarded_movsb_612__zen5_to_user: 2
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
@@ -118,9 +116,10 @@
  *   grouping = "loads_first"
  *   tail = "words"
  *
- *   # Each variant's condition is one bit, so that the site's chain over them
- *   # is four nested ALTERNATIVEs and the FSRM site keeps the
- *   # stock inline `rep movsb`; the first condition that holds wins.
+ *   # Each variant's condition is one bit, or one bit in each of its
+ *   # conjunctions, so that the site's chain over them is four nested
+ *   # ALTERNATIVEs and the FSRM site keeps the stock inline `rep movsb`; the
+ *   # first condition that holds wins.
  *   #
  *   # Without ERMS (Zen 1 and 2, Intel before Ivy Bridge) the stock routine
  *   # runs .Llarge_movsq from 64 bytes: head/tail copies below, the unrolled
@@ -145,21 +144,17 @@
  *   alias = [1, 15]
  *   use = "loop"
  *
- *   # Zen 5 (family 0x1a) keeps the stock inline `rep movsb`: its rep movsb
- *   # pays a flat ~29 TSC ticks in 1..63 at every size, and the band's 32-byte
- *   # loop costs more than that from 64 bytes (1.31-1.91x the stock site in the
- *   # zstd trace's 16..31 cells, and the call and the test 1.04-1.12x on the
- *   # size distributions and the recorded traces; family 0x1a model 0x2).
- *   [[variants]]
- *   name = "zen5"
- *   when = ["zen5"]
- *   [[variants.dispatch]]
- *   sizes = "0.."
- *   use = "movsb"
- *
+ *   # Zen 3 and Zen 4, by the kernel's generation bits. Not Zen 5 (family
+ *   # 0x1a), which takes `fsrm` below and so keeps the stock inline `rep movsb`:
+ *   # its rep movsb pays a flat ~29 TSC ticks in 1..63 at every size, and the
+ *   # band's 32-byte loop costs more than that from 64 bytes (1.31-1.91x the
+ *   # stock site in the zstd trace's 16..31 cells, and the call and the test
+ *   # 1.04-1.12x on the size distributions and the recorded traces; family
+ *   # 0x1a model 0x2). Nor a later Zen the tree cannot name: no guard was
+ *   # measured there.
  *   [[variants]]
  *   name = "zen"
- *   when = ["zen"]
+ *   when = [["zen3"], ["zen4"]]
  *   [[variants.dispatch]]
  *   sizes = "0.."
  *   use = "movsb"
@@ -432,22 +427,21 @@ guarded_movsb_612_to_user:
 	andl	$1, %eax
 	cmpl	$0, %eax
 	je	.Lguarded_movsb_612_pick0
-	/* variant `zen5`: zen5 */
+	/* variant `zen`: zen3 || zen4 */
 	movl	%r8d, %eax
-	andl	$128, %eax
-	cmpl	$128, %eax
+	andl	$32, %eax
+	cmpl	$32, %eax
 	je	.Lguarded_movsb_612_pick1
-	/* variant `zen`: zen */
 	movl	%r8d, %eax
-	andl	$4, %eax
-	cmpl	$4, %eax
-	je	.Lguarded_movsb_612_pick2
+	andl	$64, %eax
+	cmpl	$64, %eax
+	je	.Lguarded_movsb_612_pick1
 	/* variant `fsrm`: fsrm */
 	movl	%r8d, %eax
 	andl	$2, %eax
 	cmpl	$2, %eax
-	je	.Lguarded_movsb_612_pick3
-.Lguarded_movsb_612_pick4:
+	je	.Lguarded_movsb_612_pick2
+.Lguarded_movsb_612_pick3:
 	leaq	guarded_movsb_612__erms_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__erms_to_user(%rip), %rax
@@ -460,18 +454,12 @@ guarded_movsb_612_to_user:
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
 .Lguarded_movsb_612_pick1:
-	leaq	guarded_movsb_612__zen5_from_user(%rip), %rax
-	movq	%rax, guarded_movsb_612__from_ptr(%rip)
-	leaq	guarded_movsb_612__zen5_to_user(%rip), %rax
-	movq	%rax, guarded_movsb_612__to_ptr(%rip)
-	jmp	.Lguarded_movsb_612_resolved
-.Lguarded_movsb_612_pick2:
 	leaq	guarded_movsb_612__zen_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__zen_to_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
-.Lguarded_movsb_612_pick3:
+.Lguarded_movsb_612_pick2:
 	leaq	guarded_movsb_612__fsrm_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__fsrm_to_user(%rip), %rax
@@ -1331,80 +1319,6 @@ guarded_movsb_612__noerms_to_user:
 	.long	.Lnoerms_to_loop_word_store_2 - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_loop_overlap_store_2 - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_retry_store - ., .Lnoerms_to_fixup_done - .
-	.popsection
-
-	.globl	guarded_movsb_612__zen5_from_user
-	.type	guarded_movsb_612__zen5_from_user, @function
-	.p2align 4
-guarded_movsb_612__zen5_from_user:
-	/* class 0: 0.. bytes → method `movsb` */
-	/* here: len >= 0 */
-	movq	%rdx, %rcx
-.Lzen5_from_rep_movsb:
-	rep movsb
-	xorl	%eax, %eax
-	ret
-	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lzen5_from_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
-.Lzen5_from_fixup_retry:
-	/* byte retry: copy until the next fault, for an exact count */
-	testq	%rdx, %rdx
-	je	.Lzen5_from_fixup_done
-.Lzen5_from_retry_load:
-	movb	(%rsi), %al
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen5_from_fixup_retry
-.Lzen5_from_fixup_done:
-	movq	%rdx, %rax
-	ret
-	.size	guarded_movsb_612__zen5_from_user, . - guarded_movsb_612__zen5_from_user
-
-	.pushsection __ex_table, "a"
-	.balign	4
-	.long	.Lzen5_from_rep_movsb - ., .Lzen5_from_fixup_rep1_then_retry - .
-	.long	.Lzen5_from_retry_load - ., .Lzen5_from_fixup_done - .
-	.popsection
-
-	.globl	guarded_movsb_612__zen5_to_user
-	.type	guarded_movsb_612__zen5_to_user, @function
-	.p2align 4
-guarded_movsb_612__zen5_to_user:
-	/* class 0: 0.. bytes → method `movsb` */
-	/* here: len >= 0 */
-	movq	%rdx, %rcx
-.Lzen5_to_rep_movsb:
-	rep movsb
-	xorl	%eax, %eax
-	ret
-	/* fixups: each entry repairs dst/src/len to what is known copied */
-.Lzen5_to_fixup_rep1_then_retry:
-	/* rep movsb stopped early: recompute the bytes left */
-	movq	%rcx, %rdx
-.Lzen5_to_fixup_retry:
-	/* byte retry: copy until the next fault, for an exact count */
-	testq	%rdx, %rdx
-	je	.Lzen5_to_fixup_done
-	movb	(%rsi), %al
-.Lzen5_to_retry_store:
-	movb	%al, (%rdi)
-	addq	$1, %rsi
-	addq	$1, %rdi
-	subq	$1, %rdx
-	jmp	.Lzen5_to_fixup_retry
-.Lzen5_to_fixup_done:
-	movq	%rdx, %rax
-	ret
-	.size	guarded_movsb_612__zen5_to_user, . - guarded_movsb_612__zen5_to_user
-
-	.pushsection __ex_table, "a"
-	.balign	4
-	.long	.Lzen5_to_rep_movsb - ., .Lzen5_to_fixup_rep1_then_retry - .
-	.long	.Lzen5_to_retry_store - ., .Lzen5_to_fixup_done - .
 	.popsection
 
 	.globl	guarded_movsb_612__zen_from_user

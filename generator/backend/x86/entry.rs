@@ -127,14 +127,14 @@ fn linux_entry(s: &Strategy, dir: Direction) -> Entry {
     };
     for v in &s.variants {
         let target = variant_symbol(s, v, Flavor::Linux, dir);
-        let tests = feature_tests(v.when.as_ref());
-        if tests.is_empty() {
+        b.push(variant_comment(v));
+        let Some(when) = &v.when else {
             // The default, last: every CPU no condition above took.
-            b.push(variant_comment(v));
             b.push(Inst::Jmp { target });
             break;
-        }
-        push_slot(&mut b, s, v, &tests, target, tag);
+        };
+        let terms: Vec<Vec<FeatureTest>> = when.any.iter().map(feature_tests).collect();
+        push_slots(&mut b, s, v, &terms, &target, tag);
     }
     Entry {
         symbol: symbols::entry(s, Flavor::Linux, dir, None),
@@ -146,37 +146,44 @@ fn variant_comment(v: &Variant) -> Inst {
     Inst::Comment(format!("variant `{}`: {}", v.name, v.condition_text()))
 }
 
-/// One variant's slot: a jump to `target` where every one of `tests`
-/// holds, NOPs elsewhere (see [`linux_entry`]); `tag` keeps the labels of
+/// One variant's slots, one per conjunction of its condition (`terms`,
+/// each its tests): a jump to `target` where every test of one holds,
+/// NOPs elsewhere (see [`linux_entry`]); `tag` keeps the labels of
 /// several entry points in one file apart.
-fn push_slot(
+fn push_slots(
     b: &mut Vec<Inst>,
     s: &Strategy,
     v: &Variant,
-    tests: &[FeatureTest],
-    target: String,
+    terms: &[Vec<FeatureTest>],
+    target: &str,
     tag: &str,
 ) {
-    b.push(variant_comment(v));
-    let Some((&first, rest)) = tests.split_first() else {
-        return;
-    };
-    let beyond_two = rest.get(1..).unwrap_or_default();
-    let next = symbols::local(s, &format!("{tag}_not_{}", v.name));
-    for &t in beyond_two {
+    for (k, tests) in terms.iter().enumerate() {
+        let Some((&first, rest)) = tests.split_first() else {
+            continue;
+        };
+        let beyond_two = rest.get(1..).unwrap_or_default();
+        let next = if terms.len() > 1 {
+            format!("{tag}_not_{}_{k}", v.name)
+        } else {
+            format!("{tag}_not_{}", v.name)
+        };
+        let next = symbols::local(s, &next);
+        for &t in beyond_two {
+            b.push(Inst::AltJmp {
+                target: next.clone(),
+                first: t.negated(),
+                and: None,
+            });
+        }
         b.push(Inst::AltJmp {
-            target: next.clone(),
-            first: t.negated(),
-            and: None,
+            target: target.to_string(),
+            first,
+            and: rest.first().copied(),
         });
-    }
-    b.push(Inst::AltJmp {
-        target,
-        first,
-        and: rest.first().copied(),
-    });
-    if !beyond_two.is_empty() {
-        b.push(Inst::Label(next));
+        if !beyond_two.is_empty() {
+            b.push(Inst::Label(next));
+        }
     }
 }
 
@@ -223,10 +230,19 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let undecided = |v: &Variant| -> Vec<FeatureTest> {
-                feature_tests(v.when.as_ref())
-                    .into_iter()
-                    .filter(|t| !decided(&e.given, t.feature))
+            // Per conjunction a CPU of this entry may meet, its tests
+            // `given` leaves open.
+            let undecided = |v: &Variant| -> Vec<Vec<FeatureTest>> {
+                v.when
+                    .iter()
+                    .flat_map(|w| &w.any)
+                    .filter(|c| !contradicts(&e.given, c))
+                    .map(|c| {
+                        feature_tests(c)
+                            .into_iter()
+                            .filter(|t| !decided(&e.given, t.feature))
+                            .collect()
+                    })
                     .collect()
             };
             let (&last, before) = reached[i]
@@ -235,8 +251,11 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
             // The variant entered, the ones slotted before it, and the
             // last one's slot after them when the entry falls into the
             // family's variant before it.
-            let family_test = |v: &Variant| match undecided(v)[..] {
-                [t] if t.present && names_family(t.feature) => Some(t),
+            let family_test = |v: &Variant| match &undecided(v)[..] {
+                [term] => match term[..] {
+                    [t] if t.present && names_family(t.feature) => Some(t),
+                    _ => None,
+                },
                 _ => None,
             };
             let (enters, slotted, last_slot) = before
@@ -245,15 +264,16 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
                 .and_then(|(&v, rest)| family_test(v).map(|t| (v, rest, Some(t.negated()))))
                 .unwrap_or((last, before, None));
             let mut slots = Vec::new();
-            let mut slot = |v: &Variant, tests: &[FeatureTest]| {
+            let mut slot = |v: &Variant, terms: &[Vec<FeatureTest>]| {
                 let target = variant_symbol(s, v, Flavor::Linux, dir);
-                push_slot(&mut slots, s, v, tests, target, &e.symbol);
+                slots.push(variant_comment(v));
+                push_slots(&mut slots, s, v, terms, &target, &e.symbol);
             };
             for &w in slotted {
                 slot(w, &undecided(w));
             }
             if let Some(absent) = last_slot {
-                slot(last, &[absent]);
+                slot(last, &[vec![absent]]);
             }
             slots.push(variant_comment(enters));
             FeaturePlan {
@@ -278,6 +298,12 @@ pub fn feature_plans(s: &Strategy) -> Vec<FeaturePlan> {
         plans[i].absorbed = !taken;
     }
     plans
+}
+
+/// Whether no CPU `given` describes meets `c`.
+fn contradicts(given: &CpuCondition, c: &CpuCondition) -> bool {
+    c.require.iter().any(|f| given.exclude.contains(f))
+        || c.exclude.iter().any(|f| given.require.contains(f))
 }
 
 /// Whether `given` states `feature`.
@@ -351,21 +377,18 @@ pub fn name_feature_entries(s: &Strategy, out: &mut [Function]) {
     }
 }
 
-/// A condition's tests: its required features present, then its
-/// excluded ones absent (none for the default).
-fn feature_tests(when: Option<&CpuCondition>) -> Vec<FeatureTest> {
-    when.map(|c| {
-        let present = c.require.iter().map(|&feature| FeatureTest {
-            feature,
-            present: true,
-        });
-        let absent = c.exclude.iter().map(|&feature| FeatureTest {
-            feature,
-            present: false,
-        });
-        present.chain(absent).collect()
-    })
-    .unwrap_or_default()
+/// A conjunction's tests: its required features present, then its
+/// excluded ones absent.
+fn feature_tests(c: &CpuCondition) -> Vec<FeatureTest> {
+    let present = c.require.iter().map(|&feature| FeatureTest {
+        feature,
+        present: true,
+    });
+    let absent = c.exclude.iter().map(|&feature| FeatureTest {
+        feature,
+        present: false,
+    });
+    present.chain(absent).collect()
 }
 
 /// The linux entry point of `s` for `dir` as `apply_alternatives()`
@@ -701,12 +724,14 @@ fn resolver(s: &Strategy) -> Vec<Inst> {
         b.push(Inst::Pop(Reg::Dx));
     }
     for (i, v) in s.variants.iter().enumerate() {
-        if let Some(c) = &v.when {
-            b.push(Inst::Comment(format!("variant `{}`: {c}", v.name)));
-            b.push(mov(Reg::Ax, r.found));
-            b.push(alu_imm(Alu::And, Reg::Ax, c.mask(), false));
-            b.push(alu_imm(Alu::Cmp, Reg::Ax, c.want(), false));
-            b.push(jcc(Cc::E, l(&format!("pick{i}"))));
+        if let Some(when) = &v.when {
+            b.push(Inst::Comment(format!("variant `{}`: {when}", v.name)));
+            for c in &when.any {
+                b.push(mov(Reg::Ax, r.found));
+                b.push(alu_imm(Alu::And, Reg::Ax, c.mask(), false));
+                b.push(alu_imm(Alu::Cmp, Reg::Ax, c.want(), false));
+                b.push(jcc(Cc::E, l(&format!("pick{i}"))));
+            }
         }
     }
     let at = |sym: String| SymRef {

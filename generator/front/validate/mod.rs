@@ -19,7 +19,7 @@ use crate::front::diagnostics::{FieldPath, Locator, StrategyError, Warning};
 use crate::front::parse::{fmt_range, is_c_identifier, is_deceptive, parse_range, recorded_path};
 use crate::front::schema::*;
 use crate::front::strategy::*;
-use crate::front::variant::{CpuCondition, CpuFeature, Variant};
+use crate::front::variant::{CpuCondition, CpuFeature, Variant, VariantCondition};
 
 pub(super) struct Validator<'a> {
     pub(super) loc: &'a Locator<'a>,

@@ -46,16 +46,53 @@ impl Validator<'_> {
     /// Each variant must be chosen on some CPU: one whose features every
     /// earlier variant's condition rejects. The default (`when = None`)
     /// too: the conditions before it must not cover every CPU.
+    /// Each of a variant's several conjunctions must select some CPU that
+    /// neither an earlier variant nor another of its conjunctions does:
+    /// else its slot in the entry is never the one that jumps.
+    fn redundant_terms(
+        &self,
+        path: FieldPath,
+        v: &Variant,
+        sets: &[CpuFeatures],
+        earlier: impl Fn(CpuFeatures) -> bool,
+    ) {
+        let Some(when) = v.when.as_ref().filter(|c| c.any.len() > 1) else {
+            return;
+        };
+        for (k, c) in when.any.iter().enumerate() {
+            let others = |f: CpuFeatures| {
+                when.any
+                    .iter()
+                    .enumerate()
+                    .any(|(i, d)| i != k && d.holds(f))
+            };
+            if sets
+                .iter()
+                .any(|&f| c.holds(f) && !earlier(f) && !others(f))
+            {
+                continue;
+            }
+            self.keep::<()>(Err(self.err(
+                &path.index(k),
+                format!(
+                    "`{c}` never selects `{}` alone: every CPU it matches an earlier variant or another of its conditions takes; drop it",
+                    v.name
+                ),
+            )));
+        }
+    }
+
     pub(super) fn unreachable_variants(&self, vpath: &FieldPath, variants: &[Variant]) {
         let sets = feature_sets();
         let line = |i: usize| self.err(&vpath.index(i).key("name"), "").line;
         for (j, v) in variants.iter().enumerate() {
-            let holds =
-                |w: &Option<CpuCondition>, f: CpuFeatures| w.as_ref().is_none_or(|c| c.holds(f));
-            let reachable = sets
-                .iter()
-                .any(|&f| holds(&v.when, f) && !variants[..j].iter().any(|e| holds(&e.when, f)));
+            let holds = |w: &Option<VariantCondition>, f: CpuFeatures| {
+                w.as_ref().is_none_or(|c| c.holds(f))
+            };
+            let earlier = |f: CpuFeatures| variants[..j].iter().any(|e| holds(&e.when, f));
+            let reachable = sets.iter().any(|&f| holds(&v.when, f) && !earlier(f));
             if reachable {
+                self.redundant_terms(vpath.index(j).key("when"), v, &sets, earlier);
                 continue;
             }
             // Name the one earlier variant that covers it alone, if any;

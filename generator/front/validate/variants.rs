@@ -98,11 +98,10 @@ impl Validator<'_> {
                     ))
                 }
                 (None, true) => None,
-                (Some(words), false) => Some(self.cpu_condition(&path.key("when"), words)?),
+                (Some(terms), false) => {
+                    Some(self.variant_condition(&path.key("when"), terms, kernel)?)
+                }
             };
-            if let (Some(c), Some(words)) = (&when, &v.when) {
-                self.features_in_tree(&path.key("when"), c, words, kernel)?;
-            }
             if i == last && when.is_some() {
                 return Err(self.err(
                     &path.key("when"),
@@ -177,6 +176,48 @@ impl Validator<'_> {
         }
         self.unreachable_variants(&vpath, &out);
         Ok(Some(out))
+    }
+
+    /// `when`: one conjunction (`["zen", "erms"]`) or several, any of
+    /// which selects the variant (`[["zen3", "erms"], ["zen4", "erms"]]`).
+    fn variant_condition(
+        &self,
+        path: &FieldPath,
+        terms: &[RawTerm],
+        kernel: Option<KernelVersion>,
+    ) -> R<VariantCondition> {
+        let words: Option<Vec<String>> = terms
+            .iter()
+            .map(|t| match t {
+                RawTerm::Feature(w) => Some(w.clone()),
+                RawTerm::Conjunction(_) => None,
+            })
+            .collect();
+        if let Some(words) = words {
+            let c = self.cpu_condition(path, &words)?;
+            self.features_in_tree(path, &c, &words, kernel)?;
+            return Ok(VariantCondition::one(c));
+        }
+        let mut any: Vec<CpuCondition> = Vec::new();
+        for (k, t) in terms.iter().enumerate() {
+            let RawTerm::Conjunction(words) = t else {
+                return Err(self.err(
+                    &path.index(k),
+                    "`when` is a list of features (all of them hold) or a list of such lists (any of them holds), not both: write this feature inside a list",
+                ));
+            };
+            let term_path = path.index(k);
+            let c = self.cpu_condition(&term_path, words)?;
+            self.features_in_tree(&term_path, &c, words, kernel)?;
+            if let Some(j) = any.iter().position(|d| same_condition(d, &c)) {
+                return Err(self.err(
+                    &term_path,
+                    format!("the same condition as `when[{j}]`: write it once"),
+                ));
+            }
+            any.push(c);
+        }
+        Ok(VariantCondition { any })
     }
 
     /// A condition's features must exist in every tree the linux flavour
@@ -261,4 +302,15 @@ impl Validator<'_> {
         }
         Ok(cond)
     }
+}
+
+/// Whether `a` and `b` name the same features, present and absent, in
+/// any order.
+fn same_condition(a: &CpuCondition, b: &CpuCondition) -> bool {
+    let sorted = |v: &[CpuFeature]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v
+    };
+    sorted(&a.require) == sorted(&b.require) && sorted(&a.exclude) == sorted(&b.exclude)
 }

@@ -142,17 +142,33 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
          variant whose condition holds is entered:\n",
         t.variants.len()
     );
+    let width = t.variants.iter().map(|v| v.name.len()).max().unwrap_or(0);
     for v in &t.variants {
         let bits = v
             .when
             .as_ref()
             .map_or("default".into(), |c| c.kernel_text());
-        let _ = writeln!(
-            note,
-            "  {:<8} {bits}: {}",
-            v.name,
-            crate::lower::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser)
-        );
+        let symbol =
+            crate::lower::variants::variant_symbol(t, v, Flavor::Linux, Direction::FromUser);
+        let line = format!("  {:<width$} {bits}: {symbol}", v.name);
+        if line.len() <= crate::tools::mail_text::MAX_COLUMNS {
+            let _ = writeln!(note, "{line}");
+        } else {
+            // Where both do not fit: a conjunction a line, then the routine.
+            let terms: Vec<String> = v
+                .when
+                .iter()
+                .flat_map(|c| &c.any)
+                .map(|c| c.kernel_text())
+                .collect();
+            let indent = " ".repeat(width + 3);
+            let _ = writeln!(
+                note,
+                "  {:<width$} {}:\n{indent}{symbol}",
+                v.name,
+                terms.join(&format!("\n{indent}|| "))
+            );
+        }
     }
     let site = match (t.arch, kernel) {
         (Arch::X86_64, k) if crate::kernel::variant_chain::is_variant_chain(t, k) => {
@@ -169,6 +185,21 @@ fn per_cpu_note(t: &Strategy, kernel: KernelVersion) -> String {
              (not a chain of ALTERNATIVEs at every site), and the variant is chosen\n\
              once, in {entry}'s own ALTERNATIVEs."
         ),
+        (Arch::X86_64, _) if !t.linux.feature_entries.is_empty() => {
+            let names: Vec<&str> = t
+                .linux
+                .feature_entries
+                .iter()
+                .map(|e| e.symbol.as_str())
+                .collect();
+            format!(
+                "Call site: raw_copy_{{from,to}}_user call one of {} by the\n\
+                 alternative_call_2 on REP_GOOD and ERMS with which 6.1's\n\
+                 copy_user_generic() calls the kernel's own three routines; each\n\
+                 entry's ALTERNATIVEs test only the bits its call leaves open.",
+                names.join(", ")
+            )
+        }
         (Arch::X86_64, _) => format!(
             "Call site: raw_copy_{{from,to}}_user call {entry} in place of 6.1's\n\
              copy_user_generic(), whose alternative_call_2 picks among the kernel's\n\

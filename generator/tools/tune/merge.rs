@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::front::parse;
 use crate::front::strategy::{AliasFirst, Method, SizeClass, Strategy};
 use crate::front::to_toml;
-use crate::front::variant::{CpuCondition, CpuFeature, Variant};
+use crate::front::variant::{CpuCondition, CpuFeature, Variant, VariantCondition};
 use crate::tools::host_cpu::CpuInfo;
 
 /// One tune result to merge: its file and text.
@@ -208,9 +208,11 @@ pub fn merge(inputs: &[Input], name: Option<&str>) -> Result<(Strategy, String),
                     classes: renamed_classes(&a.classes, &vname),
                     ..a.clone()
                 }),
-                when: (i != last).then(|| CpuCondition {
-                    require: conditions[i].clone(),
-                    exclude: Vec::new(),
+                when: (i != last).then(|| {
+                    VariantCondition::one(CpuCondition {
+                        require: conditions[i].clone(),
+                        exclude: Vec::new(),
+                    })
                 }),
                 name: vname,
             }
