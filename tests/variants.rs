@@ -251,6 +251,17 @@ fn a_condition_of_several_conjunctions_is_checked_term_by_term() {
         "variants[0].when[1]",
         "a CPU feature (\"erms\", \"!fsrm\") or a list of them",
     );
+    // Each conjunction is a slot of the entry: a bounded number.
+    let many: Vec<String> = (0..17)
+        .map(|i| format!("[\"zen\", \"!zen{}\"]", i % 4 + 1))
+        .collect();
+    rejected(
+        base,
+        &format!("when = [{}]", many.join(", ")),
+        "!zen1",
+        "variants[0].when[16]",
+        "at most 16 conditions in one `when`",
+    );
     // Linux 6.1 lacks ZEN5: located in its conjunction.
     rejected(
         base,

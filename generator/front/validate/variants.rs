@@ -198,6 +198,15 @@ impl Validator<'_> {
             self.features_in_tree(path, &c, &words, kernel)?;
             return Ok(VariantCondition::one(c));
         }
+        if terms.len() > MAX_CONJUNCTIONS {
+            return Err(self.err(
+                &path.index(MAX_CONJUNCTIONS),
+                format!(
+                    "at most {MAX_CONJUNCTIONS} conditions in one `when`: each is an ALTERNATIVE slot every copy on the CPUs after it passes through; {} here",
+                    terms.len()
+                ),
+            ));
+        }
         let mut any: Vec<CpuCondition> = Vec::new();
         for (k, t) in terms.iter().enumerate() {
             let RawTerm::Conjunction(words) = t else {
@@ -303,6 +312,9 @@ impl Validator<'_> {
         Ok(cond)
     }
 }
+
+/// The most conjunctions one `when` may list.
+const MAX_CONJUNCTIONS: usize = 16;
 
 /// Whether `a` and `b` name the same features, present and absent, in
 /// any order.
