@@ -62,10 +62,10 @@ pub(super) struct RawVariant {
     pub(super) alias_first: Option<RawAliasFirst>,
 }
 
-/// One entry of a variant's `when`: a feature (`"erms"`, `"!fsrm"`), the
-/// terms of one conjunction, or a whole conjunction (`["zen3", "erms"]`),
-/// the terms of an any-of. Which form a `when` uses, and that it uses one,
-/// the validator decides.
+/// One entry of a variant's `when`: a feature (`"erms"`, `"!fsrm"`), when
+/// the `when` is one conjunction, or a conjunction (`["zen3", "erms"]`),
+/// when it is several, any of which holds. That a `when` keeps to one
+/// form the validator checks.
 pub(super) enum RawTerm {
     Feature(String),
     Conjunction(Vec<String>),

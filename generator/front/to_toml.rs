@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::strategy::*;
-use crate::front::variant::{CpuCondition, TunedOn, Variant};
+use crate::front::variant::{CpuCondition, CpuFeature, TunedOn, Variant};
 
 /// A TOML basic string: quoted and escaped.
 pub fn quoted(s: &str) -> String {
@@ -273,10 +273,9 @@ fn variant(t: &mut String, v: &Variant) {
         Some(when) => {
             let conjunction = |c: &CpuCondition| {
                 let words: Vec<String> = c
-                    .require
+                    .words(CpuFeature::name)
                     .iter()
-                    .map(|f| quoted(&f.name()))
-                    .chain(c.exclude.iter().map(|f| quoted(&format!("!{}", f.name()))))
+                    .map(|w| quoted(w))
                     .collect();
                 format!("[{}]", words.join(", "))
             };

@@ -80,15 +80,26 @@ pub struct CpuCondition {
 }
 
 impl CpuCondition {
+    /// Its tests in the order every printer and slot uses: each required
+    /// feature present (`true`), then each excluded one absent (`false`).
+    /// The first is the bit a 6.12 site chain tests for the variant.
+    pub fn tests(&self) -> impl Iterator<Item = (CpuFeature, bool)> + '_ {
+        let present = self.require.iter().map(|&f| (f, true));
+        present.chain(self.exclude.iter().map(|&f| (f, false)))
+    }
+    /// Its tests as a strategy file writes them, each feature spelt by
+    /// `name`: `["a", "b", "!c"]`'s words.
+    pub fn words<S: fmt::Display>(&self, name: impl Fn(CpuFeature) -> S) -> Vec<String> {
+        self.tests()
+            .map(|(f, present)| {
+                let bang = if present { "" } else { "!" };
+                format!("{bang}{}", name(f))
+            })
+            .collect()
+    }
     /// The condition with each feature spelt by `name`: `a && b && !c`.
     pub fn spelt<S: fmt::Display>(&self, name: impl Fn(CpuFeature) -> S) -> String {
-        let words: Vec<String> = self
-            .require
-            .iter()
-            .map(|&x| name(x).to_string())
-            .chain(self.exclude.iter().map(|&x| format!("!{}", name(x))))
-            .collect();
-        words.join(" && ")
+        self.words(name).join(" && ")
     }
 }
 
@@ -119,9 +130,7 @@ impl VariantCondition {
     }
     /// Every feature some conjunction names, present or absent.
     pub fn features(&self) -> impl Iterator<Item = CpuFeature> + '_ {
-        self.any
-            .iter()
-            .flat_map(|c| c.require.iter().chain(&c.exclude).copied())
+        self.any.iter().flat_map(|c| c.tests().map(|(f, _)| f))
     }
 }
 

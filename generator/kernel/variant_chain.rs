@@ -137,27 +137,21 @@ pub fn chain(t: &Strategy, kernel: KernelVersion) -> Chain {
     let mut alts = Vec::new();
     for v in rest.iter().rev() {
         for c in v.when.iter().flat_map(|w| &w.any) {
-            let bits: Vec<(CpuFeature, bool)> = c
-                .require
-                .iter()
-                .map(|&f| (f, false))
-                .chain(c.exclude.iter().map(|&f| (f, true)))
-                .collect();
-            let Some((&(first, first_neg), others)) = bits.split_first() else {
+            let mut tests = c.tests();
+            let Some((first, present)) = tests.next() else {
                 continue;
             };
             alts.push(Alt {
                 feature: first,
-                negate: first_neg,
+                negate: !present,
                 insn: variant_insn(t, v),
             });
-            for &(f, neg) in others {
-                alts.push(Alt {
-                    feature: f,
-                    negate: !neg,
-                    insn: call_entry(),
-                });
-            }
+            // Where a further test fails: the entry.
+            alts.extend(tests.map(|(f, present)| Alt {
+                feature: f,
+                negate: present,
+                insn: call_entry(),
+            }));
         }
     }
     if alts.len() > MAX_ALTERNATIVES {

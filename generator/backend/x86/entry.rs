@@ -377,18 +377,11 @@ pub fn name_feature_entries(s: &Strategy, out: &mut [Function]) {
     }
 }
 
-/// A conjunction's tests: its required features present, then its
-/// excluded ones absent.
+/// A conjunction's tests ([`CpuCondition::tests`]).
 fn feature_tests(c: &CpuCondition) -> Vec<FeatureTest> {
-    let present = c.require.iter().map(|&feature| FeatureTest {
-        feature,
-        present: true,
-    });
-    let absent = c.exclude.iter().map(|&feature| FeatureTest {
-        feature,
-        present: false,
-    });
-    present.chain(absent).collect()
+    c.tests()
+        .map(|(feature, present)| FeatureTest { feature, present })
+        .collect()
 }
 
 /// The linux entry point of `s` for `dir` as `apply_alternatives()`

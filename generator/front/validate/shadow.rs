@@ -43,9 +43,6 @@ pub(super) fn implies(a: &Condition, b: &Condition) -> bool {
 }
 
 impl Validator<'_> {
-    /// Each variant must be chosen on some CPU: one whose features every
-    /// earlier variant's condition rejects. The default (`when = None`)
-    /// too: the conditions before it must not cover every CPU.
     /// Each of a variant's several conjunctions must select some CPU that
     /// neither an earlier variant nor another of its conjunctions does:
     /// else its slot in the entry is never the one that jumps.
@@ -82,6 +79,9 @@ impl Validator<'_> {
         }
     }
 
+    /// Each variant must be chosen on some CPU: one whose features every
+    /// earlier variant's condition rejects. The default (`when = None`)
+    /// too: the conditions before it must not cover every CPU.
     pub(super) fn unreachable_variants(&self, vpath: &FieldPath, variants: &[Variant]) {
         let sets = feature_sets();
         let line = |i: usize| self.err(&vpath.index(i).key("name"), "").line;

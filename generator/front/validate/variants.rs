@@ -218,7 +218,11 @@ impl Validator<'_> {
             let term_path = path.index(k);
             let c = self.cpu_condition(&term_path, words)?;
             self.features_in_tree(&term_path, &c, words, kernel)?;
-            if let Some(j) = any.iter().position(|d| same_condition(d, &c)) {
+            // The same features present and absent: the same resolver test.
+            if let Some(j) = any
+                .iter()
+                .position(|d| (d.mask(), d.want()) == (c.mask(), c.want()))
+            {
                 return Err(self.err(
                     &term_path,
                     format!("the same condition as `when[{j}]`: write it once"),
@@ -315,14 +319,3 @@ impl Validator<'_> {
 
 /// The most conjunctions one `when` may list.
 const MAX_CONJUNCTIONS: usize = 16;
-
-/// Whether `a` and `b` name the same features, present and absent, in
-/// any order.
-fn same_condition(a: &CpuCondition, b: &CpuCondition) -> bool {
-    let sorted = |v: &[CpuFeature]| {
-        let mut v = v.to_vec();
-        v.sort();
-        v
-    };
-    sorted(&a.require) == sorted(&b.require) && sorted(&a.exclude) == sorted(&b.exclude)
-}
