@@ -391,7 +391,30 @@ fn follow_slots(code: &[u8], mut at: usize, stop: usize) -> (usize, usize) {
 #[test]
 fn a_site_no_patch_can_make_is_refused() {
     // A per-CPU strategy in the C convention has no 6.12 site (kernel-patch
-    // refuses it): the bench refuses it with the same reason.
+    // refuses it): the bench refuses it with the same reason, located at
+    // the field, before it reads a tree.
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/generator/strategies/guarded-movsb.toml"
+    );
+    let o = copygen(&["bench", "--site", "kernel", file, "--sizes", "8"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(o.stdout.is_empty());
+    let line = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .position(|l| l == "[linux]")
+        .expect("guarded-movsb has a [linux] table")
+        + 1;
+    assert!(
+        err.starts_with(&format!(
+            "generator/strategies/guarded-movsb.toml:{line}:2: error in `linux.convention`: \
+             6.12 inlines copy_user_generic()"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("convention = \"rep_movs\""), "{err}");
     let gm = catalog("guarded-movsb");
     let Some(m) = model(KernelVersion::V6_12, zen()) else {
         return;
@@ -401,19 +424,10 @@ fn a_site_no_patch_can_make_is_refused() {
     };
     let e = format!("{e:#}");
     assert!(
-        e.contains("guarded-movsb: 6.12 inlines copy_user_generic()"),
+        e.contains("error in `linux.convention`: 6.12 inlines copy_user_generic()"),
         "{e}"
     );
     assert!(e.contains("guarded-movsb-612"), "{e}");
-    let file = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/generator/strategies/guarded-movsb.toml"
-    );
-    let o = copygen(&["bench", "--site", "kernel", file, "--sizes", "8"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(o.stdout.is_empty());
-    assert!(err.contains("convention = \"rep_movs\""), "{err}");
     // The harness links a routine only at a site of its own convention.
     let c = catalog("unrolled64");
     let sym = entry_symbol(&c, Flavor::Linux, Direction::FromUser, None);

@@ -454,21 +454,94 @@ fn unfit_strategies_exit_2_and_write_nothing() {
         assert!(err.contains(why), "{args:?}: {err}");
         assert!(!out.exists());
     }
-    // 6.12 calls rep_movs_alternative with STAC done: a routine bracketing
-    // itself would nest STAC.
-    let file = dir.path().join("rm.toml");
-    std::fs::write(
-        &file,
-        "name = \"rm\"\ndescription = \"d\"\narch = \"x86_64\"\n[linux]\nconvention = \"rep_movs\"\nuaccess = \"routine\"\n\
-         [methods.m]\nkind = \"rep_movs\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"m\"\n",
-    )
-    .unwrap();
-    let o = copygen()
-        .args(["kernel-patch", file.to_str().unwrap(), "--kernel", "6.12"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("uaccess = \"caller\""));
+}
+
+/// Each reason a valid strategy cannot go into a tree names the file, the
+/// line and column and the field that makes it so (the file's own words
+/// where it has them, else the table that would hold them).
+#[test]
+fn an_unfit_strategy_is_refused_at_the_field_that_makes_it_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.patch");
+    let bytes = "[methods.b]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n";
+    let per_cpu = "[linux]\nkernel = \"6.12\"\n[[variants]]\nname = \"a\"\nwhen = [\"erms\"]\n\
+                   [[variants]]\nname = \"d\"\ndefault = true\n";
+    for (arch, kernel, head, at, field, why) in [
+        (
+            "x86_64",
+            "6.12",
+            "directions = [\"to_user\"]\n",
+            "4:1",
+            "directions",
+            "through one call site; this strategy emits only to_user",
+        ),
+        (
+            "i386",
+            "6.1",
+            "[fault]\nzero_tail = true\n",
+            "5:13",
+            "fault.zero_tail",
+            "zeroes in C (copy_from_user)",
+        ),
+        (
+            "x86_64",
+            "6.12",
+            "[linux]\nconvention = \"rep_movs\"\nuaccess = \"routine\"\n",
+            "6:11",
+            "linux.uaccess",
+            "uaccess = \"caller\"",
+        ),
+        // The convention is not written: the error points at its table.
+        (
+            "x86_64",
+            "6.12",
+            per_cpu,
+            "4:2",
+            "linux.convention",
+            "6.12 inlines copy_user_generic()",
+        ),
+        (
+            "aarch64",
+            "6.12",
+            "routine = \"both\"\n",
+            "4:11",
+            "routine",
+            "use one routine per direction",
+        ),
+        (
+            "armv6",
+            "6.1",
+            "[fault]\nzero_tail = true\n",
+            "5:13",
+            "fault.zero_tail",
+            "arm_copy_from_user does not zero",
+        ),
+        (
+            "riscv64",
+            "6.12",
+            "[fault]\nzero_tail = true\n",
+            "5:13",
+            "fault.zero_tail",
+            "__asm_copy_from_user does not zero",
+        ),
+    ] {
+        let file = dir.path().join(format!("{arch}.toml"));
+        let text = format!("name = \"u\"\ndescription = \"d\"\narch = \"{arch}\"\n{head}{bytes}");
+        std::fs::write(&file, &text).unwrap();
+        let o = copygen()
+            .arg("kernel-patch")
+            .arg(&file)
+            .args(["--kernel", kernel, "--no-verify", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{arch} {kernel}: {err}");
+        let located = format!("{}:{at}: error in `{field}`: ", file.display());
+        assert!(err.starts_with(&located), "{arch} {kernel}: {err}\n{text}");
+        assert!(err.contains(why), "{arch} {kernel}: {err}");
+        assert!(!out.exists());
+    }
 }
 
 #[test]

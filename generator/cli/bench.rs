@@ -460,7 +460,10 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
                  name strategies (files or catalog names)"
             ))));
         }
-        strategies.push(load_strategy(name, Some(kernel))?);
+        let s = load_strategy(name, Some(kernel))?;
+        // Refused as kernel-patch refuses it, before the tree is read.
+        site::wired(&s, kernel).map_err(|e| Failure::Input(e.into()))?;
+        strategies.push(s);
     }
     if a.figures_out.is_some() && strategies.len() != 1 {
         return Err(Failure::Input(BadInput(format!(

@@ -333,8 +333,8 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         let (s, origin) = resolve(&name, kernel, arch)?;
         let mut s = s;
         s.source = origin.label();
-        let w = copygen::tools::kernel_patch::wire(&s, kernel)
-            .map_err(|e| Failure::Input(BadInput(format!("error: {e}"))))?;
+        let w =
+            copygen::tools::kernel_patch::wire(&s, kernel).map_err(|e| Failure::Input(e.into()))?;
         let r = Regenerate {
             argument: name.clone(),
             arch,
@@ -355,8 +355,8 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
     for (i, arch) in targets.iter().enumerate() {
         let (mut s, origin) = resolve(&name, kernel, *arch)?;
         s.source = origin.label();
-        let w = copygen::tools::kernel_patch::wire(&s, kernel)
-            .map_err(|e| Failure::Input(BadInput(format!("error: {e}"))))?;
+        let w =
+            copygen::tools::kernel_patch::wire(&s, kernel).map_err(|e| Failure::Input(e.into()))?;
         let verified = if no_verify {
             None
         } else {

@@ -40,6 +40,11 @@ impl Arch {
     pub fn parse(s: &str) -> Option<Arch> {
         Arch::ALL.into_iter().find(|a| a.name() == s)
     }
+    /// i386 or x86_64: the arches with CPUID and the kernel's
+    /// `ALTERNATIVE`s on `X86_FEATURE_*` bits.
+    pub fn is_x86(self) -> bool {
+        matches!(self, Arch::X86_64 | Arch::I386)
+    }
 }
 
 impl fmt::Display for Arch {

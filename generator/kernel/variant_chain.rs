@@ -8,6 +8,7 @@ use super::site::{stock_chain, Alt, Chain, SiteCode, SiteInsn, SiteTarget, MAX_A
 use super::version::KernelVersion;
 use crate::arch::cpu::CpuFeatures;
 use crate::arch::symbols;
+use crate::front::diagnostics::FieldPath;
 use crate::front::strategy::{Arch, Convention, Direction, Flavor, Strategy, Uaccess};
 use crate::front::variant::{CpuFeature, Variant};
 
@@ -26,19 +27,28 @@ pub fn is_variant_chain(t: &Strategy, kernel: KernelVersion) -> bool {
         && !t.variants.is_empty()
 }
 
-/// Why `t` cannot be the 6.12 x86_64 site's chain, if it cannot: a
-/// per-CPU strategy is called from between `copy_user_generic()`'s
-/// `stac()` and `clac()`, in `rep_movs_alternative`'s convention. Both
-/// `kernel-patch` and `bench --site kernel` refuse such a strategy with
-/// this reason (the bench times only sites a patch can make).
-pub fn chain_unfit(t: &Strategy, kernel: KernelVersion) -> Option<&'static str> {
+/// Why `t` cannot be the 6.12 x86_64 site's chain, if it cannot, and the
+/// field that says so: a per-CPU strategy is called from between
+/// `copy_user_generic()`'s `stac()` and `clac()`, in
+/// `rep_movs_alternative`'s convention. Both `kernel-patch` and `bench
+/// --site kernel` refuse such a strategy with this reason (the bench times
+/// only sites a patch can make).
+pub fn chain_unfit(t: &Strategy, kernel: KernelVersion) -> Option<(FieldPath, &'static str)> {
     let chain_site = t.arch == Arch::X86_64
         && kernel.x86_64_calls_rep_movs_alternative()
         && !t.variants.is_empty();
-    (chain_site && (t.linux.convention != Convention::RepMovs || t.linux.uaccess != Uaccess::Caller))
-        .then_some(
-            "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb",
-        )
+    let linux = FieldPath::root().key("linux");
+    let field = if t.linux.convention != Convention::RepMovs {
+        linux.key("convention")
+    } else if t.linux.uaccess != Uaccess::Caller {
+        linux.key("uaccess")
+    } else {
+        return None;
+    };
+    chain_site.then_some((
+        field,
+        "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb",
+    ))
 }
 
 /// Whether a variant is a bare `rep movsb` (one class for every size,

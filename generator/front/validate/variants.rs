@@ -27,7 +27,7 @@ impl Validator<'_> {
     ) -> R<Option<Vec<Variant>>> {
         let broken = shared.broken;
         let vpath = FieldPath::root().key("variants");
-        if matches!(arch, Arch::Armv6 | Arch::Aarch64) {
+        if !arch.is_x86() {
             return Err(self.err(
                 &vpath,
                 format!(

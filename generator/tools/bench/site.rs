@@ -166,7 +166,7 @@ pub fn resolve_site(
 /// the tree's; `copygen_copy_user` behind the glue or the chain), one
 /// routine for both directions. A strategy no patch can put there is
 /// refused with the patch's reason.
-pub fn wired(s: &Strategy, kernel: KernelVersion) -> Result<Strategy> {
+pub fn wired(s: &Strategy, kernel: KernelVersion) -> Result<Strategy, wiring::Unfit> {
     let mut notes = Vec::new();
     let mut t = wiring::common(s, kernel, &mut notes)?;
     wiring::x86(s, &mut t, kernel, &mut notes)?;

@@ -39,6 +39,7 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 
 use crate::checks::static_verify::{FunctionSpec, UserSide};
+use crate::front::diagnostics::FieldPath;
 use crate::front::strategy::{
     Arch, Convention, Direction, Flavor, RoutineShape, Strategy, Uaccess,
 };
@@ -74,10 +75,7 @@ pub struct Wiring {
 /// Adapt `s` to what the call sites of `kernel` on its arch expect
 /// (`kernel::wiring` holds the rules the bench shares).
 pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
-    let unfit = |message: String| Unfit {
-        strategy: s.name.clone(),
-        message,
-    };
+    let unfit = |field: FieldPath, message: String| Unfit::new(s, &field, message);
     let mut notes = Vec::new();
     let mut t = wiring::common(s, kernel, &mut notes)?;
     let file = match s.arch {
@@ -109,15 +107,19 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
                 )
             };
             if s.routine == RoutineShape::Both {
-                return Err(unfit(format!(
-                    "{} calls {from} and {to}: use one routine per direction",
-                    s.arch
-                )));
+                return Err(unfit(
+                    FieldPath::root().key("routine"),
+                    format!(
+                        "{} calls {from} and {to}: use one routine per direction",
+                        s.arch
+                    ),
+                ));
             }
             if s.zero_tail {
-                return Err(unfit(format!(
-                    "{from} does not zero; copy_from_user zeroes in C: drop zero_tail"
-                )));
+                return Err(unfit(
+                    FieldPath::root().key("fault").key("zero_tail"),
+                    format!("{from} does not zero; copy_from_user zeroes in C: drop zero_tail"),
+                ));
             }
             t.linux.from_user = Some(from.into());
             t.linux.to_user = Some(to.into());

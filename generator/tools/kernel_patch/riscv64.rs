@@ -19,6 +19,7 @@
 
 use super::excerpts::Excerpt;
 use super::{edit, Edit, Unfit};
+use crate::front::diagnostics::FieldPath;
 use crate::front::strategy::{RoutineShape, Strategy};
 use crate::kernel::symbols::GLUE_SYMBOL;
 use crate::kernel::version::KernelVersion;
@@ -45,22 +46,16 @@ pub fn wire(
     kernel: KernelVersion,
     notes: &mut Vec<String>,
 ) -> Result<&'static str, Unfit> {
-    let unfit = |message: &str| Unfit {
-        strategy: s.name.clone(),
-        message: message.into(),
-    };
     if s.zero_tail {
-        return Err(unfit(
+        return Err(Unfit::new(
+            s,
+            &FieldPath::root().key("fault").key("zero_tail"),
             "__asm_copy_from_user does not zero; copy_from_user zeroes the rest in C: drop zero_tail",
         ));
     }
     // (No `[linux] uaccess` to check: a riscv64 routine always sets and
-    // clears SR_SUM itself, as the callers need; validation refuses the key.)
-    if !s.variants.is_empty() {
-        return Err(unfit(
-            "per-CPU variants are chosen by x86 ALTERNATIVEs; riscv64 has no such glue: use a strategy without [[variants]]",
-        ));
-    }
+    // clears SR_SUM itself, as the callers need; validation refuses the key,
+    // and `[[variants]]`, which only x86 can choose between.)
     let name = routine_name(kernel);
     if s.routine == RoutineShape::PerDirection {
         notes.push(format!(
