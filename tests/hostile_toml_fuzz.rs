@@ -307,3 +307,22 @@ fn hostile_toml_corpus() {
     }
     assert!(n > 0, "the corpus is empty");
 }
+
+/// The TOML reader says where arrays nest too deeply but not where a key
+/// has too many dotted parts: such a key, or table header, is still
+/// reported at its own line, not at the top of the file.
+#[test]
+fn a_key_too_deep_for_the_reader_is_reported_at_its_line() {
+    let key = vec!["a"; 100].join(".");
+    for (body, line) in [
+        (format!("{key} = 1\n"), 4),
+        (format!("\n[methods.m]\nkind = \"bytes\"\n\n[{key}]\n"), 8),
+    ] {
+        let text = format!("name = \"x\"\ndescription = \"d\"\narch = \"x86_64\"\n{body}");
+        let e = copygen::front::parse::parse(Path::new("deep.toml"), &text, None)
+            .expect_err("a key of 100 parts");
+        assert_eq!((e.line, e.column), (line, 1), "{e}");
+        assert!(e.message.contains("80 or more dotted parts"), "{e}");
+        assert!(e.field.starts_with("a.a.a"), "{e}");
+    }
+}

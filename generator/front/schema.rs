@@ -223,9 +223,12 @@ pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyEr
             Ok(raw) => return (only_unknown_keys.then_some(raw), errors),
             Err(e) => e,
         };
-        let span = e.span().unwrap_or(0..0);
-        let doc = toml::de::DeTable::parse(&text.text).ok();
         let raw_message = e.message().trim().to_string();
+        let span = e
+            .span()
+            .or_else(|| unplaced_limit(&text.text, &raw_message))
+            .unwrap_or(0..0);
+        let doc = toml::de::DeTable::parse(&text.text).ok();
         let missing = between(&raw_message, "missing field `", "`");
         let field = match (doc.as_ref(), missing) {
             (Some(d), Some(m)) => table_spanning(d.get_ref(), &span).key(m).to_string(),
@@ -266,6 +269,27 @@ pub(super) fn deserialize(loc: &Locator) -> (Option<RawStrategy>, Vec<StrategyEr
         first = toml::from_str::<RawStrategy>(&next);
         text.replace_with(next, edit);
     }
+}
+
+/// Where the parser's nesting limit was reached when it does not say: it
+/// says for nested arrays and tables, not for a key of too many dotted
+/// parts (`a.a.a...`, a key or a table header), which lies on one line, so
+/// the first line that alone reaches the limit.
+fn unplaced_limit(text: &str, message: &str) -> Option<Range<usize>> {
+    if message != "recursion limit" {
+        return None;
+    }
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let here = at;
+        at += line.len();
+        if let Err(e) = toml::de::DeTable::parse(line) {
+            if e.span().is_none() && e.message().trim() == message {
+                return Some(here..here);
+            }
+        }
+    }
+    None
 }
 
 /// The file's text as edited to read on past errors, and how to map an
@@ -484,6 +508,10 @@ fn humanize(message: &str) -> String {
             }
             return out;
         }
+    }
+    if message == "recursion limit" {
+        // The reader's own limit, reached by a key (`a.b.c...`).
+        return "a key of 80 or more dotted parts: more than the TOML reader takes".into();
     }
     let mut out = message.to_string();
     for (rust, ours) in [
