@@ -300,7 +300,7 @@ pub(super) fn align_labels(
     let kb: Vec<&str> = b.iter().map(|x| x.0.as_str()).collect();
     let mut map: HashMap<&str, String> = HashMap::new();
     let mut taken: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &ka, &kb);
+    let ops = super::edit_script(&ka, &kb);
     // A label is where it is defined: pair definitions first, so a branch
     // that now goes elsewhere shows as changed; then references to labels
     // defined elsewhere (fixups in another section).

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
@@ -20,6 +21,22 @@ use serde::Serialize;
 use crate::checks::objfile::{self, Assemble, FnSym, Loc, ObjectFile};
 use crate::front::strategy::{symbol_of, Arch, Flavor, Strategy};
 use crate::input::BadInput;
+
+/// How long one diff may search for the shortest edit script. Listings of
+/// a few thousand lines take milliseconds; two of tens of thousands that
+/// hardly match would take Myers minutes (its time grows with the length
+/// times the number of edits). Past this the diff is still a correct edit
+/// script, only perhaps not the shortest.
+const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The edit script from `old` to `new` (Myers, within [`DIFF_TIMEOUT`]).
+pub(super) fn edit_script<T: std::hash::Hash + Eq + Ord>(
+    old: &[T],
+    new: &[T],
+) -> Vec<similar::DiffOp> {
+    let deadline = Instant::now() + DIFF_TIMEOUT;
+    similar::capture_diff_slices_deadline(similar::Algorithm::Myers, old, new, Some(deadline))
+}
 
 /// Bad input ([`BadInput`], exit 2): an unknown revision, an unreadable or
 /// unassemblable file, a file whose architecture cannot be told.
@@ -167,7 +184,7 @@ fn pair_entries(old: &[ExtableRow], new: &[ExtableRow]) -> Vec<ExtablePair> {
         new: (status == Change::Added).then(|| e.clone()),
         changed: Vec::new(),
     };
-    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &ka, &kb) {
+    for op in edit_script(&ka, &kb) {
         let (o, n) = (op.old_range(), op.new_range());
         let paired = o.len().min(n.len());
         for k in 0..paired {
@@ -499,7 +516,10 @@ pub fn diff(old: &Side, new: &Side, opts: &DiffOptions) -> Result<DiffReport> {
                 } else {
                     "/dev/null".into()
                 };
-                similar::TextDiff::from_lines(a.as_str(), b.as_str())
+                similar::TextDiff::configure()
+                    .algorithm(similar::Algorithm::Myers)
+                    .timeout(DIFF_TIMEOUT)
+                    .diff_lines(a.as_str(), b.as_str())
                     .unified_diff()
                     .context_radius(3)
                     .header(&ha, &hb)
