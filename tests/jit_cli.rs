@@ -49,12 +49,39 @@ fn a_bad_strategy_exits_2_with_its_location() {
 
 #[test]
 fn i386_is_refused_with_exit_2() {
-    let (code, _, err) = copygen(&[
+    let (code, out, err) = copygen(&[
         "jit",
         "generator/strategies/fixed-size.toml",
         "--arch",
         "i386",
     ]);
     assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("error: --arch i386: "), "{err}");
     assert!(err.contains("encode-only"), "{err}");
+    assert!(out.is_empty(), "{out}");
+}
+
+/// A strategy the JIT cannot run is refused at its `arch` line, before
+/// any strategy given before it runs.
+#[test]
+fn a_strategy_for_another_arch_is_refused_at_its_arch_before_any_runs() {
+    let (code, out, err) = copygen(&[
+        "jit",
+        "generator/strategies/rep-movsb.toml",
+        "generator/strategies/ldm-stm.toml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let line = std::fs::read_to_string("generator/strategies/ldm-stm.toml")
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("arch = "))
+        .unwrap()
+        + 1;
+    assert!(
+        err.starts_with(&format!(
+            "generator/strategies/ldm-stm.toml:{line}:8: error in `arch`: the JIT runs x86_64 code only; armv6 is encode-only"
+        )),
+        "{err}"
+    );
+    assert!(out.is_empty(), "rep-movsb ran first: {out}");
 }

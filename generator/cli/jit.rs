@@ -1,8 +1,10 @@
 //! `copygen jit`: the in-process fault suite and contract checker.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use copygen::front::diagnostics::{FieldPath, Locator};
+use copygen::front::strategy::Arch;
 use copygen::input::BadInput;
 
 use super::{load_all, parse_arch, Failure};
@@ -22,14 +24,19 @@ pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
     let arch = parse_arch(arch)?;
     // Every input is validated before anything runs.
     let strategies = load_all(&files, arch)?;
+    for s in strategies.iter().filter(|s| s.arch != Arch::X86_64) {
+        let why = copygen::jit::JitError::NotExecutable(s.arch).to_string();
+        return Err(Failure::Input(match arch {
+            Some(a) => BadInput(format!("error: --arch {a}: {why}")),
+            None => Locator::new(Path::new(&s.source), &s.text)
+                .at_field(&FieldPath::root().key("arch"), why)
+                .into(),
+        }));
+    }
     let mut all_ok = true;
     for s in &strategies {
-        let (report, ok) = copygen::jit::contract::run_strategy(s).map_err(|e| match e {
-            copygen::jit::JitError::NotExecutable(_) => {
-                Failure::Input(BadInput(format!("error: {e}")))
-            }
-            e => Failure::Other(e.into()),
-        })?;
+        let (report, ok) =
+            copygen::jit::contract::run_strategy(s).map_err(|e| Failure::Other(e.into()))?;
         out!("{report}");
         all_ok &= ok;
     }
