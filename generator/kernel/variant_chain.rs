@@ -37,6 +37,9 @@ pub fn chain_unfit(t: &Strategy, kernel: KernelVersion) -> Option<(FieldPath, &'
     let chain_site = t.arch == Arch::X86_64
         && kernel.x86_64_calls_rep_movs_alternative()
         && !t.variants.is_empty();
+    if !chain_site {
+        return None;
+    }
     let linux = FieldPath::root().key("linux");
     let field = if t.linux.convention != Convention::RepMovs {
         linux.key("convention")
@@ -45,7 +48,7 @@ pub fn chain_unfit(t: &Strategy, kernel: KernelVersion) -> Option<(FieldPath, &'
     } else {
         return None;
     };
-    chain_site.then_some((
+    Some((
         field,
         "6.12 inlines copy_user_generic(): a per-CPU strategy's site is a chain of ALTERNATIVEs that keeps the inline rep movsb where a variant is one and calls the other variants from between the site's stac() and clac(), in rep_movs_alternative's convention; set [linux] convention = \"rep_movs\" and uaccess = \"caller\" (rax is then a method's only scratch register: registers = 1), as guarded-movsb-612 does for guarded-movsb",
     ))
