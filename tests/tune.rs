@@ -377,6 +377,61 @@ fn bad_tune_input_exits_2() {
     }
 }
 
+/// A base `tune` cannot start from is refused at the field that says so,
+/// before any search: another arch, per-CPU variants, and (for a kernel
+/// site) what no tree can call.
+#[test]
+fn a_base_tune_cannot_start_from_is_refused_at_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.toml");
+    std::fs::write(
+        &one,
+        "name = \"one\"\ndescription = \"d\"\narch = \"x86_64\"\ndirections = [\"to_user\"]\n\
+         [methods.b]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n",
+    )
+    .unwrap();
+    let line_of = |file: &str, start: &str| {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .position(|l| l.starts_with(start))
+            .unwrap()
+            + 1
+    };
+    let arm = "generator/strategies/word-loop.toml";
+    let gm = "generator/strategies/guarded-movsb.toml";
+    for (args, at) in [
+        (
+            vec![arm],
+            format!("{arm}:{}:8: error in `arch`: ", line_of(arm, "arch = ")),
+        ),
+        (
+            vec![gm],
+            format!(
+                "{gm}:{}:3: error in `variants`: ",
+                line_of(gm, "[[variants]]")
+            ),
+        ),
+        (
+            vec![one.to_str().unwrap(), "--site", "kernel"],
+            format!("{}:4:1: error in `directions`: ", one.display()),
+        ),
+    ] {
+        let out = dir.path().join("never.toml");
+        let run = copygen()
+            .arg("tune")
+            .args(&args)
+            .args(["--distribution", "MemcpyGoogleQ", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&at), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} wrote a file");
+    }
+}
+
 // ---- the size classes: short, mid, large ------------------------------------------
 
 /// What a strategy runs outside its guards, per class: (lo, hi, method

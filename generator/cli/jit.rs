@@ -1,9 +1,9 @@
 //! `copygen jit`: the in-process fault suite and contract checker.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use copygen::front::diagnostics::{FieldPath, Locator};
+use copygen::front::diagnostics::{at_field_of, FieldPath};
 use copygen::front::strategy::Arch;
 use copygen::input::BadInput;
 
@@ -28,9 +28,7 @@ pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
         let why = copygen::jit::JitError::NotExecutable(s.arch).to_string();
         return Err(Failure::Input(match arch {
             Some(a) => BadInput(format!("error: --arch {a}: {why}")),
-            None => Locator::new(Path::new(&s.source), &s.text)
-                .at_field(&FieldPath::root().key("arch"), why)
-                .into(),
+            None => at_field_of(s, &FieldPath::root().key("arch"), why).into(),
         }));
     }
     let mut all_ok = true;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use copygen::front::diagnostics::{at_field_of, FieldPath};
 use copygen::front::parse;
 use copygen::front::strategy::{Arch, KernelVersion};
 use copygen::input::BadInput;
@@ -125,23 +126,36 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         .as_deref()
         .map(|p| super::strategy_arg(p, None))
         .transpose()?;
+    let site = site_kernel(&a)?;
     if let Some(b) = &base {
+        let refuse = |field: &str, why: String| {
+            Failure::Input(at_field_of(b, &FieldPath::root().key(field), why).into())
+        };
         if b.arch != Arch::X86_64 {
-            return Err(Failure::Input(BadInput(format!(
-                "error: {}: tune measures x86_64 strategies on this CPU; this one is {}",
-                b.source, b.arch
-            ))));
+            return Err(refuse(
+                "arch",
+                format!(
+                    "tune measures x86_64 strategies on this CPU; this one is {}",
+                    b.arch
+                ),
+            ));
         }
         if !b.variants.is_empty() {
-            return Err(Failure::Input(BadInput(format!(
-                "error: {}: tune starts from a strategy without per-CPU variants; this one has {} \
-                 (tune each CPU from a plain strategy and combine the results with --merge)",
-                b.source,
-                b.variants.len()
-            ))));
+            return Err(refuse(
+                "variants",
+                format!(
+                    "tune starts from a strategy without per-CPU variants; this one has {} \
+                     (tune each CPU from a plain strategy and combine the results with --merge)",
+                    b.variants.len()
+                ),
+            ));
+        }
+        // Its candidates keep what a tree cannot call (one direction,
+        // zero_tail): refused as kernel-patch refuses it, before any search.
+        if let Some(k) = site {
+            copygen::tools::bench::site::wired(b, k).map_err(|e| Failure::Input(e.into()))?;
         }
     }
-    let site = site_kernel(&a)?;
     // Without a base, the convention of the site tuned for: 6.12's inline
     // site calls rep_movs_alternative's; 6.1's glue (and a called routine)
     // the C convention.

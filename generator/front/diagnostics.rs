@@ -222,6 +222,17 @@ fn char_starts(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
+/// An error at `field` of the file `s` was read from: a check after
+/// validation, by a command a valid strategy does not suit (the JIT for
+/// another arch, a tree that cannot call it).
+pub fn at_field_of(
+    s: &crate::front::strategy::Strategy,
+    field: &FieldPath,
+    message: impl Into<String>,
+) -> StrategyError {
+    Locator::new(&s.file, &s.text).at_field(field, message)
+}
+
 /// Turns a byte span or a field path into a located [`StrategyError`].
 /// Locating takes time logarithmic in the file and copies a bounded
 /// snippet, so a file with thousands of errors on one long line costs no

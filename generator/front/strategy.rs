@@ -461,8 +461,13 @@ pub struct Strategy {
     pub fixed_sizes: Vec<u32>,
     /// The CPU `copygen tune` measured (`[tuned_on]`), if recorded.
     pub tuned_on: Option<crate::front::variant::TunedOn>,
-    /// Path of the strategy file as given (for the generated header).
+    /// Path of the strategy file as generated headers record it (relative
+    /// to its checkout, never a machine's absolute path).
     pub source: String,
+    /// The path it was read from, as given: where an error found after
+    /// validation points (a tree that cannot call it, a command for
+    /// another arch), as validation's own errors do.
+    pub file: std::path::PathBuf,
     /// The strategy file's text, restated in the generated file.
     pub text: String,
 }

@@ -6,13 +6,12 @@
 
 use super::symbols::{GLUE_SYMBOL, GLUE_SYMBOL_ERMS, GLUE_SYMBOL_REP_GOOD, REP_MOVS_ALTERNATIVE};
 use super::version::KernelVersion;
-use crate::front::diagnostics::{FieldPath, Locator, StrategyError};
+use crate::front::diagnostics::{at_field_of, FieldPath, StrategyError};
 use crate::front::strategy::{
     Arch, Convention, ExtableFormat, FeatureEntry, RoutineShape, Strategy, Uaccess,
 };
 use crate::front::variant::{CpuCondition, CpuFeature};
 use crate::input::BadInput;
-use std::path::Path;
 
 /// 6.1's x86_64 call site as its `copy_user_generic()` has it, and as the
 /// glue keeps it: `alternative_call_2` of a routine per feature, the
@@ -52,7 +51,7 @@ pub struct Unfit(pub StrategyError);
 
 impl Unfit {
     pub fn new(s: &Strategy, field: &FieldPath, message: impl Into<String>) -> Unfit {
-        Unfit(Locator::new(Path::new(&s.source), &s.text).at_field(field, message))
+        Unfit(at_field_of(s, field, message))
     }
 }
 

@@ -355,6 +355,7 @@ impl Validator<'_> {
             fixed_sizes: fixed,
             tuned_on: tuned_on?,
             source: recorded_path(file),
+            file: file.to_path_buf(),
             text: text.to_string(),
         };
         // What the names become in the generated files.

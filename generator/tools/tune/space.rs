@@ -616,6 +616,7 @@ impl Candidate {
             fixed_sizes: Vec::new(),
             tuned_on: header.tuned_on.clone(),
             source: String::new(),
+            file: std::path::PathBuf::new(),
             text: String::new(),
         }
     }
