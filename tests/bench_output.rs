@@ -115,10 +115,7 @@ fn json_has_google_benchmark_shape() {
 #[test]
 fn the_plot_renders_a_line_per_subject() {
     let res = small_run();
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("p.svg");
-    plot_svg(&res, &p).unwrap();
-    let svg = std::fs::read_to_string(&p).unwrap();
+    let svg = plot_svg(&res).unwrap();
     assert!(svg.starts_with("<svg"));
     // Two subjects times two offset series.
     assert!(
@@ -153,10 +150,7 @@ fn x_tick_labels(svg: &str) -> Vec<String> {
 }
 
 fn plot_of(res: &bench::Results) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("p.svg");
-    plot_svg(res, &p).unwrap();
-    std::fs::read_to_string(&p).unwrap()
+    plot_svg(res).unwrap()
 }
 
 #[test]
@@ -242,4 +236,71 @@ fn the_bench_refuses_emulated_code_and_says_so() {
         );
         assert!(out.stdout.is_empty(), "{name}: nothing measured");
     }
+}
+
+fn copygen(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// `--json` and `--plot` are written together or not at all, a path that
+/// cannot be written is refused before the run (exit 2, naming the
+/// option), and a write that fails is an error (exit 1), not "wrote".
+#[test]
+fn bench_outputs_are_checked_first_and_written_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("folder")).unwrap();
+    let run = [
+        "bench",
+        "rep_movsb",
+        "--sizes",
+        "8",
+        "--repeats",
+        "1",
+        "--calls",
+        "1",
+    ];
+    let with = |extra: &[&str]| copygen(&[&run[..], extra].concat(), d);
+    for (extra, why) in [
+        (
+            &["--json", "a.json", "--plot", "folder"][..],
+            "error: --plot: folder is a folder, not a file",
+        ),
+        (
+            &["--json", "a.json", "--plot", "a.json"][..],
+            "error: a.json is written twice in one run",
+        ),
+    ] {
+        let o = with(extra);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.starts_with(why), "{extra:?}: {err}");
+        assert!(o.stdout.is_empty(), "{extra:?}: it ran");
+        assert!(!d.join("a.json").exists(), "{extra:?}");
+    }
+    // A failed write of the plot is an error, and the JSON beside it is
+    // not left behind.
+    if std::path::Path::new("/dev/full").exists() {
+        let o = with(&["--json", "a.json", "--plot", "/dev/full"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(!err.contains("wrote"), "{err}");
+        assert!(!d.join("a.json").exists());
+    }
+    // A new folder is made for the plot, as for the JSON.
+    let o = with(&["--json", "new/a.json", "--plot", "new/p.svg"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let svg = std::fs::read_to_string(d.join("new/p.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(d.join("new/a.json").is_file());
 }

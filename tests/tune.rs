@@ -343,6 +343,7 @@ fn a_catalog_name_is_a_base() {
 #[test]
 fn bad_tune_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().to_str().unwrap();
     let arm = dir.path().join("arm.toml");
     std::fs::write(
         &arm,
@@ -358,6 +359,8 @@ fn bad_tune_input_exits_2() {
         // searches one CPU's strategy; --merge combines them).
         vec!["no-such-strategy", "--distribution", "MemcpyGoogleQ"],
         vec!["guarded-movsb", "--distribution", "MemcpyGoogleQ"],
+        // An output that cannot be written, refused before the search.
+        vec!["--distribution", "MemcpyGoogleQ", "--plot", folder],
     ] {
         let out = dir.path().join("never.toml");
         let run = copygen()

@@ -177,6 +177,11 @@ fn check_rows(what: &str, lens: &[usize]) -> Result<(), Failure> {
 
 pub fn cmd_bench(a: BenchArgs) -> Result<ExitCode, Failure> {
     use copygen::tools::bench;
+    super::check_outputs(&[
+        ("--json", &a.json),
+        ("--plot", &a.plot),
+        ("--figures-out", &a.figures_out),
+    ])?;
     if let Some(w) = &a.workload {
         return cmd_replay(&a, w);
     }
@@ -542,15 +547,18 @@ fn write_outputs(
     a: &BenchArgs,
     results: &copygen::tools::bench::Results,
 ) -> Result<ExitCode, Failure> {
+    let mut outputs = Vec::new();
     if let Some(p) = &a.json {
         let text =
             serde_json::to_string_pretty(&copygen::tools::bench::google_benchmark_json(results))
                 .expect("json");
-        copygen::output::write::write_file(p, &(text + "\n"))?;
-        errln!("wrote {}", p.display());
+        outputs.push((p.clone(), text + "\n"));
     }
     if let Some(p) = &a.plot {
-        copygen::tools::bench::plot_svg(results, p)?;
+        outputs.push((p.clone(), copygen::tools::bench::plot_svg(results)?));
+    }
+    copygen::output::write::write_all(&outputs)?;
+    for (p, _) in &outputs {
         errln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)

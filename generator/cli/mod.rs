@@ -125,6 +125,24 @@ pub fn site_target(
     })
 }
 
+/// The output options' paths (`("--json", path)`), checked before the
+/// work whose results they receive: a folder, or a file named twice, is
+/// bad input (exit 2) at once rather than an error after a timing run or a
+/// search. The writer checks them again when it writes.
+pub fn check_outputs(options: &[(&str, &Option<PathBuf>)]) -> Result<(), Failure> {
+    let bad = |e: anyhow::Error| Failure::Input(BadInput(format!("error: {e:#}")));
+    let given: Vec<(&str, &std::path::Path)> = options
+        .iter()
+        .filter_map(|(name, p)| Some((*name, p.as_deref()?)))
+        .collect();
+    for (name, p) in &given {
+        copygen::output::write::check_targets(&[p])
+            .map_err(|e| bad(e.context(name.to_string())))?;
+    }
+    let paths: Vec<&std::path::Path> = given.iter().map(|(_, p)| *p).collect();
+    copygen::output::write::check_targets(&paths).map_err(bad)
+}
+
 pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
     match a {
         None => Ok(None),

@@ -92,6 +92,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     if !a.merge.is_empty() {
         return cmd_merge(&a);
     }
+    super::check_outputs(&[("--json", &a.json), ("--plot", &a.plot), ("-o", &a.output)])?;
     use copygen::tools::bench::distribution::{Distribution, BUILTIN};
     use copygen::tools::tune;
     let load = |names: &[String]| -> Result<Vec<Distribution>, Failure> {
@@ -196,24 +197,25 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
     outcome.report.command = command_line();
     let (report, missed) = tune::report(&outcome);
     out!("{report}");
+    let mut outputs = Vec::new();
     if let Some(p) = &a.json {
         let j = tune::report_json(&outcome, opts.dists.len());
-        copygen::output::write::write_file(
-            p,
-            &(serde_json::to_string_pretty(&j).expect("json") + "\n"),
-        )?;
-        errln!("wrote {}", p.display());
+        outputs.push((
+            p.clone(),
+            serde_json::to_string_pretty(&j).expect("json") + "\n",
+        ));
     }
     if let Some(p) = &a.plot {
-        copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report), p)?;
-        errln!("wrote {}", p.display());
+        let svg = copygen::tools::bench::plot_svg(&tune::plot_results(&outcome.report))?;
+        outputs.push((p.clone(), svg));
     }
     match &a.output {
-        Some(p) => {
-            copygen::output::write::write_file(p, &outcome.text)?;
-            errln!("wrote {}", p.display());
-        }
+        Some(p) => outputs.push((p.clone(), outcome.text.clone())),
         None => out!("\n{}", outcome.text),
+    }
+    copygen::output::write::write_all(&outputs)?;
+    for (p, _) in &outputs {
+        errln!("wrote {}", p.display());
     }
     // The next steps, on standard error (standard output may be the file).
     let file = a.output.as_ref().map_or("TUNED.toml".to_string(), |p| {

@@ -160,20 +160,33 @@ struct MadeDir {
     on_signal: super::cleanup::Registered,
 }
 
-/// Write every `(path, contents)`, all or nothing (module documentation).
-pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
-    let targets = outputs
-        .iter()
-        .map(|(p, _)| target(p))
-        .collect::<Result<Vec<_>>>()?;
+/// Where each path goes, refusing what cannot be written (a folder, an
+/// empty path) and a file named twice.
+fn targets<'a>(paths: impl Iterator<Item = &'a Path>) -> Result<Vec<Target>> {
     let mut seen = std::collections::BTreeSet::new();
-    for ((given, _), t) in outputs.iter().zip(&targets) {
-        if let Target::File { path, .. } | Target::Stream(path) = t {
+    let mut out = Vec::new();
+    for given in paths {
+        let t = target(given)?;
+        if let Target::File { path, .. } | Target::Stream(path) = &t {
             if !seen.insert(path.clone()) {
                 bail!("{} is written twice in one run", given.display());
             }
         }
+        out.push(t);
     }
+    Ok(out)
+}
+
+/// The checks [`write_all`] makes before it writes anything, for a command
+/// to make before the work that produces the contents (a timing run, a
+/// search), so that a mistyped output path fails at once.
+pub fn check_targets(paths: &[&Path]) -> Result<()> {
+    targets(paths.iter().copied()).map(drop)
+}
+
+/// Write every `(path, contents)`, all or nothing (module documentation).
+pub fn write_all(outputs: &[(PathBuf, String)]) -> Result<()> {
+    let targets = targets(outputs.iter().map(|(p, _)| p.as_path()))?;
 
     // Stage the regular files; on failure, undo the folders made for them.
     let mut made_dirs: Vec<MadeDir> = Vec::new();

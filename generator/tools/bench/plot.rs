@@ -227,8 +227,15 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(128, 90, 0),
 ];
 
-/// An SVG plot of ticks per call against the sweep's x, a panel per series.
-pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
+/// An SVG plot of ticks per call against the sweep's x, a panel per
+/// series, as text (the caller writes it with the command's other outputs).
+pub fn plot_svg(res: &Results) -> Result<String> {
+    let mut svg = String::new();
+    draw(res, &mut svg)?;
+    Ok(svg)
+}
+
+fn draw(res: &Results, svg: &mut String) -> Result<()> {
     let mut series: Vec<String> = Vec::new();
     for r in &res.sweep.rows {
         if !series.contains(&r.series) {
@@ -238,8 +245,8 @@ pub fn plot_svg(res: &Results, path: &std::path::Path) -> Result<()> {
     let cols = if series.len() > 1 { 2 } else { 1 };
     let rows = series.len().div_ceil(cols);
     let width = if cols > 1 { 1400 } else { 1000 };
-    let root = SVGBackend::new(path, (width, 80 + 480 * rows as u32)).into_drawing_area();
-    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("plot: {e:?}");
+    let root = SVGBackend::with_string(svg, (width, 80 + 480 * rows as u32)).into_drawing_area();
+    let e = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("plot: {e}");
     root.fill(&WHITE).map_err(e)?;
     let (head, body) = root.split_vertically(80);
     head.draw(&Text::new(
