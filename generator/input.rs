@@ -69,11 +69,25 @@ impl fmt::Display for ReadError {
                 "is larger than {} MiB, the most copygen reads from this kind of input",
                 limit >> 20
             ),
-            ReadError::NotUtf8 { at, bytes } => write!(
-                f,
-                "not UTF-8 text: byte 0x{:02x} at offset {at} does not begin a UTF-8 character",
-                bytes[*at]
-            ),
+            ReadError::NotUtf8 { at, bytes } => {
+                // Everything before `at` is UTF-8: the column counts its
+                // characters on the line.
+                let before = &bytes[..*at];
+                let line_start = before
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+                let column = 1 + before[line_start..]
+                    .iter()
+                    .filter(|&&b| b & 0xc0 != 0x80)
+                    .count();
+                write!(
+                    f,
+                    "not UTF-8 text: byte 0x{:02x} at line {line}, column {column} (offset {at}) does not begin a UTF-8 character",
+                    bytes[*at]
+                )
+            }
             ReadError::Io(e) => write!(f, "{e}"),
         }
     }

@@ -304,3 +304,24 @@ fn bench_outputs_are_checked_first_and_written_together() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(d.join("new/a.json").is_file());
 }
+
+/// Bytes that are not UTF-8 in a CSV input are reported at their line and
+/// column, as in a strategy file.
+#[test]
+fn a_byte_that_is_not_utf8_is_reported_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("t.csv"),
+        b"direction,size,dst_offset,src_offset\nfrom,8,0,0\nfrom,\xc3\xa9\xff8,0,0\n",
+    )
+    .unwrap();
+    let o = copygen(&["bench", "--workload", "t.csv", "rep_movsb"], d);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    // Line 3; `from,` and `é` (one character of two bytes) before it.
+    assert!(
+        err.contains("not UTF-8 text: byte 0xff at line 3, column 7 (offset 55)"),
+        "{err}"
+    );
+}
