@@ -248,6 +248,10 @@ fn bad_identities_and_figures_exit_2_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.patch");
     let tab = write(dir.path(), "tab.txt", "a\nb\tc\n");
+    // A right-to-left override: the line would read differently from what
+    // it holds.
+    let bidi = write(dir.path(), "bidi.txt", "a  b\n1.00x  \u{202e}0.98x\n");
+    let zero_width = write(dir.path(), "zw.txt", "a\n\nb\u{200b}c\n");
     let o = |who: Option<(&str, &str)>, extra: &[&str]| {
         let mut a = vec!["unrolled64", "--kernel", "6.1", "--no-verify", "-o"];
         a.push(out.to_str().unwrap());
@@ -296,6 +300,21 @@ fn bad_identities_and_figures_exit_2_and_write_nothing() {
             None,
             vec!["--author", "A <a@b.c>", "--figures", tab.to_str().unwrap()],
             "tab.txt:2: holds a tab",
+        ),
+        (
+            None,
+            vec!["--author", "A <a@b.c>", "--figures", bidi.to_str().unwrap()],
+            "bidi.txt:2: holds the invisible character '\\u{202e}'",
+        ),
+        (
+            None,
+            vec![
+                "--author",
+                "A <a@b.c>",
+                "--figures",
+                zero_width.to_str().unwrap(),
+            ],
+            "zw.txt:3: holds the invisible character '\\u{200b}'",
         ),
         (
             None,

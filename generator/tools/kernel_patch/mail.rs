@@ -215,7 +215,9 @@ pub fn subject(prefix: &str, long: &str, short: &str, what: &str) -> String {
 pub const FIGURE_INDENT: &str = "  ";
 
 /// The figures of `--figures`, laid out for the commit message: UTF-8 text
-/// without control characters (tabs included: checkpatch counts columns);
+/// without control characters (tabs included: checkpatch counts columns)
+/// or the invisible ones that reorder or hide text (bidirectional
+/// overrides, zero-width characters: a reviewer reads what is there);
 /// each line indented by [`FIGURE_INDENT`] and at most [`MAX_COLUMNS`] wide:
 /// a table too wide is split into tables of fewer columns (each repeating
 /// the first column; a cell still too wide is abbreviated with `~`), a line
@@ -232,12 +234,14 @@ pub fn figures(text: &str) -> Result<String, (usize, String)> {
         if let Some(c) = raw
             .trim_end()
             .chars()
-            .find(|&c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+            .find(|&c| crate::front::diagnostics::is_unsafe_to_show(c))
         {
             let what = if c == '\t' {
                 "a tab (expand it: checkpatch counts columns)".to_string()
-            } else {
+            } else if c.is_control() {
                 format!("the control character {c:?}")
+            } else {
+                format!("the invisible character {c:?}, which reorders or hides the text around it")
             };
             return Err((i + 1, format!("holds {what}")));
         }
