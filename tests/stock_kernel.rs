@@ -398,3 +398,38 @@ fn bad_trees_and_feature_lists_are_located_errors() {
         "{e}"
     );
 }
+
+/// `--stock-features` changes the bits every site and variant is resolved
+/// for, not the stock code's alone (without REP_GOOD a patched 6.1 site
+/// takes its unrolled entry, as the stock one calls `_unrolled`); other
+/// bits stay as they are. A feature named twice is refused.
+#[test]
+fn forced_features_reach_every_site_and_are_named_once() {
+    use copygen::front::variant::CpuFeature::{Erms, Fsrm, RepGood, Zen, Zen3};
+    let all = StockFeatures {
+        erms: true,
+        fsrm: true,
+        rep_good: true,
+    };
+    let base = CpuFeatures::from_list(&[Zen, Zen3, Erms, Fsrm, RepGood]);
+    let none = all.with("-erms,-fsrm,-rep_good").unwrap();
+    assert_eq!(
+        none.cpu_features(base),
+        CpuFeatures::from_list(&[Zen, Zen3])
+    );
+    let no_rep_good = all.with("-rep_good").unwrap();
+    assert_eq!(
+        no_rep_good.cpu_features(base),
+        CpuFeatures::from_list(&[Zen, Zen3, Erms, Fsrm])
+    );
+    assert_eq!(
+        none.with("+rep_good")
+            .unwrap()
+            .cpu_features(CpuFeatures::default()),
+        CpuFeatures::from_list(&[RepGood])
+    );
+    for spec in ["erms,-erms", "-fsrm,+fsrm", "rep_good, rep_good"] {
+        let e = all.with(spec).unwrap_err();
+        assert!(e.contains("is named twice"), "{spec}: {e}");
+    }
+}

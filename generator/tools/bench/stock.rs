@@ -100,11 +100,16 @@ impl StockFeatures {
     /// `+name`/`name` (present), names `erms`, `fsrm`, `rep_good`.
     pub fn with(self, spec: &str) -> Result<StockFeatures, String> {
         let mut f = self;
+        let mut named: Vec<&str> = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (on, name) = match item.strip_prefix('-') {
                 Some(n) => (false, n),
                 None => (true, item.strip_prefix('+').unwrap_or(item)),
             };
+            if named.contains(&name) {
+                return Err(format!("`{item}`: `{name}` is named twice"));
+            }
+            named.push(name);
             match name {
                 "erms" => f.erms = on,
                 "fsrm" => f.fsrm = on,
@@ -130,20 +135,21 @@ impl StockFeatures {
         }
     }
 
-    /// `base` with ERMS and FSRM as `self` has them: the feature set a
-    /// stock site is resolved for (other bits kept).
+    /// `base` with ERMS, FSRM and REP_GOOD as `self` has them: the feature
+    /// set the sites (stock, patched, candidate) and the variants are
+    /// resolved for (other bits kept).
     pub fn cpu_features(self, base: CpuFeatures) -> CpuFeatures {
-        let mut list: Vec<CpuFeature> = base
+        let ours = [
+            (CpuFeature::Erms, self.erms),
+            (CpuFeature::Fsrm, self.fsrm),
+            (CpuFeature::RepGood, self.rep_good),
+        ];
+        let list: Vec<CpuFeature> = base
             .list()
             .into_iter()
-            .filter(|f| !matches!(f, CpuFeature::Erms | CpuFeature::Fsrm))
+            .filter(|f| !ours.iter().any(|(o, _)| o == f))
+            .chain(ours.iter().filter(|(_, on)| *on).map(|(f, _)| *f))
             .collect();
-        if self.erms {
-            list.push(CpuFeature::Erms);
-        }
-        if self.fsrm {
-            list.push(CpuFeature::Fsrm);
-        }
         CpuFeatures::from_list(&list)
     }
 }
