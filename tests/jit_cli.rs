@@ -71,12 +71,10 @@ fn a_strategy_for_another_arch_is_refused_at_its_arch_before_any_runs() {
         "generator/strategies/ldm-stm.toml",
     ]);
     assert_eq!(code, 2, "{err}");
-    let line = std::fs::read_to_string("generator/strategies/ldm-stm.toml")
-        .unwrap()
-        .lines()
-        .position(|l| l.starts_with("arch = "))
-        .unwrap()
-        + 1;
+    let line = crate::common::source_lines::line_starting_with(
+        "generator/strategies/ldm-stm.toml",
+        "arch = ",
+    );
     assert!(
         err.starts_with(&format!(
             "generator/strategies/ldm-stm.toml:{line}:8: error in `arch`: the JIT runs x86_64 code only; armv6 is encode-only"

@@ -393,14 +393,7 @@ fn a_base_tune_cannot_start_from_is_refused_at_its_field() {
          [methods.b]\nkind = \"bytes\"\n[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n",
     )
     .unwrap();
-    let line_of = |file: &str, start: &str| {
-        std::fs::read_to_string(file)
-            .unwrap()
-            .lines()
-            .position(|l| l.starts_with(start))
-            .unwrap()
-            + 1
-    };
+    let line_of = crate::common::source_lines::line_starting_with;
     let arm = "generator/strategies/word-loop.toml";
     let gm = "generator/strategies/guarded-movsb.toml";
     for (args, at) in [

@@ -26,6 +26,7 @@ fn copygen() -> Command {
 fn assert_same(a: &Strategy, b: &Strategy, text: &str) {
     let mut b = b.clone();
     b.source = a.source.clone();
+    b.file = a.file.clone();
     b.text = a.text.clone();
     assert_eq!(*a, b, "rendered:\n{text}");
 }

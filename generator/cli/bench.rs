@@ -467,7 +467,7 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
         }
         let s = load_strategy(name, Some(kernel))?;
         // Refused as kernel-patch refuses it, before the tree is read.
-        site::wired(&s, kernel).map_err(|e| Failure::Input(e.into()))?;
+        site::wired(&s, kernel).map_err(|e| super::unfit(&s, e))?;
         strategies.push(s);
     }
     if a.figures_out.is_some() && strategies.len() != 1 {

@@ -24,7 +24,7 @@ pub fn cmd_jit(a: JitArgs) -> Result<ExitCode, Failure> {
     let arch = parse_arch(arch)?;
     // Every input is validated before anything runs.
     let strategies = load_all(&files, arch)?;
-    for s in strategies.iter().filter(|s| s.arch != Arch::X86_64) {
+    if let Some(s) = strategies.iter().find(|s| s.arch != Arch::X86_64) {
         let why = copygen::jit::JitError::NotExecutable(s.arch).to_string();
         return Err(Failure::Input(match arch {
             Some(a) => BadInput(format!("error: --arch {a}: {why}")),

@@ -333,8 +333,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
         let (s, origin) = resolve(&name, kernel, arch)?;
         let mut s = s;
         s.source = origin.label();
-        let w =
-            copygen::tools::kernel_patch::wire(&s, kernel).map_err(|e| Failure::Input(e.into()))?;
+        let w = copygen::tools::kernel_patch::wire(&s, kernel).map_err(|e| super::unfit(&s, e))?;
         let r = Regenerate {
             argument: name.clone(),
             arch,
@@ -355,8 +354,7 @@ pub fn cmd_kernel_patch(a: KernelPatchArgs) -> Result<ExitCode, Failure> {
     for (i, arch) in targets.iter().enumerate() {
         let (mut s, origin) = resolve(&name, kernel, *arch)?;
         s.source = origin.label();
-        let w =
-            copygen::tools::kernel_patch::wire(&s, kernel).map_err(|e| Failure::Input(e.into()))?;
+        let w = copygen::tools::kernel_patch::wire(&s, kernel).map_err(|e| super::unfit(&s, e))?;
         let verified = if no_verify {
             None
         } else {

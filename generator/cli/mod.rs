@@ -143,6 +143,12 @@ pub fn check_outputs(options: &[(&str, &Option<PathBuf>)]) -> Result<(), Failure
     copygen::output::write::check_targets(&paths).map_err(bad)
 }
 
+/// A strategy no tree can call ([`copygen::kernel::wiring::Unfit`]): bad
+/// input, located at its field.
+pub fn unfit(s: &Strategy, e: copygen::kernel::wiring::Unfit) -> Failure {
+    Failure::Input(copygen::front::diagnostics::unfit(s, &e).into())
+}
+
 pub fn parse_arch(a: Option<String>) -> Result<Option<Arch>, Failure> {
     match a {
         None => Ok(None),

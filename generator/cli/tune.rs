@@ -154,7 +154,7 @@ pub fn cmd_tune(a: TuneArgs) -> Result<ExitCode, Failure> {
         // Its candidates keep what a tree cannot call (one direction,
         // zero_tail): refused as kernel-patch refuses it, before any search.
         if let Some(k) = site {
-            copygen::tools::bench::site::wired(b, k).map_err(|e| Failure::Input(e.into()))?;
+            copygen::tools::bench::site::wired(b, k).map_err(|e| super::unfit(b, e))?;
         }
     }
     // Without a base, the convention of the site tuned for: 6.12's inline

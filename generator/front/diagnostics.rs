@@ -233,6 +233,18 @@ pub fn at_field_of(
     Locator::new(&s.file, &s.text).at_field(field, message)
 }
 
+/// Why `s` cannot go into a tree, located at the field that makes it so.
+pub fn unfit(
+    s: &crate::front::strategy::Strategy,
+    e: &crate::kernel::wiring::Unfit,
+) -> StrategyError {
+    let field = e
+        .field
+        .iter()
+        .fold(FieldPath::root(), |path, key| path.key(key));
+    at_field_of(s, &field, e.message.clone())
+}
+
 /// Turns a byte span or a field path into a located [`StrategyError`].
 /// Locating takes time logarithmic in the file and copies a bounded
 /// snippet, so a file with thousands of errors on one long line costs no

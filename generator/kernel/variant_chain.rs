@@ -8,7 +8,6 @@ use super::site::{stock_chain, Alt, Chain, SiteCode, SiteInsn, SiteTarget, MAX_A
 use super::version::KernelVersion;
 use crate::arch::cpu::CpuFeatures;
 use crate::arch::symbols;
-use crate::front::diagnostics::FieldPath;
 use crate::front::strategy::{Arch, Convention, Direction, Flavor, Strategy, Uaccess};
 use crate::front::variant::{CpuFeature, Variant};
 
@@ -33,18 +32,20 @@ pub fn is_variant_chain(t: &Strategy, kernel: KernelVersion) -> bool {
 /// `rep_movs_alternative`'s convention. Both `kernel-patch` and `bench
 /// --site kernel` refuse such a strategy with this reason (the bench times
 /// only sites a patch can make).
-pub fn chain_unfit(t: &Strategy, kernel: KernelVersion) -> Option<(FieldPath, &'static str)> {
+pub fn chain_unfit(
+    t: &Strategy,
+    kernel: KernelVersion,
+) -> Option<(&'static [&'static str], &'static str)> {
     let chain_site = t.arch == Arch::X86_64
         && kernel.x86_64_calls_rep_movs_alternative()
         && !t.variants.is_empty();
     if !chain_site {
         return None;
     }
-    let linux = FieldPath::root().key("linux");
-    let field = if t.linux.convention != Convention::RepMovs {
-        linux.key("convention")
+    let field: &'static [&'static str] = if t.linux.convention != Convention::RepMovs {
+        &["linux", "convention"]
     } else if t.linux.uaccess != Uaccess::Caller {
-        linux.key("uaccess")
+        &["linux", "uaccess"]
     } else {
         return None;
     };

@@ -6,12 +6,10 @@
 
 use super::symbols::{GLUE_SYMBOL, GLUE_SYMBOL_ERMS, GLUE_SYMBOL_REP_GOOD, REP_MOVS_ALTERNATIVE};
 use super::version::KernelVersion;
-use crate::front::diagnostics::{at_field_of, FieldPath, StrategyError};
 use crate::front::strategy::{
     Arch, Convention, ExtableFormat, FeatureEntry, RoutineShape, Strategy, Uaccess,
 };
 use crate::front::variant::{CpuCondition, CpuFeature};
-use crate::input::BadInput;
 
 /// 6.1's x86_64 call site as its `copy_user_generic()` has it, and as the
 /// glue keeps it: `alternative_call_2` of a routine per feature, the
@@ -43,21 +41,25 @@ pub fn alternative_call_2_entries() -> Vec<FeatureEntry> {
         .collect()
 }
 
-/// Why a strategy cannot be wired into a tree (bad input: exit 2),
-/// located at the field of its file that makes it so.
+/// Why a strategy cannot be wired into a tree (bad input: exit 2), and
+/// the field of its file that makes it so, as TOML keys (`["fault",
+/// "zero_tail"]`), which the front end locates in the file
+/// (`diagnostics::unfit`).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Unfit(pub StrategyError);
-
-impl Unfit {
-    pub fn new(s: &Strategy, field: &FieldPath, message: impl Into<String>) -> Unfit {
-        Unfit(at_field_of(s, field, message))
-    }
+#[error("{strategy}: {message}")]
+pub struct Unfit {
+    pub strategy: String,
+    pub field: &'static [&'static str],
+    pub message: String,
 }
 
-impl From<Unfit> for BadInput {
-    fn from(e: Unfit) -> Self {
-        e.0.into()
+impl Unfit {
+    pub fn new(s: &Strategy, field: &'static [&'static str], message: impl Into<String>) -> Unfit {
+        Unfit {
+            strategy: s.name.clone(),
+            field,
+            message: message.into(),
+        }
     }
 }
 
@@ -80,7 +82,7 @@ pub fn common(
     if s.directions.len() != 2 {
         return Err(Unfit::new(
             s,
-            &FieldPath::root().key("directions"),
+            &["directions"],
             format!(
                 "the kernel copies in both directions through one call site; this strategy emits only {}",
                 s.directions[0].name()
@@ -112,7 +114,7 @@ pub fn x86(
     if s.zero_tail {
         return Err(Unfit::new(
             s,
-            &FieldPath::root().key("fault").key("zero_tail"),
+            &["fault", "zero_tail"],
             "zero_tail routines zero from_user's kernel buffer; the kernel's one x86 routine serves both directions and zeroes in C (copy_from_user)",
         ));
     }
@@ -125,13 +127,13 @@ pub fn x86(
         && s.linux.convention == Convention::RepMovs
         && s.variants.is_empty();
     if let Some((field, why)) = super::variant_chain::chain_unfit(s, kernel) {
-        return Err(Unfit::new(s, &field, why));
+        return Err(Unfit::new(s, field, why));
     }
     let name = if drop_in {
         if s.linux.uaccess == Uaccess::Routine {
             return Err(Unfit::new(
                 s,
-                &FieldPath::root().key("linux").key("uaccess"),
+                &["linux", "uaccess"],
                 "6.12 calls rep_movs_alternative with STAC already done; a routine that does its own STAC/CLAC would nest them (objtool refuses): set [linux] uaccess = \"caller\"",
             ));
         }

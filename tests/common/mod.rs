@@ -8,6 +8,7 @@ pub mod fixup_mutants;
 pub mod kernel_source;
 pub mod mutant;
 pub mod site;
+pub mod source_lines;
 pub mod static_check;
 
 use std::fmt::Write as _;

@@ -39,7 +39,6 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 
 use crate::checks::static_verify::{FunctionSpec, UserSide};
-use crate::front::diagnostics::FieldPath;
 use crate::front::strategy::{
     Arch, Convention, Direction, Flavor, RoutineShape, Strategy, Uaccess,
 };
@@ -75,7 +74,7 @@ pub struct Wiring {
 /// Adapt `s` to what the call sites of `kernel` on its arch expect
 /// (`kernel::wiring` holds the rules the bench shares).
 pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
-    let unfit = |field: FieldPath, message: String| Unfit::new(s, &field, message);
+    let unfit = |field: &'static [&'static str], message: String| Unfit::new(s, field, message);
     let mut notes = Vec::new();
     let mut t = wiring::common(s, kernel, &mut notes)?;
     let file = match s.arch {
@@ -108,7 +107,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
             };
             if s.routine == RoutineShape::Both {
                 return Err(unfit(
-                    FieldPath::root().key("routine"),
+                    &["routine"],
                     format!(
                         "{} calls {from} and {to}: use one routine per direction",
                         s.arch
@@ -117,7 +116,7 @@ pub fn wire(s: &Strategy, kernel: KernelVersion) -> Result<Wiring, Unfit> {
             }
             if s.zero_tail {
                 return Err(unfit(
-                    FieldPath::root().key("fault").key("zero_tail"),
+                    &["fault", "zero_tail"],
                     format!("{from} does not zero; copy_from_user zeroes in C: drop zero_tail"),
                 ));
             }

@@ -19,7 +19,6 @@
 
 use super::excerpts::Excerpt;
 use super::{edit, Edit, Unfit};
-use crate::front::diagnostics::FieldPath;
 use crate::front::strategy::{RoutineShape, Strategy};
 use crate::kernel::symbols::GLUE_SYMBOL;
 use crate::kernel::version::KernelVersion;
@@ -49,7 +48,7 @@ pub fn wire(
     if s.zero_tail {
         return Err(Unfit::new(
             s,
-            &FieldPath::root().key("fault").key("zero_tail"),
+            &["fault", "zero_tail"],
             "__asm_copy_from_user does not zero; copy_from_user zeroes the rest in C: drop zero_tail",
         ));
     }
