@@ -67,6 +67,13 @@ fn the_guard_jumps_on_exactly_its_band() {
         (4090, 4095),
         (100, 1000),
         (0, 4095),
+        // Wider than half a page: no power of two below 4096 holds them.
+        (1, 2048),
+        (1, 2049),
+        (16, 4079),
+        (0, 4094),
+        (1, 4095),
+        (2000, 4095),
     ];
     for (lo, hi) in bands {
         let s = guarded(lo, hi);

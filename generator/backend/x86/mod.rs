@@ -398,9 +398,15 @@ impl Selector<'_> {
                 if *lo > 0 {
                     self.alu_imm(Alu::Sub, 4, t, *lo as i32);
                 }
-                if span >= 4096 {
+                if width >= 4096 {
                     // Every distance: the guard always jumps.
                     self.emit(Inst::Jmp { target });
+                } else if span == 4096 {
+                    // Wider than half a page: no narrower power of two
+                    // holds the band, so the whole test is in line.
+                    self.alu_imm(Alu::And, 4, t, 4095);
+                    self.alu_imm(Alu::Cmp, 4, t, (*hi - *lo) as i32);
+                    self.emit(Inst::Jcc { cc: Cc::Be, target });
                 } else {
                     self.alu_imm(Alu::Test, 4, t, (4096 - span) as i32);
                     if span == width {
