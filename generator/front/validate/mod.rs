@@ -203,6 +203,15 @@ impl Validator<'_> {
         }
 
         let routine = raw.routine.unwrap_or(RoutineShape::PerDirection);
+        if routine == RoutineShape::Both && arch == Arch::Aarch64 {
+            self.keep::<()>(Err(self.err(
+                &root.key("routine"),
+                "aarch64 reaches user memory with the unprivileged ldtr/sttr, which fault on \
+                 kernel memory: one routine for both directions would use them on the kernel \
+                 buffer too (arm64 calls __arch_copy_from_user and __arch_copy_to_user); \
+                 leave out `routine` for one routine per direction",
+            )));
+        }
         if routine == RoutineShape::Both {
             if directions_given {
                 self.keep::<()>(Err(self.err(
