@@ -176,3 +176,30 @@ fn a_kernel_trees_own_source_is_refused_with_the_command_that_checks_it() {
     let (code, text) = verify_static(&ours);
     assert_eq!(code, 0, "{text}");
 }
+
+/// An alignment prologue that could not run is left out, so the static
+/// check finds no unreachable code: under a guard that proves the pointer
+/// aligned (dst to 8 for a dst or a both-pointer prologue to 4), and in a
+/// class no length of which reaches `min_size`.
+#[test]
+fn an_alignment_prologue_that_cannot_run_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    for (arch, width) in [("x86_64", 8), ("i386", 4), ("armv6", 4)] {
+        for pointer in ["dst", "both"] {
+            let text = format!(
+                "name = \"dead_align\"\ndescription = \"d\"\narch = \"{arch}\"\n\
+                 [methods.loop]\nkind = \"unrolled\"\nwidth = {width}\nblock = {b}\nregisters = 2\n\
+                 tail = \"bytes\"\nalign = {{ pointer = \"{pointer}\", to = 4, min_size = 64 }}\n\
+                 [methods.bytes]\nkind = \"bytes\"\n\
+                 [[dispatch]]\nsizes = \"0..=31\"\nuse = \"loop\"\n\
+                 [[dispatch]]\nsizes = \"32..\"\nuse = \"bytes\"\n\
+                 [[dispatch.guard]]\naligned = {{ pointer = \"dst\", to = 8 }}\nuse = \"loop\"\n",
+                b = 2 * width,
+            );
+            let file = dir.path().join(format!("{arch}-{pointer}.toml"));
+            std::fs::write(&file, &text).unwrap();
+            let (code, report) = verify_static(&file);
+            assert_eq!(code, 0, "{arch} {pointer}:\n{report}");
+        }
+    }
+}

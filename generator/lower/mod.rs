@@ -477,7 +477,12 @@ impl<'a> Lowering<'a> {
                     }),
                 }
             }
-            self.method(&class.method, class.lo, class.hi);
+            self.method(
+                &class.method,
+                class.lo,
+                class.hi,
+                known.into_iter().collect(),
+            );
             for (g, l) in class.guards.iter().zip(&guard_labels) {
                 self.place(l);
                 self.comment(format!(
@@ -485,7 +490,8 @@ impl<'a> Lowering<'a> {
                     range_fact(class.lo, class.hi),
                     condition_text(&g.condition)
                 ));
-                self.method(&g.method, class.lo, class.hi);
+                let holds = known.into_iter().chain([&g.condition]).collect();
+                self.method(&g.method, class.lo, class.hi, holds);
             }
         }
     }
@@ -526,7 +532,14 @@ impl<'a> Lowering<'a> {
         self.finish()
     }
 
-    fn method(&mut self, m: &Method, lo: u64, hi: Option<u64>) {
+    /// Method `m` for lengths `lo..=hi` where the conditions `holds` are
+    /// true. An alignment prologue that could not run is left out (the
+    /// static check would find its code unreachable): where a guard has
+    /// proved the pointer aligned, or where no length reaches `min_size`.
+    fn method(&mut self, m: &Method, lo: u64, hi: Option<u64>, holds: Vec<&Condition>) {
+        let needed = |a: &Align| {
+            hi.is_none_or(|h| h >= a.min_size) && !holds.iter().any(|c| proves_aligned(c, a))
+        };
         match &m.kind {
             MethodKind::Bytes => self.bytes(&m.name),
             MethodKind::HeadTail { width, registers } => self.head_tail(
@@ -536,10 +549,16 @@ impl<'a> Lowering<'a> {
                 lo,
                 hi.expect("validated: bounded"),
             ),
-            MethodKind::Unrolled(u) => self.unrolled(&m.name, u, lo),
+            MethodKind::Unrolled(u) => {
+                let u = Unrolled {
+                    align: u.align.filter(needed),
+                    ..u.clone()
+                };
+                self.unrolled(&m.name, &u, lo)
+            }
             MethodKind::RepMovs { unit, align, tail } => {
-                if let Some(a) = align {
-                    self.align_prologue(&m.name, a, lo);
+                if let Some(a) = align.filter(needed) {
+                    self.align_prologue(&m.name, &a, lo);
                 }
                 self.rep_movs(&m.name, *unit, *tail);
             }
@@ -547,6 +566,21 @@ impl<'a> Lowering<'a> {
                 self.shift_combine(&m.name, *width, align, lo)
             }
         }
+    }
+}
+
+/// Whether `c` holding makes the prologue `a` a no-op: its pointer
+/// aligned to at least `a.to`. A prologue for both pointers aligns dst only
+/// where they are congruent, so one aligned pointer is enough: congruent,
+/// the other is aligned too; not, the prologue does nothing.
+fn proves_aligned(c: &Condition, a: &Align) -> bool {
+    match *c {
+        Condition::Aligned { pointer, to } if to >= a.to => match (pointer, a.pointer) {
+            (AlignPointer::Congruent, _) => false,
+            (AlignPointer::Both, _) | (_, AlignPointer::Both) => true,
+            (p, q) => p == q,
+        },
+        _ => false,
     }
 }
 
