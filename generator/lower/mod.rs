@@ -477,12 +477,7 @@ impl<'a> Lowering<'a> {
                     }),
                 }
             }
-            self.method(
-                &class.method,
-                class.lo,
-                class.hi,
-                known.into_iter().collect(),
-            );
+            self.method(&class.method, class.lo, class.hi, known.as_slice());
             for (g, l) in class.guards.iter().zip(&guard_labels) {
                 self.place(l);
                 self.comment(format!(
@@ -490,8 +485,8 @@ impl<'a> Lowering<'a> {
                     range_fact(class.lo, class.hi),
                     condition_text(&g.condition)
                 ));
-                let holds = known.into_iter().chain([&g.condition]).collect();
-                self.method(&g.method, class.lo, class.hi, holds);
+                let holds: Vec<&Condition> = known.into_iter().chain([&g.condition]).collect();
+                self.method(&g.method, class.lo, class.hi, &holds);
             }
         }
     }
@@ -536,7 +531,7 @@ impl<'a> Lowering<'a> {
     /// true. An alignment prologue that could not run is left out (the
     /// static check would find its code unreachable): where a guard has
     /// proved the pointer aligned, or where no length reaches `min_size`.
-    fn method(&mut self, m: &Method, lo: u64, hi: Option<u64>, holds: Vec<&Condition>) {
+    fn method(&mut self, m: &Method, lo: u64, hi: Option<u64>, holds: &[&Condition]) {
         let needed = |a: &Align| {
             hi.is_none_or(|h| h >= a.min_size) && !holds.iter().any(|c| proves_aligned(c, a))
         };
