@@ -168,3 +168,77 @@ fn a_touch_before_the_measured_point_is_not_called_inside_the_source() {
         "{r}"
     );
 }
+
+/// The touch-load errors of `body` as an x86_64 `t_from_user`.
+fn x86_64_touch_errors(body: &str) -> Vec<String> {
+    let r = check(&x86_64(body), "touch.S", &Options::default());
+    errors_saying(&r, "touch load past the checked length")
+}
+
+/// x86's word alignment step: the distance to dst's next 4-byte boundary,
+/// computed into rax, then added to both pointers and taken off the
+/// length (`{src}` and `{len}`: the amounts the source and the length move
+/// by), then a touch at +32 behind a check for 33 bytes.
+fn word_step(src: &str, len: &str) -> String {
+    format!(
+        "\tcmpq\t$32, %rdx\n\tjb\t2f\n\ttestl\t$3, %edi\n\tje\t1f\n\tleaq\t4(%rdi), %rax\n\tandq\t$-4, %rax\n\tsubq\t%rdi, %rax\n\tleaq\t1(%rax), %rcx\n\taddq\t%rax, %rdi\n\taddq\t{src}, %rsi\n\tsubq\t{len}, %rdx\n1:\tcmpq\t$33, %rdx\n\tjb\t2f\n\tmovb\t32(%rsi), %al\n2:\txorl\t%eax, %eax\n\tret\n"
+    )
+}
+
+#[test]
+fn a_word_alignment_step_keeps_the_source_tied_to_the_length() {
+    // Both moved by the same computed amount: the check for 33 bytes
+    // still measures the source.
+    let e = x86_64_touch_errors(&word_step("%rax", "%rax"));
+    assert!(e.is_empty(), "{e:?}");
+    // The source moved one byte further than the length: 33 bytes counted
+    // are 32 of the source, and the touch reads its 33rd.
+    let e = x86_64_touch_errors(&word_step("%rcx", "%rax"));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("cannot be related"), "{e:?}");
+}
+
+/// A byte loop that aligns dst to 32 in a class of at least `min` bytes,
+/// stepping by `step`, then a touch at +16 with no check of its own.
+fn align_loop(min: u32, step: u32) -> String {
+    format!(
+        "\tcmpq\t${min}, %rdx\n\tjb\t9f\n1:\ttestl\t$31, %edi\n\tje\t2f\n\tmovb\t(%rsi), %al\n\tmovb\t%al, (%rdi)\n\taddq\t${step}, %rsi\n\taddq\t${step}, %rdi\n\tsubq\t${step}, %rdx\n\tjmp\t1b\n2:\tmovb\t16(%rsi), %al\n9:\txorl\t%eax, %eax\n\tret\n"
+    )
+}
+
+#[test]
+fn an_alignment_loop_leaves_its_class_bound_less_31() {
+    // At most 31 steps to a 32-byte boundary: 48 - 31 = 17 bytes left,
+    // what the touch at +16 needs.
+    let e = x86_64_touch_errors(&align_loop(48, 1));
+    assert!(e.is_empty(), "{e:?}");
+    let e = x86_64_touch_errors(&align_loop(47, 1));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("only 16 proven"), "{e:?}");
+    // Steps of 2 from an odd address never meet the boundary: nothing
+    // bounds how far the loop runs.
+    let e = x86_64_touch_errors(&align_loop(4096, 2));
+    assert_eq!(e.len(), 1, "{e:?}");
+}
+
+/// A 48-byte loop entered in a class of at least 8192 bytes, with a touch
+/// at `touch` at its top and its only length check at its bottom.
+fn stepping_loop(touch: u32) -> String {
+    format!(
+        "\tcmpq\t$8192, %rdx\n\tjb\t9f\n1:\tmovq\t{touch}(%rsi), %rax\n\taddq\t$48, %rsi\n\taddq\t$48, %rdi\n\tsubq\t$48, %rdx\n\tcmpq\t$48, %rdx\n\tjae\t1b\n9:\txorl\t%eax, %eax\n\tret\n"
+    )
+}
+
+#[test]
+fn a_loop_stepping_down_from_a_high_class_bound_keeps_its_own_check() {
+    // The bound at the loop's head falls by 48 a round from 8192 until
+    // the loop's own check holds it at 48; widening used to lose it.
+    let e = x86_64_touch_errors(&stepping_loop(8));
+    assert!(e.is_empty(), "{e:?}");
+    let e = x86_64_touch_errors(&stepping_loop(48));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("needs 56 bytes left, only 48 proven"),
+        "{e:?}"
+    );
+}

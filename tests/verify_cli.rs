@@ -203,3 +203,43 @@ fn an_alignment_prologue_that_cannot_run_is_left_out() {
         }
     }
 }
+
+#[test]
+fn a_touch_after_a_computed_alignment_is_proven_and_fault_tested() {
+    // A touch prefetch in a loop entered after an alignment prologue that
+    // moves the pointers by a computed amount: x86's word step (`add
+    // %rax, %rsi; sub %rax, %rdx`), or a byte loop whose class bound less
+    // the steps to the boundary covers the touch. The static check used to
+    // refuse both, so they were never fault-tested.
+    let dir = tempfile::tempdir().unwrap();
+    let word = "[methods.loop]\nkind = \"unrolled\"\nwidth = 1\nblock = 1\nregisters = 1\n\
+                tail = \"bytes\"\nprefetch = { kind = \"touch\", distance = 32 }\n\
+                align = { pointer = \"dst\", to = 4, min_size = 32, by = \"word\" }\n\
+                [[dispatch]]\nsizes = \"0..\"\nuse = \"loop\"\n";
+    let bytes = "[methods.loop]\nkind = \"unrolled\"\nwidth = 1\nblock = 18\nregisters = 3\n\
+                 tail = \"bytes\"\nprefetch = { kind = \"touch\", distance = 16 }\n\
+                 align = { pointer = \"dst\", to = 32, min_size = 32 }\n\
+                 [methods.bytes]\nkind = \"bytes\"\n\
+                 [[dispatch]]\nsizes = \"0..=64\"\nuse = \"bytes\"\n\
+                 [[dispatch]]\nsizes = \"65..\"\nuse = \"loop\"\n";
+    let cases = [
+        ("x86_64", word),
+        ("i386", word),
+        ("x86_64", bytes),
+        ("i386", bytes),
+        ("armv6", bytes),
+        ("riscv64", bytes),
+    ];
+    for (k, (arch, methods)) in cases.into_iter().enumerate() {
+        let file = dir.path().join(format!("touch{k}.toml"));
+        let text =
+            format!("name = \"touch{k}\"\ndescription = \"t\"\narch = \"{arch}\"\n{methods}");
+        std::fs::write(&file, text).unwrap();
+        let (code, report) = copygen(&["verify", "--color", "never", file.to_str().unwrap()]);
+        assert_eq!(code, 0, "{arch}:\n{report}");
+        assert!(
+            report.contains(", 2 routines, ") && report.contains(" cases, 0 violations"),
+            "{arch}:\n{report}"
+        );
+    }
+}

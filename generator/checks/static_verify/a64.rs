@@ -477,6 +477,7 @@ fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec) -> State 
             test,
             mask: 0,
             addr: insn.addr,
+            via: None,
         })
     };
     let dest = ops.first().and_then(gpr).flatten();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::abi::{AbiSpec, NREGS};
 use super::cfg::Func;
-use super::domain::{Bound, State, Val, DST, LEN, RETADDR, SRC};
+use super::domain::{Bound, Cmp, State, Val, DST, LEN, RETADDR, SRC};
 use super::isa::{CondCode, Flow, MemKind};
 
 pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
@@ -57,6 +57,8 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
         stored: fixed.is_none().then_some(0),
         faulted: false,
         gap: None,
+        credit: None,
+        unaligned: None,
     }
 }
 
@@ -84,6 +86,8 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
     let n = func.insns.len();
     let mut states: Vec<Option<State>> = vec![None; n];
     let mut visits = vec![0u32; n];
+    // The floors length checks set: where a widened bound may land.
+    let mut thresholds: BTreeSet<i64> = BTreeSet::new();
     if n == 0 {
         return states;
     }
@@ -152,6 +156,10 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
                     }
                     let mut o = after.clone();
                     refine(insn.cc, &mut o, taken);
+                    let floor = after.flags.filter(|c| c.mask == 0);
+                    if let Some(m) = floor.and_then(|c| length_floor(insn.cc, c, taken)) {
+                        thresholds.insert(m);
+                    }
                     o
                 }
                 _ if insn.cond_exec && on_fall => {
@@ -184,13 +192,18 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
                     visits[s] += 1;
                     // Widen at loop heads (every cycle has an edge back in
                     // layout order): a bound still falling after many rounds
-                    // is lost. Nodes after a length check in the loop keep
-                    // what the check refines.
+                    // drops to the next bound a length check sets (a loop
+                    // that steps down from a high class bound settles on its
+                    // own `cmp $block`), and below the last, is lost.
                     if s <= k && visits[s] > 64 && j.lb.value < old.lb.value {
+                        let value = thresholds.range(..=j.lb.value).next_back();
                         j.lb = Bound {
-                            value: i64::MIN / 4,
+                            value: value.copied().unwrap_or(i64::MIN / 4),
                             origin: None,
                         };
+                    }
+                    if s <= k && visits[s] > 64 && j.credit != old.credit {
+                        j.credit = None;
                     }
                     j
                 }
@@ -209,7 +222,8 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
 /// `t`. Taking `t` off the ghost `LEN` keeps their values (a count `LEN +
 /// c`, a pointer `dst_end - LEN - d`) and the stored prefix when it ended
 /// at the destination pointer; every other value tied to `LEN` loses its
-/// offset. Anything else it moves is unknown.
+/// offset, and the bound and alignment credit are lost. Anything else it
+/// moves is unknown.
 fn fault_moves(s: &mut State, moved: &[usize]) {
     if moved.is_empty() {
         return;
@@ -238,6 +252,9 @@ fn fault_moves(s: &mut State, moved: &[usize]) {
             value: 0,
             origin: None,
         };
+        // (Both measured against the ghost that just moved.)
+        s.credit = None;
+        s.unaligned = None;
     } else {
         for &r in moved {
             s.regs[r] = Val::derived([s.regs[r]]);
@@ -335,11 +352,34 @@ pub(super) fn decide(cc: CondCode, st: &State) -> Option<bool> {
 pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
     let Some(c) = st.flags else { return };
     if c.mask != 0 {
+        let zero = match (cc, taken) {
+            (CondCode::Eq, true) | (CondCode::Ne, false) => true,
+            (CondCode::Eq, false) | (CondCode::Ne, true) => false,
+            _ => return,
+        };
         // `test $mask, r`: on the edge where `r & mask` is zero, so are
         // those bits of r.
-        if matches!((cc, taken), (CondCode::Eq, true) | (CondCode::Ne, false)) {
-            let v = &mut st.regs[c.reg];
-            v.low = v.low.and_zero(c.mask);
+        let v = st.regs[c.reg];
+        if zero {
+            st.regs[c.reg].low = v.low.and_zero(c.mask);
+        }
+        // A test of the destination pointer's low bits: where they are
+        // zero an alignment loop has ended (its credit is a bound); where
+        // not, the next byte step brings the pointer closer.
+        let dst = v.off.filter(|_| v.tags == DST);
+        if let (Some(d), true) = (dst, c.mask.wrapping_add(1).is_power_of_two()) {
+            let bits = c.mask.count_ones() as u8;
+            if !zero {
+                st.unaligned = Some((d, bits));
+            } else if let Some(b) = st
+                .credit
+                .filter(|cr| cr.dst == d)
+                .and_then(|cr| cr.at_aligned(bits))
+            {
+                if b.value > st.lb.value {
+                    st.lb = b;
+                }
+            }
         }
         return;
     }
@@ -347,10 +387,24 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
     let (true, Some(o)) = (v.tags == LEN, v.off) else {
         return;
     };
-    // The value is at least `min` on this edge. Signed conditions bound
-    // it too when the constant is not negative: a value at or above 2^31
-    // (2^63) is negative and fails them.
-    let min = match (c.test, cc, taken) {
+    if let Some(m) = length_floor(cc, c, taken) {
+        let b = m - o;
+        // (A bound widening left without its check: this one proves it.)
+        if b > st.lb.value || (b == st.lb.value && st.lb.origin.is_none()) {
+            st.lb = Bound {
+                value: b,
+                origin: Some(c.addr),
+            };
+        }
+    }
+}
+
+/// The least value the compared register holds on the edge where `cc` is
+/// `taken`, if the compare says. Signed conditions bound it too when the
+/// constant is not negative: a value at or above 2^31 (2^63) is negative
+/// and fails them.
+fn length_floor(cc: CondCode, c: Cmp, taken: bool) -> Option<i64> {
+    match (c.test, cc, taken) {
         (false, CondCode::Hs, true)
         | (false, CondCode::Lo, false)
         | (false, CondCode::Eq, true) => Some(c.imm),
@@ -360,15 +414,6 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
         (false, CondCode::Ne, true) | (false, CondCode::Eq, false) if c.imm == 0 => Some(1),
         (true, CondCode::Ne, true) | (true, CondCode::Eq, false) => Some(1),
         _ => None,
-    };
-    if let Some(m) = min {
-        let b = m - o;
-        if b > st.lb.value {
-            st.lb = Bound {
-                value: b,
-                origin: Some(c.addr),
-            };
-        }
     }
 }
 

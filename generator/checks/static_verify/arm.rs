@@ -600,6 +600,7 @@ fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
             test,
             mask: 0,
             addr: insn.addr,
+            via: None,
         })
     };
     let mask = |reg: Reg, op2: &Op2| match op2 {
@@ -609,6 +610,7 @@ fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
             test: false,
             mask: *imm as u64,
             addr: insn.addr,
+            via: None,
         }),
         _ => None,
     };

@@ -97,7 +97,9 @@ impl Func<'_> {
 
     pub(super) fn transfer(&self, k: usize, st: &State) -> State {
         let insn = &self.insns[k];
-        insn.semantics.transfer(insn, st, self.abi)
+        let mut after = insn.semantics.transfer(insn, st, self.abi);
+        after.track(st, insn.addr, &insn.written);
+        after
     }
 
     /// The state an instruction runs in (a conditional one: its condition holds).

@@ -571,6 +571,10 @@ fn check_touch(
         }
         (p, o) => {
             let have = match (p, o) {
+                // (What widening leaves of a bound that fell at every round.)
+                (Some(p), _) if p < 0 => {
+                    "none proven: the bound falls at every round of a loop".into()
+                }
                 (Some(p), Some(o)) => {
                     format!("only {p} proven by {}", func.describe(func.index[&o]))
                 }

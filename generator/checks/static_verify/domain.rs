@@ -43,6 +43,27 @@ pub(super) struct Val {
     pub(super) range: Option<(i64, i64)>,
     /// Known low bits: `value mod 2^bits == residue` (`bits` 0: nothing known).
     pub(super) low: Low,
+    /// An integer of unknown value, named by where it was computed: two
+    /// values with one name are equal (see [`State::track`]).
+    pub(super) sym: Option<u64>,
+    /// A pointer or length moved by a named unknown amount: `off` is lost
+    /// until every value tied to `LEN` has moved by it alike.
+    pub(super) moved: Option<Moved>,
+    /// A pointer rounded down to a multiple of `2^bits` from the one at
+    /// offset `off` (as `tags` reads it): `(off, bits)`.
+    pub(super) floor: Option<(i64, u8)>,
+}
+
+/// A value that had offset `off` against `LEN` (as `tags` reads it) before
+/// the integer named `sym` was added to or taken from it: now its relation
+/// reads `LEN + off + coef * S`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Moved {
+    pub(super) off: i64,
+    pub(super) sym: u64,
+    pub(super) coef: i64,
+    /// `lo..=hi` of `S`, when known.
+    pub(super) range: Option<(i64, i64)>,
 }
 
 /// `value mod 2^bits == residue`.
@@ -143,6 +164,9 @@ impl Val {
             bits: 0,
             residue: 0,
         },
+        sym: None,
+        moved: None,
+        floor: None,
     };
     pub(super) const ANY: Val = Val {
         tags: ANY,
@@ -164,6 +188,7 @@ impl Val {
             off: Some(k),
             range: Some((k, k)),
             low: Low::of(k),
+            ..Val::OTHER
         }
     }
     /// The address `off` bytes from the entry stack pointer (None: somewhere
@@ -242,7 +267,32 @@ impl Val {
             off,
             range,
             low: self.low.join(o.low),
+            sym: self.sym.filter(|_| self.sym == o.sym),
+            moved: self.moved.filter(|_| self.moved == o.moved),
+            floor: self
+                .floor
+                .filter(|_| self.floor == o.floor && self.tags == o.tags),
         }
+    }
+
+    /// `value & k` for a mask that clears low bits (`and $-8`): a pointer
+    /// stays one, now aligned; rounded from a known offset, it remembers it.
+    pub(super) fn rounded_down(self, k: i64) -> Val {
+        let bits = (!k).trailing_ones() as u8;
+        let aligned = k < 0 && (k as u64).trailing_zeros() == bits as u32 && bits <= LOW_BITS;
+        let from = self
+            .off
+            .filter(|_| aligned && [SRC, DST].contains(&self.tags));
+        Val {
+            floor: from.map(|o| (o, bits)),
+            ..Val::derived([self]).with_low(self.low.and_zero(!(k as u64)))
+        }
+    }
+
+    /// Tied to `LEN` by its offset: the source or destination pointer, or
+    /// the length, with a known offset.
+    pub(super) fn tied(self) -> bool {
+        self.off.is_some() && [SRC, DST, LEN].contains(&self.tags)
     }
 }
 
@@ -268,13 +318,76 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
     // `lea 8(%rdi), %rax; and $-8, %rax; sub %rdi, %rax` is the distance to
     // dst's next boundary, which then moves both pointers and the length.
     if sign < 0 && a.tags == b.tags && [SRC, DST, STACK].contains(&a.tags) {
-        return Val::OTHER;
+        // `p + k` rounded down to `2^bits`, less `p`: `k - (2^bits - 1)
+        // ..= k` (the offsets read `end - value`).
+        let k = a.floor.zip(b.off).and_then(|((f, bits), e)| {
+            let k = e.checked_sub(f)?;
+            Some((k.checked_sub((1 << bits) - 1)?, k))
+        });
+        return k.map_or(Val::OTHER, |(lo, hi)| Val::bounded(lo, hi));
     }
     // `k + v` is `v + k` (RISC-V's `mv a0, a2` is `add a0, x0, a2`).
     if sign > 0 && a.konst_value().is_some() && [SRC, DST, LEN, STACK].contains(&b.tags) {
         return add_val(b, a, 1);
     }
+    // A tied value moved by a named integer (x86's word alignment: `add
+    // %rax, %rsi; add %rax, %rdi; sub %rax, %rdx` with rax the distance to
+    // the boundary): its offset waits until the others have moved alike.
+    if let (true, Some(sym)) = (a.tied(), b.sym.filter(|_| b.tags & !INTS == 0)) {
+        let coef = if a.tags == LEN { sign } else { -sign };
+        return Val {
+            moved: a.off.map(|off| Moved {
+                off,
+                sym,
+                coef,
+                range: b.range(),
+            }),
+            ..Val::tagged(a.tags, None).with_low(a.low.add_low(b.low, sign))
+        };
+    }
+    if sign > 0 && b.tied() && a.sym.is_some() && a.tags & !INTS == 0 {
+        return add_val(b, a, 1);
+    }
     Val::derived([a, b])
+}
+
+/// What survives an alignment loop: for every `b` in `bits..=LOW_BITS`,
+/// `LEN - t_b >= value - (2^b - 1)`, where `t_b` is how far the
+/// destination pointer at offset `dst` (`dst_end - p == LEN + dst`) lies
+/// below the next multiple of `2^b`. A byte step of a pointer known not to
+/// be aligned takes one off `t_b` and one off the length; where the loop
+/// leaves, aligned, `t_b` is 0 and `LEN >= value - (2^b - 1)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Credit {
+    pub(super) dst: i64,
+    pub(super) bits: u8,
+    pub(super) value: i64,
+    pub(super) origin: Option<u64>,
+}
+
+impl Credit {
+    /// What a plain bound says of any pointer: `t_b <= 2^b - 1`.
+    fn of(lb: Bound, dst: i64) -> Credit {
+        Credit {
+            dst,
+            bits: 0,
+            value: lb.value,
+            origin: lb.origin,
+        }
+    }
+    fn join(self, o: Credit) -> Option<Credit> {
+        (self.dst == o.dst).then(|| Credit {
+            bits: self.bits.max(o.bits),
+            ..if self.value <= o.value { self } else { o }
+        })
+    }
+    /// The bound it gives where the pointer is a multiple of `2^bits`.
+    pub(super) fn at_aligned(self, bits: u8) -> Option<Bound> {
+        (self.bits..=LOW_BITS).contains(&bits).then(|| Bound {
+            value: self.value - ((1 << bits) - 1),
+            origin: self.origin,
+        })
+    }
 }
 
 /// `LEN >= value`, established by the compare at `origin`.
@@ -296,6 +409,10 @@ pub(super) struct Cmp {
     pub(super) mask: u64,
     /// Analysis address of the compare.
     pub(super) addr: u64,
+    /// RISC-V, which has no flags: the register that holds `reg & mask`
+    /// (`andi t5, a0, 31; beqz t5`), which a branch on it against zero
+    /// tests.
+    pub(super) via: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,6 +434,11 @@ pub(super) struct State {
     /// On a path from a fixup, a store started this many bytes past the
     /// stored prefix (the most seen): the bytes between are never copied.
     pub(super) gap: Option<(i64, u64)>,
+    /// The bound an alignment loop keeps (None: only what `lb` says).
+    pub(super) credit: Option<Credit>,
+    /// The destination pointer at this offset is not a multiple of `2^bits`
+    /// (the edge of a failed alignment test): `(offset, bits)`.
+    pub(super) unaligned: Option<(i64, u8)>,
 }
 
 impl State {
@@ -326,6 +448,7 @@ impl State {
     /// Every value with an offset against `LEN` moves with the ghost, the
     /// stored prefix too.
     pub(super) fn normalize(&mut self) {
+        self.settle_moves();
         // (Without a length register, on the destination pointer: a loop
         // that counts in words still moves it by the same step each round.)
         let by_len = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off);
@@ -339,9 +462,15 @@ impl State {
             return;
         };
         let shift = |v: &mut Val| {
-            if let Some(x) = v.off.as_mut() {
-                if v.tags == LEN || v.tags == SRC || v.tags == DST {
+            if v.tags == LEN || v.tags == SRC || v.tags == DST {
+                if let Some(x) = v.off.as_mut() {
                     *x -= o;
+                }
+                if let Some(m) = v.moved.as_mut() {
+                    m.off -= o;
+                }
+                if let Some((f, _)) = v.floor.as_mut() {
+                    *f -= o;
                 }
             }
         };
@@ -352,12 +481,130 @@ impl State {
         }
         // A pending compare names a register, whose offset moved with it.
         self.lb.value += o;
+        if let Some(c) = self.credit.as_mut() {
+            c.dst -= o;
+            c.value += o;
+        }
+        if let Some((d, _)) = self.unaligned.as_mut() {
+            *d -= o;
+        }
         // LEN is now a register's unsigned value: never below 0.
         if by_len.is_some() && self.lb.value < 0 {
             self.lb = Bound {
                 value: 0,
                 origin: None,
             };
+        }
+        // A credit that says no more than the bound is dropped (so one that
+        // falls round after round ends).
+        if self.credit.is_some_and(|c| c.value <= self.lb.value) {
+            self.credit = None;
+        }
+    }
+
+    /// Once the length and each pointer have moved by the same named
+    /// amount `S` (whatever moved, moved alike; the length among them),
+    /// take `coef * S` into the ghost: each keeps its offset. The bound
+    /// moves by `S` at its worst (an amount of unknown range leaves 0: the
+    /// length register is unsigned). What else was measured against the
+    /// old ghost is lost: a copy left behind (i386's arguments, on the
+    /// stack or in the registers they came in), the stored prefix, the
+    /// alignment credit.
+    fn settle_moves(&mut self) {
+        let vals = || self.regs.iter().chain(self.stack.values());
+        let Some(first) = vals().find_map(|v| v.moved) else {
+            return;
+        };
+        let alike = |v: &Val| {
+            v.moved
+                .is_none_or(|m| (m.sym, m.coef) == (first.sym, first.coef))
+        };
+        // Every kind still tied has a moved copy (else its move may follow).
+        let kind_moved = |t: u32| {
+            !vals().any(|v| v.tags == t && v.tied())
+                || vals().any(|v| v.tags == t && v.moved.is_some())
+        };
+        if !vals().all(alike)
+            || ![SRC, DST, LEN].into_iter().all(kind_moved)
+            || !vals().any(|v| v.tags == LEN && v.moved.is_some())
+        {
+            return;
+        }
+        // (Every holder saw the same S; the widest range of any is sound.)
+        let range = vals()
+            .filter_map(|v| v.moved)
+            .try_fold((i64::MAX, i64::MIN), |acc, m| {
+                m.range.map(|(lo, hi)| (acc.0.min(lo), acc.1.max(hi)))
+            });
+        let settle = |v: &mut Val| match v.moved.take() {
+            Some(m) => v.off = Some(m.off),
+            None if v.tied() => v.off = None,
+            None => {}
+        };
+        self.regs.iter_mut().for_each(settle);
+        self.stack.values_mut().for_each(settle);
+        // `LEN + coef * S` at its least: by the bound on S, else unknown.
+        self.lb = match range {
+            Some((lo, hi)) => Bound {
+                value: if first.coef < 0 {
+                    self.lb.value.saturating_sub(hi)
+                } else {
+                    self.lb.value.saturating_add(lo)
+                },
+                origin: self.lb.origin,
+            },
+            None => Bound {
+                value: 0,
+                origin: None,
+            },
+        };
+        self.stored = None;
+        self.credit = None;
+        self.unaligned = None;
+    }
+
+    /// After instruction `addr` ran from `before` (its effect already in
+    /// `self`): name the unknown integers it wrote into `written` (a name
+    /// is the place it was computed, so a name computed again stands for a
+    /// new value: the old one's holders lose it, and what moved by it waits
+    /// no more), and take a byte step of a destination pointer known not to
+    /// be aligned into the alignment credit.
+    pub(super) fn track(&mut self, before: &State, addr: u64, written: &[usize]) {
+        for &r in written {
+            let sym = (addr << 8) | r as u64;
+            let forget = |v: &mut Val| {
+                if v.sym == Some(sym) {
+                    v.sym = None;
+                }
+                if v.moved.is_some_and(|m| m.sym == sym) {
+                    v.moved = None;
+                }
+            };
+            self.regs.iter_mut().for_each(forget);
+            self.stack.values_mut().for_each(forget);
+            let v = &mut self.regs[r];
+            if v.sym.is_none() && v.tags & !INTS == 0 && v.konst_value().is_none() {
+                v.sym = Some(sym);
+            }
+        }
+        let Some((d, bits)) = before.unaligned else {
+            return;
+        };
+        let stepped = before.regs.iter().zip(&self.regs).any(|(b, a)| {
+            b.tags == DST && a.tags == DST && b.off == Some(d) && a.off == Some(d - 1)
+        });
+        if stepped {
+            let c = before
+                .credit
+                .filter(|c| c.dst == d)
+                .unwrap_or(Credit::of(before.lb, d));
+            self.credit = Some(Credit {
+                dst: d - 1,
+                bits: c.bits.max(bits),
+                value: c.value + 1,
+                origin: c.origin,
+            });
+            self.unaligned = None;
         }
     }
 
@@ -396,6 +643,13 @@ impl State {
             },
             faulted: self.faulted || o.faulted,
             gap: self.gap.max(o.gap),
+            credit: match (self.credit, o.credit) {
+                (None, None) => None,
+                (Some(a), None) => a.join(Credit::of(o.lb, a.dst)),
+                (None, Some(b)) => Credit::of(self.lb, b.dst).join(b),
+                (Some(a), Some(b)) => a.join(b),
+            },
+            unaligned: self.unaligned.filter(|_| self.unaligned == o.unaligned),
         }
     }
 }

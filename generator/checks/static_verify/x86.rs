@@ -543,8 +543,10 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             s.regs[d] = if (0..1 << 16).contains(&k) {
                 // A small mask leaves a small integer, whatever it masked.
                 v.masked(k as u64)
-            } else {
+            } else if wide0 {
                 // Rounding down (`and $-8`) keeps the pointer, now aligned.
+                v.rounded_down(k)
+            } else {
                 Val::derived([v]).with_low(v.low.and_zero(!(k as u64)))
             };
         }
@@ -556,6 +558,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                     test: false,
                     mask: imm_of(i, 1) as u64,
                     addr: insn.addr,
+                    via: None,
                 });
             }
         }
@@ -593,6 +596,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                         test: false,
                         mask: 0,
                         addr: insn.addr,
+                        via: None,
                     });
                 }
             }
@@ -610,6 +614,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                     test: true,
                     mask: 0,
                     addr: insn.addr,
+                    via: None,
                 });
             }
         }

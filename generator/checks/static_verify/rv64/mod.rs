@@ -433,7 +433,7 @@ fn transfer(insn: &Insn, op: Op, st: &State, abi: &AbiSpec) -> State {
         } else {
             s.sp = None;
         }
-        if s.flags.is_some_and(|c| c.reg == r) {
+        if s.flags.is_some_and(|c| c.reg == r || c.via == Some(r)) {
             s.flags = None;
         }
     }
@@ -456,6 +456,21 @@ fn transfer(insn: &Insn, op: Op, st: &State, abi: &AbiSpec) -> State {
                 set(&mut s, rd, Val::tagged(STACK, None));
             } else {
                 set(&mut s, rd, compute(op, val(st, rs1), Val::konst(imm)));
+                // `andi t5, a0, 31`: a branch of t5 against zero tests a0's
+                // low bits, as x86's `test $31, %edi` does.
+                let (from, to) = (slot(rs1), slot(rd));
+                if let (Alu::And, Some(r), Some(x)) = (op, from, to) {
+                    if (1..1 << 16).contains(&imm) && r != x && r != SP && !SHARED.contains(&x) {
+                        s.flags = Some(Cmp {
+                            reg: r,
+                            imm: 0,
+                            test: false,
+                            mask: imm as u64,
+                            addr: insn.addr,
+                            via: Some(x),
+                        });
+                    }
+                }
             }
         }
         Op::Reg { op, rd, rs1, rs2 } => {
@@ -472,13 +487,16 @@ fn transfer(insn: &Insn, op: Op, st: &State, abi: &AbiSpec) -> State {
             } else {
                 (rs1, val(st, rs2))
             };
+            let masked = st.flags.filter(|c| c.via.is_some() && c.via == slot(reg));
             s.flags = match (slot(reg), k.konst_value()) {
+                (_, Some(0)) if masked.is_some() => masked,
                 (Some(r), Some(imm)) if r != SP => Some(Cmp {
                     reg: r,
                     imm,
                     test: false,
                     mask: 0,
                     addr: insn.addr,
+                    via: None,
                 }),
                 _ => None,
             };
