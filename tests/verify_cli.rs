@@ -202,6 +202,19 @@ fn an_alignment_prologue_that_cannot_run_is_left_out() {
             assert_eq!(code, 0, "{arch} {pointer}:\n{report}");
         }
     }
+    // RISC-V's shift-and-combine aligns dst the same way (its test of a0's
+    // low bits, `andi t5, a0, 7; beqz t5`, is followed since).
+    let text = "name = \"dead_align\"\ndescription = \"d\"\narch = \"riscv64\"\n\
+                [methods.loop]\nkind = \"shift_combine\"\nwidth = 8\n\
+                align = { pointer = \"dst\", to = 8, min_size = 64 }\n\
+                [methods.bytes]\nkind = \"bytes\"\n\
+                [[dispatch]]\nsizes = \"0..=31\"\nuse = \"loop\"\n\
+                [[dispatch]]\nsizes = \"32..\"\nuse = \"bytes\"\n\
+                [[dispatch.guard]]\naligned = { pointer = \"dst\", to = 8 }\nuse = \"loop\"\n";
+    let file = dir.path().join("riscv64-shift.toml");
+    std::fs::write(&file, text).unwrap();
+    let (code, report) = verify_static(&file);
+    assert_eq!(code, 0, "riscv64 shift_combine:\n{report}");
 }
 
 #[test]

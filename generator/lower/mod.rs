@@ -558,7 +558,7 @@ impl<'a> Lowering<'a> {
                 self.rep_movs(&m.name, *unit, *tail);
             }
             MethodKind::ShiftCombine { width, align } => {
-                self.shift_combine(&m.name, *width, align, lo)
+                self.shift_combine(&m.name, *width, Some(*align).filter(needed), lo)
             }
         }
     }

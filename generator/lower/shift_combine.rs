@@ -17,8 +17,11 @@
 use super::*;
 
 impl Lowering<'_> {
-    pub(super) fn shift_combine(&mut self, name: &str, width: u32, align: &Align, lo: u64) {
-        self.align_prologue(name, align, lo);
+    /// `align`: the prologue, None where it could not run.
+    pub(super) fn shift_combine(&mut self, name: &str, width: u32, align: Option<Align>, lo: u64) {
+        if let Some(a) = align {
+            self.align_prologue(name, &a, lo);
+        }
         let tail = self.label(&format!("{name}_tail"));
         let words = self.label(&format!("{name}_words"));
         let top = self.label(&format!("{name}_shift"));
