@@ -198,26 +198,32 @@ fn a_word_alignment_step_keeps_the_source_tied_to_the_length() {
     assert!(e[0].contains("cannot be related"), "{e:?}");
 }
 
-/// A byte loop that aligns dst to 32 in a class of at least `min` bytes,
-/// stepping by `step`, then a touch at +16 with no check of its own.
-fn align_loop(min: u32, step: u32) -> String {
+/// A byte loop that aligns `reg` (`%edi`: dst, `%esi`: src) to 32 in a
+/// class of at least `min` bytes, stepping by `step`, then a touch at +16
+/// with no check of its own.
+fn align_loop(reg: &str, min: u32, step: u32) -> String {
     format!(
-        "\tcmpq\t${min}, %rdx\n\tjb\t9f\n1:\ttestl\t$31, %edi\n\tje\t2f\n\tmovb\t(%rsi), %al\n\tmovb\t%al, (%rdi)\n\taddq\t${step}, %rsi\n\taddq\t${step}, %rdi\n\tsubq\t${step}, %rdx\n\tjmp\t1b\n2:\tmovb\t16(%rsi), %al\n9:\txorl\t%eax, %eax\n\tret\n"
+        "\tcmpq\t${min}, %rdx\n\tjb\t9f\n1:\ttestl\t$31, {reg}\n\tje\t2f\n\tmovb\t(%rsi), %al\n\tmovb\t%al, (%rdi)\n\taddq\t${step}, %rsi\n\taddq\t${step}, %rdi\n\tsubq\t${step}, %rdx\n\tjmp\t1b\n2:\tmovb\t16(%rsi), %al\n9:\txorl\t%eax, %eax\n\tret\n"
     )
 }
 
 #[test]
 fn an_alignment_loop_leaves_its_class_bound_less_31() {
-    // At most 31 steps to a 32-byte boundary: 48 - 31 = 17 bytes left,
-    // what the touch at +16 needs.
-    let e = x86_64_touch_errors(&align_loop(48, 1));
-    assert!(e.is_empty(), "{e:?}");
-    let e = x86_64_touch_errors(&align_loop(47, 1));
-    assert_eq!(e.len(), 1, "{e:?}");
-    assert!(e[0].contains("only 16 proven"), "{e:?}");
-    // Steps of 2 from an odd address never meet the boundary: nothing
-    // bounds how far the loop runs.
-    let e = x86_64_touch_errors(&align_loop(4096, 2));
+    for reg in ["%edi", "%esi"] {
+        // At most 31 steps to a 32-byte boundary: 48 - 31 = 17 bytes
+        // left, what the touch at +16 needs.
+        let e = x86_64_touch_errors(&align_loop(reg, 48, 1));
+        assert!(e.is_empty(), "{reg}: {e:?}");
+        let e = x86_64_touch_errors(&align_loop(reg, 47, 1));
+        assert_eq!(e.len(), 1, "{reg}: {e:?}");
+        assert!(e[0].contains("only 16 proven"), "{reg}: {e:?}");
+        // Steps of 2 from an odd address never meet the boundary: nothing
+        // bounds how far the loop runs.
+        let e = x86_64_touch_errors(&align_loop(reg, 4096, 2));
+        assert_eq!(e.len(), 1, "{reg}: {e:?}");
+    }
+    // A test of another register bounds nothing.
+    let e = x86_64_touch_errors(&align_loop("%ecx", 48, 1));
     assert_eq!(e.len(), 1, "{e:?}");
 }
 

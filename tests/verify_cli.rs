@@ -231,17 +231,21 @@ fn a_touch_after_a_computed_alignment_is_proven_and_fault_tested() {
                 [[dispatch]]\nsizes = \"0..\"\nuse = \"loop\"\n";
     let bytes = "[methods.loop]\nkind = \"unrolled\"\nwidth = 1\nblock = 18\nregisters = 3\n\
                  tail = \"bytes\"\nprefetch = { kind = \"touch\", distance = 16 }\n\
-                 align = { pointer = \"dst\", to = 32, min_size = 32 }\n\
+                 align = { pointer = \"PTR\", to = 32, min_size = 32 }\n\
                  [methods.bytes]\nkind = \"bytes\"\n\
                  [[dispatch]]\nsizes = \"0..=64\"\nuse = \"bytes\"\n\
                  [[dispatch]]\nsizes = \"65..\"\nuse = \"loop\"\n";
+    let (dst, src) = (bytes.replace("PTR", "dst"), bytes.replace("PTR", "src"));
     let cases = [
         ("x86_64", word),
         ("i386", word),
-        ("x86_64", bytes),
-        ("i386", bytes),
-        ("armv6", bytes),
-        ("riscv64", bytes),
+        ("x86_64", &dst),
+        ("i386", &dst),
+        ("armv6", &dst),
+        ("riscv64", &dst),
+        ("x86_64", &src),
+        ("armv6", &src),
+        ("riscv64", &src),
     ];
     for (k, (arch, methods)) in cases.into_iter().enumerate() {
         let file = dir.path().join(format!("touch{k}.toml"));

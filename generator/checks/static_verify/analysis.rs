@@ -363,17 +363,17 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
         if zero {
             st.regs[c.reg].low = v.low.and_zero(c.mask);
         }
-        // A test of the destination pointer's low bits: where they are
-        // zero an alignment loop has ended (its credit is a bound); where
-        // not, the next byte step brings the pointer closer.
-        let dst = v.off.filter(|_| v.tags == DST);
-        if let (Some(d), true) = (dst, c.mask.wrapping_add(1).is_power_of_two()) {
+        // A test of a pointer's low bits: where they are zero an alignment
+        // loop has ended (its credit is a bound); where not, the next byte
+        // step brings the pointer closer.
+        let at = v.off.filter(|_| v.tags == DST || v.tags == SRC);
+        if let (Some(d), true) = (at, c.mask.wrapping_add(1).is_power_of_two()) {
             let bits = c.mask.count_ones() as u8;
             if !zero {
-                st.unaligned = Some((d, bits));
+                st.unaligned = Some((v.tags, d, bits));
             } else if let Some(b) = st
                 .credit
-                .filter(|cr| cr.dst == d)
+                .filter(|cr| (cr.ptr, cr.at) == (v.tags, d))
                 .and_then(|cr| cr.at_aligned(bits))
             {
                 if b.value > st.lb.value {

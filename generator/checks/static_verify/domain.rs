@@ -352,14 +352,15 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
 }
 
 /// What survives an alignment loop: for every `b` in `bits..=LOW_BITS`,
-/// `LEN - t_b >= value - (2^b - 1)`, where `t_b` is how far the
-/// destination pointer at offset `dst` (`dst_end - p == LEN + dst`) lies
-/// below the next multiple of `2^b`. A byte step of a pointer known not to
-/// be aligned takes one off `t_b` and one off the length; where the loop
+/// `LEN - t_b >= value - (2^b - 1)`, where `t_b` is how far the pointer
+/// `ptr` (`SRC` or `DST`) at offset `at` (`end - p == LEN + at`) lies below
+/// the next multiple of `2^b`. A byte step of a pointer known not to be
+/// aligned takes one off `t_b` and one off the length; where the loop
 /// leaves, aligned, `t_b` is 0 and `LEN >= value - (2^b - 1)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Credit {
-    pub(super) dst: i64,
+    pub(super) ptr: u32,
+    pub(super) at: i64,
     pub(super) bits: u8,
     pub(super) value: i64,
     pub(super) origin: Option<u64>,
@@ -367,16 +368,17 @@ pub(super) struct Credit {
 
 impl Credit {
     /// What a plain bound says of any pointer: `t_b <= 2^b - 1`.
-    fn of(lb: Bound, dst: i64) -> Credit {
+    fn of(lb: Bound, ptr: u32, at: i64) -> Credit {
         Credit {
-            dst,
+            ptr,
+            at,
             bits: 0,
             value: lb.value,
             origin: lb.origin,
         }
     }
     fn join(self, o: Credit) -> Option<Credit> {
-        (self.dst == o.dst).then(|| Credit {
+        ((self.ptr, self.at) == (o.ptr, o.at)).then(|| Credit {
             bits: self.bits.max(o.bits),
             ..if self.value <= o.value { self } else { o }
         })
@@ -436,9 +438,10 @@ pub(super) struct State {
     pub(super) gap: Option<(i64, u64)>,
     /// The bound an alignment loop keeps (None: only what `lb` says).
     pub(super) credit: Option<Credit>,
-    /// The destination pointer at this offset is not a multiple of `2^bits`
-    /// (the edge of a failed alignment test): `(offset, bits)`.
-    pub(super) unaligned: Option<(i64, u8)>,
+    /// The pointer (`SRC` or `DST`) at this offset is not a multiple of
+    /// `2^bits` (the edge of a failed alignment test): `(ptr, offset,
+    /// bits)`.
+    pub(super) unaligned: Option<(u32, i64, u8)>,
 }
 
 impl State {
@@ -482,10 +485,10 @@ impl State {
         // A pending compare names a register, whose offset moved with it.
         self.lb.value += o;
         if let Some(c) = self.credit.as_mut() {
-            c.dst -= o;
+            c.at -= o;
             c.value += o;
         }
-        if let Some((d, _)) = self.unaligned.as_mut() {
+        if let Some((_, d, _)) = self.unaligned.as_mut() {
             *d -= o;
         }
         // LEN is now a register's unsigned value: never below 0.
@@ -567,8 +570,8 @@ impl State {
     /// `self`): name the unknown integers it wrote into `written` (a name
     /// is the place it was computed, so a name computed again stands for a
     /// new value: the old one's holders lose it, and what moved by it waits
-    /// no more), and take a byte step of a destination pointer known not to
-    /// be aligned into the alignment credit.
+    /// no more), and take a byte step of a pointer known not to be aligned
+    /// into the alignment credit.
     pub(super) fn track(&mut self, before: &State, addr: u64, written: &[usize]) {
         for &r in written {
             let sym = (addr << 8) | r as u64;
@@ -587,22 +590,22 @@ impl State {
                 v.sym = Some(sym);
             }
         }
-        let Some((d, bits)) = before.unaligned else {
+        let Some((ptr, d, bits)) = before.unaligned else {
             return;
         };
         let stepped = before.regs.iter().zip(&self.regs).any(|(b, a)| {
-            b.tags == DST && a.tags == DST && b.off == Some(d) && a.off == Some(d - 1)
+            b.tags == ptr && a.tags == ptr && b.off == Some(d) && a.off == Some(d - 1)
         });
         if stepped {
             let c = before
                 .credit
-                .filter(|c| c.dst == d)
-                .unwrap_or(Credit::of(before.lb, d));
+                .filter(|c| (c.ptr, c.at) == (ptr, d))
+                .unwrap_or(Credit::of(before.lb, ptr, d));
             self.credit = Some(Credit {
-                dst: d - 1,
+                at: d - 1,
                 bits: c.bits.max(bits),
                 value: c.value + 1,
-                origin: c.origin,
+                ..c
             });
             self.unaligned = None;
         }
@@ -645,8 +648,8 @@ impl State {
             gap: self.gap.max(o.gap),
             credit: match (self.credit, o.credit) {
                 (None, None) => None,
-                (Some(a), None) => a.join(Credit::of(o.lb, a.dst)),
-                (None, Some(b)) => Credit::of(self.lb, b.dst).join(b),
+                (Some(a), None) => a.join(Credit::of(o.lb, a.ptr, a.at)),
+                (None, Some(b)) => Credit::of(self.lb, b.ptr, b.at).join(b),
                 (Some(a), Some(b)) => a.join(b),
             },
             unaligned: self.unaligned.filter(|_| self.unaligned == o.unaligned),
