@@ -194,16 +194,19 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
                     // layout order): a bound still falling after many rounds
                     // drops to the next bound a length check sets (a loop
                     // that steps down from a high class bound settles on its
-                    // own `cmp $block`), and below the last, is lost.
-                    if s <= k && visits[s] > 64 && j.lb.value < old.lb.value {
-                        let value = thresholds.range(..=j.lb.value).next_back();
-                        j.lb = Bound {
-                            value: value.copied().unwrap_or(i64::MIN / 4),
-                            origin: None,
-                        };
-                    }
-                    if s <= k && visits[s] > 64 && j.credit != old.credit {
-                        j.credit = None;
+                    // own `cmp $block`), and below the last, is lost; an
+                    // alignment credit still changing is lost.
+                    if s <= k && visits[s] > 64 {
+                        if j.lb.value < old.lb.value {
+                            let value = thresholds.range(..=j.lb.value).next_back();
+                            j.lb = Bound {
+                                value: value.copied().unwrap_or(i64::MIN / 4),
+                                origin: None,
+                            };
+                        }
+                        if j.credit != old.credit {
+                            j.credit = None;
+                        }
                     }
                     j
                 }
