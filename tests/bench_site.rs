@@ -840,16 +840,39 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
     } else {
         assert!(!stock.contains("call"), "{text}");
     }
+    // A per-CPU strategy's site names the variant this CPU reaches, the
+    // one the resolver picks; a strategy without variants names none.
+    let f = StockFeatures::host().cpu_features(copygen::arch::cpu::host_features());
+    let gm = catalog("guarded-movsb-612");
+    let want = select(&gm, f).expect("a variant for every CPU");
+    let site = bytes("guarded-movsb-612").unwrap();
+    assert!(
+        site.ends_with(&format!(", variant `{}`", want.name)),
+        "{site}"
+    );
+    assert!(
+        !bytes("movs-alternative").unwrap().contains("variant"),
+        "{text}"
+    );
     let rows: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("8 ") || l.starts_with("100 "))
         .collect();
     assert_eq!(rows.len(), 2, "{text}");
-    for r in rows {
+    for r in &rows {
         // Two cells: `1.00x [6.4 / 6.4]`.
         assert_eq!(r.matches("x [").count(), 2, "{r}");
         assert_eq!(r.matches(" / ").count(), 2, "{r}");
     }
+    // Each part of a cell is aligned in its column: ratios, brackets and
+    // slashes stand at the same place in every row.
+    let marks = |r: &str| -> Vec<usize> {
+        ["x [", " / ", "]"]
+            .iter()
+            .flat_map(|m| r.match_indices(m).map(|(i, _)| i).collect::<Vec<_>>())
+            .collect()
+    };
+    assert_eq!(marks(rows[0]), marks(rows[1]), "{text}");
 }
 
 #[test]

@@ -501,17 +501,13 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
         stock_path,
         ..
     } = sites(a)?;
-    let codes: Vec<(String, copygen::kernel::site::SiteCode)> = subjects
-        .iter()
-        .map(|s| (s.name.clone(), s.site.site().clone()))
-        .collect();
     let opts = run_options(a);
     if let Some(path) = &a.figures_out {
         let sweep = site::figures_sweep(a.calls);
         let mut results =
             with_progress("figures", |p| site::run_sites(&sweep, &subjects, &opts, p));
         results.command = command_line();
-        let text = site::figures_text(&results, &codes, &stock_path);
+        let text = site::figures_text(&results, &subjects, &stock_path);
         copygen::tools::kernel_patch::mail::figures(&text).map_err(|(line, e)| {
             Failure::Input(BadInput(format!(
                 "error: --figures-out: line {line} of the figures: {e}"
@@ -526,7 +522,7 @@ fn cmd_site(a: &BenchArgs, sweep: &copygen::tools::bench::Sweep) -> Result<ExitC
     results.command = command_line();
     table(
         a,
-        format_args!("{stock_path}\n{}", site::site_text(&results, &codes)),
+        format_args!("{stock_path}\n{}", site::site_text(&results, &subjects)),
     )?;
     write_outputs(a, &results)
 }

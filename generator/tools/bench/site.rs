@@ -40,10 +40,24 @@ use crate::kernel::version::KernelVersion;
 use crate::kernel::wiring;
 use crate::tools::host_cpu::HostCpu;
 
-/// A site to time: a name and its compiled loops.
+/// A site to time: a name, its compiled loops and, for a per-CPU
+/// strategy, the variant the CPU it is resolved for reaches.
 pub struct SiteSubject {
     pub name: String,
     pub site: JitSite,
+    pub variant: Option<String>,
+}
+
+impl SiteSubject {
+    /// The site's bytes, the routines it calls and the variant it reaches:
+    /// `e8 00 00 00 00 (call copygen_copy_user_rep_good), variant `movsq``.
+    pub fn describe(&self) -> String {
+        let bytes = site_bytes(self.site.site());
+        match &self.variant {
+            Some(v) => format!("{bytes}, variant `{v}`"),
+            None => bytes,
+        }
+    }
 }
 
 /// The stock kernel a site benchmark runs against: the tree's object
@@ -187,6 +201,7 @@ pub fn stock_subject(model: &KernelModel) -> Result<SiteSubject> {
     Ok(SiteSubject {
         name: format!("stock {}", model.kernel().name()),
         site,
+        variant: None,
     })
 }
 
@@ -207,6 +222,7 @@ pub fn site_subject(s: &Strategy, model: &KernelModel) -> Result<SiteSubject> {
     Ok(SiteSubject {
         name: s.name.clone(),
         site,
+        variant: crate::lower::variants::select(&t, model.features).map(|v| v.name.clone()),
     })
 }
 
@@ -373,7 +389,7 @@ pub fn site_bytes(code: &SiteCode) -> String {
 
 /// The report: per row, each patched site over the stock site (median of
 /// the per-round ratios) with both sites' ticks per call in brackets.
-pub fn site_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
+pub fn site_text(res: &Results, sites: &[SiteSubject]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", res.sweep.title);
     let _ = writeln!(
@@ -385,8 +401,8 @@ pub fn site_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
         if res.sweep.cold { ", cold caches" } else { "" }
     );
     let _ = writeln!(out, "CPU: {}", res.cpu);
-    for (name, code) in sites {
-        let _ = writeln!(out, "site {name}: {}", site_bytes(code));
+    for s in sites {
+        let _ = writeln!(out, "site {}: {}", s.name, s.describe());
     }
     let label_w = res
         .sweep
@@ -400,12 +416,26 @@ pub fn site_text(res: &Results, sites: &[(String, SiteCode)]) -> String {
         .filter(|&s| s != res.baseline)
         .collect();
     let ratios: Vec<Vec<f64>> = others.iter().map(|&s| round_ratios(res, s)).collect();
+    // A cell is `ratio [site / stock]`, each part right-aligned in its
+    // column so that ratios line up under each other.
+    let parts = |r: usize, k: usize| {
+        [
+            format!("{:.2}x", ratios[k][r]),
+            format!("{:.1}", res.cells[r][others[k]].cycles),
+            format!("{:.1}", res.cells[r][res.baseline].cycles),
+        ]
+    };
+    let part_widths: Vec<[usize; 3]> = (0..others.len())
+        .map(|k| {
+            (0..res.sweep.rows.len()).fold([0; 3], |w, r| {
+                let p = parts(r, k);
+                std::array::from_fn(|i| w[i].max(p[i].len()))
+            })
+        })
+        .collect();
     let cell = |r: usize, k: usize| {
-        let s = others[k];
-        format!(
-            "{:.2}x [{:.1} / {:.1}]",
-            ratios[k][r], res.cells[r][s].cycles, res.cells[r][res.baseline].cycles
-        )
+        let ([ratio, site, stock], [a, b, c]) = (parts(r, k), part_widths[k]);
+        format!("{ratio:>a$} [{site:>b$} / {stock:>c$}]")
     };
     let widths: Vec<usize> = (0..others.len())
         .map(|k| {
@@ -493,7 +523,7 @@ fn capitalize(line: &str) -> String {
 /// The figures of a [`figures_sweep`] run with the stock site and one
 /// patched site, as `kernel-patch --figures` takes them: lines of at most
 /// 75 columns, no tabs, the CPU named.
-pub fn figures_text(res: &Results, sites: &[(String, SiteCode)], stock_path: &str) -> String {
+pub fn figures_text(res: &Results, sites: &[SiteSubject], stock_path: &str) -> String {
     use crate::tools::mail_text::wrap_line;
     let mut out = String::new();
     let patched = 1.min(res.subjects.len() - 1);
@@ -514,8 +544,8 @@ pub fn figures_text(res: &Results, sites: &[(String, SiteCode)], stock_path: &st
     for line in stock_path.lines() {
         out.push_str(&wrap_line(&capitalize(line)));
     }
-    for (name, code) in sites {
-        out.push_str(&wrap_line(&format!("Site of {name}: {}", site_bytes(code))));
+    for s in sites {
+        out.push_str(&wrap_line(&format!("Site of {}: {}", s.name, s.describe())));
     }
     let sections = [
         (
