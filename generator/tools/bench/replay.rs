@@ -9,8 +9,9 @@
 //! offsets. Each figure is the median over rounds, as in [`run_with`].
 //!
 //! The size x distance table comes from a second pass over the same
-//! segment that timestamps each call; the timer's own cost (measured on an
-//! empty routine) is subtracted.
+//! segment that timestamps each call; the timer's own cost (an empty
+//! routine, or site, timestamped over the same calls in the same round, in
+//! its shuffled place among the subjects) is subtracted cell by cell.
 //!
 //! With `--site kernel` ([`run_replay_sites`]) the subjects are call sites
 //! (`bench::site`): each call's arguments are loaded by the site's own
@@ -208,7 +209,8 @@ pub struct ReplayResults {
     pub repeats: usize,
     /// Calls per cell over the whole trace.
     pub counts: [[u32; 5]; 6],
-    /// The timer's own cost per call, subtracted from the cell figures.
+    /// The timer's own cost per call (the median over rounds), subtracted
+    /// from the cell figures round by round.
     pub timer_ticks: f64,
     pub tsc_hz: f64,
     pub cpu: String,
@@ -265,16 +267,13 @@ fn replay_players(
     let mut totals = vec![Vec::with_capacity(repeats); subjects.len()];
     let mut cell_rounds = vec![vec![vec![Vec::new(); 5]; 6]; subjects.len()];
     let mut ticks = Vec::with_capacity(r.calls);
-    // The timer's cost: timestamps around an empty routine (or site).
-    let probe = placement::place(
-        &placement::segment(trace, 0, r.calls.min(1024)),
-        r.region_pages(),
-    );
-    timer_probe.each(&regions, &probe, 0, &mut ticks);
-    let mut t: Vec<f64> = ticks.iter().map(|&x| x as f64).collect();
-    t.sort_by(|a, b| a.total_cmp(b));
-    let timer = quantile(&t, 0.5);
-    let mut order: Vec<usize> = (0..subjects.len()).collect();
+    // The timer is `timer_probe` timestamped over the same calls in the
+    // same round, in its shuffled place (`probe` in the order): a per-call
+    // timestamp costs tens of ticks and moves with the core's clock, so it
+    // is subtracted round by round and cell by cell, a mean from a mean.
+    let probe = subjects.len();
+    let mut timer_rounds = Vec::with_capacity(repeats);
+    let mut order: Vec<usize> = (0..=probe).collect();
     let total = (repeats * subjects.len()) as u64;
     let mut done = 0;
     for round in 0..repeats {
@@ -292,28 +291,37 @@ fn replay_players(
         let counts = cell_counts(&seg);
         let timed = placement::place(&seg, r.region_pages());
         let warm = placement::place(&warm_seg, r.region_pages());
+        let mut sums = vec![[[0u64; 5]; 6]; probe + 1];
         rng.shuffle(&mut order);
         for &s in &order {
-            let p = subjects[s].1;
-            p.all(&regions, &warm, round);
-            totals[s].push(p.all(&regions, &timed, round));
-            p.each(&regions, &timed, round, &mut ticks);
-            let mut sum = [[0u64; 5]; 6];
-            for (&(c, b), &k) in cells.iter().zip(&ticks) {
-                sum[c][b] += k;
+            if s == probe {
+                timer_probe.each(&regions, &timed, round, &mut ticks);
+                timer_rounds.push(ticks.iter().sum::<u64>() as f64 / ticks.len().max(1) as f64);
+            } else {
+                let p = subjects[s].1;
+                p.all(&regions, &warm, round);
+                totals[s].push(p.all(&regions, &timed, round));
+                p.each(&regions, &timed, round, &mut ticks);
+                done += 1;
+                progress(done, total);
             }
+            for (&(c, b), &k) in cells.iter().zip(&ticks) {
+                sums[s][c][b] += k;
+            }
+        }
+        for (s, subject_sums) in sums.iter().enumerate().take(probe) {
             for (c, row) in counts.iter().enumerate() {
                 for (b, &k) in row.iter().enumerate() {
                     if k >= MIN_CELL_CALLS {
-                        let per = sum[c][b] as f64 / k as f64 - timer;
+                        let per = (subject_sums[c][b] as f64 - sums[probe][c][b] as f64) / k as f64;
                         cell_rounds[s][c][b].push(per.max(0.0));
                     }
                 }
             }
-            done += 1;
-            progress(done, total);
         }
     }
+    timer_rounds.sort_by(|a, b| a.total_cmp(b));
+    let timer = quantile(&timer_rounds, 0.5);
     let names: Vec<String> = subjects.iter().map(|s| s.0.clone()).collect();
     let figures = (0..subjects.len())
         .map(|s| {
