@@ -19,6 +19,7 @@ mod bench_workload;
 mod call_site;
 mod cli_extras;
 mod cpu_classes;
+mod cpu_results;
 mod diff;
 mod diff_extable;
 mod diff_input;
