@@ -182,11 +182,20 @@ kernel_configure() {
 # kernel_build_objects VERSION ARCH OBJECT... -> builds them alone in the configured tree
 # (unpacked first); prints the build folder. One serial make per object: a single-object
 # target can be visited twice (arch/arm and arch/arm/lib), and two parallel visits race on
-# the same .o.
+# the same .o. For the same reason one caller at a time configures and builds in a folder
+# (two harness runs at once, e.g. from the test suite, take turns).
 kernel_build_objects() {
+	local v=$1 arch=$2
+	kernel_unpack "$v"
+	mkdir -p "$kernel_cache/kbuild"
+	(
+		flock 8
+		kernel_build_objects_now "$@"
+	) 8>"$kernel_cache/kbuild/$v-$arch.lock"
+}
+kernel_build_objects_now() {
 	local v=$1 arch=$2 src out log obj
 	shift 2
-	kernel_unpack "$v"
 	src=$(kernel_src "$v")
 	out=$(kernel_configure "$v" "$arch")
 	log=$out/copygen-objects.log
