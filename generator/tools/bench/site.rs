@@ -50,7 +50,7 @@ pub struct SiteSubject {
 
 impl SiteSubject {
     /// The site's bytes, the routines it calls and the variant it reaches:
-    /// `e8 00 00 00 00 (call copygen_copy_user_rep_good), variant `movsq``.
+    /// ``e8 00 00 00 00 (call copygen_copy_user_rep_good), variant `movsq` ``.
     pub fn describe(&self) -> String {
         let bytes = site_bytes(self.site.site());
         match &self.variant {
