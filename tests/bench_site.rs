@@ -876,6 +876,55 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
 }
 
 #[test]
+fn stock_times_the_stock_site_again_as_a_control() {
+    let o = copygen(&[
+        "bench",
+        "--site",
+        "kernel",
+        "stock",
+        "guarded-movsb-612",
+        "--sizes",
+        "8,100",
+        "--repeats",
+        "2",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("site {name}: ")))
+            .unwrap_or_else(|| panic!("no site {name}:\n{text}"))
+    };
+    // The same bytes as the stock site, its own column before the strategy's.
+    assert_eq!(line("stock 6.12 again"), line("stock 6.12"));
+    let head = text.lines().find(|l| l.starts_with("bytes ")).unwrap();
+    let (a, b) = (
+        head.find("stock 6.12 again").unwrap(),
+        head.find("guarded-movsb-612").unwrap(),
+    );
+    assert!(a < b, "{head}");
+    // One control, and none in the figures a patch carries.
+    refused(
+        &["bench", "--site", "kernel", "stock", "stock"],
+        &["`stock`", "twice"],
+    );
+    let out = tempfile_dir().join("control-figures.txt");
+    refused(
+        &[
+            "bench",
+            "--site",
+            "kernel",
+            "stock",
+            "guarded-movsb-612",
+            "--figures-out",
+            out.to_str().unwrap(),
+        ],
+        &["`stock`", "--figures-out"],
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn figures_out_writes_what_kernel_patch_takes() {
     let dir = tempfile_dir();
     let out = dir.join("gm-figures.txt");

@@ -41,8 +41,9 @@ fn catalog(name: &str) -> Strategy {
         .unwrap()
 }
 
-/// The summary row `item`'s two cells (6.12, 6.1).
-fn summary_row<'a>(page: &'a str, item: &str) -> (&'a str, &'a str) {
+/// The summary row `item`'s cells: the patched 6.12 site, its A/A
+/// control (the stock site again), the patched 6.1 site, its control.
+fn summary_row<'a>(page: &'a str, item: &str) -> [&'a str; 4] {
     let prefix = format!("| {item} | ");
     let line = page
         .lines()
@@ -52,8 +53,9 @@ fn summary_row<'a>(page: &'a str, item: &str) -> (&'a str, &'a str) {
         .trim_end_matches(" |")
         .split(" | ")
         .collect();
-    assert_eq!(cells.len(), 2, "{line}");
-    (cells[0], cells[1])
+    cells
+        .try_into()
+        .unwrap_or_else(|c| panic!("four cells: {c:?}"))
 }
 
 /// `0.87x` or `1.02x (248 B)`: a ratio, with where it was worst.
@@ -93,17 +95,35 @@ fn the_page_names_the_cpu_the_paths_the_variants_and_times_what_the_sites_reach(
     assert!(page.contains("**Features forced to `-erms,-fsrm`**"));
 
     // The stock paths of a CPU without ERMS or FSRM.
-    let (p612, p61) = summary_row(&page, "stock path");
+    let [p612, c612, p61, c61] = summary_row(&page, "stock path");
     assert!(p612.starts_with("rep_movs_alternative"), "{p612}");
     assert!(p612.contains("no X86_FEATURE_ERMS"), "{p612}");
     assert_eq!(p61, "copy_user_generic_string");
+    // The controls are the stock sites themselves, timed again.
+    assert_eq!([c612, c61], ["the stock site again"; 2]);
+    for v in ["6.12", "6.1"] {
+        let site = |name: &str| {
+            page.lines()
+                .filter_map(|l| l.strip_prefix(&format!("site {name}: ")))
+                .collect::<Vec<_>>()
+        };
+        let (stock, again) = (
+            site(&format!("stock {v}")),
+            site(&format!("stock {v} again")),
+        );
+        assert!(!again.is_empty(), "{v}: no control");
+        assert!(
+            again.iter().all(|a| *a == stock[0]),
+            "{v}: {again:?} vs {stock:?}"
+        );
+    }
 
     // Each patched site calls the variant the resolver picks for them.
     let f = StockFeatures::host()
         .with("-erms,-fsrm")
         .unwrap()
         .cpu_features(host_features());
-    let (s612, s61) = summary_row(&page, "patched site");
+    let [s612, _, s61, _] = summary_row(&page, "patched site");
     let mut reached = Vec::new();
     for (cell, strategy, symbol) in [
         (s612, "guarded-movsb-612", "guarded_movsb_612"),
@@ -149,11 +169,12 @@ fn the_page_names_the_cpu_the_paths_the_variants_and_times_what_the_sites_reach(
         items.push(format!("worst at distance 1..15, {n} B"));
     }
     for item in &items {
-        let (a, b) = summary_row(&page, item);
-        assert!(is_ratio(a) && is_ratio(b), "{item}: {a} | {b}");
+        // The patched sites and the controls alike.
+        let cells = summary_row(&page, item);
+        assert!(cells.iter().all(|c| is_ratio(c)), "{item}: {cells:?}");
     }
     // A worst cell says where it is: inside the band it summarises.
-    let (worst, _) = summary_row(&page, "worst at distance 1..15, 1024 B");
+    let [worst, ..] = summary_row(&page, "worst at distance 1..15, 1024 B");
     let d: u32 = worst
         .split_once("(1024 B, ")
         .and_then(|(_, d)| d.strip_suffix(')')?.parse().ok())
@@ -246,12 +267,12 @@ fn a_strategy_file_replaces_the_catalogs_and_tune_writes_beside_the_page() {
     assert!(o.status.success(), "{err}");
     let page = std::fs::read_to_string(dir.join("results.md")).unwrap();
     assert!(
-        page.contains("| | Linux 6.12: movs-alternative.toml | Linux 6.1: guarded-movsb |"),
+        page.contains("| | Linux 6.12: movs-alternative.toml | 6.12 A/A | Linux 6.1: guarded-movsb | 6.1 A/A |"),
         "{page}"
     );
     // A strategy in rep_movs_alternative's convention without variants is
     // called where the tree's routine was; the harness times its entry.
-    let (site, _) = summary_row(&page, "patched site");
+    let [site, ..] = summary_row(&page, "patched site");
     assert!(site.ends_with("(call rep_movs_alternative)"), "{site}");
     let harness = &page[page.find("## Without copygen").unwrap()..];
     assert!(harness.contains(" movs_alternative_from_user"), "{harness}");

@@ -15,6 +15,8 @@ use super::{command_line, Failure};
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Strategy files, catalog names, or baselines: rep_movsb, rep_movsq, memcpy.
+    /// With --site kernel, `stock` times the stock site once more beside the
+    /// baseline (an A/A control: its ratios are the run's noise).
     #[arg(required_unless_present = "kernel")]
     subjects: Vec<String>,
     /// Re-run a kernel thread's table: abeni, wilson, morton, anand; or alias.
@@ -437,6 +439,9 @@ pub(super) fn load_strategy(
 /// What `--site kernel` times: the stock kernel's site first (the
 /// baseline), then each strategy's; and the report's line naming the stock
 /// path this CPU runs.
+/// The subject that times the stock site again, beside the baseline.
+const STOCK_AGAIN: &str = "stock";
+
 struct Sites {
     model: copygen::tools::bench::site::KernelModel,
     subjects: Vec<copygen::tools::bench::site::SiteSubject>,
@@ -458,7 +463,24 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
         )));
     }
     let mut strategies = Vec::new();
+    let mut control = false;
     for name in &a.subjects {
+        if name == STOCK_AGAIN {
+            let why = if control {
+                "named twice: the stock site again is one control column"
+            } else if a.figures_out.is_some() {
+                "--figures-out measures one strategy's site against the stock site, no control"
+            } else {
+                ""
+            };
+            if !why.is_empty() {
+                return Err(Failure::Input(BadInput(format!(
+                    "error: `{STOCK_AGAIN}`: {why}"
+                ))));
+            }
+            control = true;
+            continue;
+        }
         if bench::baseline(name).is_some() {
             return Err(Failure::Input(BadInput(format!(
                 "error: `{name}`: with --site kernel the stock kernel's site is the baseline; \
@@ -483,6 +505,11 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
     let stock_path = model.path_text().map_err(fail)?;
     errln!("stock routine: {}", model.stock.path.display());
     let mut subjects = vec![site::stock_subject(&model).map_err(fail)?];
+    if control {
+        let mut again = site::stock_subject(&model).map_err(fail)?;
+        again.name = format!("{} again", again.name);
+        subjects.push(again);
+    }
     for s in &strategies {
         subjects.push(site::site_subject(s, &model).map_err(fail)?);
     }
