@@ -10,7 +10,7 @@
 use std::process::Command;
 
 use copygen::arch::cpu::CpuFeatures;
-use copygen::front::strategy::{Convention, Direction, Flavor, KernelVersion, Strategy};
+use copygen::front::strategy::{Convention, Direction, Flavor, KernelVersion};
 use copygen::front::variant::CpuFeature;
 use copygen::jit::site::{compile_site, site_form, JitSite, SiteArgs, SiteError, CONTEXTS};
 use copygen::kernel::site::{SiteCall, SiteCode, SiteTarget};
@@ -53,14 +53,6 @@ fn model(k: KernelVersion, f: CpuFeatures) -> Option<KernelModel> {
         rep_good: true,
     };
     Some(KernelModel::from_object(stock, sf, f, false).unwrap())
-}
-
-fn catalog(name: &str) -> Strategy {
-    copygen::front::catalog::catalog()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
 }
 
 /// `pages` read-write pages then one PROT_NONE page.
@@ -182,7 +174,7 @@ fn the_stock_site_is_inline_rep_movsb_on_fsrm_and_a_call_of_rep_movs_alternative
 #[test]
 fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
     let k = KernelVersion::V6_12;
-    let gm = catalog("guarded-movsb-612");
+    let gm = common::catalog_strategy("guarded-movsb-612");
     assert_eq!(
         resolve_site(Some(&gm), k, intel()).unwrap(),
         resolve_site(None, k, intel()).unwrap()
@@ -202,7 +194,7 @@ fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
     // A strategy in the C convention is no chain: the glue calls its
     // routine on every CPU, in the C convention (rdx = n -> rax), as
     // kernel-patch wires raw_copy_{from,to}_user.
-    let c = catalog("unrolled64");
+    let c = common::catalog_strategy("unrolled64");
     for f in [intel(), zen(), old()] {
         let site = resolve_site(Some(&c), k, f).unwrap();
         assert_eq!(
@@ -217,7 +209,7 @@ fn guarded_movsb_612_on_an_fsrm_cpu_without_the_cliff_is_the_stock_site() {
 fn a_rep_movs_strategy_without_variants_replaces_rep_movs_alternative() {
     // kernel-patch builds it instead of copy_user_64.o: the stock site's
     // call reaches the strategy's routine, not the tree's.
-    let ma = catalog("guarded-movsb-612");
+    let ma = common::catalog_strategy("guarded-movsb-612");
     let mut plain = variant_strategy(&ma, select(&ma, old()).unwrap());
     plain.name = "erms-only".into();
     let k = KernelVersion::V6_12;
@@ -298,7 +290,7 @@ fn copies_and_faults(site: &JitSite) {
 
 #[test]
 fn a_rep_movs_per_cpu_site_calls_the_variant_routine_directly() {
-    let gm = catalog("guarded-movsb-612");
+    let gm = common::catalog_strategy("guarded-movsb-612");
     let code = resolve_site(Some(&gm), KernelVersion::V6_12, zen()).unwrap();
     let SiteTarget::Routine(sym) = code.calls[0].target.clone() else {
         panic!("a call of a routine");
@@ -324,7 +316,7 @@ fn a_6_1_site_reaches_the_variant_through_the_routine_alternative_call_2_picks()
     // REP_GOOD routine's slots are NOPs and it runs into `zen_movsq`, where
     // an Intel CPU without ERMS takes its second slot's jump to `movsq`.
     use CpuFeature::{Erms, Fsrm, RepGood, Zen, Zen1, Zen3, Zen4};
-    let gm = catalog("guarded-movsb");
+    let gm = common::catalog_strategy("guarded-movsb");
     let k = KernelVersion::V6_1;
     let wired = wired(&gm, k).unwrap();
     let cpu = CpuFeatures::from_list;
@@ -412,7 +404,7 @@ fn a_site_no_patch_can_make_is_refused() {
         "{err}"
     );
     assert!(err.contains("convention = \"rep_movs\""), "{err}");
-    let gm = catalog("guarded-movsb");
+    let gm = common::catalog_strategy("guarded-movsb");
     let Some(m) = model(KernelVersion::V6_12, zen()) else {
         return;
     };
@@ -426,7 +418,7 @@ fn a_site_no_patch_can_make_is_refused() {
     );
     assert!(e.contains("guarded-movsb-612"), "{e}");
     // The harness links a routine only at a site of its own convention.
-    let c = catalog("unrolled64");
+    let c = common::catalog_strategy("unrolled64");
     let sym = entry_symbol(&c, Flavor::Linux, Direction::FromUser, None);
     let at_rep_movs_site = SiteCode {
         bytes: vec![0xe8, 0, 0, 0, 0],
@@ -450,7 +442,7 @@ fn a_site_no_patch_can_make_is_refused() {
 
 #[test]
 fn a_rep_movs_strategy_is_called_directly() {
-    let ma = catalog("movs-alternative");
+    let ma = common::catalog_strategy("movs-alternative");
     let sym = ma.linux.both.clone().unwrap();
     let code = SiteCode {
         bytes: vec![0xe8, 0, 0, 0, 0],
@@ -843,7 +835,7 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
     // A per-CPU strategy's site names the variant this CPU reaches, the
     // one the resolver picks; a strategy without variants names none.
     let f = StockFeatures::host().cpu_features(copygen::arch::cpu::host_features());
-    let gm = catalog("guarded-movsb-612");
+    let gm = common::catalog_strategy("guarded-movsb-612");
     let want = select(&gm, f).expect("a variant for every CPU");
     let site = bytes("guarded-movsb-612").unwrap();
     assert!(

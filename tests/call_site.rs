@@ -21,14 +21,6 @@ fn features(f: &[CpuFeature]) -> CpuFeatures {
     CpuFeatures::from_list(f)
 }
 
-fn preset(name: &str) -> Strategy {
-    copygen::front::catalog::catalog()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("no preset {name}"))
-}
-
 /// The strategy as kernel-patch wires it for 6.12.
 fn wired(s: &Strategy) -> Strategy {
     copygen::tools::kernel_patch::wire(s, V6_12)
@@ -77,7 +69,7 @@ fn the_stock_6_12_site_is_rep_movsb_padded_or_the_call_of_rep_movs_alternative()
 /// CPU for a strategy whose FSRM variant is the first.
 #[test]
 fn an_fsrm_cpu_without_a_variant_of_its_own_keeps_the_stock_bytes() {
-    let t = wired(&preset("guarded-movsb-612"));
+    let t = wired(&crate::common::catalog_strategy("guarded-movsb-612"));
     for f in [
         features(&[Erms, Fsrm]),
         features(&[Erms, Fsrm, Zen, Zen5]),
@@ -142,7 +134,9 @@ fn default_variant(method: &str) -> String {
 
 #[test]
 fn every_cpu_runs_its_variants_site_or_the_entry() {
-    check_first_match(&wired(&preset("guarded-movsb-612")));
+    check_first_match(&wired(&crate::common::catalog_strategy(
+        "guarded-movsb-612",
+    )));
     // Exclusions, conjunctions of three, a bare rep movsb as the default.
     for (name, body) in [
         (
@@ -370,7 +364,10 @@ fn the_chain_is_what_gcc_makes_of_the_kernels_macros() {
         return;
     }
     check_against_gcc(&stock_chain(V6_12));
-    check_against_gcc(&chain(&wired(&preset("guarded-movsb-612")), V6_12));
+    check_against_gcc(&chain(
+        &wired(&crate::common::catalog_strategy("guarded-movsb-612")),
+        V6_12,
+    ));
     let body = variant("a", "[\"zen\", \"!fsrm\"]", "b") + &default_variant("m");
     check_against_gcc(&chain(
         &wired(&parse(&format!("name = \"excl\"\n{HEAD}{body}"))),
@@ -558,7 +555,7 @@ fn routines_of(t: &Strategy) -> Vec<String> {
 #[test]
 fn the_static_site_check_passes_the_chain_and_refuses_a_wrong_one() {
     use copygen::checks::static_verify::site::check_sites;
-    let t = wired(&preset("guarded-movsb-612"));
+    let t = wired(&crate::common::catalog_strategy("guarded-movsb-612"));
     let good = chain(&t, V6_12);
     let names = routines_of(&t);
     let rows = check_sites(&t, V6_12, &good, &names).unwrap();

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use copygen::arch::cpu::{CpuFeatures, Cpuid, INTEL, ZEN_VENDORS};
 use copygen::backend::x86::{entry, Alu, Cc, FeatureTest, Inst, Reg};
-use copygen::front::catalog::catalog;
 use copygen::front::strategy::{Arch, Direction, Flavor, KernelVersion, Strategy};
 use copygen::front::variant::CpuFeature;
 use copygen::kernel::site::{self, SiteInsn, SiteTarget};
@@ -124,14 +123,6 @@ const MODELS: &[Model] = &[
 ];
 
 const STRATEGIES: [&str; 3] = ["guarded-movsb", "guarded-movsb-612", "guarded-movsb-32"];
-
-fn strategy(name: &str) -> Strategy {
-    catalog()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap_or_else(|| panic!("{name} is in the catalog"))
-}
 
 /// Runs the resolver's detection instructions with `cpuid` answered from
 /// `m`, and returns the feature mask it leaves.
@@ -351,7 +342,7 @@ fn the_resolver_decodes_the_table_s_cpus_as_the_rust_decoder_does() {
 #[test]
 fn every_cpu_of_the_table_gets_its_class_s_variant_standalone_and_in_the_kernel() {
     for (k, name) in STRATEGIES.iter().enumerate() {
-        let s = strategy(name);
+        let s = crate::common::catalog_strategy(name);
         for m in MODELS {
             let want = m.expect[k];
             let found = interpret_detection(m);
@@ -396,7 +387,7 @@ fn on_6_1_each_site_routine_falls_into_the_variant_its_cpus_take_last() {
     // REP_GOOD one into `zen_movsq` (Zen 1 and 2: the family bit picks it;
     // the other CPUs without ERMS jump to `movsq`), the third into `loop`;
     // a CPU whose variant comes earlier in its routine's order jumps once.
-    let s = strategy("guarded-movsb");
+    let s = crate::common::catalog_strategy("guarded-movsb");
     let jumps: Vec<(&str, String, usize)> = MODELS
         .iter()
         .map(|m| {
@@ -432,7 +423,7 @@ fn on_6_1_each_site_routine_falls_into_the_variant_its_cpus_take_last() {
 
 #[test]
 fn the_6_12_site_runs_the_variant_and_keeps_the_stock_bytes_on_fsrm() {
-    let s = strategy("guarded-movsb-612");
+    let s = crate::common::catalog_strategy("guarded-movsb-612");
     let chain = variant_chain::chain(&s, KernelVersion::V6_12);
     assert!(chain.fallback.is_none(), "{:?}", chain.fallback);
     let dir = Direction::FromUser;

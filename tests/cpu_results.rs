@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use copygen::arch::cpu::{host_features, Cpuid};
-use copygen::front::strategy::{KernelVersion, Strategy};
+use copygen::front::strategy::KernelVersion;
 use copygen::lower::variants::select;
 use copygen::tools::bench::stock::StockFeatures;
 
@@ -31,14 +31,6 @@ fn out_dir() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("page");
     (tmp, out)
-}
-
-fn catalog(name: &str) -> Strategy {
-    copygen::front::catalog::catalog()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
 }
 
 /// The summary row `item`'s cells: the patched 6.12 site, its A/A
@@ -129,7 +121,7 @@ fn the_page_names_the_cpu_the_paths_the_variants_and_times_what_the_sites_reach(
         (s612, "guarded-movsb-612", "guarded_movsb_612"),
         (s61, "guarded-movsb", "guarded_movsb"),
     ] {
-        let strategy = catalog(strategy);
+        let strategy = crate::common::catalog_strategy(strategy);
         let want = select(&strategy, f).expect("a variant for every CPU");
         assert!(cell.contains("(call "), "{cell}");
         assert!(

@@ -12,14 +12,6 @@ use copygen::jit::contract::{check_routine, report, run_suite, suite, Harness, S
 use copygen::jit::{self, JitModule};
 use copygen::lower::routine::Routine;
 
-fn preset(name: &str) -> Strategy {
-    catalog()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == name)
-        .unwrap()
-}
-
 /// The suite's cases up to 100 bytes (every fault offset) on the general
 /// (non-fixed) routines of `m`: enough for each broken list below.
 fn general(m: &JitModule, s: &Strategy) -> Vec<Summary> {
@@ -66,7 +58,7 @@ fn catalog_keeps_the_contract_under_faults() {
 
 #[test]
 fn a_user_access_without_an_entry_is_reported() {
-    let s = preset("unrolled64");
+    let s = crate::common::catalog_strategy("unrolled64");
     let m = jit::compile_edited(&s, |_, lines: &mut Vec<Line>| {
         // The byte loop's access: taken for every size below 8.
         let first = lines.iter_mut().find(|l| l.user.is_some()).unwrap();
@@ -79,7 +71,7 @@ fn a_user_access_without_an_entry_is_reported() {
 
 #[test]
 fn a_fixup_that_skips_the_repair_is_reported() {
-    let s = preset("unrolled64");
+    let s = crate::common::catalog_strategy("unrolled64");
     // Every entry lands on the plain return of `len`: no advance, no retry.
     let m = jit::compile_edited(&s, |r: &Routine, lines: &mut Vec<Line>| {
         let done = format!(".L{}_fixup_done", r.tag);
@@ -97,7 +89,7 @@ fn a_fixup_that_skips_the_repair_is_reported() {
 
 #[test]
 fn an_over_wide_store_is_reported() {
-    let s = preset("unrolled64");
+    let s = crate::common::catalog_strategy("unrolled64");
     // The byte loop stores 2 bytes for 1: the last one lands past the end.
     let m = jit::compile_edited(&s, |_, lines: &mut Vec<Line>| {
         for l in lines.iter_mut() {
@@ -117,7 +109,7 @@ fn an_over_wide_store_is_reported() {
 
 #[test]
 fn a_nonzero_return_without_a_fault_is_reported() {
-    let s = preset("rep-movsb");
+    let s = crate::common::catalog_strategy("rep-movsb");
     // `xor eax, eax` before `ret` removed: rax holds whatever rep movsb left.
     let m = jit::compile_edited(&s, |_, lines: &mut Vec<Line>| {
         lines.retain(|l| {
@@ -169,8 +161,8 @@ use = "b"
 #[test]
 fn i386_is_encode_only() {
     let s = parse::parse(
-        Path::new(&preset("fixed-size").source),
-        &preset("fixed-size").text,
+        Path::new(&crate::common::catalog_strategy("fixed-size").source),
+        &crate::common::catalog_strategy("fixed-size").text,
         Some(Arch::I386),
     )
     .unwrap();

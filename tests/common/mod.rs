@@ -13,6 +13,15 @@ pub mod static_check;
 
 use std::fmt::Write as _;
 
+/// The catalog strategy `name` (a test names one that exists).
+pub fn catalog_strategy(name: &str) -> copygen::front::strategy::Strategy {
+    copygen::front::catalog::catalog()
+        .expect("the catalog loads")
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no catalog strategy {name}"))
+}
+
 use copygen::front::strategy::Arch;
 use proptest::prelude::*;
 
