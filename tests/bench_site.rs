@@ -790,21 +790,21 @@ fn tempfile_dir() -> std::path::PathBuf {
     d
 }
 
+/// `bench --site kernel SUBJECTS` at 8 and 100 bytes, which must succeed:
+/// its report and its standard error.
+fn site_report(subjects: &[&str]) -> (String, String) {
+    let mut args = vec!["bench", "--site", "kernel"];
+    args.extend(subjects);
+    args.extend(["--sizes", "8,100", "--repeats", "2"]);
+    let o = copygen(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    (String::from_utf8_lossy(&o.stdout).into_owned(), err)
+}
+
 #[test]
 fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
-    let o = copygen(&[
-        "bench",
-        "--site",
-        "kernel",
-        "guarded-movsb",
-        "movs-alternative",
-        "--sizes",
-        "8,100",
-        "--repeats",
-        "2",
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (text, err) = site_report(&["guarded-movsb", "movs-alternative"]);
     assert!(
         text.contains("CPU: ") && text.contains("family 0x"),
         "{text}"
@@ -819,7 +819,6 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
     assert!(bytes("stock 6.12").is_some(), "{text}");
     assert_eq!(bytes("movs-alternative"), bytes("stock 6.12"), "{text}");
     // A catalog name is timed in its 6.12 form, as kernel-patch patches it.
-    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("guarded-movsb: Linux 6.12's form, guarded-movsb-612"),
         "{err}"
@@ -869,19 +868,7 @@ fn the_site_report_names_the_cpu_the_sites_and_each_cell_with_its_ticks() {
 
 #[test]
 fn stock_times_the_stock_site_again_as_a_control() {
-    let o = copygen(&[
-        "bench",
-        "--site",
-        "kernel",
-        "stock",
-        "guarded-movsb-612",
-        "--sizes",
-        "8,100",
-        "--repeats",
-        "2",
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (text, _) = site_report(&["stock", "guarded-movsb-612"]);
     let line = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("site {name}: ")))
