@@ -467,13 +467,13 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
     for name in &a.subjects {
         if name == STOCK_AGAIN {
             let why = if control {
-                "named twice: the stock site again is one control column"
-            } else if a.figures_out.is_some() {
-                "--figures-out measures one strategy's site against the stock site, no control"
+                Some("named twice: the stock site again is one control column")
             } else {
-                ""
+                a.figures_out.as_ref().map(|_| {
+                    "--figures-out measures one strategy's site against the stock site, no control"
+                })
             };
-            if !why.is_empty() {
+            if let Some(why) = why {
                 return Err(Failure::Input(BadInput(format!(
                     "error: `{STOCK_AGAIN}`: {why}"
                 ))));

@@ -368,7 +368,7 @@ pub fn round_ratios(res: &Results, subject: usize) -> Vec<f64> {
 /// The bytes of a site, as `f3 a4 0f 1f 00` (rel32s as placed: zero),
 /// followed by what its calls reach: `e8 00 00 00 00 (call
 /// rep_movs_alternative)`.
-pub fn site_bytes(code: &SiteCode) -> String {
+fn site_bytes(code: &SiteCode) -> String {
     let bytes = code
         .bytes
         .iter()
