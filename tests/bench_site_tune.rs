@@ -122,6 +122,29 @@ fn a_kernel_tune_is_scored_and_reported_against_the_stock_site() {
     );
     assert!(!text.contains("against rep_movsb"), "{text}");
     assert!(text.contains("<= 1.05x stock 6.12"), "{text}");
+    // The stock site is timed again as the A/A control, and every target
+    // is judged against its bound and against what the control reads.
+    assert!(
+        text.contains("(control: `stock 6.12 again`, the baseline's code timed again"),
+        "{text}"
+    );
+    let targets: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Targets for"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(targets.len(), 2, "{text}");
+    for t in targets {
+        assert!(t.contains(", control "), "{t}");
+        assert!(
+            ["met", "within noise", "MISSED"]
+                .iter()
+                .any(|v| t.ends_with(&format!(": {v}"))),
+            "{t}"
+        );
+    }
+    assert!(file.contains("; the baseline timed again: "), "{file}");
     // The tuned strategy's column is its site; the catalog's come after.
     assert!(text.contains("tuned (tuned)"), "{text}");
     assert!(
@@ -223,6 +246,15 @@ fn a_kernel_tune_replays_its_traces_through_the_sites() {
     for name in [cat.as_str(), dd.as_str()] {
         let r = ratio_of(name);
         assert!(r > 0.0 && r.is_finite(), "{name}: {r}");
+        // Each trace also gives the stock site's ratio to itself.
+        let line = text.lines().find(|l| l.contains(name)).unwrap();
+        let control: f64 = line
+            .rsplit("; control ")
+            .next()
+            .and_then(|c| c.strip_suffix('x'))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no control ratio in {line}"));
+        assert!(control > 0.0 && control.is_finite(), "{line}");
     }
     let (on, off) = (
         text.find("  tuned on:").unwrap(),

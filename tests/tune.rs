@@ -276,7 +276,18 @@ fn a_tiny_budget_writes_a_fault_checked_strategy_and_reports() {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(j["cpu"]["vendor"].is_string());
-    assert!(j["subjects"].as_array().unwrap().len() >= 3);
+    let names: Vec<&str> = j["subjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.len() >= 4, "{names:?}");
+    // The final run times rep movsb twice: the second is the A/A control
+    // every target is judged beside.
+    assert_eq!(j["control"], "rep_movsb again");
+    assert_eq!(names.iter().filter(|n| **n == "rep_movsb again").count(), 1);
+    assert!(stdout.contains(", control "), "{stdout}");
     assert!(j["run"]["benchmarks"].as_array().unwrap().len() > 100);
     assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
 }

@@ -69,11 +69,12 @@ pub(super) fn final_trace_reports(
 ) -> Result<Vec<traces::TraceReport>> {
     let mut subjects = sites(&[tuned], kernel)?;
     subjects[1].name = format!("{} (tuned)", tuned.name);
+    subjects.push(stock_again(kernel)?);
     let empty = site::empty_site(site::host_model(kernel.0, kernel.1)?)?;
     Ok(traces::final_reports_by(
         &o.workloads,
         &o.check_workloads,
-        1,
+        (1, 2),
         seed,
         &|r, opts| bench::run_replay_sites(r, &subjects, &empty, opts, &|_, _| {}),
     ))
@@ -101,16 +102,24 @@ pub(super) fn screen(
     Some(score_with(&res, 1, o.dists.len(), cliff, &tr[0]))
 }
 
+/// The stock site timed again, as a subject of its own: the A/A control.
+fn stock_again(kernel: (KernelVersion, Option<&str>)) -> Result<site::SiteSubject> {
+    let mut again = site::stock_subject(site::host_model(kernel.0, kernel.1)?)?;
+    again.name = format!("{} again", again.name);
+    Ok(again)
+}
+
 /// The final report against the stock site: the tuned strategy's site,
 /// then the catalog's x86_64 strategies' sites as this CPU would run them
 /// (those a patch can put there: on 6.12 `guarded-movsb-612`, not
-/// `guarded-movsb`). Returns the results and the tuned strategy's subject.
+/// `guarded-movsb`), then the stock site again (the control). Returns the
+/// results, the tuned strategy's subject and the control's.
 pub(super) fn final_report(
     sweep: &Sweep,
     tuned: &Strategy,
     kernel: (KernelVersion, Option<&str>),
     opts: &bench::BenchOptions,
-) -> Result<(Results, usize)> {
+) -> Result<(Results, usize, usize)> {
     let catalog: Vec<Strategy> = crate::front::catalog::catalog()?
         .into_iter()
         .filter(|s| {
@@ -119,9 +128,15 @@ pub(super) fn final_report(
         .collect();
     let mut all = vec![tuned];
     all.extend(catalog.iter());
-    let mut res = measure(sweep, &all, kernel, opts)?;
-    res.subjects[1] = format!("{} (tuned)", tuned.name);
-    Ok((res, 1))
+    let mut subjects = sites(&all, kernel)?;
+    subjects[1].name = format!("{} (tuned)", tuned.name);
+    subjects.push(stock_again(kernel)?);
+    let control = subjects.len() - 1;
+    Ok((
+        site::run_sites(sweep, &subjects, opts, &|_, _| {}),
+        1,
+        control,
+    ))
 }
 
 /// The stock path the model's CPU runs and, with `--stock-features`, that

@@ -129,6 +129,10 @@ pub struct Outcome {
     /// strategy against the baselines and the catalog.
     pub report: Results,
     pub tuned_subject: usize,
+    /// The baseline timed again in the final run, as a subject of its own:
+    /// an A/A control, whose ratios are the run's noise (its worst grid
+    /// cell is what a worst of that many cells of identical code reads).
+    pub control: usize,
     /// How many of the report's distributions were tuned on (the first ones).
     pub tuned_count: usize,
     pub evaluated: usize,
@@ -366,8 +370,8 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         target_ticks: 8_000.0,
         seed: rng.next_u64(),
     };
-    let (report, tuned_subject) = match o.site {
-        None => (final_report(&sweep, &strategy, &opts)?, 2),
+    let (report, tuned_subject, control) = match o.site {
+        None => final_report(&sweep, &strategy, &opts)?,
         Some(k) => {
             kernel::final_report(&sweep, &strategy, (k, o.stock_features.as_deref()), &opts)?
         }
@@ -389,12 +393,13 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
             bench::baseline("rep_movsb").expect("built in"),
             bench::baseline("rep_movsq").expect("built in"),
             tuned,
+            rep_movsb_again(),
         ];
         traces::final_reports(
             &o.workloads,
             &o.check_workloads,
             &subjects,
-            2,
+            (2, 3),
             rng.next_u64(),
         )
     };
@@ -412,7 +417,7 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         &cpu,
         cliff_ratio,
         o,
-        (&report, tuned_subject),
+        (&report, tuned_subject, control),
         &fin,
         evaluated,
         stock_path.as_deref(),
@@ -452,6 +457,7 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
         cliff: cliff.then_some(cliff_ratio),
         report,
         tuned_subject,
+        control,
         tuned_count: o.dists.len(),
         evaluated,
         stopped_early,
@@ -464,13 +470,22 @@ pub fn tune(o: &TuneOptions, progress: &dyn Fn(f64, &str)) -> Result<Outcome> {
     })
 }
 
-/// The final report's run: `rep movsb`, `rep movsq`, the tuned strategy
-/// (subject 2) and the catalog, each called.
+/// `rep movsb` as the final run's A/A control: the baseline's code, timed
+/// as a subject of its own.
+fn rep_movsb_again() -> Subject {
+    let mut again = bench::baseline("rep_movsb").expect("built in");
+    again.name = "rep_movsb again".into();
+    again
+}
+
+/// The final report's run: `rep movsb`, `rep movsq`, the tuned strategy,
+/// the catalog, each called, and `rep movsb` again (the control). Returns
+/// the results, the tuned strategy's subject and the control's.
 fn final_report(
     sweep: &bench::Sweep,
     strategy: &Strategy,
     opts: &bench::BenchOptions,
-) -> Result<Results> {
+) -> Result<(Results, usize, usize)> {
     let mut subjects = vec![
         bench::baseline("rep_movsb").expect("built in"),
         bench::baseline("rep_movsq").expect("built in"),
@@ -485,7 +500,13 @@ fn final_report(
             subjects.push(crate::tools::bench::variant_subject(&s, None, found)?);
         }
     }
-    Ok(bench::run_with(sweep, &subjects, opts, &|_, _| {}))
+    subjects.push(rep_movsb_again());
+    let control = subjects.len() - 1;
+    Ok((
+        bench::run_with(sweep, &subjects, opts, &|_, _| {}),
+        2,
+        control,
+    ))
 }
 
 /// The tuned file's first comment lines: the CPU, its alias cliff, what
@@ -494,7 +515,7 @@ fn run_comments(
     cpu: &CpuInfo,
     cliff_ratio: f64,
     o: &TuneOptions,
-    (res, tuned): (&Results, usize),
+    (res, tuned, control): (&Results, usize, usize),
     fin: &Score,
     evaluated: usize,
     stock_path: Option<&str>,
@@ -553,9 +574,10 @@ fn run_comments(
             ));
         }
     }
+    let noise = score(res, control, 0, false).worst;
     c.push(format!(
-        "Worst cell of the fixed-size x alias grid: {:.2}x ({} B, distance {}).",
-        fin.worst.0, fin.worst.1, fin.worst.2
+        "Worst cell of the fixed-size x alias grid: {:.2}x ({} B, distance {}); the baseline timed again: {:.2}x ({} B, distance {}).",
+        fin.worst.0, fin.worst.1, fin.worst.2, noise.0, noise.1, noise.2
     ));
     if let Some(w) = fin.worst_band {
         c.push(format!(

@@ -74,6 +74,8 @@ pub struct TraceReport {
     pub tuned_on: bool,
     /// Subject index of the tuned strategy in `results`.
     pub subject: usize,
+    /// Subject index of the baseline timed again (the A/A control).
+    pub control: usize,
     pub results: ReplayResults,
 }
 
@@ -82,18 +84,24 @@ impl TraceReport {
     pub fn ratio(&self) -> f64 {
         self.results.ratio(self.subject)
     }
+
+    /// The baseline's own code over the baseline: the replay's noise.
+    pub fn control_ratio(&self) -> f64 {
+        self.results.ratio(self.control)
+    }
 }
 
-/// The final replay of each trace: `subjects` (rep movsb first, the
-/// tuned strategy at `tuned`), full replays with the size x distance table.
+/// The final replay of each trace: `subjects` (rep movsb first; the tuned
+/// strategy and the control at `(tuned, control)`), full replays with the
+/// size x distance table.
 pub fn final_reports(
     tuned_on: &[Trace],
     checked: &[Trace],
     subjects: &[Subject],
-    tuned: usize,
+    tuned_and_control: (usize, usize),
     seed: u64,
 ) -> Vec<TraceReport> {
-    final_reports_by(tuned_on, checked, tuned, seed, &|r, opts| {
+    final_reports_by(tuned_on, checked, tuned_and_control, seed, &|r, opts| {
         let mut results = bench::run_replay(r, subjects, opts, &|_, _| {});
         results.baseline = 0;
         results
@@ -104,7 +112,7 @@ pub fn final_reports(
 pub fn final_reports_by(
     tuned_on: &[Trace],
     checked: &[Trace],
-    tuned: usize,
+    (tuned, control): (usize, usize),
     seed: u64,
     replay: &dyn Fn(&Replay, &bench::BenchOptions) -> ReplayResults,
 ) -> Vec<TraceReport> {
@@ -122,6 +130,7 @@ pub fn final_reports_by(
             TraceReport {
                 tuned_on: on,
                 subject: tuned,
+                control,
                 results: replay(&r, &opts),
             }
         })
@@ -137,8 +146,9 @@ pub fn traces_text(reports: &[TraceReport], strategy: &str) -> String {
     let base = &reports[0].results;
     let _ = writeln!(
         out,
-        "\nWorkload traces, `{strategy}` against {} (replayed in the recorded order at the recorded page offsets, median of rounds):",
-        base.figures[base.baseline].subject
+        "\nWorkload traces, `{strategy}` against {} (replayed in the recorded order at the recorded page offsets, median of rounds; control: `{}`, the baseline's code again):",
+        base.figures[base.baseline].subject,
+        base.figures[reports[0].control].subject
     );
     for (label, on) in [
         ("tuned on", true),
@@ -153,12 +163,13 @@ pub fn traces_text(reports: &[TraceReport], strategy: &str) -> String {
             let res = &r.results;
             let _ = writeln!(
                 out,
-                "    {} ({} calls): {:.2}x ({:.1} vs {:.1} ticks per call)",
+                "    {} ({} calls): {:.2}x ({:.1} vs {:.1} ticks per call); control {:.2}x",
                 res.replay.trace.origin,
                 res.replay.trace.calls.len(),
                 r.ratio(),
                 res.figures[r.subject].ticks,
-                res.figures[res.baseline].ticks
+                res.figures[res.baseline].ticks,
+                r.control_ratio()
             );
         }
     }
