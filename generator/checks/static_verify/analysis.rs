@@ -59,6 +59,7 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
         gap: None,
         credit: None,
         unaligned: None,
+        count_reg: abi.arg_regs.map(|[_, _, n]| n),
     }
 }
 

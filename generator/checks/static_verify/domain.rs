@@ -442,11 +442,17 @@ pub(super) struct State {
     /// `2^bits` (the edge of a failed alignment test): `(ptr, offset,
     /// bits)`.
     pub(super) unaligned: Option<(u32, i64, u8)>,
+    /// The convention's length register, which the ghost is re-based on
+    /// first: a copy of the length left in another register (the C
+    /// convention's `mov %rdx, %rcx` before a `rep movs`) does not move
+    /// with a loop that counts in this one.
+    pub(super) count_reg: Option<usize>,
 }
 
 impl State {
-    /// Re-base the ghost `LEN` on the lowest-numbered length register, so
-    /// loop heads see the same offsets on every iteration.
+    /// Re-base the ghost `LEN` on the convention's length register, else
+    /// the lowest-numbered length register, so loop heads see the same
+    /// offsets on every iteration.
     ///
     /// Every value with an offset against `LEN` moves with the ghost, the
     /// stored prefix too.
@@ -454,7 +460,11 @@ impl State {
         self.settle_moves();
         // (Without a length register, on the destination pointer: a loop
         // that counts in words still moves it by the same step each round.)
-        let by_len = self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off);
+        let len_off = |v: &Val| (v.tags == LEN).then_some(v.off).flatten();
+        let by_len = self
+            .count_reg
+            .and_then(|r| len_off(&self.regs[r]))
+            .or_else(|| self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off));
         let Some(o) = by_len.or_else(|| {
             self.regs
                 .iter()
@@ -653,6 +663,7 @@ impl State {
                 (Some(a), Some(b)) => a.join(b),
             },
             unaligned: self.unaligned.filter(|_| self.unaligned == o.unaligned),
+            count_reg: self.count_reg,
         }
     }
 }
