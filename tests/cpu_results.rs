@@ -148,7 +148,7 @@ fn the_page_names_the_cpu_the_paths_the_variants_and_times_what_the_sites_reach(
     ]
     .map(String::from)
     .into();
-    items.extend(traces);
+    items.extend(traces.iter().cloned());
     items.extend(
         [
             "worst size, 0..8192 B",
@@ -172,6 +172,64 @@ fn the_page_names_the_cpu_the_paths_the_variants_and_times_what_the_sites_reach(
         .and_then(|(_, d)| d.strip_suffix(')')?.parse().ok())
         .unwrap_or_else(|| panic!("{worst}"));
     assert!((1..=15).contains(&d), "{worst}");
+
+    // The targets of a CPU without ERMS or FSRM, each judged from the
+    // summary's own figures: within its bound, within it times the
+    // control's figure, or missed.
+    let targets = &page[page.find("\n## Targets\n").expect("the targets")..];
+    let targets = &targets[..targets[1..].find("\n## ").unwrap() + 1];
+    let ratio = |cell: &str| -> f64 {
+        let r = cell.split(' ').next().unwrap();
+        r.strip_suffix('x').unwrap().parse().unwrap()
+    };
+    let mut judged = 0;
+    for line in targets
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| target"))
+    {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [item, k612, v612, k61, v61] = cells[..] else {
+            panic!("five cells: {line}")
+        };
+        for (col, (cell, verdict)) in [(k612, v612), (k61, v61)].into_iter().enumerate() {
+            if cell == "-" {
+                continue;
+            }
+            // `<= B: FIGURE, control C`
+            let (bound, rest) = cell
+                .strip_prefix("<= ")
+                .and_then(|c| c.split_once(": "))
+                .unwrap_or_else(|| panic!("{line}"));
+            let (figure, control) = rest.rsplit_once(", control ").unwrap();
+            let (bound, value, noise) = (ratio(bound), ratio(figure), ratio(control));
+            let want = if value <= bound {
+                "met"
+            } else if value <= bound * noise.max(1.0) {
+                "within noise"
+            } else {
+                "**MISSED**"
+            };
+            assert_eq!(verdict, want, "{line}");
+            if item == "every trace" {
+                // The worst trace, named.
+                let (worst, name) = figure.split_once(" (").unwrap();
+                let named = summary_row(&page, &format!("trace {}", name.trim_end_matches(')')));
+                assert_eq!(worst, named[2 * col], "{line}");
+                let most = traces
+                    .iter()
+                    .map(|t| ratio(summary_row(&page, t)[2 * col]))
+                    .fold(0.0, f64::max);
+                assert_eq!(value, most, "{line}");
+            } else {
+                let summary = summary_row(&page, item);
+                assert_eq!(figure, summary[2 * col], "{line}");
+                assert_eq!(noise, ratio(summary[2 * col + 1]), "{line}");
+            }
+            judged += 1;
+        }
+    }
+    assert_eq!(judged, 29, "{targets}");
+    assert!(targets.contains("(Features forced"), "{targets}");
 
     // The independent harness times the routines the sites reach, at every
     // size it was given, against the trees' routines of this class.
