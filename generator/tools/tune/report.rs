@@ -250,18 +250,12 @@ fn report_with(o: &Outcome, missed: &std::cell::Cell<usize>) -> String {
         res,
         o.tuned_subject,
     ));
-    let tuned_traces: Vec<f64> = o
+    let (tuned_traces, control_traces): (Vec<f64>, Vec<f64>) = o
         .traces
         .iter()
         .filter(|t| t.tuned_on)
-        .map(|t| t.ratio())
-        .collect();
-    let control_traces: Vec<f64> = o
-        .traces
-        .iter()
-        .filter(|t| t.tuned_on)
-        .map(|t| t.control_ratio())
-        .collect();
+        .map(|t| (t.ratio(), t.control_ratio()))
+        .unzip();
     let sc = score_with(
         res,
         o.tuned_subject,
