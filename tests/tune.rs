@@ -249,14 +249,28 @@ fn a_tiny_budget_writes_a_fault_checked_strategy_and_reports() {
         .arg(&json)
         .arg("--plot")
         .arg(&plot)
+        .arg("--require-targets")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // --require-targets: exit 1 exactly when a target line says MISSED
+    // (`within noise` is not a miss), after writing everything.
+    let missed = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Targets for"))
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.ends_with(": MISSED"))
+        .count();
+    if missed == 0 {
+        assert!(run.status.success(), "{stdout}{stderr}");
+    } else {
+        assert_eq!(run.status.code(), Some(1), "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("{missed} target(s) missed")),
+            "{stderr}"
+        );
+    }
     check_output(&out, "MemcpyGoogleQ");
     // The report: the CPU, each distribution (tuned on or not) against
     // rep movsb, rep movsq and the catalog, and the per-class tables.
