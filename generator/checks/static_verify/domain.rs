@@ -521,8 +521,8 @@ impl State {
     /// moves by `S` at its worst (an amount of unknown range leaves 0: the
     /// length register is unsigned). What else was measured against the
     /// old ghost is lost: a copy left behind (i386's arguments, on the
-    /// stack or in the registers they came in), the stored prefix, the
-    /// alignment credit.
+    /// stack or in the registers they came in), the alignment credit, and
+    /// the stored prefix but as far as the destination pointer's new place.
     fn settle_moves(&mut self) {
         let vals = || self.regs.iter().chain(self.stack.values());
         let Some(first) = vals().find_map(|v| v.moved) else {
@@ -549,6 +549,17 @@ impl State {
             .try_fold((i64::MAX, i64::MIN), |acc, m| {
                 m.range.map(|(lo, hi)| (acc.0.min(lo), acc.1.max(hi)))
             });
+        // The stored prefix keeps what it knew up to the destination
+        // pointer: when it reached at least `S` bytes past the pointer's
+        // old place (a word stored, then the pointers moved by 1..=8 to
+        // align), it ends at the pointer's new place at the least. The
+        // bytes it knew past that are dropped, as an overlapping tail's
+        // are: a fixup may not count them.
+        let kept = self.stored.and_then(|s| {
+            let d = vals().filter(|v| v.tags == DST).find_map(|v| v.moved)?;
+            let (_, hi) = range?;
+            (first.coef == -1 && hi <= d.off - s).then_some(d.off)
+        });
         let settle = |v: &mut Val| match v.moved.take() {
             Some(m) => v.off = Some(m.off),
             None if v.tied() => v.off = None,
@@ -571,7 +582,7 @@ impl State {
                 origin: None,
             },
         };
-        self.stored = None;
+        self.stored = kept;
         self.credit = None;
         self.unaligned = None;
     }
