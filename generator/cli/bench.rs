@@ -436,12 +436,12 @@ pub(super) fn load_strategy(
     Ok(s)
 }
 
-/// What `--site kernel` times: the stock kernel's site first (the
-/// baseline), then each strategy's; and the report's line naming the stock
-/// path this CPU runs.
 /// The subject that times the stock site again, beside the baseline.
 const STOCK_AGAIN: &str = "stock";
 
+/// What `--site kernel` times: the stock kernel's site first (the
+/// baseline), then each strategy's; and the report's line naming the stock
+/// path this CPU runs.
 struct Sites {
     model: copygen::tools::bench::site::KernelModel,
     subjects: Vec<copygen::tools::bench::site::SiteSubject>,
@@ -506,9 +506,7 @@ fn sites(a: &BenchArgs) -> Result<Sites, Failure> {
     errln!("stock routine: {}", model.stock.path.display());
     let mut subjects = vec![site::stock_subject(&model).map_err(fail)?];
     if control {
-        let mut again = site::stock_subject(&model).map_err(fail)?;
-        again.name = format!("{} again", again.name);
-        subjects.push(again);
+        subjects.push(site::stock_again_subject(&model).map_err(fail)?);
     }
     for s in &strategies {
         subjects.push(site::site_subject(s, &model).map_err(fail)?);

@@ -205,6 +205,14 @@ pub fn stock_subject(model: &KernelModel) -> Result<SiteSubject> {
     })
 }
 
+/// The stock site once more, as a subject of its own (`stock 6.12 again`):
+/// an A/A control, whose ratios to the stock site are the run's noise.
+pub fn stock_again_subject(model: &KernelModel) -> Result<SiteSubject> {
+    let mut again = stock_subject(model)?;
+    again.name = format!("{} again", again.name);
+    Ok(again)
+}
+
 /// The site a patch for `s` makes, for the model's CPU, compiled with the
 /// strategy's routines (and the tree's, which a patched kernel still has).
 /// The strategy is [`wired`] first: a strategy no patch can put at the

@@ -104,9 +104,7 @@ pub(super) fn screen(
 
 /// The stock site timed again, as a subject of its own: the A/A control.
 fn stock_again(kernel: (KernelVersion, Option<&str>)) -> Result<site::SiteSubject> {
-    let mut again = site::stock_subject(site::host_model(kernel.0, kernel.1)?)?;
-    again.name = format!("{} again", again.name);
-    Ok(again)
+    site::stock_again_subject(site::host_model(kernel.0, kernel.1)?)
 }
 
 /// The final report against the stock site: the tuned strategy's site,
