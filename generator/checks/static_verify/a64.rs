@@ -478,6 +478,7 @@ fn transfer(insn: &Insn, ins: &Instruction, st: &State, abi: &AbiSpec) -> State 
             mask: 0,
             addr: insn.addr,
             via: None,
+            full: false,
         })
     };
     let dest = ops.first().and_then(gpr).flatten();

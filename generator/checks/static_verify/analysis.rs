@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::abi::{AbiSpec, NREGS};
 use super::cfg::Func;
-use super::domain::{Bound, Cmp, State, Val, DST, LEN, RETADDR, SRC};
+use super::domain::{Bound, Cmp, Cut, State, Val, DST, INTS, LEN, RETADDR, SRC};
 use super::isa::{CondCode, Flow, MemKind};
 
 pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
@@ -76,7 +76,7 @@ pub(super) fn fault_state(insn: &super::isa::Insn, exec: &State) -> State {
     let mut s = exec.clone();
     s.flags = None;
     s.faulted = true;
-    fault_moves(&mut s, &insn.fault_moves);
+    fault_moves(&mut s, insn);
     s.normalize();
     s
 }
@@ -104,7 +104,10 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
             outs.push((fx, fault_state(insn, &exec)));
         }
         let mut after = func.transfer(k, &exec);
-        after.stored = stored_after(insn, &exec);
+        // (A string instruction's transfer places the prefix itself.)
+        if insn.fault_moves.is_empty() {
+            after.stored = stored_after(insn, &exec);
+        }
         if exec.faulted {
             if let Some(g) = stored_gap(insn, &exec) {
                 after.gap = after.gap.max(Some((g, insn.addr)));
@@ -221,36 +224,58 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
     states
 }
 
-/// A fault part-way through a string instruction (`rep movs`): the count
-/// and the pointers it moves have moved by the same unknown number of bytes
-/// `t`. Taking `t` off the ghost `LEN` keeps their values (a count `LEN +
-/// c`, a pointer `dst_end - LEN - d`) and the stored prefix when it ended
-/// at the destination pointer; every other value tied to `LEN` loses its
-/// offset, and the bound and alignment credit are lost. Anything else it
-/// moves is unknown.
-fn fault_moves(s: &mut State, moved: &[usize]) {
+/// A fault part-way through a string instruction (`rep movs`) of
+/// `width`-byte elements: the count and the pointers it moves have moved by
+/// the same unknown number `t` of elements. Taking `width * t` off the ghost
+/// `LEN` keeps their values (a count `LEN + c`, or of words `(LEN + c) >>
+/// 3`, a pointer `dst_end - LEN - d`), a remainder of the length in as
+/// few bits as the element has, and the stored prefix when it ended at the
+/// destination pointer; every other value tied to `LEN` loses its offset,
+/// and the bound and alignment credit are lost. Anything else it moves is
+/// unknown. (A `rep stos` copies nothing: the bytes it stored are no part
+/// of the prefix.)
+fn fault_moves(s: &mut State, insn: &super::isa::Insn) {
+    let moved = &insn.fault_moves[..];
     if moved.is_empty() {
         return;
     }
+    let bits = insn.width.trailing_zeros() as u8;
     let tied = |v: &Val| v.off.is_some() && (v.tags == LEN || v.tags == SRC || v.tags == DST);
-    if moved.iter().all(|&r| tied(&s.regs[r])) {
+    let counts = |v: &Val| {
+        v.tags & !INTS == 0
+            && v.part
+                .is_some_and(|p| p.cut == Cut::High && p.survives_steps(bits, true))
+    };
+    if moved
+        .iter()
+        .all(|&r| tied(&s.regs[r]) || counts(&s.regs[r]))
+    {
         let dst_at = moved
             .iter()
             .map(|&r| s.regs[r])
             .find(|v| v.tags == DST)
             .and_then(|v| v.off);
-        if s.stored != dst_at {
+        let copies = insn.mems.iter().any(|m| m.kind == MemKind::Load);
+        if s.stored != dst_at || !copies {
             s.stored = None;
         }
         for (r, v) in s.regs.iter_mut().enumerate() {
-            if !moved.contains(&r) && tied(v) {
+            let is_moved = moved.contains(&r);
+            if !is_moved && tied(v) {
                 v.off = None;
             }
+            if is_moved {
+                // (A new value: what was known of the old one is not of it.)
+                v.range = None;
+                v.sym = None;
+            }
+            v.part = v.part.filter(|p| p.survives_steps(bits, is_moved));
         }
         for v in s.stack.values_mut() {
             if tied(v) {
                 v.off = None;
             }
+            v.part = v.part.filter(|p| p.survives_steps(bits, false));
         }
         s.lb = Bound {
             value: 0,
@@ -284,7 +309,7 @@ fn stored_gap(insn: &super::isa::Insn, st: &State) -> Option<i64> {
 
 /// The stored prefix after `insn` runs in `st`: a store through the
 /// destination pointer that starts inside or right at the prefix extends
-/// it; a string store leaves it unknown. A store past the prefix leaves a
+/// it. A store past the prefix leaves a
 /// gap, and one the analysis cannot place (an address computed from the
 /// pointer and the length: an overlapping tail store) is not counted:
 /// the prefix stays, so a fixup must not count those bytes as copied.
@@ -292,20 +317,17 @@ fn stored_after(insn: &super::isa::Insn, st: &State) -> Option<i64> {
     let mut stored = st.stored?;
     for m in insn.mems.iter().filter(|m| m.kind == MemKind::Store) {
         let base = m.base.map(|r| st.regs[r]);
-        let Some(b) = base.filter(|b| b.tags & DST != 0) else {
+        let Some(d) = base
+            .filter(|b| b.tags == DST && m.index.is_none())
+            .and_then(|b| b.off)
+        else {
             continue;
         };
-        match b.off {
-            Some(d) if b.tags == DST && m.index.is_none() && insn.fault_moves.is_empty() => {
-                // The store covers `to + F'` for F' in `-d + disp ..` with
-                // the prefix ending at `-stored` (both less `n - LEN`).
-                let start = m.disp - d;
-                if start <= -stored {
-                    stored = stored.min(d - m.disp - m.size as i64);
-                }
-            }
-            _ if !insn.fault_moves.is_empty() => return None,
-            _ => {}
+        // The store covers `to + F'` for F' in `-d + disp ..` with the
+        // prefix ending at `-stored` (both less `n - LEN`).
+        let start = m.disp - d;
+        if start <= -stored {
+            stored = stored.min(d - m.disp - m.size as i64);
         }
     }
     Some(stored)
@@ -391,6 +413,10 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
     let (true, Some(o)) = (v.tags == LEN, v.off) else {
         return;
     };
+    if let Some(m) = length_ceiling(cc, c, taken) {
+        let (lo, hi) = v.range.unwrap_or((0, m));
+        st.regs[c.reg].range = Some((lo, hi.min(m)));
+    }
     if let Some(m) = length_floor(cc, c, taken) {
         let b = m - o;
         // (A bound widening left without its check: this one proves it.)
@@ -417,6 +443,19 @@ fn length_floor(cc: CondCode, c: Cmp, taken: bool) -> Option<i64> {
         (false, CondCode::Gt, true) | (false, CondCode::Le, false) if c.imm >= 0 => Some(c.imm + 1),
         (false, CondCode::Ne, true) | (false, CondCode::Eq, false) if c.imm == 0 => Some(1),
         (true, CondCode::Ne, true) | (true, CondCode::Eq, false) => Some(1),
+        _ => None,
+    }
+}
+
+/// The most the compared register holds on the edge where `cc` is
+/// `taken`, if an unsigned compare of the whole register says.
+fn length_ceiling(cc: CondCode, c: Cmp, taken: bool) -> Option<i64> {
+    if !c.full || c.test || c.imm < 0 {
+        return None;
+    }
+    match (cc, taken) {
+        (CondCode::Hs, false) | (CondCode::Lo, true) => Some(c.imm - 1),
+        (CondCode::Hi, false) | (CondCode::Ls, true) | (CondCode::Eq, true) => Some(c.imm),
         _ => None,
     }
 }

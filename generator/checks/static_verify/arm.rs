@@ -601,6 +601,7 @@ fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
             mask: 0,
             addr: insn.addr,
             via: None,
+            full: false,
         })
     };
     let mask = |reg: Reg, op2: &Op2| match op2 {
@@ -611,6 +612,7 @@ fn transfer(insn: &Insn, ins: &Ins, st: &State, abi: &AbiSpec) -> State {
             mask: *imm as u64,
             addr: insn.addr,
             via: None,
+            full: false,
         }),
         _ => None,
     };

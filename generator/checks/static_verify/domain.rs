@@ -39,7 +39,7 @@ const LOW_BITS: u8 = 12;
 pub(super) struct Val {
     pub(super) tags: u32,
     pub(super) off: Option<i64>,
-    /// `CONST`: the value lies in `lo..=hi`.
+    /// `CONST` (or `LEN`, where known): the value lies in `lo..=hi`.
     pub(super) range: Option<(i64, i64)>,
     /// Known low bits: `value mod 2^bits == residue` (`bits` 0: nothing known).
     pub(super) low: Low,
@@ -52,6 +52,40 @@ pub(super) struct Val {
     /// A pointer rounded down to a multiple of `2^bits` from the one at
     /// offset `off` (as `tags` reads it): `(off, bits)`.
     pub(super) floor: Option<(i64, u8)>,
+    /// A piece of a length `LEN + off` cut apart by a shift or a mask.
+    pub(super) part: Option<LenPart>,
+}
+
+/// A piece of the length `LEN + off`: a `rep movsq` counts in words,
+/// `(LEN + off) >> 3` in its count register and the remainder `(LEN + off)
+/// mod 8` in another, and its fixup puts `remainder + 8 * words` back
+/// together. Both pieces keep their relation when the ghost moves by whole
+/// words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LenPart {
+    pub(super) off: i64,
+    pub(super) bits: u8,
+    pub(super) cut: Cut,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// `value == (LEN + off) mod 2^bits`.
+    Low,
+    /// `value == (LEN + off) >> bits`.
+    High,
+}
+
+impl LenPart {
+    /// Still true once the ghost has moved by a multiple of `2^bits` and
+    /// the value by its own share: a remainder of at most `bits` bits, or
+    /// (`moved`, as the count moves) the count of `2^bits`-byte elements.
+    pub(super) fn survives_steps(self, bits: u8, moved: bool) -> bool {
+        match self.cut {
+            Cut::Low => self.bits <= bits,
+            Cut::High => moved && self.bits == bits,
+        }
+    }
 }
 
 /// A value that had offset `off` against `LEN` (as `tags` reads it) before
@@ -167,6 +201,7 @@ impl Val {
         sym: None,
         moved: None,
         floor: None,
+        part: None,
     };
     pub(super) const ANY: Val = Val {
         tags: ANY,
@@ -230,8 +265,10 @@ impl Val {
     /// `value & mask` for a small `mask` (below 2^16): a constant when the
     /// known low bits cover the mask (`ands ip, r0, #3` on a destination
     /// of known alignment), else an integer in `0..=mask`.
+    /// Of the length (or a remainder of it) and a mask of low bits, the
+    /// remainder it leaves is known as a [`LenPart`].
     pub(super) fn masked(self, mask: u64) -> Val {
-        if mask >> self.low.bits == 0 {
+        let v = if mask >> self.low.bits == 0 {
             Val::konst((self.low.residue & mask) as i64)
         } else {
             // (`and $7` of a value known mod 4: still known mod 4.)
@@ -239,6 +276,88 @@ impl Val {
                 bits: self.low.bits,
                 residue: self.low.residue & mask,
             })
+        };
+        let bits = (64 - mask.leading_zeros()) as u8;
+        let low_of = match self.part {
+            _ if mask.wrapping_add(1) & mask != 0 => None,
+            _ if self.tags == LEN => self.off,
+            Some(p) if p.cut == Cut::Low && p.bits >= bits => Some(p.off),
+            _ => None,
+        };
+        Val {
+            part: low_of.map(|off| LenPart {
+                off,
+                bits,
+                cut: Cut::Low,
+            }),
+            ..v
+        }
+    }
+
+    /// `value >> bits` (a full-width logical shift): of the length, the
+    /// count of its `2^bits`-byte elements.
+    pub(super) fn shifted_right(self, bits: u8) -> Val {
+        Val {
+            part: self
+                .off
+                .filter(|_| self.tags == LEN && (1..64).contains(&bits))
+                .map(|off| LenPart {
+                    off,
+                    bits,
+                    cut: Cut::High,
+                }),
+            ..Val::OTHER
+        }
+    }
+
+    /// What a 32-bit register write of this 64-bit value leaves (zero
+    /// extended): the same value when it is known to fit, else of the
+    /// length its low 32 bits, else an integer it derives from.
+    pub(super) fn low32(self) -> Val {
+        let fits = |(lo, hi): (i64, i64)| lo >= 0 && hi <= u32::MAX as i64;
+        if [CONST, LEN].contains(&self.tags) && self.range.is_some_and(fits) {
+            return self;
+        }
+        let part = match self.part {
+            _ if self.tags == LEN => self.off.map(|off| LenPart {
+                off,
+                bits: 32,
+                cut: Cut::Low,
+            }),
+            Some(p) if p.cut == Cut::Low && p.bits <= 32 => Some(p),
+            _ => None,
+        };
+        Val {
+            part,
+            ..Val::derived([self])
+        }
+    }
+
+    /// A 32-bit step by `k` of the length `LEN + off` known to fit in 32
+    /// bits before and after (`sub $8, %ecx` in 6.12's word loop; `lb`:
+    /// `LEN >= lb`): the same step as a full-width one.
+    pub(super) fn step32(self, k: i64, lb: i64) -> Option<Val> {
+        let (o, (lo, hi)) = (self.off?, self.range?);
+        let lo = lo.max(lb.checked_add(o)?).checked_add(k)?;
+        let hi = hi.checked_add(k)?;
+        (self.tags == LEN && lo >= 0 && hi <= u32::MAX as i64).then(|| Val {
+            range: Some((lo, hi)),
+            ..add_val(self, Val::konst(k), 1)
+        })
+    }
+
+    /// The sum `rem + (count << bits)` of a length's two pieces: the length.
+    pub(super) fn joined_parts(rem: Val, count: Val, bits: u8) -> Option<i64> {
+        match (rem.part?, count.part?) {
+            (r, c)
+                if (r.cut, c.cut) == (Cut::Low, Cut::High)
+                    && r.bits == bits
+                    && c.bits == bits
+                    && r.off == c.off =>
+            {
+                Some(r.off)
+            }
+            _ => None,
         }
     }
     pub(super) fn with_low(self, low: Low) -> Val {
@@ -259,7 +378,9 @@ impl Val {
             None
         };
         let range = match (self.range, o.range) {
-            (Some((a, b)), Some((c, d))) if tags == CONST => Some((a.min(c), b.max(d))),
+            (Some((a, b)), Some((c, d))) if tags == CONST || tags == LEN => {
+                Some((a.min(c), b.max(d)))
+            }
             _ => None,
         };
         Val {
@@ -272,6 +393,7 @@ impl Val {
             floor: self
                 .floor
                 .filter(|_| self.floor == o.floor && self.tags == o.tags),
+            part: self.part.filter(|_| self.part == o.part),
         }
     }
 
@@ -415,6 +537,9 @@ pub(super) struct Cmp {
     /// (`andi t5, a0, 31; beqz t5`), which a branch on it against zero
     /// tests.
     pub(super) via: Option<usize>,
+    /// The compare read the whole register (x86's `cmp $k, %rcx`, not
+    /// `%ecx`): the edge where it is below `imm` bounds the register.
+    pub(super) full: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -475,6 +600,9 @@ impl State {
             return;
         };
         let shift = |v: &mut Val| {
+            if let Some(p) = v.part.as_mut() {
+                p.off -= o;
+            }
             if v.tags == LEN || v.tags == SRC || v.tags == DST {
                 if let Some(x) = v.off.as_mut() {
                     *x -= o;
@@ -560,10 +688,13 @@ impl State {
             let (_, hi) = range?;
             (first.coef == -1 && hi <= d.off - s).then_some(d.off)
         });
-        let settle = |v: &mut Val| match v.moved.take() {
-            Some(m) => v.off = Some(m.off),
-            None if v.tied() => v.off = None,
-            None => {}
+        let settle = |v: &mut Val| {
+            v.part = None;
+            match v.moved.take() {
+                Some(m) => v.off = Some(m.off),
+                None if v.tied() => v.off = None,
+                None => {}
+            }
         };
         self.regs.iter_mut().for_each(settle);
         self.stack.values_mut().for_each(settle);
@@ -583,6 +714,76 @@ impl State {
             },
         };
         self.stored = kept;
+        self.credit = None;
+        self.unaligned = None;
+    }
+
+    /// A `rep movs` of `2^bits`-byte elements ran to its end from `before`,
+    /// its count (in `count`) `(LEN + o) >> bits`: the pointers `ptrs` moved
+    /// by `LEN + o` less the remainder `(LEN + o) mod 2^bits`. Where a
+    /// register holds that remainder, the ghost is re-based on it: it reads
+    /// `LEN + 0`, below `2^bits`; each pointer keeps its offset less `o`,
+    /// and so does the stored prefix when it ended at the destination
+    /// pointer. Everything else measured against the old ghost is lost.
+    /// Without such a count and remainder, only the prefix is lost.
+    pub(super) fn elements_copied(
+        &mut self,
+        before: &State,
+        count: usize,
+        ptrs: [usize; 2],
+        bits: u8,
+    ) {
+        let c = before.regs[count]
+            .part
+            .filter(|p| p.cut == Cut::High && p.bits == bits);
+        let rem = c.and_then(|c| {
+            let low = LenPart { cut: Cut::Low, ..c };
+            (0..NREGS)
+                .find(|&r| r != count && !ptrs.contains(&r) && before.regs[r].part == Some(low))
+        });
+        let pointers = ptrs.map(|r| before.regs[r]);
+        let (Some(c), Some(rem), true) = (
+            c,
+            rem,
+            pointers
+                .iter()
+                .all(|v| v.off.is_some() && [SRC, DST].contains(&v.tags)),
+        ) else {
+            self.stored = None;
+            return;
+        };
+        let forget = |v: &mut Val| {
+            if v.tied() {
+                v.off = None;
+            }
+            v.moved = None;
+            v.floor = None;
+            v.part = None;
+        };
+        self.regs.iter_mut().for_each(forget);
+        self.stack.values_mut().for_each(forget);
+        self.regs[rem] = Val {
+            tags: LEN,
+            off: Some(0),
+            range: Some((0, (1 << bits) - 1)),
+            low: before.regs[rem].low,
+            ..Val::OTHER
+        };
+        for (r, v) in ptrs.into_iter().zip(pointers) {
+            self.regs[r] = Val {
+                off: v.off.map(|d| d - c.off),
+                ..Val::tagged(v.tags, None).with_low(self.regs[r].low)
+            };
+        }
+        let dst_at = pointers.iter().find(|v| v.tags == DST).and_then(|v| v.off);
+        self.stored = before
+            .stored
+            .filter(|&f| Some(f) == dst_at)
+            .map(|f| f - c.off);
+        self.lb = Bound {
+            value: 0,
+            origin: None,
+        };
         self.credit = None;
         self.unaligned = None;
     }

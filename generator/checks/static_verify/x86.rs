@@ -410,6 +410,8 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 } else if let Some(d) = reg0 {
                     s.regs[d] = if wide0 {
                         val(i.op1_register())
+                    } else if pw == 8 && i.op0_register().size() == 4 {
+                        val(i.op1_register()).low32()
                     } else {
                         Val::derived([val(i.op1_register())])
                     };
@@ -467,6 +469,12 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             }
             s.sp = st.sp.map(|sp| sp + abi.ptr);
         }
+        // `inc %rdi` / `dec %rcx`: 6.12's byte loop.
+        Mnemonic::Inc | Mnemonic::Dec if wide0 && reg0.is_some_and(|d| d != RSP) => {
+            let d = reg0.unwrap_or_default();
+            let sign = if m == Mnemonic::Inc { 1 } else { -1 };
+            s.regs[d] = add_val(st.regs[d], Val::konst(1), sign);
+        }
         Mnemonic::Add | Mnemonic::Sub if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
             let sign = if m == Mnemonic::Add { 1 } else { -1 };
             let Some(d) = reg0 else { return s };
@@ -480,6 +488,11 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 return s;
             }
             if !wide0 {
+                if imm && pw == 8 && i.op0_register().size() == 4 {
+                    if let Some(v) = st.regs[d].step32(sign * imm_of(i, 1), st.lb.value) {
+                        s.regs[d] = v;
+                    }
+                }
                 return s;
             }
             if imm {
@@ -510,6 +523,12 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 Val::tagged(STACK, None)
             } else if i.memory_index() == Register::None {
                 add_val(b, Val::konst(disp), 1)
+            } else if let Some(o) =
+                Val::joined_parts(b, x, i.memory_index_scale().trailing_zeros() as u8)
+            {
+                // `lea (%rax,%rcx,8), %rcx`: the remainder and the count of
+                // words a `rep movsq` left, the bytes left.
+                Val::tagged(LEN, Some(o + disp))
             } else {
                 // Either operand may be the pointer (scaled or not).
                 Val::derived([b, x])
@@ -529,6 +548,11 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         Mnemonic::And if reg0 == Some(RSP) => {
             // Realigning the stack: its place is no longer known.
             s.sp = None;
+        }
+        Mnemonic::Shr if wide0 && is_imm(i.op1_kind()) => {
+            if let Some(d) = reg0 {
+                s.regs[d] = st.regs[d].shifted_right(imm_of(i, 1) as u8);
+            }
         }
         Mnemonic::Neg if wide0 => {
             if let Some(d) = reg0 {
@@ -559,6 +583,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                     mask: imm_of(i, 1) as u64,
                     addr: insn.addr,
                     via: None,
+                    full: false,
                 });
             }
         }
@@ -586,6 +611,12 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 s.regs[r] = Val::derived([v]).with_low(v.low.add_low(moved.low, 1));
             }
             s.regs[1] = if rep { Val::konst(0) } else { Val::OTHER };
+            // (A `stos` stores no copied bytes: the prefix stays as it was,
+            // as a from_user fixup's zeroing of the rest leaves it.)
+            let stos = matches!(m, Mnemonic::Stosb | Mnemonic::Stosd | Mnemonic::Stosq);
+            if rep && !stos {
+                s.elements_copied(st, 1, [6, 7], step.trailing_zeros() as u8);
+            }
         }
         Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
             if let Some(r) = reg0 {
@@ -597,6 +628,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                         mask: 0,
                         addr: insn.addr,
                         via: None,
+                        full: i.op0_register().size() == pw,
                     });
                 }
             }
@@ -615,6 +647,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                     mask: 0,
                     addr: insn.addr,
                     via: None,
+                    full: false,
                 });
             }
         }

@@ -468,6 +468,7 @@ fn transfer(insn: &Insn, op: Op, st: &State, abi: &AbiSpec) -> State {
                             mask: imm as u64,
                             addr: insn.addr,
                             via: Some(x),
+                            full: false,
                         });
                     }
                 }
@@ -497,6 +498,7 @@ fn transfer(insn: &Insn, op: Op, st: &State, abi: &AbiSpec) -> State {
                     mask: 0,
                     addr: insn.addr,
                     via: None,
+                    full: false,
                 }),
                 _ => None,
             };
