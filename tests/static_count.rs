@@ -77,21 +77,33 @@ fn a_function_that_touches_no_argument_memory_is_listed_but_leaves_the_file_ok()
     let _ = path;
 }
 
-/// The emitted unrolled64 with one edit to its `from_user` table.
 /// The static check of x86_64 standalone `preset` with `from` replaced by `to`.
 fn emitted_with(preset: &str, from: &str, to: &str) -> copygen::checks::static_verify::Report {
-    let text = std::fs::read_to_string(
+    emitted_with_edits(preset, &[(from, to)])
+}
+
+/// The static check of x86_64 standalone `preset` with each edit's `from`
+/// replaced by its `to`, in turn.
+fn emitted_with_edits(
+    preset: &str,
+    edits: &[(&str, &str)],
+) -> copygen::checks::static_verify::Report {
+    let mut text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("emitted/x86_64/standalone/{preset}.S")),
     )
     .unwrap();
-    assert!(text.contains(from), "{from}");
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from}");
+        text = text.replacen(from, to, 1);
+    }
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join(format!("{preset}.S"));
-    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    std::fs::write(&p, text).unwrap();
     check_object(&p, &Options::default()).unwrap()
 }
 
+/// The emitted unrolled64 with one edit.
 fn unrolled64_with(from: &str, to: &str) -> copygen::checks::static_verify::Report {
     emitted_with("unrolled64", from, to)
 }
@@ -188,10 +200,10 @@ fn riscv64_counts_are_proven() {
 /// ending at the new destination pointer. A `rep movsq` (`rep movsl`)
 /// counts in words, the length cut into `n >> 3` and `n & 7`: both pieces
 /// are followed through the fault and the end of the string instruction,
-/// and the fixup's `lea (%rax,%rcx,8)` is the length again. So every count
-/// of the x86 catalog is proven but the fixed sizes' (which have no
-/// length) and i386 `intel-unrolled-zeroing`'s (its fixup zeroes the rest
-/// and returns a count saved across the zeroing).
+/// and the fixup's `lea (%rax,%rcx,8)` is the length again. A fixed-size
+/// entry's ghost is its size. So every count of the x86 catalog is proven
+/// but i386 `intel-unrolled-zeroing`'s (its fixup zeroes the rest and
+/// returns a count saved across the zeroing).
 #[test]
 fn x86_counts_are_proven() {
     let presets: [(&str, &[&str]); 2] = [
@@ -205,6 +217,7 @@ fn x86_counts_are_proven() {
                 "unrolled64",
                 "guarded-movsb",
                 "guarded-movsb-612",
+                "fixed-size",
             ],
         ),
         (
@@ -324,4 +337,45 @@ fn the_shape_of_6_12s_routine_is_proven() {
         "wordcopy",
         &[("subl\t$8, %ecx", "subl\t$4, %ecx")]
     ));
+}
+
+/// A fixed-size entry has no length argument: the ghost is its constant
+/// size, and a constant in the length register (`movl $6, %edx`) or
+/// returned is the length less what is copied. A fixup that returns the
+/// whole size after the first piece is stored fails; one that returns the
+/// rest is right.
+#[test]
+fn a_fixed_size_fixup_is_held_to_its_constant() {
+    let returning = |k: u32| {
+        let fixup = ".Lfrom6_fixup_4_then_retry";
+        emitted_with_edits(
+            "fixed-size",
+            &[
+                (&format!("{fixup} - ."), ".Lfrom6_constant - ."),
+                (
+                    &format!("{fixup}:"),
+                    &format!(".Lfrom6_constant:\n\tmovl\t${k}, %eax\n\tret\n{fixup}:"),
+                ),
+            ],
+        )
+    };
+    let r = returning(6);
+    assert_eq!(r.verdict(), Verdict::Fail, "{r}");
+    assert!(
+        r.to_string()
+            .contains("`mov 4(%rsi), %cx`: a fault here returns the wrong count in rax (at `ret`")
+            && r.to_string()
+                .contains("it reports 4 bytes fewer copied than were stored"),
+        "{r}"
+    );
+    // The right count (its other faults are the progress rule's: a 2-byte
+    // access with no byte retry, and the fixup it replaced is dead).
+    let r = returning(2);
+    let text = r.to_string();
+    assert!(
+        text.contains("`mov 4(%rsi), %cx`: no byte retry after a fault here")
+            && !text.contains("wrong count")
+            && !text.contains("the count after a fault is not proven"),
+        "{text}"
+    );
 }

@@ -52,14 +52,15 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
         sp: Some(0),
         lb,
         flags: None,
-        // Nothing stored yet: `dst_end - to == n == LEN`. (A fixed-size
-        // entry has no length register: its count is not followed.)
-        stored: fixed.is_none().then_some(0),
+        // Nothing stored yet: `dst_end - to == n == LEN`.
+        stored: Some(0),
         faulted: false,
         gap: None,
         credit: None,
         unaligned: None,
         count_reg: abi.arg_regs.map(|[_, _, n]| n),
+        // A fixed-size entry has no length argument: the ghost is the size.
+        len_value: fixed.map(|n| n as i64),
     }
 }
 
@@ -281,9 +282,10 @@ fn fault_moves(s: &mut State, insn: &super::isa::Insn) {
             value: 0,
             origin: None,
         };
-        // (Both measured against the ghost that just moved.)
+        // (All three measured against the ghost that just moved.)
         s.credit = None;
         s.unaligned = None;
+        s.len_value = None;
     } else {
         for &r in moved {
             s.regs[r] = Val::derived([s.regs[r]]);

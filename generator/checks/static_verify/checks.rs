@@ -694,7 +694,11 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
             } else {
                 s.clone()
             };
-            let r = s.regs[abi.ret];
+            let mut r = s.regs[abi.ret];
+            // A constant, where the ghost's value is known, is `LEN + (k - L)`.
+            if let (Some(k), Some(l)) = (r.konst_value(), s.len_value) {
+                r = Val::tagged(LEN, Some(k - l));
+            }
             // A pointer (plus a constant) is never a count.
             if r.off.is_some() && [SRC, DST, STACK].contains(&r.tags) {
                 pointer.get_or_insert(j);

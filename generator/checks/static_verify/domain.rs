@@ -572,6 +572,10 @@ pub(super) struct State {
     /// convention's `mov %rdx, %rcx` before a `rep movs`) does not move
     /// with a loop that counts in this one.
     pub(super) count_reg: Option<usize>,
+    /// The ghost's value, where known: a fixed-size entry's constant size,
+    /// moved as the ghost is re-based. While it is known, a constant in the
+    /// length register is the length, less what is copied.
+    pub(super) len_value: Option<i64>,
 }
 
 impl State {
@@ -583,6 +587,12 @@ impl State {
     /// stored prefix too.
     pub(super) fn normalize(&mut self) {
         self.settle_moves();
+        // `movl $6, %edx` in a fixed-size entry of 6 bytes: `LEN + 0`.
+        if let (Some(l), Some(r)) = (self.len_value, self.count_reg) {
+            if let Some(k) = self.regs[r].konst_value() {
+                self.regs[r] = Val::tagged(LEN, Some(k - l)).with_low(self.regs[r].low);
+            }
+        }
         // (Without a length register, on the destination pointer: a loop
         // that counts in words still moves it by the same step each round.)
         let len_off = |v: &Val| (v.tags == LEN).then_some(v.off).flatten();
@@ -622,6 +632,9 @@ impl State {
         }
         // A pending compare names a register, whose offset moved with it.
         self.lb.value += o;
+        if let Some(l) = self.len_value.as_mut() {
+            *l += o;
+        }
         if let Some(c) = self.credit.as_mut() {
             c.at -= o;
             c.value += o;
@@ -716,6 +729,7 @@ impl State {
         self.stored = kept;
         self.credit = None;
         self.unaligned = None;
+        self.len_value = None;
     }
 
     /// A `rep movs` of `2^bits`-byte elements ran to its end from `before`,
@@ -786,6 +800,7 @@ impl State {
         };
         self.credit = None;
         self.unaligned = None;
+        self.len_value = None;
     }
 
     /// After instruction `addr` ran from `before` (its effect already in
@@ -876,6 +891,7 @@ impl State {
             },
             unaligned: self.unaligned.filter(|_| self.unaligned == o.unaligned),
             count_reg: self.count_reg,
+            len_value: self.len_value.filter(|_| self.len_value == o.len_value),
         }
     }
 }
