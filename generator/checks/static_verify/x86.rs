@@ -596,26 +596,30 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         | Mnemonic::Stosq
             if i.op0_kind() == OpKind::MemoryESEDI || i.op0_kind() == OpKind::MemoryESRDI =>
         {
-            // The string pointers advance: still the same pointers; the
-            // count is a count. `rep` moves them by the count's elements
-            // (what is known of its low bits) and leaves it zero.
+            // The string pointers advance (a `stos` has no source): still
+            // the same pointers. One element moves them by its size; `rep`
+            // by the count's elements (what is known of its low bits), and
+            // leaves the count zero.
             let rep = i.has_rep_prefix() || i.has_repe_prefix();
             let step = i.memory_size().size() as i64;
-            let moved = if rep {
-                Val::OTHER.with_low(st.regs[1].low.times(step))
-            } else {
-                Val::konst(step)
-            };
-            for r in [6usize, 7] {
-                let v = st.regs[r];
-                s.regs[r] = Val::derived([v]).with_low(v.low.add_low(moved.low, 1));
-            }
-            s.regs[1] = if rep { Val::konst(0) } else { Val::OTHER };
-            // (A `stos` stores no copied bytes: the prefix stays as it was,
-            // as a from_user fixup's zeroing of the rest leaves it.)
             let stos = matches!(m, Mnemonic::Stosb | Mnemonic::Stosd | Mnemonic::Stosq);
-            if rep && !stos {
-                s.elements_copied(st, 1, [6, 7], step.trailing_zeros() as u8);
+            let pointers: &[usize] = if stos { &[7] } else { &[6, 7] };
+            for &r in pointers {
+                let v = st.regs[r];
+                s.regs[r] = if rep {
+                    let moved = st.regs[1].low.times(step);
+                    Val::derived([v]).with_low(v.low.add_low(moved, 1))
+                } else {
+                    add_val(v, Val::konst(step), 1)
+                };
+            }
+            if rep {
+                s.regs[1] = Val::konst(0);
+                // (A `stos` stores no copied bytes: the prefix stays as it
+                // was, as a from_user fixup's zeroing of the rest leaves it.)
+                if !stos {
+                    s.elements_copied(st, 1, [6, 7], step.trailing_zeros() as u8);
+                }
             }
         }
         Mnemonic::Cmp if i.op0_kind() == OpKind::Register && wide_or_32(i.op0_register(), abi) => {
