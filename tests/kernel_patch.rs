@@ -111,6 +111,13 @@ fn guarded_movsb_patch_applies_to_6_12_as_its_inline_site_form() {
     assert!(p.contains("\nFrom: =?UTF-8?q?J=2E_Random_Hacker?= <jrh@example.org>\n"));
     assert!(p.contains("\nSigned-off-by: J. Random Hacker <jrh@example.org>\n---\n"));
     assert!(p.contains("exception-table entries,") && p.contains("bytes of .text"));
+    // The static check proved every fault's count (tests/static_count.rs).
+    assert!(
+        p.contains(
+            "the count returned after a fault proven to be the bytes not copied at\nevery access)"
+        ),
+        "{p}"
+    );
     assert!(
         p.contains("guarded_movsb_612_to_user: 92264 cases, 0 violations"),
         "{p}"

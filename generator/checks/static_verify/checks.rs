@@ -52,6 +52,10 @@ struct Checked {
     decoded: BTreeMap<Loc, String>,
     reached: BTreeSet<Loc>,
     user_accesses: BTreeSet<Loc>,
+    /// User accesses whose count after a fault is proven, and those whose
+    /// count is not (or is wrong).
+    counts_proven: BTreeSet<Loc>,
+    counts_unproven: BTreeSet<Loc>,
     /// Entries counted (on its own code, or local code it reaches), and
     /// those whose instruction the analysis reached.
     entries: BTreeSet<Loc>,
@@ -198,6 +202,14 @@ pub(super) fn check_function(
         instructions: covered.len(),
         analysed: reached.len(),
         user_accesses: union(|c| &c.user_accesses),
+        counts_proven: {
+            let unproven: BTreeSet<&Loc> = all().flat_map(|c| &c.counts_unproven).collect();
+            all()
+                .flat_map(|c| &c.counts_proven)
+                .filter(|l| !unproven.contains(l))
+                .collect::<BTreeSet<_>>()
+                .len()
+        },
         entries: union(|c| &c.entries),
         entries_analysed: union(|c| &c.entries_analysed),
         findings,
@@ -304,7 +316,7 @@ fn check_variant(
             no_retry.push((k, fx));
         }
     }
-    check_counts(&mut func, &states);
+    let proven = check_counts(&mut func, &states);
 
     // What one analysis cannot prove aligned may be, case by case: a byte
     // prologue (`ands ip, r0, #3`, then 4 - ip conditional byte stores)
@@ -382,6 +394,13 @@ fn check_variant(
             .filter(|&k| states[k].is_some())
             .map(|k| placed(&k))
             .collect(),
+        counts_unproven: func
+            .fault
+            .keys()
+            .filter(|&k| states[*k].is_some() && !proven.contains(k))
+            .map(placed)
+            .collect(),
+        counts_proven: proven.iter().map(placed).collect(),
         user_accesses,
         // Entries on local code count only where this function reaches.
         entries: func
@@ -663,11 +682,13 @@ fn check_return(func: &mut Func, states: &[Option<State>], k: usize, st: &State)
 /// pointer returned (the source or destination pointer, or a stack
 /// address, plus a constant). A count the
 /// analysis cannot tie to `LEN`, or a prefix it lost, is not proven: one
-/// warning for the function, naming the first such access.
-fn check_counts(func: &mut Func, states: &[Option<State>]) {
+/// warning for the function, naming the first such access. Returns the
+/// accesses whose count is proven.
+fn check_counts(func: &mut Func, states: &[Option<State>]) -> BTreeSet<usize> {
     let abi = func.abi;
     let reg = isa_for(abi.arch).reg_name(abi.ret);
     let mut unproven: Vec<(usize, &'static str)> = Vec::new();
+    let mut proven = BTreeSet::new();
     let mut sites = 0;
     for (&k, &fx) in func.fault.clone().iter() {
         let Some(st) = states[k].as_ref().map(|s| func.exec_state(k, s)) else {
@@ -680,6 +701,7 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
         let mut pointer = None;
         let mut why_not = None;
         let mut gap = None;
+        let mut returns = 0;
         for (j, s) in paths.iter().enumerate() {
             let Some(s) = s else { continue };
             if let (None, Some((g, at))) = (gap, s.gap) {
@@ -688,6 +710,7 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
             if func.insns[j].flow != Flow::Return {
                 continue;
             }
+            returns += 1;
             // ARM returns by the pop: the state after it.
             let s = if abi.pc.is_some() {
                 func.transfer(j, s)
@@ -751,6 +774,8 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
             );
         } else if let Some(why) = why_not {
             unproven.push((k, why));
+        } else if returns > 0 {
+            proven.insert(k);
         }
     }
     if let Some(&(k, why)) = unproven.first() {
@@ -763,6 +788,7 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) {
             ),
         );
     }
+    proven
 }
 
 fn pointer_name(side: UserSide) -> &'static str {

@@ -100,6 +100,9 @@ pub struct FunctionReport {
     /// they are padding).
     pub analysed: usize,
     pub user_accesses: usize,
+    /// User accesses whose count after a fault is proven (in every
+    /// variant): the value returned is the number of bytes not stored.
+    pub counts_proven: usize,
     pub entries: usize,
     /// Entries whose instruction the analysis reached.
     pub entries_analysed: usize,
@@ -199,21 +202,23 @@ impl fmt::Display for Report {
             self.convention
         )?;
         // Analysed/total: what the verdict covers.
+        // Counts: user accesses whose count after a fault is proven.
         writeln!(
             f,
-            "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  verdict",
-            "function", "user side", "bytes", "insns", "user", "entries"
+            "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9} {:>9}  verdict",
+            "function", "user side", "bytes", "insns", "user", "counts", "entries"
         )?;
         for r in &self.functions {
             let verdict = if r.passed() { "ok" } else { "FAIL" };
             writeln!(
                 f,
-                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  {verdict}",
+                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9} {:>9}  {verdict}",
                 r.name,
                 r.side.name(),
                 r.bytes,
                 format!("{}/{}", r.analysed, r.instructions),
                 r.user_accesses,
+                format!("{}/{}", r.counts_proven, r.user_accesses),
                 format!("{}/{}", r.entries_analysed, r.entries)
             )?;
             if let Some(c) = &r.convention {
@@ -234,8 +239,8 @@ impl fmt::Display for Report {
             };
             writeln!(
                 f,
-                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9}  {verdict}",
-                u.name, "-", "", "", "", ""
+                "  {:<32} {:<9} {:>6} {:>11} {:>5} {:>9} {:>9}  {verdict}",
+                u.name, "-", "", "", "", "", ""
             )?;
             writeln!(
                 f,

@@ -55,6 +55,8 @@ pub struct Verification {
     /// Static check of the linux-flavour object: (user accesses, entries).
     pub static_accesses: usize,
     pub static_entries: usize,
+    /// Of the user accesses, those whose count after a fault is proven.
+    pub static_counts: usize,
     /// Fault injection of the standalone flavour: (role, cases, violations).
     pub roles: Vec<(String, u64, u64)>,
     /// 6.12's inline site, decoded per CPU feature set after alternatives
@@ -600,6 +602,7 @@ pub fn verify(t: &Strategy, asm: &str) -> Result<Verification> {
     Ok(Verification {
         static_accesses: report.functions.iter().map(|f| f.user_accesses).sum(),
         static_entries: report.functions.iter().map(|f| f.entries).sum(),
+        static_counts: report.functions.iter().map(|f| f.counts_proven).sum(),
         roles: faults
             .routines
             .iter()
@@ -993,12 +996,14 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
             let _ = writeln!(
                 body,
                 "\nChecked before writing this patch: the static check of the object\n\
-                 ({} user accesses, {} exception-table entries, none missing or stray),\n\
-                 and fault injection of the same strategy's standalone build against\n\
-                 the uaccess contract (every size 0..300 at every fault offset, larger\n\
-                 sizes, aliasing distances), in each role:\n{}",
+                 ({} user accesses, {} exception-table entries, none missing or stray;\n\
+                 the count returned after a fault proven to be the bytes not copied at\n\
+                 {}), and fault injection of the same strategy's standalone\n\
+                 build against the uaccess contract (every size 0..300 at every fault\n\
+                 offset, larger sizes, aliasing distances), in each role:\n{}",
                 v.static_accesses,
                 v.static_entries,
+                counts_sentence(v.static_counts, v.static_accesses),
                 roles.join("\n")
             );
             if !v.sites.is_empty() {
@@ -1071,6 +1076,15 @@ pub fn patch(s: &Strategy, r: &Request) -> Result<String> {
 /// adds no entry of its own). It is written as a diffstat line for
 /// MAINTAINERS, which is how checkpatch learns that the new file needs no
 /// new entry; git apply and git am ignore it.
+/// What the static check proved of the count each fault returns.
+fn counts_sentence(proven: usize, accesses: usize) -> String {
+    if proven == accesses {
+        "every access".into()
+    } else {
+        format!("{proven} of them")
+    }
+}
+
 fn maintained_by(arch: Arch) -> &'static str {
     match arch {
         Arch::X86_64 | Arch::I386 => {
