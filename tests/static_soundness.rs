@@ -248,3 +248,23 @@ fn a_loop_stepping_down_from_a_high_class_bound_keeps_its_own_check() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_length_range_growing_in_a_loop_is_widened() {
+    // `cmpq $64, %rdx` bounds the length, so `addl $1, %edx` is an exact
+    // step of it with a known range; in this loop the range grows by one a
+    // round. At the loop head a range still changing is given up (before,
+    // the analysis went round until the range left 32 bits), and the count
+    // the fixup returns is then not proven: a note, no error.
+    let body = "\tcmpq\t$64, %rdx\n\tjae\t2f\n1:\taddl\t$1, %edx\n3:\tmovb\t(%rsi), %al\n\tmovb\t%al, (%rdi)\n\tjmp\t1b\n2:\tret\n4:\tmovq\t%rdx, %rax\n\tret\n\t.pushsection __ex_table, \"a\"\n\t.balign 4\n\t.long 3b - ., 4b - .\n\t.popsection\n";
+    let r = check(&x86_64(body), "grow.S", &Options::default());
+    assert!(r.passed(), "{r}");
+    let notes: Vec<_> = r
+        .findings()
+        .filter(|(_, f)| {
+            f.message
+                .starts_with("the count after a fault is not proven at 1 of 1")
+        })
+        .collect();
+    assert_eq!(notes.len(), 1, "{r}");
+}

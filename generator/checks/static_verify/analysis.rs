@@ -200,7 +200,8 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
                     // drops to the next bound a length check sets (a loop
                     // that steps down from a high class bound settles on its
                     // own `cmp $block`), and below the last, is lost; an
-                    // alignment credit still changing is lost.
+                    // alignment credit or a length's range still changing
+                    // is lost.
                     if s <= k && visits[s] > 64 {
                         if j.lb.value < old.lb.value {
                             let value = thresholds.range(..=j.lb.value).next_back();
@@ -212,6 +213,7 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
                         if j.credit != old.credit {
                             j.credit = None;
                         }
+                        j.widen_ranges(old);
                     }
                     j
                 }

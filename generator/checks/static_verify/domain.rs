@@ -848,6 +848,22 @@ impl State {
         }
     }
 
+    /// At a loop head still changing: a length's range that is still
+    /// growing (a 32-bit step in the loop) is lost, so the analysis ends.
+    pub(super) fn widen_ranges(&mut self, old: &State) {
+        let widen = |v: &mut Val, o: Option<&Val>| {
+            if v.tags == LEN && o.is_none_or(|o| o.range != v.range) {
+                v.range = None;
+            }
+        };
+        for (v, o) in self.regs.iter_mut().zip(&old.regs) {
+            widen(v, Some(o));
+        }
+        for (slot, v) in self.stack.iter_mut() {
+            widen(v, old.stack.get(slot));
+        }
+    }
+
     pub(super) fn join(&self, o: &State) -> State {
         let mut regs = self.regs;
         for (r, v) in regs.iter_mut().zip(o.regs.iter()) {
