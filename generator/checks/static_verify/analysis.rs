@@ -280,14 +280,7 @@ fn fault_moves(s: &mut State, insn: &super::isa::Insn) {
             }
             v.part = v.part.filter(|p| p.survives_steps(bits, false));
         }
-        s.lb = Bound {
-            value: 0,
-            origin: None,
-        };
-        // (All three measured against the ghost that just moved.)
-        s.credit = None;
-        s.unaligned = None;
-        s.len_value = None;
+        s.ghost_moved();
     } else {
         for &r in moved {
             s.regs[r] = Val::derived([s.regs[r]]);

@@ -794,6 +794,13 @@ impl State {
             .stored
             .filter(|&f| Some(f) == dst_at)
             .map(|f| f - c.off);
+        self.ghost_moved();
+    }
+
+    /// The ghost has moved by an amount not known: what bounded it, was
+    /// measured against it or gave its value is lost (the bound is 0: the
+    /// length register is unsigned).
+    pub(super) fn ghost_moved(&mut self) {
         self.lb = Bound {
             value: 0,
             origin: None,
