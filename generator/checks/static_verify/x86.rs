@@ -470,10 +470,11 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             s.sp = st.sp.map(|sp| sp + abi.ptr);
         }
         // `inc %rdi` / `dec %rcx`: 6.12's byte loop.
-        Mnemonic::Inc | Mnemonic::Dec if wide0 && reg0.is_some_and(|d| d != RSP) => {
-            let d = reg0.unwrap_or_default();
-            let sign = if m == Mnemonic::Inc { 1 } else { -1 };
-            s.regs[d] = add_val(st.regs[d], Val::konst(1), sign);
+        Mnemonic::Inc | Mnemonic::Dec if wide0 => {
+            if let Some(d) = reg0.filter(|&d| d != RSP) {
+                let sign = if m == Mnemonic::Inc { 1 } else { -1 };
+                s.regs[d] = add_val(st.regs[d], Val::konst(1), sign);
+            }
         }
         Mnemonic::Add | Mnemonic::Sub if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
             let sign = if m == Mnemonic::Add { 1 } else { -1 };
