@@ -352,3 +352,89 @@ fn a_fixed_size_fixup_is_held_to_its_constant() {
         "{text}"
     );
 }
+
+/// `x86-unsigned-length.S` (6.1's `copy_user_enhanced_fast_string` in
+/// shape) after each `from` becomes `to`, checked with or without a 32-bit
+/// length.
+fn unsigned_length_check(
+    edits: &[(&str, &str)],
+    unsigned_length: bool,
+) -> copygen::checks::static_verify::Report {
+    let file = "x86-unsigned-length.S";
+    let (_, mut text) = static_fixture(file);
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from}");
+        text = text.replacen(from, to, 1);
+    }
+    let opts = Options {
+        unsigned_length,
+        ..Options::default()
+    };
+    check_text(&text, file, &opts)
+}
+
+fn not_proven(r: &copygen::checks::static_verify::Report) -> bool {
+    r.findings().any(|(_, f)| {
+        f.message
+            .starts_with("the count after a fault is not proven")
+    })
+}
+
+/// 6.1's routines count an `unsigned` length in 32-bit registers. Declared
+/// so (`--unsigned-length`), the length is below 2^32 and every count is
+/// proven: the word loop's count of words and remainder, the `rep movsb`,
+/// and the tail's retry, which ends with nothing left; undeclared, the
+/// 32-bit copies of a 64-bit length prove nothing. A fixup that rebuilds
+/// the length with a word too many fails; with the wrong scale, it is not
+/// proven.
+#[test]
+fn a_32_bit_length_is_proven_when_declared() {
+    let r = unsigned_length_check(&[], true);
+    assert!(r.passed() && !not_proven(&r), "{r}");
+    assert!(
+        r.to_string()
+            .contains("rdx=n (32 bits, upper half undefined)"),
+        "{r}"
+    );
+    let r = unsigned_length_check(&[], false);
+    assert!(r.passed() && not_proven(&r), "{r}");
+
+    let fixup = "leal\t(%rdx,%rcx,8), %edx";
+    let r = unsigned_length_check(&[(fixup, &fixup.replace('(', "8("))], true);
+    assert_eq!(r.verdict(), Verdict::Fail, "{r}");
+    assert!(
+        r.to_string()
+            .contains("it reports 8 bytes fewer copied than were stored"),
+        "{r}"
+    );
+    let r = unsigned_length_check(&[(fixup, &fixup.replace(",8)", ",4)"))], true);
+    assert!(r.passed() && not_proven(&r), "{r}");
+}
+
+/// The upper half of a 32-bit length's register is not the caller's to
+/// define: a routine that reads all 64 bits of it before writing it fails,
+/// and so does the option on an object of another arch (bad input).
+#[test]
+fn a_32_bit_length_may_not_be_read_whole() {
+    let r = unsigned_length_check(&[("movl\t%edx, %ecx", "movq\t%rdx, %rcx")], true);
+    assert_eq!(r.verdict(), Verdict::Fail, "{r}");
+    assert!(
+        r.to_string().contains(
+            "`mov %rdx, %rcx`: reads all of rdx, whose upper half the caller leaves undefined"
+        ),
+        "{r}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_copygen"))
+        .args(["verify", "--static", "--unsigned-length"])
+        .arg("emitted/aarch64/standalone/a64-overlap.S")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--unsigned-length describes x86_64's 32-bit length argument; this object is aarch64"
+        ),
+        "{err}"
+    );
+}

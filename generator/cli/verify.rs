@@ -47,6 +47,11 @@ pub struct VerifyArgs {
     /// With --static: i386 arguments on the stack (default for standalone).
     #[arg(long, requires = "static_only")]
     cdecl: bool,
+    /// With --static: the x86_64 length is a 32-bit `unsigned` whose
+    /// register's upper half the caller leaves undefined (6.1's
+    /// copy_user_generic(void *to, const void *from, unsigned len)).
+    #[arg(long, requires = "static_only")]
+    unsigned_length: bool,
     /// With --static: the routines own the vector state (MMX/SSE/AVX, ARM VFP allowed).
     #[arg(long, requires = "static_only")]
     allow_vector: bool,
@@ -194,6 +199,7 @@ fn static_options(
         flavor,
         convention,
         regparm: (args.regparm || args.cdecl).then_some(args.regparm),
+        unsigned_length: args.unsigned_length,
         allow_vector: args.allow_vector,
         allow_unanalysed: args.allow_unanalysed,
         per_cpu_entries: Vec::new(),

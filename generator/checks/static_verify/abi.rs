@@ -18,6 +18,10 @@ pub(super) struct AbiSpec {
     pub(super) sp: usize,
     /// ARM: the program counter, whose value at a return must be the entry lr.
     pub(super) pc: Option<usize>,
+    /// x86_64: the length is a 32-bit `unsigned` (6.1's `copy_user_generic(void
+    /// *to, const void *from, unsigned len)`): the caller defines only the
+    /// low half of its register.
+    pub(super) len32: bool,
     pub(super) describe: String,
 }
 
@@ -58,8 +62,18 @@ impl AbiSpec {
             clobber,
             sp: reg(table.sp),
             pc: table.pc.map(usize::from),
+            len32: false,
             describe,
         }
+    }
+
+    /// The same convention with a 32-bit length (x86_64 only).
+    pub(super) fn with_len32(mut self) -> Self {
+        self.len32 = true;
+        self.describe = self
+            .describe
+            .replacen("=n ", "=n (32 bits, upper half undefined) ", 1);
+        self
     }
 
     pub(super) fn regs(&self) -> usize {

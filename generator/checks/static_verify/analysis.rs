@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::abi::{AbiSpec, NREGS};
 use super::cfg::Func;
-use super::domain::{Bound, Cmp, Cut, State, Val, DST, INTS, LEN, RETADDR, SRC};
+use super::domain::{Bound, Cmp, Cut, LenPart, State, Val, DST, INTS, LEN, RETADDR, SRC};
 use super::isa::{CondCode, Flow, MemKind};
 
 pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
@@ -17,6 +17,13 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
     let len = || {
         if fixed.is_some() {
             Val::OTHER
+        } else if abi.len32 {
+            // (Taken as zero-extended: `upper_undefined` holds the routine to
+            // reading the low half alone.)
+            Val {
+                range: Some((0, u32::MAX as i64)),
+                ..Val::tagged(LEN, Some(0))
+            }
         } else {
             Val::tagged(LEN, Some(0))
         }
@@ -61,6 +68,13 @@ pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
         count_reg: abi.arg_regs.map(|[_, _, n]| n),
         // A fixed-size entry has no length argument: the ghost is the size.
         len_value: fixed.map(|n| n as i64),
+        len_max: fixed
+            .map(|n| n as i64)
+            .or(abi.len32.then_some(u32::MAX as i64)),
+        upper_undefined: match abi.arg_regs {
+            Some([_, _, n]) if abi.len32 && fixed.is_none() => 1 << n,
+            _ => 0,
+        },
     }
 }
 
@@ -407,12 +421,19 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
         return;
     }
     let v = st.regs[c.reg];
+    if let Some(p) = v.part.filter(|p| p.cut == Cut::High && c.test) {
+        refine_count(cc, st, c, p, taken);
+        return;
+    }
     let (true, Some(o)) = (v.tags == LEN, v.off) else {
         return;
     };
     if let Some(m) = length_ceiling(cc, c, taken) {
         let (lo, hi) = v.range.unwrap_or((0, m));
         st.regs[c.reg].range = Some((lo, hi.min(m)));
+        // (`LEN + o <= m`: the ghost is at most `m - o`.)
+        let cap = m - o;
+        st.len_max = Some(st.len_max.map_or(cap, |x| x.min(cap)));
     }
     if let Some(m) = length_floor(cc, c, taken) {
         let b = m - o;
@@ -424,6 +445,43 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
             };
         }
     }
+}
+
+/// A test of a count of `2^bits`-byte elements `(LEN + off) >> bits`
+/// (`shrl $3, %ecx; jz`, `decl %ecx; jnz`): where it is not zero the length
+/// holds an element; where it is, the remainder `(LEN + off) mod 2^bits`
+/// is all of it, `LEN + off`.
+fn refine_count(cc: CondCode, st: &mut State, c: Cmp, p: LenPart, taken: bool) {
+    let zero = match (cc, taken) {
+        (CondCode::Eq, true) | (CondCode::Ne, false) => true,
+        (CondCode::Eq, false) | (CondCode::Ne, true) => false,
+        _ => return,
+    };
+    if !zero {
+        let b = (1i64 << p.bits) - p.off;
+        if b > st.lb.value {
+            st.lb = Bound {
+                value: b,
+                origin: Some(c.addr),
+            };
+        }
+        return;
+    }
+    st.regs[c.reg] = Val::konst(0);
+    let rem = p.remainder();
+    let whole = |v: &mut Val| {
+        if v.part == Some(rem) {
+            *v = Val {
+                tags: LEN,
+                off: Some(p.off),
+                range: Some((0, (1 << p.bits) - 1)),
+                low: v.low,
+                ..Val::OTHER
+            };
+        }
+    };
+    st.regs.iter_mut().for_each(whole);
+    st.stack.values_mut().for_each(whole);
 }
 
 /// The least value the compared register holds on the edge where `cc` is

@@ -290,6 +290,18 @@ fn check_variant(
         if let Some(t) = i.touch {
             check_touch(&mut func, k, &t, &st, &live[k], user_tag);
         }
+        if let Some(&(r, _)) = i
+            .uses
+            .iter()
+            .find(|&&(r, w)| w == 8 && st.upper_undefined & (1 << r) != 0)
+        {
+            let name = isa_for(abi.arch).reg_name(r);
+            func.finding(
+                Severity::Error,
+                k,
+                format!("reads all of {name}, whose upper half the caller leaves undefined (the length is a 32-bit `unsigned`): only its low half may be read before it is written"),
+            );
+        }
         // Preserved registers and the stack at every return.
         if i.flow == Flow::Return {
             check_return(&mut func, &states, k, &st);

@@ -77,6 +77,23 @@ pub(super) enum Cut {
 }
 
 impl LenPart {
+    /// The piece `cut` of `LEN + off` at `bits`. A remainder depends on
+    /// `off` only modulo `2^bits`: it is kept in `0..2^bits`, so one
+    /// relation has one form (a loop that moves the ghost by whole words
+    /// leaves it as it was).
+    pub(super) fn new(off: i64, bits: u8, cut: Cut) -> LenPart {
+        let off = match cut {
+            Cut::Low if bits < 63 => off.rem_euclid(1 << bits),
+            _ => off,
+        };
+        LenPart { off, bits, cut }
+    }
+
+    /// The remainder that goes with this count of `2^bits`-byte elements.
+    pub(super) fn remainder(self) -> LenPart {
+        LenPart::new(self.off, self.bits, Cut::Low)
+    }
+
     /// Still true once the ghost has moved by a multiple of `2^bits` and
     /// the value by its own share: a remainder of at most `bits` bits, or
     /// (`moved`, as the count moves) the count of `2^bits`-byte elements.
@@ -285,11 +302,7 @@ impl Val {
             _ => None,
         };
         Val {
-            part: low_of.map(|off| LenPart {
-                off,
-                bits,
-                cut: Cut::Low,
-            }),
+            part: low_of.map(|off| LenPart::new(off, bits, Cut::Low)),
             ..v
         }
     }
@@ -301,11 +314,7 @@ impl Val {
             part: self
                 .off
                 .filter(|_| self.tags == LEN && (1..64).contains(&bits))
-                .map(|off| LenPart {
-                    off,
-                    bits,
-                    cut: Cut::High,
-                }),
+                .map(|off| LenPart::new(off, bits, Cut::High)),
             ..Val::OTHER
         }
     }
@@ -319,11 +328,7 @@ impl Val {
             return self;
         }
         let part = match self.part {
-            _ if self.tags == LEN => self.off.map(|off| LenPart {
-                off,
-                bits: 32,
-                cut: Cut::Low,
-            }),
+            _ if self.tags == LEN => self.off.map(|off| LenPart::new(off, 32, Cut::Low)),
             Some(p) if p.cut == Cut::Low && p.bits <= 32 => Some(p),
             _ => None,
         };
@@ -333,30 +338,35 @@ impl Val {
         }
     }
 
-    /// A 32-bit step by `k` of the length `LEN + off` known to fit in 32
-    /// bits before and after (`sub $8, %ecx` in 6.12's word loop; `lb`:
-    /// `LEN >= lb`): the same step as a full-width one.
-    pub(super) fn step32(self, k: i64, lb: i64) -> Option<Val> {
-        let (o, (lo, hi)) = (self.off?, self.range?);
-        let lo = lo.max(lb.checked_add(o)?).checked_add(k)?;
-        let hi = hi.checked_add(k)?;
-        (self.tags == LEN && lo >= 0 && hi <= u32::MAX as i64).then(|| Val {
+    /// A 32-bit step by `k` of the length `LEN + off` in `lo..=hi` (what
+    /// [`State::len_range`] gives), known to fit in 32 bits before and after
+    /// (`sub $8, %ecx` in 6.12's word loop): the same step as a full-width
+    /// one.
+    pub(super) fn step32(self, k: i64, (lo, hi): (i64, i64)) -> Option<Val> {
+        let (lo, hi) = (lo.checked_add(k)?, hi.checked_add(k)?);
+        (self.tags == LEN && self.off.is_some() && lo >= 0 && hi <= u32::MAX as i64).then(|| Val {
             range: Some((lo, hi)),
             ..add_val(self, Val::konst(k), 1)
+        })
+    }
+
+    /// `k` added to a count of `2^bits`-byte elements, `(LEN + off) >>
+    /// bits` (`decl %ecx` in 6.1's word loop): the count of `LEN + off + k *
+    /// 2^bits`, when the length holds the elements taken (`lb`: `LEN >= lb`).
+    pub(super) fn count_step(self, k: i64, lb: i64) -> Option<Val> {
+        let p = self.part.filter(|p| p.cut == Cut::High && p.bits < 32)?;
+        let bytes = k.checked_mul(1 << p.bits)?;
+        let off = p.off.checked_add(bytes)?;
+        (lb.checked_add(off)? >= 0).then(|| Val {
+            part: Some(LenPart::new(off, p.bits, Cut::High)),
+            ..Val::OTHER
         })
     }
 
     /// The sum `rem + (count << bits)` of a length's two pieces: the length.
     pub(super) fn joined_parts(rem: Val, count: Val, bits: u8) -> Option<i64> {
         match (rem.part?, count.part?) {
-            (r, c)
-                if (r.cut, c.cut) == (Cut::Low, Cut::High)
-                    && r.bits == bits
-                    && c.bits == bits
-                    && r.off == c.off =>
-            {
-                Some(r.off)
-            }
+            (r, c) if c.cut == Cut::High && c.bits == bits && r == c.remainder() => Some(c.off),
             _ => None,
         }
     }
@@ -576,6 +586,14 @@ pub(super) struct State {
     /// moved as the ghost is re-based. While it is known, a constant in the
     /// length register is the length, less what is copied.
     pub(super) len_value: Option<i64>,
+    /// The most the ghost can be (None: anything): a 32-bit length is below
+    /// 2^32 at the entry and only shrinks as bytes are copied, so a value
+    /// `LEN + o` it bounds is what a 32-bit register holds of it.
+    pub(super) len_max: Option<i64>,
+    /// Registers (`1 << r`) whose upper 32 bits the caller left undefined
+    /// (x86_64's 32-bit length argument), until a full write: the analysis
+    /// takes them as zero, and the routine may read only the low half.
+    pub(super) upper_undefined: u32,
 }
 
 impl State {
@@ -595,10 +613,21 @@ impl State {
         }
         // (Without a length register, on the destination pointer: a loop
         // that counts in words still moves it by the same step each round.)
+        // (The length register that agrees with the destination pointer
+        // first: a copy of the length left behind while a loop counts in
+        // another register, 6.1's byte loop, does not move with it.)
         let len_off = |v: &Val| (v.tags == LEN).then_some(v.off).flatten();
-        let by_len = self
-            .count_reg
-            .and_then(|r| len_off(&self.regs[r]))
+        let dst_off = self.regs.iter().find(|v| v.tags == DST).and_then(|v| v.off);
+        let count = self.count_reg.and_then(|r| len_off(&self.regs[r]));
+        let by_len = count
+            .filter(|&o| dst_off.is_none_or(|d| d == o))
+            .or_else(|| {
+                self.regs
+                    .iter()
+                    .filter_map(len_off)
+                    .find(|&o| Some(o) == dst_off)
+            })
+            .or(count)
             .or_else(|| self.regs.iter().find(|v| v.tags == LEN).and_then(|v| v.off));
         let Some(o) = by_len.or_else(|| {
             self.regs
@@ -611,7 +640,7 @@ impl State {
         };
         let shift = |v: &mut Val| {
             if let Some(p) = v.part.as_mut() {
-                p.off -= o;
+                *p = LenPart::new(p.off - o, p.bits, p.cut);
             }
             if v.tags == LEN || v.tags == SRC || v.tags == DST {
                 if let Some(x) = v.off.as_mut() {
@@ -635,6 +664,7 @@ impl State {
         if let Some(l) = self.len_value.as_mut() {
             *l += o;
         }
+        self.len_max = self.len_max.and_then(|m| m.checked_add(o));
         if let Some(c) = self.credit.as_mut() {
             c.at -= o;
             c.value += o;
@@ -730,6 +760,11 @@ impl State {
         self.credit = None;
         self.unaligned = None;
         self.len_value = None;
+        // (Taking a amount never negative off the ghost keeps its ceiling.)
+        let shrinks = first.coef < 0 && range.is_some_and(|(lo, _)| lo >= 0);
+        if !shrinks {
+            self.len_max = None;
+        }
     }
 
     /// A `rep movs` of `2^bits`-byte elements ran to its end from `before`,
@@ -739,6 +774,8 @@ impl State {
     /// `LEN + 0`, below `2^bits`; each pointer keeps its offset less `o`,
     /// and so does the stored prefix when it ended at the destination
     /// pointer. Everything else measured against the old ghost is lost.
+    /// A `rep movsb` counted by the length itself (`LEN + o`) leaves nothing:
+    /// the ghost is re-based on 0, and its value is known.
     /// Without such a count and remainder, only the prefix is lost.
     pub(super) fn elements_copied(
         &mut self,
@@ -751,18 +788,24 @@ impl State {
             .part
             .filter(|p| p.cut == Cut::High && p.bits == bits);
         let rem = c.and_then(|c| {
-            let low = LenPart { cut: Cut::Low, ..c };
+            let low = c.remainder();
             (0..NREGS)
                 .find(|&r| r != count && !ptrs.contains(&r) && before.regs[r].part == Some(low))
         });
+        // Bytes counted by the length itself (`LEN + o`): all of it is
+        // copied, no remainder is left.
+        let whole = before.regs[count]
+            .off
+            .filter(|_| bits == 0 && before.regs[count].tags == LEN);
         let pointers = ptrs.map(|r| before.regs[r]);
-        let (Some(c), Some(rem), true) = (
-            c,
-            rem,
-            pointers
-                .iter()
-                .all(|v| v.off.is_some() && [SRC, DST].contains(&v.tags)),
-        ) else {
+        let tied = pointers
+            .iter()
+            .all(|v| v.off.is_some() && [SRC, DST].contains(&v.tags));
+        let o = match (c, rem) {
+            (Some(c), Some(_)) => Some(c.off),
+            _ => whole,
+        };
+        let Some(o) = o.filter(|_| tied) else {
             self.stored = None;
             return;
         };
@@ -776,25 +819,40 @@ impl State {
         };
         self.regs.iter_mut().for_each(forget);
         self.stack.values_mut().for_each(forget);
-        self.regs[rem] = Val {
-            tags: LEN,
-            off: Some(0),
-            range: Some((0, (1 << bits) - 1)),
-            low: before.regs[rem].low,
-            ..Val::OTHER
-        };
         for (r, v) in ptrs.into_iter().zip(pointers) {
             self.regs[r] = Val {
-                off: v.off.map(|d| d - c.off),
+                off: v.off.map(|d| d - o),
                 ..Val::tagged(v.tags, None).with_low(self.regs[r].low)
             };
         }
         let dst_at = pointers.iter().find(|v| v.tags == DST).and_then(|v| v.off);
-        self.stored = before
-            .stored
-            .filter(|&f| Some(f) == dst_at)
-            .map(|f| f - c.off);
+        self.stored = before.stored.filter(|&f| Some(f) == dst_at).map(|f| f - o);
         self.ghost_moved();
+        match rem {
+            Some(rem) => {
+                self.regs[rem] = Val {
+                    tags: LEN,
+                    off: Some(0),
+                    range: Some((0, (1 << bits) - 1)),
+                    low: before.regs[rem].low,
+                    ..Val::OTHER
+                };
+                self.len_max = Some((1 << bits) - 1);
+            }
+            // Nothing left: the ghost is 0, and the count register (0) is
+            // the length.
+            None => {
+                self.regs[count] = Val {
+                    tags: LEN,
+                    off: Some(0),
+                    range: Some((0, 0)),
+                    low: Low::of(0),
+                    ..Val::OTHER
+                };
+                self.len_value = Some(0);
+                self.len_max = Some(0);
+            }
+        }
     }
 
     /// The ghost has moved by an amount not known: what bounded it, was
@@ -869,6 +927,31 @@ impl State {
         for (slot, v) in self.stack.iter_mut() {
             widen(v, old.stack.get(slot));
         }
+        if self.len_max != old.len_max {
+            self.len_max = None;
+        }
+    }
+
+    /// `v` is `LEN + o` of a ghost known to lie where `LEN + o` fits in 32
+    /// bits: a 32-bit register holding it holds all of it.
+    pub(super) fn fits32(&self, v: &Val) -> bool {
+        self.len_range(v)
+            .is_some_and(|(lo, hi)| lo >= 0 && hi <= u32::MAX as i64)
+    }
+
+    /// `lo..=hi` of the length `LEN + o` in `v`: its own range, narrowed by
+    /// the ghost's floor and ceiling (the ceiling alone gives one too).
+    pub(super) fn len_range(&self, v: &Val) -> Option<(i64, i64)> {
+        let o = v.off.filter(|_| v.tags == LEN)?;
+        let floor = self.lb.value.checked_add(o);
+        let ceiling = self.len_max.and_then(|m| m.checked_add(o));
+        let (lo, hi) = match (v.range, ceiling) {
+            (Some((a, b)), Some(d)) => (a, b.min(d)),
+            (Some(r), None) => r,
+            (None, Some(d)) => (floor?, d),
+            (None, None) => return None,
+        };
+        Some((floor.map_or(lo, |f| lo.max(f)), hi))
     }
 
     pub(super) fn join(&self, o: &State) -> State {
@@ -915,6 +998,8 @@ impl State {
             unaligned: self.unaligned.filter(|_| self.unaligned == o.unaligned),
             count_reg: self.count_reg,
             len_value: self.len_value.filter(|_| self.len_value == o.len_value),
+            len_max: self.len_max.zip(o.len_max).map(|(a, b)| a.max(b)),
+            upper_undefined: self.upper_undefined | o.upper_undefined,
         }
     }
 }

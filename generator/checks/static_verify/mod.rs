@@ -82,6 +82,11 @@ pub struct Options {
     pub convention: Option<Convention>,
     /// i386: arguments in eax/edx/ecx (default: on for the linux flavour).
     pub regparm: Option<bool>,
+    /// x86_64: the length is a 32-bit `unsigned`, the upper half of its
+    /// register undefined (6.1's `copy_user_generic(void *to, const void
+    /// *from, unsigned len)`): the routines may read only the low half, and
+    /// the counts they return are proven for lengths below 2^32.
+    pub unsigned_length: bool,
     /// The routines own the vector state: allow MMX/SSE/AVX (ARM: VFP) in the linux flavour.
     pub allow_vector: bool,
     /// Code the analysis cannot reach or follow is a warning, not an error.
@@ -281,8 +286,23 @@ pub fn check_file(
     options: &Options,
 ) -> Result<Report> {
     let arch = obj.arch;
+    if options.unsigned_length && arch != Arch::X86_64 {
+        return Err(crate::input::BadInput(format!(
+            "error: {}: --unsigned-length describes x86_64's 32-bit length argument; this object is {arch}",
+            path.display()
+        ))
+        .into());
+    }
     let regparm = options.regparm.unwrap_or(flavor == Flavor::Linux);
-    let abi = AbiSpec::new(arch, flavor, convention, regparm);
+    let abi_of = |c| {
+        let abi = AbiSpec::new(arch, flavor, c, regparm);
+        if options.unsigned_length {
+            abi.with_len32()
+        } else {
+            abi
+        }
+    };
+    let abi = abi_of(convention);
     let owners = if arch == Arch::Armv6 {
         fixup_owners(obj)
     } else {
@@ -304,9 +324,7 @@ pub fn check_file(
             // the user one.
             (None, None) => (UserSide::Both, None),
         };
-        let own_abi = spec
-            .and_then(|s| s.convention)
-            .map(|c| AbiSpec::new(arch, flavor, c, regparm));
+        let own_abi = spec.and_then(|s| s.convention).map(abi_of);
         let target = CheckTarget {
             side,
             fixed,

@@ -339,6 +339,18 @@ impl Semantics for Instruction {
 fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     let mut s = st.clone();
     let pw = abi.ptr as usize;
+    // A full write (32-bit writes zero-extend) defines a register's upper
+    // half; so does a call, whose clobbers are unknown anyway.
+    for &(g, w) in &insn.defs {
+        if w == 8 {
+            s.upper_undefined &= !(1 << g);
+        }
+    }
+    if i.flow_control() == FlowControl::Call {
+        for &r in &abi.clobber {
+            s.upper_undefined &= !(1 << r);
+        }
+    }
     let reg0 = if i.op_count() > 0 && i.op0_kind() == OpKind::Register {
         gpr(i.op0_register())
     } else {
@@ -411,7 +423,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                     s.regs[d] = if wide0 {
                         val(i.op1_register())
                     } else if pw == 8 && i.op0_register().size() == 4 {
-                        val(i.op1_register()).low32()
+                        mov32(st, val(i.op1_register()))
                     } else {
                         Val::derived([val(i.op1_register())])
                     };
@@ -469,11 +481,18 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             }
             s.sp = st.sp.map(|sp| sp + abi.ptr);
         }
-        // `inc %rdi` / `dec %rcx`: 6.12's byte loop.
-        Mnemonic::Inc | Mnemonic::Dec if wide0 => {
+        // `inc %rdi` / `dec %rcx`: 6.12's byte loop (`decl %ecx`: 6.1's).
+        Mnemonic::Inc | Mnemonic::Dec => {
             if let Some(d) = reg0.filter(|&d| d != RSP) {
                 let sign = if m == Mnemonic::Inc { 1 } else { -1 };
-                s.regs[d] = add_val(st.regs[d], Val::konst(1), sign);
+                if let Some(v) = st.regs[d].count_step(sign, st.lb.value) {
+                    s.regs[d] = v;
+                } else if wide0 {
+                    s.regs[d] = add_val(st.regs[d], Val::konst(1), sign);
+                } else if let Some(v) = step32(st, d, sign, pw, i) {
+                    s.regs[d] = v;
+                }
+                s.flags = Some(zero_test(d, insn.addr));
             }
         }
         Mnemonic::Add | Mnemonic::Sub if i.op_count() == 2 && i.op0_kind() == OpKind::Register => {
@@ -489,10 +508,8 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 return s;
             }
             if !wide0 {
-                if imm && pw == 8 && i.op0_register().size() == 4 {
-                    if let Some(v) = st.regs[d].step32(sign * imm_of(i, 1), st.lb.value) {
-                        s.regs[d] = v;
-                    }
+                if let Some(v) = step32(st, d, sign * imm_of(i, 1), pw, i).filter(|_| imm) {
+                    s.regs[d] = v;
                 }
                 return s;
             }
@@ -512,8 +529,14 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 s.sp = stack_slot(st).filter(|_| wide0);
                 return s;
             }
+            let parts = Val::joined_parts(b, x, i.memory_index_scale().trailing_zeros() as u8)
+                .filter(|_| i.memory_index() != Register::None)
+                .map(|o| Val::tagged(LEN, Some(o + disp)));
             s.regs[d] = if !wide0 {
-                Val::OTHER
+                // `leal (%rdx,%rcx,8), %edx`: the bytes left, if they fit.
+                parts
+                    .filter(|v| pw == 8 && st.fits32(v))
+                    .map_or(Val::OTHER, |v| mov32(st, v))
             } else if i.memory_index() == Register::None && b.tags == SRC {
                 Val::tagged(SRC, b.off.map(|c| c - disp))
             } else if i.memory_index() == Register::None && b.tags == LEN {
@@ -524,12 +547,10 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 Val::tagged(STACK, None)
             } else if i.memory_index() == Register::None {
                 add_val(b, Val::konst(disp), 1)
-            } else if let Some(o) =
-                Val::joined_parts(b, x, i.memory_index_scale().trailing_zeros() as u8)
-            {
+            } else if let Some(v) = parts {
                 // `lea (%rax,%rcx,8), %rcx`: the remainder and the count of
                 // words a `rep movsq` left, the bytes left.
-                Val::tagged(LEN, Some(o + disp))
+                v
             } else {
                 // Either operand may be the pointer (scaled or not).
                 Val::derived([b, x])
@@ -546,13 +567,38 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 s.regs[b] = st.regs[a];
             }
         }
+        // `andl %edx, %edx`: the value as it was, and a test of it.
+        Mnemonic::And | Mnemonic::Or
+            if i.op_count() == 2
+                && i.op1_kind() == OpKind::Register
+                && i.op0_kind() == OpKind::Register
+                && i.op0_register() == i.op1_register()
+                && reg0.is_some_and(|d| d != RSP) =>
+        {
+            if let Some(d) = reg0 {
+                s.regs[d] = if wide0 {
+                    st.regs[d]
+                } else if pw == 8 && i.op0_register().size() == 4 {
+                    mov32(st, st.regs[d])
+                } else {
+                    s.regs[d]
+                };
+                s.flags = Some(zero_test(d, insn.addr));
+            }
+        }
         Mnemonic::And if reg0 == Some(RSP) => {
             // Realigning the stack: its place is no longer known.
             s.sp = None;
         }
-        Mnemonic::Shr if wide0 && is_imm(i.op1_kind()) => {
+        Mnemonic::Shr
+            if (wide0 || reg0.is_some_and(|d| st.fits32(&st.regs[d]))) && is_imm(i.op1_kind()) =>
+        {
             if let Some(d) = reg0 {
-                s.regs[d] = st.regs[d].shifted_right(imm_of(i, 1) as u8);
+                let bits = imm_of(i, 1) as u8;
+                s.regs[d] = st.regs[d].shifted_right(bits);
+                if bits != 0 {
+                    s.flags = Some(zero_test(d, insn.addr));
+                }
             }
         }
         Mnemonic::Neg if wide0 => {
@@ -633,7 +679,8 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                         mask: 0,
                         addr: insn.addr,
                         via: None,
-                        full: i.op0_register().size() == pw,
+                        // (A 32-bit compare of a length that fits reads all of it.)
+                        full: i.op0_register().size() == pw || st.fits32(&st.regs[r]),
                     });
                 }
             }
@@ -679,6 +726,43 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         }
     }
     s
+}
+
+/// What a 32-bit write of `v` leaves (x86_64 zero-extends it): a length
+/// that fits, as it is; else [`Val::low32`].
+fn mov32(st: &State, v: Val) -> Val {
+    if st.fits32(&v) {
+        Val {
+            range: st.len_range(&v),
+            ..v
+        }
+    } else {
+        v.low32()
+    }
+}
+
+/// The flags of an instruction that sets ZF by its result in `d`
+/// (`decl %ecx`, `shrl $3, %ecx`, `andl %edx, %edx`): a test of `d`.
+fn zero_test(d: usize, addr: u64) -> Cmp {
+    Cmp {
+        reg: d,
+        imm: 0,
+        test: true,
+        mask: 0,
+        addr,
+        via: None,
+        full: false,
+    }
+}
+
+/// A 32-bit add of `k` to register `d` (x86_64's `subl $8, %ecx`,
+/// `decl %ecx`): exact for a length that fits before and after.
+fn step32(st: &State, d: usize, k: i64, pw: usize, i: &Instruction) -> Option<Val> {
+    let v = st.regs[d];
+    (pw == 8 && i.op0_register().size() == 4)
+        .then(|| st.len_range(&v))
+        .flatten()
+        .and_then(|r| v.step32(k, r))
 }
 
 fn is_imm(k: OpKind) -> bool {
