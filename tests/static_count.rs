@@ -353,9 +353,9 @@ fn a_fixed_size_fixup_is_held_to_its_constant() {
     );
 }
 
-/// `x86-unsigned-length.S` (6.1's `copy_user_enhanced_fast_string` in
-/// shape) after each `from` becomes `to`, checked with or without a 32-bit
-/// length.
+/// `x86-unsigned-length.S` (6.1's `copy_user_enhanced_fast_string` and
+/// `copy_user_generic_string` in shape) after each `from` becomes `to`,
+/// checked with or without a 32-bit length.
 fn unsigned_length_check(
     edits: &[(&str, &str)],
     unsigned_length: bool,
@@ -409,6 +409,32 @@ fn a_32_bit_length_is_proven_when_declared() {
     );
     let r = unsigned_length_check(&[(fixup, &fixup.replace(",8)", ",4)"))], true);
     assert!(r.passed() && not_proven(&r), "{r}");
+}
+
+/// ALIGN_DESTINATION (6.1's `copy_user_generic_string`): `%edx` is the
+/// length less the bytes to the next word, counted in `%ecx` by a byte loop
+/// whose fixup adds `%ecx` back; the loop head keeps the relation, and where
+/// `%ecx` reaches zero the length is whole again for the `rep movsq`. A
+/// fixup that does not add `%ecx` back, or a loop that steps `%ecx` by 2
+/// while the pointers step by 1, is not proven.
+#[test]
+fn the_alignment_loop_of_6_1_is_proven() {
+    let r = unsigned_length_check(&[], true);
+    let f = r.functions.iter().find(|f| f.name == "ualigned").unwrap();
+    assert!(
+        f.passed() && (f.user_accesses, f.counts_proven) == (5, 5),
+        "{r}"
+    );
+    for edit in [
+        ("103:\taddl\t%ecx, %edx", "103:"),
+        (
+            "incq\t%rdi\n\tdecl\t%ecx\n\tjnz\t100b",
+            "incq\t%rdi\n\tsubl\t$2, %ecx\n\tjnz\t100b",
+        ),
+    ] {
+        let r = unsigned_length_check(&[edit], true);
+        assert!(r.passed() && not_proven(&r), "{edit:?}: {r}");
+    }
 }
 
 /// The upper half of a 32-bit length's register is not the caller's to

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::abi::{AbiSpec, NREGS};
 use super::cfg::Func;
-use super::domain::{Bound, Cmp, Cut, LenPart, State, Val, DST, INTS, LEN, RETADDR, SRC};
+use super::domain::{
+    Bound, Cmp, Cut, LenPart, State, Val, CONST, DST, INTS, LEN, OTHER, RETADDR, SRC,
+};
 use super::isa::{CondCode, Flow, MemKind};
 
 pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
@@ -204,7 +206,7 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
             let new = match &states[s] {
                 None => o,
                 Some(old) => {
-                    let mut j = old.join(&o);
+                    let mut j = old.join_at(&o, func.insns[s].addr);
                     if &j == old {
                         continue;
                     }
@@ -425,6 +427,10 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
         refine_count(cc, st, c, p, taken);
         return;
     }
+    if c.test && v.tags & !(OTHER | CONST) == 0 && v.konst_value().is_none() {
+        refine_counter(cc, st, c, taken);
+        return;
+    }
     let (true, Some(o)) = (v.tags == LEN, v.off) else {
         return;
     };
@@ -457,6 +463,9 @@ fn refine_count(cc: CondCode, st: &mut State, c: Cmp, p: LenPart, taken: bool) {
         (CondCode::Eq, false) | (CondCode::Ne, true) => false,
         _ => return,
     };
+    if zero && !c.full {
+        return;
+    }
     if !zero {
         let b = (1i64 << p.bits) - p.off;
         if b > st.lb.value {
@@ -482,6 +491,24 @@ fn refine_count(cc: CondCode, st: &mut State, c: Cmp, p: LenPart, taken: bool) {
     };
     st.regs.iter_mut().for_each(whole);
     st.stack.values_mut().for_each(whole);
+}
+
+/// A test of a plain integer (a loop counter, `decl %ecx; jnz`): where it
+/// is not zero a range from 0 starts at 1; where it is zero (a test of all
+/// of it), it is 0, and what moved by it is where it was.
+fn refine_counter(cc: CondCode, st: &mut State, c: Cmp, taken: bool) {
+    let zero = match (cc, taken) {
+        (CondCode::Eq, true) | (CondCode::Ne, false) => true,
+        (CondCode::Eq, false) | (CondCode::Ne, true) => false,
+        _ => return,
+    };
+    let v = st.regs[c.reg];
+    match (zero, v.sym) {
+        (false, sym) => st.sym_not_zero(c.reg, sym),
+        (true, Some(sym)) if c.full => st.sym_is_zero(c.reg, sym),
+        (true, None) if c.full => st.regs[c.reg] = Val::konst(0),
+        _ => {}
+    }
 }
 
 /// The least value the compared register holds on the edge where `cc` is

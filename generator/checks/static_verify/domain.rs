@@ -74,6 +74,9 @@ pub(super) enum Cut {
     Low,
     /// `value == (LEN + off) >> bits`.
     High,
+    /// `value == ((LEN + off) >> bits) << bits`: the bytes of the count's
+    /// elements (6.1's fixup `shll $6, %ecx`).
+    Floor,
 }
 
 impl LenPart {
@@ -101,6 +104,7 @@ impl LenPart {
         match self.cut {
             Cut::Low => self.bits <= bits,
             Cut::High => moved && self.bits == bits,
+            Cut::Floor => false,
         }
     }
 }
@@ -363,6 +367,23 @@ impl Val {
         })
     }
 
+    /// `value << bits`: of a count of `2^bits`-byte elements, their bytes.
+    pub(super) fn shifted_left(self, bits: u8) -> Val {
+        let part = self
+            .part
+            .filter(|p| p.cut == Cut::High && p.bits == bits)
+            .map(|p| LenPart::new(p.off, bits, Cut::Floor));
+        let low = if bits < LOW_BITS {
+            self.low.times(1 << bits)
+        } else {
+            Low::zeros(LOW_BITS)
+        };
+        Val {
+            part,
+            ..Val::derived([self]).with_low(low)
+        }
+    }
+
     /// The sum `rem + (count << bits)` of a length's two pieces: the length.
     pub(super) fn joined_parts(rem: Val, count: Val, bits: u8) -> Option<i64> {
         match (rem.part?, count.part?) {
@@ -399,7 +420,19 @@ impl Val {
             range,
             low: self.low.join(o.low),
             sym: self.sym.filter(|_| self.sym == o.sym),
-            moved: self.moved.filter(|_| self.moved == o.moved),
+            moved: match (self.moved, o.moved) {
+                // (Moved alike by a value of two ranges: by one of their hull.)
+                (Some(a), Some(b)) if (a.off, a.sym, a.coef) == (b.off, b.sym, b.coef) => {
+                    Some(Moved {
+                        range: a
+                            .range
+                            .zip(b.range)
+                            .map(|((p, q), (r, t))| (p.min(r), q.max(t))),
+                        ..a
+                    })
+                }
+                _ => None,
+            },
             floor: self
                 .floor
                 .filter(|_| self.floor == o.floor && self.tags == o.tags),
@@ -462,6 +495,31 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
     if sign > 0 && a.konst_value().is_some() && [SRC, DST, LEN, STACK].contains(&b.tags) {
         return add_val(b, a, 1);
     }
+    // A remainder and the bytes of the elements, `(LEN + o) mod 2^bits` and
+    // `((LEN + o) >> bits) << bits` (6.1's `addl %ecx, %edx` after `shll $6,
+    // %ecx`): the length.
+    if let (Some(p), Some(q), 1) = (a.part, b.part, sign) {
+        let (rem, floor) = if p.cut == Cut::Low { (p, q) } else { (q, p) };
+        if floor.cut == Cut::Floor && rem == LenPart::new(floor.off, floor.bits, Cut::Low) {
+            return Val::tagged(LEN, Some(floor.off));
+        }
+    }
+    // A value moved by a named integer, moved by it again (6.1's alignment
+    // fixup: `addl %ecx, %edx` after `subl %ecx, %edx`): back where it was
+    // when the two cancel.
+    if let (Some(m), Some(sym)) = (a.moved, b.sym.filter(|_| b.tags & !INTS == 0)) {
+        let step = if a.tags == LEN { sign } else { -sign };
+        if m.sym == sym && [SRC, DST, LEN].contains(&a.tags) {
+            let low = a.low.add_low(b.low, sign);
+            return match m.coef + step {
+                0 => Val::tagged(a.tags, Some(m.off)).with_low(low),
+                coef => Val {
+                    moved: Some(Moved { coef, ..m }),
+                    ..Val::tagged(a.tags, None).with_low(low)
+                },
+            };
+        }
+    }
     // A tied value moved by a named integer (x86's word alignment: `add
     // %rax, %rsi; add %rax, %rdi; sub %rax, %rdx` with rax the distance to
     // the boundary): its offset waits until the others have moved alike.
@@ -481,6 +539,12 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
         return add_val(b, a, 1);
     }
     Val::derived([a, b])
+}
+
+/// The name of the unknown integer instruction `addr` writes into register
+/// `r` (a join's names set bit 7: [`State::join_at`]).
+pub(super) fn site_sym(addr: u64, r: usize) -> u64 {
+    (addr << 8) | r as u64
 }
 
 /// What survives an alignment loop: for every `b` in `bits..=LOW_BITS`,
@@ -874,19 +938,15 @@ impl State {
     /// new value: the old one's holders lose it, and what moved by it waits
     /// no more), and take a byte step of a pointer known not to be aligned
     /// into the alignment credit.
+    /// (A register already holding the name this instruction gives was
+    /// named by it, [`State::sym_stepped`], or holds the same value.)
     pub(super) fn track(&mut self, before: &State, addr: u64, written: &[usize]) {
         for &r in written {
-            let sym = (addr << 8) | r as u64;
-            let forget = |v: &mut Val| {
-                if v.sym == Some(sym) {
-                    v.sym = None;
-                }
-                if v.moved.is_some_and(|m| m.sym == sym) {
-                    v.moved = None;
-                }
-            };
-            self.regs.iter_mut().for_each(forget);
-            self.stack.values_mut().for_each(forget);
+            let sym = site_sym(addr, r);
+            if self.regs[r].sym == Some(sym) {
+                continue;
+            }
+            self.forget_sym(sym);
             let v = &mut self.regs[r];
             if v.sym.is_none() && v.tags & !INTS == 0 && v.konst_value().is_none() {
                 v.sym = Some(sym);
@@ -911,6 +971,118 @@ impl State {
             });
             self.unaligned = None;
         }
+    }
+
+    /// No holder keeps the name `sym`: it now stands for another value.
+    pub(super) fn forget_sym(&mut self, sym: u64) {
+        let forget = |v: &mut Val| {
+            if v.sym == Some(sym) {
+                v.sym = None;
+            }
+            if v.moved.is_some_and(|m| m.sym == sym) {
+                v.moved = None;
+            }
+        };
+        self.regs.iter_mut().for_each(forget);
+        self.stack.values_mut().for_each(forget);
+    }
+
+    /// Every holder of the name `from` calls it `to` (a name fresh here).
+    fn rename_sym(&mut self, from: u64, to: u64) {
+        let rename = |v: &mut Val| {
+            if v.sym == Some(from) {
+                v.sym = Some(to);
+            }
+            if let Some(m) = v.moved.as_mut().filter(|m| m.sym == from) {
+                m.sym = to;
+            }
+        };
+        self.regs.iter_mut().for_each(rename);
+        self.stack.values_mut().for_each(rename);
+    }
+
+    /// Register `d`'s integer, named `old`, has been stepped by `k` without
+    /// wrapping (`decl %ecx`) and is named `new`: what moved by the old value
+    /// moved by the new one less `k` (`LEN + off + c * old` is `LEN + (off -
+    /// c * k) + c * new`), and a copy of the old value keeps its name only
+    /// if it is not `new`.
+    pub(super) fn sym_stepped(&mut self, d: usize, old: u64, new: u64, k: i64) {
+        if old != new {
+            self.forget_sym(new);
+        }
+        let restate = |v: &mut Val| {
+            if v.sym == Some(new) {
+                v.sym = None;
+            }
+            if let Some(m) = v.moved.as_mut().filter(|m| m.sym == old) {
+                m.sym = new;
+                m.off -= m.coef * k;
+                m.range = m.range.map(|(lo, hi)| (lo + k, hi + k));
+            }
+        };
+        self.regs.iter_mut().for_each(restate);
+        self.stack.values_mut().for_each(restate);
+        self.regs[d].sym = Some(new);
+    }
+
+    /// Register `r`'s integer, named `sym`, is not 0: a range of it from 0
+    /// (its own, and the one what moved by it keeps) starts at 1.
+    pub(super) fn sym_not_zero(&mut self, r: usize, sym: Option<u64>) {
+        if let Some((0, hi)) = self.regs[r].range().filter(|&(_, hi)| hi > 0) {
+            self.regs[r].range = Some((1, hi));
+        }
+        let Some(sym) = sym else { return };
+        let narrow = |v: &mut Val| {
+            if let Some(m) = v.moved.as_mut().filter(|m| m.sym == sym) {
+                if let Some((0, hi)) = m.range.filter(|&(_, hi)| hi > 0) {
+                    m.range = Some((1, hi));
+                }
+            }
+        };
+        self.regs.iter_mut().for_each(narrow);
+        self.stack.values_mut().for_each(narrow);
+    }
+
+    /// Register `r`'s integer, named `sym`, is 0 (the edge where a test of
+    /// it finds it so): what moved by it is where it was.
+    pub(super) fn sym_is_zero(&mut self, r: usize, sym: u64) {
+        let settle = |v: &mut Val| {
+            if let Some(m) = v.moved.filter(|m| m.sym == sym) {
+                v.moved = None;
+                v.off = Some(m.off);
+            } else if v.sym == Some(sym) {
+                *v = Val::konst(0);
+            }
+        };
+        self.regs.iter_mut().for_each(settle);
+        self.stack.values_mut().for_each(settle);
+        self.regs[r] = Val::konst(0);
+    }
+
+    /// [`State::join`] at the instruction at `addr`: an integer a register
+    /// holds under one name on one side and another on the other (a loop
+    /// counter, before the loop and after a round) is the same value there,
+    /// named for the place and the register, so what moved by it keeps its
+    /// relation.
+    pub(super) fn join_at(&self, o: &State, addr: u64) -> State {
+        let (mut a, mut b) = (self.clone(), o.clone());
+        let plain = |v: &Val| v.tags & !(OTHER | CONST) == 0;
+        for r in 0..NREGS {
+            let (Some(x), Some(y)) = (a.regs[r].sym, b.regs[r].sym) else {
+                continue;
+            };
+            if x == y || !plain(&a.regs[r]) || !plain(&b.regs[r]) {
+                continue;
+            }
+            let p = (addr << 8) | 0x80 | r as u64;
+            for (s, n) in [(&mut a, x), (&mut b, y)] {
+                if n != p {
+                    s.forget_sym(p);
+                    s.rename_sym(n, p);
+                }
+            }
+        }
+        a.join(&b)
     }
 
     /// At a loop head still changing: a length's range that is still

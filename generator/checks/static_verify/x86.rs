@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::rc::Rc;
 
 use super::abi::{AbiSpec, NREGS};
-use super::domain::{add_val, Cmp, State, Val, CONST, LEN, SRC, STACK};
+use super::domain::{add_val, site_sym, Cmp, State, Val, CONST, LEN, SRC, STACK};
 use super::isa::{
     call_escape, CondCode, Escape, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
 };
@@ -482,15 +482,15 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             s.sp = st.sp.map(|sp| sp + abi.ptr);
         }
         // `inc %rdi` / `dec %rcx`: 6.12's byte loop (`decl %ecx`: 6.1's).
-        Mnemonic::Inc | Mnemonic::Dec => {
-            if let Some(d) = reg0.filter(|&d| d != RSP) {
+        Mnemonic::Inc | Mnemonic::Dec if i.op0_kind() == OpKind::Register => {
+            if let Some(d) = reg0.filter(|&d| d != RSP && i.op0_register().size() >= 4) {
                 let sign = if m == Mnemonic::Inc { 1 } else { -1 };
                 if let Some(v) = st.regs[d].count_step(sign, st.lb.value) {
                     s.regs[d] = v;
                 } else if wide0 {
                     s.regs[d] = add_val(st.regs[d], Val::konst(1), sign);
-                } else if let Some(v) = step32(st, d, sign, pw, i) {
-                    s.regs[d] = v;
+                } else if pw == 8 {
+                    add_const32(&mut s, st, d, sign, insn.addr);
                 }
                 s.flags = Some(zero_test(d, insn.addr));
             }
@@ -508,8 +508,15 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 return s;
             }
             if !wide0 {
-                if let Some(v) = step32(st, d, sign * imm_of(i, 1), pw, i).filter(|_| imm) {
-                    s.regs[d] = v;
+                if pw == 8 && i.op0_register().size() == 4 {
+                    if imm {
+                        add_const32(&mut s, st, d, sign * imm_of(i, 1), insn.addr);
+                    } else if i.op1_kind() == OpKind::Register {
+                        if let Some(v) = add_reg32(st, st.regs[d], val(i.op1_register()), sign) {
+                            s.regs[d] = v;
+                        }
+                    }
+                    s.flags = Some(zero_test(d, insn.addr));
                 }
                 return s;
             }
@@ -601,16 +608,42 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 }
             }
         }
+        Mnemonic::Shl
+            if is_imm(i.op1_kind()) && (wide0 || (pw == 8 && i.op0_register().size() == 4)) =>
+        {
+            if let Some(d) = reg0 {
+                s.regs[d] = st.regs[d].shifted_left(imm_of(i, 1) as u8);
+            }
+        }
         Mnemonic::Neg if wide0 => {
             if let Some(d) = reg0 {
                 let v = st.regs[d];
                 s.regs[d] = Val::derived([v]).with_low(v.low.neg());
             }
         }
+        // `negl %ecx` of a bounded integer: modulo 2^32.
+        Mnemonic::Neg
+            if pw == 8 && i.op0_kind() == OpKind::Register && i.op0_register().size() == 4 =>
+        {
+            if let Some(d) = reg0 {
+                let v = st.regs[d];
+                if let Some((lo, hi)) = v.range().filter(|&(lo, hi)| lo >= 0 && hi < U32) {
+                    let (lo, hi) = if lo == 0 {
+                        (0, if hi == 0 { 0 } else { U32 - 1 })
+                    } else {
+                        (U32 - hi, U32 - lo)
+                    };
+                    s.regs[d] = Val::bounded(lo, hi).with_low(v.low.neg());
+                }
+            }
+        }
         Mnemonic::And if i.op_count() == 2 && is_imm(i.op1_kind()) => {
             let Some(d) = reg0 else { return s };
             let k = imm_of(i, 1);
             let v = st.regs[d];
+            if i.op0_register().size() >= 4 {
+                s.flags = Some(zero_test(d, insn.addr));
+            }
             s.regs[d] = if (0..1 << 16).contains(&k) {
                 // A small mask leaves a small integer, whatever it masked.
                 v.masked(k as u64)
@@ -751,18 +784,69 @@ fn zero_test(d: usize, addr: u64) -> Cmp {
         mask: 0,
         addr,
         via: None,
-        full: false,
+        full: true,
     }
 }
 
-/// A 32-bit add of `k` to register `d` (x86_64's `subl $8, %ecx`,
-/// `decl %ecx`): exact for a length that fits before and after.
-fn step32(st: &State, d: usize, k: i64, pw: usize, i: &Instruction) -> Option<Val> {
+/// 2^32: what a 32-bit register's value is taken modulo.
+const U32: i64 = 1 << 32;
+
+/// A 32-bit add of the constant `k` to register `d` (x86_64's `subl $8,
+/// %ecx`, `decl %ecx`), into `s`: exact for a length that fits before and
+/// after; a bounded integer is taken modulo 2^32 (`subl $8` then `negl` of
+/// 0..=7 is 8..=1), and one stepped without wrapping keeps what moved by it
+/// (a loop counter). Anything else stays what the generic effect left.
+fn add_const32(s: &mut State, st: &State, d: usize, k: i64, addr: u64) {
     let v = st.regs[d];
-    (pw == 8 && i.op0_register().size() == 4)
-        .then(|| st.len_range(&v))
-        .flatten()
-        .and_then(|r| v.step32(k, r))
+    if let Some(w) = st.len_range(&v).and_then(|r| v.step32(k, r)) {
+        s.regs[d] = w;
+        return;
+    }
+    let Some((lo, hi)) = v.range().filter(|&(lo, hi)| lo >= 0 && hi < U32) else {
+        return;
+    };
+    let (lo2, hi2) = (lo + k, hi + k);
+    let wrap = lo2.div_euclid(U32);
+    if hi2.div_euclid(U32) != wrap {
+        return;
+    }
+    s.regs[d] = Val::bounded(lo2 - wrap * U32, hi2 - wrap * U32).with_low(v.low.add(k));
+    if let (0, Some(old)) = (wrap, v.sym) {
+        s.sym_stepped(d, old, site_sym(addr, d), k);
+    }
+}
+
+/// A 32-bit add of register value `b` to `a` (`subl %ecx, %edx`, `addl
+/// %ecx, %edx`): a length, or a length moved by a named integer, that is
+/// known to stay within 32 bits. A sum of two registers is never negative,
+/// so only its ceiling needs the ghost's.
+fn add_reg32(st: &State, a: Val, b: Val, sign: i64) -> Option<Val> {
+    let w = add_val(a, b, sign);
+    if w.tags != LEN {
+        return None;
+    }
+    let fits = match (w.off, w.moved) {
+        (Some(o), _) => {
+            let ceiling = st.len_max.and_then(|m| m.checked_add(o));
+            if let Some(h) = ceiling.filter(|&h| sign > 0 && h < U32) {
+                return Some(Val {
+                    range: Some((0, h)),
+                    ..w
+                });
+            }
+            st.fits32(&w)
+        }
+        (None, Some(m)) => {
+            let (slo, shi) = m.range?;
+            let (x, y) = (m.coef * slo, m.coef * shi);
+            let lo = st.lb.value + m.off + x.min(y);
+            let hi = st.len_max? + m.off + x.max(y);
+            lo >= 0 && hi < U32
+        }
+        _ => false,
+    };
+    // (A moved length has no range of its own to give.)
+    fits.then(|| if w.off.is_some() { mov32(st, w) } else { w })
 }
 
 fn is_imm(k: OpKind) -> bool {
