@@ -464,3 +464,35 @@ fn a_32_bit_length_may_not_be_read_whole() {
         "{err}"
     );
 }
+
+/// i386's `__copy_user` counts through its exception handler: the entries
+/// of its alignment `rep movsb` and its `rep movsl` are `EX_TYPE_UCOPY_LEN`
+/// (type 19: `ecx = imm * ecx + edx`, imm 1 and 4), which puts the bytes
+/// left back together before the fixup returns `ecx`. With the kernel's
+/// 12-byte entries on `i386-rep-align.S`, every count is proven; the
+/// handler's register or type changed, one is not.
+#[test]
+fn an_exception_handler_that_counts_is_followed() {
+    let file = "i386-rep-align.S";
+    let (_, text) = static_fixture(file);
+    let counts = |types: [&str; 3]| {
+        let mut text = text.clone();
+        for (label, t) in ["4b", "0b", "1b"].iter().zip(types) {
+            let entry = format!(".long\t{label} - ., 2b - .");
+            assert!(text.contains(&entry), "{entry}");
+            text = text.replacen(&entry, &format!("{entry}, {t}"), 1);
+        }
+        let opts = Options {
+            arch: Some(copygen::front::strategy::Arch::I386),
+            ..Options::default()
+        };
+        let r = check_text(&text, file, &opts);
+        assert!(r.passed(), "{r}");
+        let f = &r.functions[0];
+        (f.user_accesses, f.counts_proven)
+    };
+    assert_eq!(counts(["0x10213", "0x40213", "3"]), (3, 3));
+    assert_eq!(counts(["3", "3", "3"]), (3, 1));
+    assert_eq!(counts(["0x10213", "0x40013", "3"]), (3, 2));
+    assert_eq!(counts(["0x10013", "0x40213", "3"]), (3, 2));
+}

@@ -26,6 +26,34 @@ pub const X86_EX_TYPE_UACCESS: u32 = 3;
 /// x86's `EX_TYPE_COPY` (6.1): `ax` = the trap number, then the fixup.
 pub const X86_EX_TYPE_COPY: u32 = 4;
 
+/// x86's `EX_TYPE_UCOPY_LEN` (i386's `__copy_user`): `cx = imm * cx + reg`,
+/// then the fixup.
+pub const X86_EX_TYPE_UCOPY_LEN: u32 = 19;
+
+/// What an x86 entry's handler does to the registers before it resumes at
+/// the fixup (`arch/x86/mm/extable.c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum X86Handler {
+    /// Nothing (`EX_TYPE_DEFAULT`, `EX_TYPE_UACCESS`, ...).
+    Resume,
+    /// `ax` = the trap number (6.1's `EX_TYPE_COPY`).
+    TrapInAx,
+    /// `cx = imm * cx + reg` (`EX_TYPE_UCOPY_LEN`; `reg` as x86 numbers them).
+    UcopyLen { imm: i64, reg: usize },
+}
+
+/// The handler of an x86 entry with type word `word`.
+pub fn x86_handler(word: u32) -> X86Handler {
+    match word & X86_TYPE_MASK {
+        X86_EX_TYPE_COPY => X86Handler::TrapInAx,
+        X86_EX_TYPE_UCOPY_LEN => X86Handler::UcopyLen {
+            imm: i64::from((word as i32) >> X86_IMM_SHIFT),
+            reg: ((word >> X86_REG_SHIFT) & 0xf) as usize,
+        },
+        _ => X86Handler::Resume,
+    }
+}
+
 /// The type of an x86 entry's type word (its data fields dropped).
 pub fn x86_type(word: u32) -> u32 {
     word & X86_TYPE_MASK

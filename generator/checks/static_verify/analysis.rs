@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::abi::{AbiSpec, NREGS};
 use super::cfg::Func;
+use super::domain::{add_val, site_sym};
 use super::domain::{
     Bound, Cmp, Cut, LenPart, State, Val, CONST, DST, INTS, LEN, OTHER, RETADDR, SRC,
 };
 use super::isa::{CondCode, Flow, MemKind};
+use crate::kernel::extable::X86Handler;
 
 pub(super) fn entry_state(abi: &AbiSpec, fixed: Option<u64>) -> State {
     let mut regs = [Val::OTHER; NREGS];
@@ -88,12 +90,29 @@ pub(super) fn analyse(func: &mut Func, entry: State) -> Vec<Option<State>> {
 }
 
 /// The state on the edge from the access at `k` (run in `exec`) to its
-/// fixup: the access had no effect.
-pub(super) fn fault_state(insn: &super::isa::Insn, exec: &State) -> State {
+/// fixup: the access had no effect (but what a string instruction had
+/// done), and the entry's handler has run.
+pub(super) fn fault_state(func: &Func, k: usize, exec: &State) -> State {
     let mut s = exec.clone();
     s.flags = None;
     s.faulted = true;
-    fault_moves(&mut s, insn);
+    fault_moves(&mut s, &func.insns[k]);
+    match func.handler.get(&k) {
+        Some(X86Handler::TrapInAx) => s.regs[0] = Val::OTHER,
+        // `cx = imm * cx + reg`: i386's `rep movsl` fixup puts the words
+        // left and the remainder back together, as `lea` would.
+        Some(&X86Handler::UcopyLen { imm, reg }) => {
+            let (cx, r) = (s.regs[1], s.regs[reg]);
+            s.regs[1] = match imm {
+                1 => add_val(cx, r, 1),
+                _ => (imm > 0 && (imm as u64).is_power_of_two())
+                    .then(|| Val::joined_parts(r, cx, imm.trailing_zeros() as u8))
+                    .flatten()
+                    .map_or(Val::OTHER, |o| Val::tagged(LEN, Some(o))),
+            };
+        }
+        Some(X86Handler::Resume) | None => {}
+    }
     s.normalize();
     s
 }
@@ -118,7 +137,7 @@ pub(super) fn analyse_from(func: &mut Func, start: usize, entry: State) -> Vec<O
         let mut outs: Vec<(usize, State)> = Vec::new();
         if let Some(&fx) = func.fault.get(&k) {
             // A fault leaves before the instruction has any effect.
-            outs.push((fx, fault_state(insn, &exec)));
+            outs.push((fx, fault_state(func, k, &exec)));
         }
         let mut after = func.transfer(k, &exec);
         // (A string instruction's transfer places the prefix itself.)
@@ -265,10 +284,23 @@ fn fault_moves(s: &mut State, insn: &super::isa::Insn) {
             && v.part
                 .is_some_and(|p| p.cut == Cut::High && p.survives_steps(bits, true))
     };
+    // A count of bytes that is a named integer (i386's alignment `rep movsb`
+    // of `(-to) & 7`): it and the ghost go down together.
+    let named = |v: &Val| {
+        bits == 0
+            && v.tags & !(OTHER | CONST) == 0
+            && v.sym.is_some()
+            && v.range().is_some_and(|(lo, _)| lo >= 0)
+    };
     if moved
         .iter()
-        .all(|&r| tied(&s.regs[r]) || counts(&s.regs[r]))
+        .all(|&r| tied(&s.regs[r]) || counts(&s.regs[r]) || named(&s.regs[r]))
     {
+        let renamed: Vec<(usize, u64, i64)> = moved
+            .iter()
+            .filter(|&&r| named(&s.regs[r]))
+            .filter_map(|&r| Some((r, s.regs[r].sym?, s.regs[r].range()?.1)))
+            .collect();
         let dst_at = moved
             .iter()
             .map(|&r| s.regs[r])
@@ -295,6 +327,14 @@ fn fault_moves(s: &mut State, insn: &super::isa::Insn) {
                 v.off = None;
             }
             v.part = v.part.filter(|p| p.survives_steps(bits, false));
+        }
+        for (r, old, hi) in renamed {
+            let new = site_sym(insn.addr, r);
+            s.named_count_down(old, new);
+            s.regs[r] = Val {
+                sym: Some(new),
+                ..Val::bounded(0, hi)
+            };
         }
         s.ghost_moved();
     } else {

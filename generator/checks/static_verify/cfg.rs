@@ -10,6 +10,7 @@ use super::isa::{isa_for, Flow, Insn, FIXUP_BASE};
 use super::report::{Finding, Severity};
 use crate::checks::objfile::{ExtableEntry, FnSym, Loc, ObjectFile};
 use crate::front::strategy::Arch;
+use crate::kernel::extable::{x86_handler, X86Handler};
 
 pub(super) struct Func<'a> {
     pub(super) obj: &'a ObjectFile,
@@ -18,6 +19,9 @@ pub(super) struct Func<'a> {
     pub(super) index: BTreeMap<u64, usize>,
     /// Entry (fixup index) of each instruction that has one.
     pub(super) fault: BTreeMap<usize, usize>,
+    /// x86: what the entry's handler does to the registers on the way to
+    /// the fixup, where it does anything (its type word's type).
+    pub(super) handler: BTreeMap<usize, X86Handler>,
     pub(super) succ: Vec<Vec<usize>>,
     /// The instruction after each one (fallthrough), if in the function.
     pub(super) fall: Vec<Option<usize>>,
@@ -270,6 +274,7 @@ impl<'a> Func<'a> {
             insns,
             index,
             fault: BTreeMap::new(),
+            handler: BTreeMap::new(),
             succ: Vec::new(),
             fall: Vec::new(),
             findings: Vec::new(),
@@ -343,6 +348,13 @@ impl<'a> Func<'a> {
                 );
                 continue;
             };
+            let handler = e
+                .type_word
+                .map(x86_handler)
+                .filter(|_| matches!(func.abi.arch, Arch::X86_64 | Arch::I386));
+            if let Some(h) = handler.filter(|&h| h != X86Handler::Resume) {
+                func.handler.insert(k, h);
+            }
             if func.fault.insert(k, fx).is_some() {
                 func.finding(
                     Severity::Error,

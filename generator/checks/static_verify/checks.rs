@@ -707,7 +707,7 @@ fn check_counts(func: &mut Func, states: &[Option<State>]) -> BTreeSet<usize> {
             continue;
         };
         sites += 1;
-        let from_fault = fault_state(&func.insns[k], &st);
+        let from_fault = fault_state(func, k, &st);
         let paths = analyse_from(func, fx, from_fault);
         let mut wrong = None;
         let mut pointer = None;

@@ -507,6 +507,15 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
     // A value moved by a named integer, moved by it again (6.1's alignment
     // fixup: `addl %ecx, %edx` after `subl %ecx, %edx`): back where it was
     // when the two cancel.
+    // (`%ecx + %edx`, the named integer first: the same.)
+    if sign > 0
+        && a.moved.is_none()
+        && a.sym.is_some()
+        && b.moved.map(|m| m.sym) == a.sym
+        && a.tags & !INTS == 0
+    {
+        return add_val(b, a, 1);
+    }
     if let (Some(m), Some(sym)) = (a.moved, b.sym.filter(|_| b.tags & !INTS == 0)) {
         let step = if a.tags == LEN { sign } else { -sign };
         if m.sym == sym && [SRC, DST, LEN].contains(&a.tags) {
@@ -775,6 +784,10 @@ impl State {
         if !vals().all(alike)
             || ![SRC, DST, LEN].into_iter().all(kind_moved)
             || !vals().any(|v| v.tags == LEN && v.moved.is_some())
+            // (A pointer moved too: a length left moved where no pointer is
+            // any more, i386's `edx` once the saved ones are restored, is a
+            // stale copy, not a step of the copy.)
+            || !vals().any(|v| [SRC, DST].contains(&v.tags) && v.moved.is_some())
         {
             return;
         }
@@ -917,6 +930,70 @@ impl State {
                 self.len_max = Some(0);
             }
         }
+    }
+
+    /// A `rep movsb` counted by the named integer `sym` in `lo..=hi` ran to
+    /// its end from `before` (i386's alignment: `(-to) & 7` bytes): the ghost
+    /// is re-based on the length less it. The pointers keep their offsets,
+    /// and so does the stored prefix when it ended at the destination
+    /// pointer; a length moved by `-sym` is where it was; everything else
+    /// measured against the old ghost is lost. False (nothing done) unless
+    /// both pointers are tied.
+    pub(super) fn named_bytes_copied(
+        &mut self,
+        before: &State,
+        ptrs: [usize; 2],
+        sym: u64,
+        (lo, hi): (i64, i64),
+    ) -> bool {
+        let pointers = ptrs.map(|r| before.regs[r]);
+        if !pointers
+            .iter()
+            .all(|v| v.off.is_some() && [SRC, DST].contains(&v.tags))
+        {
+            return false;
+        }
+        let settle = |v: &mut Val| match v.moved.take() {
+            Some(m) if m.sym == sym && m.coef == -1 => v.off = Some(m.off),
+            Some(_) => {}
+            None if v.tied() => v.off = None,
+            None => {}
+        };
+        self.regs.iter_mut().for_each(settle);
+        self.stack.values_mut().for_each(settle);
+        for (r, v) in ptrs.into_iter().zip(pointers) {
+            self.regs[r] = Val {
+                off: v.off,
+                ..Val::tagged(v.tags, None).with_low(self.regs[r].low)
+            };
+        }
+        let dst_at = pointers.iter().find(|v| v.tags == DST).and_then(|v| v.off);
+        self.stored = before.stored.filter(|&f| Some(f) == dst_at);
+        self.ghost_moved();
+        self.lb.value = before.lb.value.saturating_sub(hi).max(0);
+        self.len_max = before.len_max.map(|m| m - lo);
+        true
+    }
+
+    /// The integer named `old` (a `rep movsb` count) and the ghost went down
+    /// together by an amount not known, the count now named `new`: a value
+    /// moved by `-old` keeps its relation, by `-new`; what moved by it
+    /// otherwise loses it.
+    pub(super) fn named_count_down(&mut self, old: u64, new: u64) {
+        if old != new {
+            self.forget_sym(new);
+        }
+        let restate = |v: &mut Val| {
+            if let Some(m) = v.moved.filter(|m| m.sym == old) {
+                v.moved = (m.coef == -1).then_some(Moved {
+                    sym: new,
+                    range: None,
+                    ..m
+                });
+            }
+        };
+        self.regs.iter_mut().for_each(restate);
+        self.stack.values_mut().for_each(restate);
     }
 
     /// The ghost has moved by an amount not known: what bounded it, was

@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::rc::Rc;
 
 use super::abi::{AbiSpec, NREGS};
-use super::domain::{add_val, site_sym, Cmp, State, Val, CONST, LEN, SRC, STACK};
+use super::domain::{add_val, site_sym, Cmp, State, Val, CONST, LEN, OTHER, SRC, STACK};
 use super::isa::{
     call_escape, CondCode, Escape, Flow, Insn, Isa, MemKind, MemOperand, Semantics, Touch,
 };
@@ -697,7 +697,17 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 s.regs[1] = Val::konst(0);
                 // (A `stos` stores no copied bytes: the prefix stays as it
                 // was, as a from_user fixup's zeroing of the rest leaves it.)
-                if !stos {
+                let named = st.regs[1]
+                    .sym
+                    .zip(st.regs[1].range())
+                    .filter(|&(_, (lo, _))| {
+                        step == 1 && lo >= 0 && st.regs[1].tags & !(CONST | OTHER) == 0
+                    });
+                if let (false, Some((sym, range))) = (stos, named) {
+                    if !s.named_bytes_copied(st, [6, 7], sym, range) {
+                        s.stored = None;
+                    }
+                } else if !stos {
                     s.elements_copied(st, 1, [6, 7], step.trailing_zeros() as u8);
                 }
             }
