@@ -506,8 +506,8 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
     }
     // A value moved by a named integer, moved by it again (6.1's alignment
     // fixup: `addl %ecx, %edx` after `subl %ecx, %edx`): back where it was
-    // when the two cancel.
-    // (`%ecx + %edx`, the named integer first: the same.)
+    // when the two cancel. (The named integer first, `%ecx + %edx`: the
+    // same sum.)
     if sign > 0
         && a.moved.is_none()
         && a.sym.is_some()
@@ -551,9 +551,15 @@ pub(super) fn add_val(a: Val, b: Val, sign: i64) -> Val {
 }
 
 /// The name of the unknown integer instruction `addr` writes into register
-/// `r` (a join's names set bit 7: [`State::join_at`]).
+/// `r`.
 pub(super) fn site_sym(addr: u64, r: usize) -> u64 {
     (addr << 8) | r as u64
+}
+
+/// The name [`State::join_at`] gives an integer register `r` holds where
+/// paths join at `addr` (bit 7 set: no instruction's name).
+fn join_sym(addr: u64, r: usize) -> u64 {
+    site_sym(addr, r) | 0x80
 }
 
 /// What survives an alignment loop: for every `b` in `bits..=LOW_BITS`,
@@ -684,11 +690,11 @@ impl State {
                 self.regs[r] = Val::tagged(LEN, Some(k - l)).with_low(self.regs[r].low);
             }
         }
-        // (Without a length register, on the destination pointer: a loop
-        // that counts in words still moves it by the same step each round.)
         // (The length register that agrees with the destination pointer
         // first: a copy of the length left behind while a loop counts in
-        // another register, 6.1's byte loop, does not move with it.)
+        // another register, 6.1's byte loop, does not move with it. Without
+        // a length register, on the destination pointer: a loop that counts
+        // in words still moves it by the same step each round.)
         let len_off = |v: &Val| (v.tags == LEN).then_some(v.off).flatten();
         let dst_off = self.regs.iter().find(|v| v.tags == DST).and_then(|v| v.off);
         let count = self.count_reg.and_then(|r| len_off(&self.regs[r]));
@@ -837,7 +843,7 @@ impl State {
         self.credit = None;
         self.unaligned = None;
         self.len_value = None;
-        // (Taking a amount never negative off the ghost keeps its ceiling.)
+        // (Taking an amount never negative off the ghost keeps its ceiling.)
         let shrinks = first.coef < 0 && range.is_some_and(|(lo, _)| lo >= 0);
         if !shrinks {
             self.len_max = None;
@@ -970,7 +976,7 @@ impl State {
         let dst_at = pointers.iter().find(|v| v.tags == DST).and_then(|v| v.off);
         self.stored = before.stored.filter(|&f| Some(f) == dst_at);
         self.ghost_moved();
-        self.lb.value = before.lb.value.saturating_sub(hi).max(0);
+        self.lb.value = before.lb.value.saturating_sub(hi);
         self.len_max = before.len_max.map(|m| m - lo);
         true
     }
@@ -1151,7 +1157,7 @@ impl State {
             if x == y || !plain(&a.regs[r]) || !plain(&b.regs[r]) {
                 continue;
             }
-            let p = (addr << 8) | 0x80 | r as u64;
+            let p = join_sym(addr, r);
             for (s, n) in [(&mut a, x), (&mut b, y)] {
                 if n != p {
                     s.forget_sym(p);

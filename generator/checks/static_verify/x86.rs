@@ -597,8 +597,13 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             // Realigning the stack: its place is no longer known.
             s.sp = None;
         }
+        // (`shrl` of a length that fits: the same shift.)
         Mnemonic::Shr
-            if (wide0 || reg0.is_some_and(|d| st.fits32(&st.regs[d]))) && is_imm(i.op1_kind()) =>
+            if is_imm(i.op1_kind())
+                && (wide0
+                    || (pw == 8
+                        && i.op0_register().size() == 4
+                        && reg0.is_some_and(|d| st.fits32(&st.regs[d])))) =>
         {
             if let Some(d) = reg0 {
                 let bits = imm_of(i, 1) as u8;
