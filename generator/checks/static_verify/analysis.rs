@@ -427,14 +427,22 @@ pub(super) fn decide(cc: CondCode, st: &State) -> Option<bool> {
     }
 }
 
+/// On the edge where `cc` is `taken` after a test (or a result's zero
+/// flag): whether the value is zero there (None: the condition says not).
+fn zero_edge(cc: CondCode, taken: bool) -> Option<bool> {
+    match (cc, taken) {
+        (CondCode::Eq, true) | (CondCode::Ne, false) => Some(true),
+        (CondCode::Eq, false) | (CondCode::Ne, true) => Some(false),
+        _ => None,
+    }
+}
+
 /// Narrow the length bound on the edge where condition `cc` is `taken`.
 pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
     let Some(c) = st.flags else { return };
     if c.mask != 0 {
-        let zero = match (cc, taken) {
-            (CondCode::Eq, true) | (CondCode::Ne, false) => true,
-            (CondCode::Eq, false) | (CondCode::Ne, true) => false,
-            _ => return,
+        let Some(zero) = zero_edge(cc, taken) else {
+            return;
         };
         // `test $mask, r`: on the edge where `r & mask` is zero, so are
         // those bits of r.
@@ -498,10 +506,8 @@ pub(super) fn refine(cc: CondCode, st: &mut State, taken: bool) {
 /// holds an element; where it is, the remainder `(LEN + off) mod 2^bits`
 /// is all of it, `LEN + off`.
 fn refine_count(cc: CondCode, st: &mut State, c: Cmp, p: LenPart, taken: bool) {
-    let zero = match (cc, taken) {
-        (CondCode::Eq, true) | (CondCode::Ne, false) => true,
-        (CondCode::Eq, false) | (CondCode::Ne, true) => false,
-        _ => return,
+    let Some(zero) = zero_edge(cc, taken) else {
+        return;
     };
     if zero && !c.full {
         return;
@@ -529,18 +535,15 @@ fn refine_count(cc: CondCode, st: &mut State, c: Cmp, p: LenPart, taken: bool) {
             };
         }
     };
-    st.regs.iter_mut().for_each(whole);
-    st.stack.values_mut().for_each(whole);
+    st.each_val(whole);
 }
 
 /// A test of a plain integer (a loop counter, `decl %ecx; jnz`): where it
 /// is not zero a range from 0 starts at 1; where it is zero (a test of all
 /// of it), it is 0, and what moved by it is where it was.
 fn refine_counter(cc: CondCode, st: &mut State, c: Cmp, taken: bool) {
-    let zero = match (cc, taken) {
-        (CondCode::Eq, true) | (CondCode::Ne, false) => true,
-        (CondCode::Eq, false) | (CondCode::Ne, true) => false,
-        _ => return,
+    let Some(zero) = zero_edge(cc, taken) else {
+        return;
     };
     let v = st.regs[c.reg];
     match (zero, v.sym) {

@@ -676,6 +676,14 @@ pub(super) struct State {
 }
 
 impl State {
+    /// `f` on every register and stack slot.
+    pub(super) fn each_val(&mut self, f: impl FnMut(&mut Val)) {
+        self.regs
+            .iter_mut()
+            .chain(self.stack.values_mut())
+            .for_each(f);
+    }
+
     /// Re-base the ghost `LEN` on the convention's length register, else
     /// the lowest-numbered length register, so loop heads see the same
     /// offsets on every iteration.
@@ -733,8 +741,7 @@ impl State {
                 }
             }
         };
-        self.regs.iter_mut().for_each(shift);
-        self.stack.values_mut().for_each(shift);
+        self.each_val(shift);
         if let Some(x) = self.stored.as_mut() {
             *x -= o;
         }
@@ -822,8 +829,7 @@ impl State {
                 None => {}
             }
         };
-        self.regs.iter_mut().for_each(settle);
-        self.stack.values_mut().for_each(settle);
+        self.each_val(settle);
         // `LEN + coef * S` at its least: by the bound on S, else unknown.
         self.lb = match range {
             Some((lo, hi)) => Bound {
@@ -900,8 +906,7 @@ impl State {
             v.floor = None;
             v.part = None;
         };
-        self.regs.iter_mut().for_each(forget);
-        self.stack.values_mut().for_each(forget);
+        self.each_val(forget);
         for (r, v) in ptrs.into_iter().zip(pointers) {
             self.regs[r] = Val {
                 off: v.off.map(|d| d - o),
@@ -965,8 +970,7 @@ impl State {
             None if v.tied() => v.off = None,
             None => {}
         };
-        self.regs.iter_mut().for_each(settle);
-        self.stack.values_mut().for_each(settle);
+        self.each_val(settle);
         for (r, v) in ptrs.into_iter().zip(pointers) {
             self.regs[r] = Val {
                 off: v.off,
@@ -998,8 +1002,7 @@ impl State {
                 });
             }
         };
-        self.regs.iter_mut().for_each(restate);
-        self.stack.values_mut().for_each(restate);
+        self.each_val(restate);
     }
 
     /// The ghost has moved by an amount not known: what bounded it, was
@@ -1066,8 +1069,7 @@ impl State {
                 v.moved = None;
             }
         };
-        self.regs.iter_mut().for_each(forget);
-        self.stack.values_mut().for_each(forget);
+        self.each_val(forget);
     }
 
     /// Every holder of the name `from` calls it `to` (a name fresh here).
@@ -1080,8 +1082,7 @@ impl State {
                 m.sym = to;
             }
         };
-        self.regs.iter_mut().for_each(rename);
-        self.stack.values_mut().for_each(rename);
+        self.each_val(rename);
     }
 
     /// Register `d`'s integer, named `old`, has been stepped by `k` without
@@ -1103,8 +1104,7 @@ impl State {
                 m.range = m.range.map(|(lo, hi)| (lo + k, hi + k));
             }
         };
-        self.regs.iter_mut().for_each(restate);
-        self.stack.values_mut().for_each(restate);
+        self.each_val(restate);
         self.regs[d].sym = Some(new);
     }
 
@@ -1122,8 +1122,7 @@ impl State {
                 }
             }
         };
-        self.regs.iter_mut().for_each(narrow);
-        self.stack.values_mut().for_each(narrow);
+        self.each_val(narrow);
     }
 
     /// Register `r`'s integer, named `sym`, is 0 (the edge where a test of
@@ -1137,8 +1136,7 @@ impl State {
                 *v = Val::konst(0);
             }
         };
-        self.regs.iter_mut().for_each(settle);
-        self.stack.values_mut().for_each(settle);
+        self.each_val(settle);
         self.regs[r] = Val::konst(0);
     }
 

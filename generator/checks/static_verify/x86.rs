@@ -358,6 +358,11 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
     };
     let wide0 =
         i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().size() == pw;
+    // x86_64's 32-bit form of the first operand (`%ecx`): it zero-extends.
+    let narrow32 = pw == 8
+        && i.op_count() > 0
+        && i.op0_kind() == OpKind::Register
+        && i.op0_register().size() == 4;
     // The stack pointer reads as its place on the stack (`mov %esp, %ebp`
     // makes a frame pointer); its register keeps its entry tag.
     let val = |r: Register| match gpr(r) {
@@ -422,7 +427,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 } else if let Some(d) = reg0 {
                     s.regs[d] = if wide0 {
                         val(i.op1_register())
-                    } else if pw == 8 && i.op0_register().size() == 4 {
+                    } else if narrow32 {
                         mov32(st, val(i.op1_register()))
                     } else {
                         Val::derived([val(i.op1_register())])
@@ -508,7 +513,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 return s;
             }
             if !wide0 {
-                if pw == 8 && i.op0_register().size() == 4 {
+                if narrow32 {
                     if imm {
                         add_const32(&mut s, st, d, sign * imm_of(i, 1), insn.addr);
                     } else if i.op1_kind() == OpKind::Register {
@@ -585,7 +590,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             if let Some(d) = reg0 {
                 s.regs[d] = if wide0 {
                     st.regs[d]
-                } else if pw == 8 && i.op0_register().size() == 4 {
+                } else if narrow32 {
                     mov32(st, st.regs[d])
                 } else {
                     s.regs[d]
@@ -600,10 +605,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
         // (`shrl` of a length that fits: the same shift.)
         Mnemonic::Shr
             if is_imm(i.op1_kind())
-                && (wide0
-                    || (pw == 8
-                        && i.op0_register().size() == 4
-                        && reg0.is_some_and(|d| st.fits32(&st.regs[d])))) =>
+                && (wide0 || (narrow32 && reg0.is_some_and(|d| st.fits32(&st.regs[d])))) =>
         {
             if let Some(d) = reg0 {
                 let bits = imm_of(i, 1) as u8;
@@ -613,9 +615,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
                 }
             }
         }
-        Mnemonic::Shl
-            if is_imm(i.op1_kind()) && (wide0 || (pw == 8 && i.op0_register().size() == 4)) =>
-        {
+        Mnemonic::Shl if is_imm(i.op1_kind()) && (wide0 || narrow32) => {
             if let Some(d) = reg0 {
                 s.regs[d] = st.regs[d].shifted_left(imm_of(i, 1) as u8);
             }
@@ -627,9 +627,7 @@ fn transfer(insn: &Insn, i: &Instruction, st: &State, abi: &AbiSpec) -> State {
             }
         }
         // `negl %ecx` of a bounded integer: modulo 2^32.
-        Mnemonic::Neg
-            if pw == 8 && i.op0_kind() == OpKind::Register && i.op0_register().size() == 4 =>
-        {
+        Mnemonic::Neg if narrow32 => {
             if let Some(d) = reg0 {
                 let v = st.regs[d];
                 if let Some((lo, hi)) = v.range().filter(|&(lo, hi)| lo >= 0 && hi < U32) {
