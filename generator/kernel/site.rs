@@ -211,10 +211,12 @@ impl Chain {
     /// written at `tabs` tabs, its continuation lines aligned with the
     /// open parenthesis (tabs, then spaces, as kernel style has it).
     ///
-    /// Past `ALTERNATIVE_3` each further alternative wraps the text so far
-    /// in one more `ALTERNATIVE`, as the kernel builds `ALTERNATIVE_3`
-    /// itself: `ALTERNATIVE(ALTERNATIVE_3(...), "d", X86_FEATURE_D)`, whose
-    /// entries come out innermost first.
+    /// Past three, the chain is named macros around named macros, as the
+    /// kernel builds `ALTERNATIVE_3` itself out of `ALTERNATIVE`s: the
+    /// first three in `ALTERNATIVE_3`, each further one to three around
+    /// it (`ALTERNATIVE(ALTERNATIVE_3(...), "d", X86_FEATURE_D)`,
+    /// `ALTERNATIVE_3(ALTERNATIVE_3(...), ...)` for six), whose entries
+    /// come out innermost first.
     pub fn c_text(&self, tabs: usize) -> String {
         self.c_text_at(tabs * 8, self.alts.len())
     }
@@ -245,27 +247,35 @@ impl Chain {
         if n == 0 {
             return q(&self.old);
         }
-        if n > MAX_NAMED_MACRO {
-            let name = "ALTERNATIVE";
-            let inner = column + name.len() + 1;
-            return format!(
-                "{name}({},\n{}{})",
-                self.c_text_at(inner, n - 1),
-                indent(inner),
-                alt_at(&self.alts[n - 1], inner)
-            );
-        }
-        let name = match n {
-            1 => "ALTERNATIVE".to_string(),
-            n => format!("ALTERNATIVE_{n}"),
+        // Past `ALTERNATIVE_3`, the first alternatives' text wrapped in a
+        // named macro of the last one to three (a depth that fits
+        // checkpatch's columns where a wrap per alternative would not).
+        let (inner_n, name) = if n > MAX_NAMED_MACRO {
+            let outer = n - MAX_NAMED_MACRO * ((n - 1) / MAX_NAMED_MACRO);
+            (n - outer, macro_name(outer))
+        } else {
+            (0, macro_name(n))
         };
         let inner = column + name.len() + 1;
-        let mut out = format!("{name}({}", q(&self.old));
-        for a in &self.alts[..n] {
+        let old = if inner_n == 0 {
+            q(&self.old)
+        } else {
+            self.c_text_at(inner, inner_n)
+        };
+        let mut out = format!("{name}({old}");
+        for a in &self.alts[inner_n..n] {
             out.push_str(&format!(",\n{}{}", indent(inner), alt_at(a, inner)));
         }
         out.push(')');
         out
+    }
+}
+
+/// `ALTERNATIVE` for one alternative, `ALTERNATIVE_<n>` for more.
+fn macro_name(n: usize) -> String {
+    match n {
+        1 => "ALTERNATIVE".to_string(),
+        n => format!("ALTERNATIVE_{n}"),
     }
 }
 
