@@ -489,16 +489,20 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     let p = String::from_utf8(out.stdout).unwrap();
-    assert!(p.contains("Subject: [PATCH] x86/uaccess: Copy user memory with 4 per-CPU variants\n"));
+    assert!(p.contains("Subject: [PATCH] x86/uaccess: Copy user memory with 5 per-CPU variants\n"));
+    // Six ALTERNATIVEs: ALTERNATIVE_3 around ALTERNATIVE_3.
     let chain = [
-        "+\t\tALTERNATIVE(ALTERNATIVE_3(\"call guarded_movsb_612__erms_copy_user\",",
-        "+\t\t\t\t\t  \"rep movsb\", X86_FEATURE_FSRM,",
+        "+\t\tALTERNATIVE_3(ALTERNATIVE_3(\"call guarded_movsb_612__erms_copy_user\",",
+        "+\t\t\t\t\t    \"rep movsb\", X86_FEATURE_FSRM,",
         // checkpatch's 100 columns: a feature on its own line past them.
-        "+\t\t\t\t\t  \"call guarded_movsb_612__zen_copy_user\",",
-        "+\t\t\t\t\t  X86_FEATURE_ZEN3,",
-        "+\t\t\t\t\t  \"call guarded_movsb_612__zen_copy_user\",",
-        "+\t\t\t\t\t  X86_FEATURE_ZEN4),",
-        "+\t\t\t    \"call guarded_movsb_612__noerms_copy_user\", ALT_NOT(X86_FEATURE_ERMS))",
+        "+\t\t\t\t\t    \"call guarded_movsb_612__zen_copy_user\",",
+        "+\t\t\t\t\t    X86_FEATURE_ZEN3,",
+        "+\t\t\t\t\t    \"call guarded_movsb_612__zen_copy_user\",",
+        "+\t\t\t\t\t    X86_FEATURE_ZEN4),",
+        "+\t\t\t      \"call guarded_movsb_612__noerms_copy_user\",",
+        "+\t\t\t      ALT_NOT(X86_FEATURE_ERMS),",
+        "+\t\t\t      \"call guarded_movsb_612__zen_noerms_copy_user\", X86_FEATURE_ZEN1,",
+        "+\t\t\t      \"call guarded_movsb_612__zen_noerms_copy_user\", X86_FEATURE_ZEN2)",
         " \t\t\"2:\\n\"",
         " \t\t_ASM_EXTABLE_UA(1b, 2b)",
     ];
@@ -516,6 +520,8 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         "erms+fsrm+zen3 zen call guarded_movsb_612__zen_copy_user",
         "erms+fsrm+zen4 zen call guarded_movsb_612__zen_copy_user",
         "zen3 noerms call guarded_movsb_612__noerms_copy_user",
+        "zen1 zen_noerms call guarded_movsb_612__zen_noerms_copy_user",
+        "erms+zen2 zen_noerms call guarded_movsb_612__zen_noerms_copy_user",
     ] {
         assert!(
             p.lines()
@@ -534,6 +540,7 @@ fn the_6_12_patch_writes_the_chain_and_says_what_each_cpu_runs() {
         "guarded_movsb_612__fsrm_copy_user",
         "guarded_movsb_612__erms_copy_user",
         "guarded_movsb_612__noerms_copy_user",
+        "guarded_movsb_612__zen_noerms_copy_user",
     ] {
         assert!(
             p.contains(&format!(
@@ -559,9 +566,9 @@ fn the_static_site_check_passes_the_chain_and_refuses_a_wrong_one() {
     let good = chain(&t, V6_12);
     let names = routines_of(&t);
     let rows = check_sites(&t, V6_12, &good, &names).unwrap();
-    // Every combination of the bits the variants name (erms, fsrm, zen3,
-    // zen4), whether or not a kernel can report it.
-    assert_eq!(rows.len(), 16);
+    // Every combination of the bits the variants name (erms, fsrm, zen1,
+    // zen2, zen3, zen4), whether or not a kernel can report it.
+    assert_eq!(rows.len(), 64);
     let intel = rows
         .iter()
         .find(|r| r.features == features(&[Erms, Fsrm]))

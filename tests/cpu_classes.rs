@@ -38,7 +38,7 @@ const MODELS: &[Model] = &[
         vendor: AMD,
         leaf1: 0x0080_0f12,
         leaf7: (0, 0),
-        expect: ["zen_movsq", "noerms", "loop"],
+        expect: ["zen_movsq", "zen_noerms", "loop"],
     },
     // qemu's `-cpu EPYC`: family 0x17 model 1 stepping 2, no ERMS, no FSRM.
     Model {
@@ -46,7 +46,7 @@ const MODELS: &[Model] = &[
         vendor: AMD,
         leaf1: 0x0080_0f12,
         leaf7: (0, 0),
-        expect: ["zen_movsq", "noerms", "loop"],
+        expect: ["zen_movsq", "zen_noerms", "loop"],
     },
     // AMD EPYC 7742: family 0x17 model 0x31.
     Model {
@@ -54,7 +54,7 @@ const MODELS: &[Model] = &[
         vendor: AMD,
         leaf1: 0x0083_0f10,
         leaf7: (0, 0),
-        expect: ["zen_movsq", "noerms", "loop"],
+        expect: ["zen_movsq", "zen_noerms", "loop"],
     },
     // AMD EPYC 7763: family 0x19 model 0x01, ERMS and FSRM.
     Model {
@@ -101,6 +101,24 @@ const MODELS: &[Model] = &[
         name: "Intel without ERMS (Sandy Bridge)",
         vendor: INTEL,
         leaf1: 0x0002_06a7,
+        leaf7: (0, 0),
+        expect: ["movsq", "noerms", "loop"],
+    },
+    // qemu's `-cpu Skylake-Client-v4,erms=off`: family 6 model 94, ERMS
+    // hidden (kernel-ci's Intel CPU without ERMS; qemu's SandyBridge has
+    // no SMAP, which the boots require).
+    Model {
+        name: "qemu Skylake-Client-v4,erms=off",
+        vendor: INTEL,
+        leaf1: 0x0005_06e3,
+        leaf7: (0, 0),
+        expect: ["movsq", "noerms", "loop"],
+    },
+    // Intel Xeon family 6 model 0xa7 whose hypervisor hides ERMS and FSRM.
+    Model {
+        name: "Intel family 6 model 0xa7, ERMS hidden",
+        vendor: INTEL,
+        leaf1: 0x000a_0671,
         leaf7: (0, 0),
         expect: ["movsq", "noerms", "loop"],
     },

@@ -105,7 +105,7 @@ fn guarded_movsb_patch_applies_to_6_12_as_its_inline_site_form() {
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: "
     ));
     assert!(
-        p.contains("\nSubject: [PATCH] x86/uaccess: Copy user memory with 4 per-CPU variants\n"),
+        p.contains("\nSubject: [PATCH] x86/uaccess: Copy user memory with 5 per-CPU variants\n"),
         "{p}"
     );
     assert!(p.contains("\nFrom: =?UTF-8?q?J=2E_Random_Hacker?= <jrh@example.org>\n"));
@@ -217,6 +217,7 @@ fn per_cpu_patch_selects_each_variant_with_alternatives() {
         ("loop", &[]),
     ];
     let x86_64_612: Conditions = &[
+        ("zen_noerms", &[&["ZEN1"], &["ZEN2"]]),
         ("noerms", &[&["!ERMS"]]),
         ("zen", &[&["ZEN3"], &["ZEN4"]]),
         ("fsrm", &[&["FSRM"]]),

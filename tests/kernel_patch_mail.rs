@@ -193,7 +193,7 @@ fn git_am_applies_it_with_author_and_sign_offs() {
     assert_eq!(lines.next(), Some("joro@example.org"));
     assert_eq!(
         lines.next(),
-        Some("x86/uaccess: Copy user memory with 4 per-CPU variants")
+        Some("x86/uaccess: Copy user memory with 5 per-CPU variants")
     );
     assert!(log.ends_with(
         "\nSigned-off-by: Jörg Rödel <joro@example.org>\nSigned-off-by: A. Maintainer <am@example.net>\n\n"

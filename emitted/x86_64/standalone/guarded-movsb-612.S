@@ -13,16 +13,18 @@
  * Ice Lake and later), which have no such cliff: the stock inline `rep
  * movsb`. Without ERMS (AMD Zen 1 and 2, Intel before Ivy Bridge), where the
  * stock routine runs `rep movsq` from 64 bytes: head/tail copies up to 64
- * bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
- * (the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep movsq`
- * band). With ERMS and no FSRM: head/tail copies up to 64 bytes, then
- * `rep movsb`.
+ * bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`;
+ * on Zen 1 and 2 the loop also where (dst - src) mod 4096 is in 1..15, Zen's
+ * `rep movsq` band. With ERMS and no FSRM: head/tail copies up to 64 bytes,
+ * then `rep movsb`.
  *
  * Entry points (user accesses = exception-table entries):
  *   guarded_movsb_612_from_user: 0
  *   guarded_movsb_612_to_user: 0
- *   guarded_movsb_612__noerms_from_user: 45
- *   guarded_movsb_612__noerms_to_user: 45
+ *   guarded_movsb_612__zen_noerms_from_user: 45
+ *   guarded_movsb_612__zen_noerms_to_user: 45
+ *   guarded_movsb_612__noerms_from_user: 34
+ *   guarded_movsb_612__noerms_to_user: 34
  *   guarded_movsb_612__zen_from_user: 8
  *   guarded_movsb_612__zen_to_user: 8
  *   guarded_movsb_612__fsrm_from_user: 2
@@ -44,10 +46,10 @@
  *   Ice Lake and later), which have no such cliff: the stock inline `rep
  *   movsb`. Without ERMS (AMD Zen 1 and 2, Intel before Ivy Bridge), where the
  *   stock routine runs `rep movsq` from 64 bytes: head/tail copies up to 64
- *   bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`
- *   (the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep movsq`
- *   band). With ERMS and no FSRM: head/tail copies up to 64 bytes, then
- *   `rep movsb`.
+ *   bytes, the unrolled loop up to 512, then a destination-aligned `rep movsq`;
+ *   on Zen 1 and 2 the loop also where (dst - src) mod 4096 is in 1..15, Zen's
+ *   `rep movsq` band. With ERMS and no FSRM: head/tail copies up to 64 bytes,
+ *   then `rep movsb`.
  *   """
  *   arch = "x86_64"
  *
@@ -117,7 +119,7 @@
  *   tail = "words"
  *
  *   # Each variant's condition is one bit, or one bit in each of its
- *   # conjunctions, so that the site's chain over them is four nested
+ *   # conjunctions, so that the site's chain over them is six nested
  *   # ALTERNATIVEs and the FSRM site keeps the stock inline `rep movsb`; the
  *   # first condition that holds wins.
  *   #
@@ -125,6 +127,37 @@
  *   # runs .Llarge_movsq from 64 bytes: head/tail copies below, the unrolled
  *   # loop up to 512 (it beats `rep movsq` below 1 KiB on Zen 1 and loses above
  *   # 2 KiB), then the aligned `rep movsq`.
+ *   #
+ *   # Zen 1 and 2 (which never report ERMS), by the kernel's generation bits:
+ *   # Zen's own alias band. At (dst - src) mod 4096 in 1..15 `rep movsq` costs
+ *   # 1.9x (1 KiB) to 3.2x (8 KiB) its time at distance 0, the loop about 1.5x
+ *   # (measured on an EPYC of family 0x17 model 0x1; a Zen 3's `rep movsq`,
+ *   # ERMS hidden, pays 2.7-3.7x there too). Zen 2 is not measured: its family
+ *   # and the generations on either side of it have the band.
+ *   [[variants]]
+ *   name = "zen_noerms"
+ *   when = [["zen1"], ["zen2"]]
+ *   [[variants.dispatch]]
+ *   sizes = "0..=64"
+ *   use = "small"
+ *   [[variants.dispatch]]
+ *   sizes = "65..=512"
+ *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "513.."
+ *   use = "movsq"
+ *   [[variants.dispatch.guard]]
+ *   alias = [1, 15]
+ *   use = "loop"
+ *
+ *   # Every other CPU without ERMS: the same classes with no guard. An Intel
+ *   # `rep movsq` has no such band, and the guard's loop cost 2.5x the stock
+ *   # site at 4 KiB and 2.8x at 8 KiB at distance 8 (Intel Xeon family 6 model
+ *   # 0xa7, ERMS and FSRM hidden with `--stock-features=-erms,-fsrm`). A Zen 3 or
+ *   # 4 whose hypervisor hides ERMS lands here too and keeps the stock cost in
+ *   # its band (a guard for it would take a conjunction, `zen3 && !erms`, and
+ *   # its "erms fails: call the entry" slot would turn every ERMS CPU's site,
+ *   # the FSRM CPUs' inline `rep movsb` included, into a call).
  *   [[variants]]
  *   name = "noerms"
  *   when = ["!erms"]
@@ -137,12 +170,6 @@
  *   [[variants.dispatch]]
  *   sizes = "513.."
  *   use = "movsq"
- *   # Zen 1's own alias band: at (dst - src) mod 4096 in 1..15 `rep movsq`
- *   # costs 1.9x (1 KiB) to 3.2x (8 KiB) its time at distance 0, the loop
- *   # about 1.5x (measured on an EPYC of family 0x17 model 0x1).
- *   [[variants.dispatch.guard]]
- *   alias = [1, 15]
- *   use = "loop"
  *
  *   # Zen 3 and Zen 4, by the kernel's generation bits. Not Zen 5 (family
  *   # 0x1a), which takes `fsrm` below and so keeps the stock inline `rep movsb`:
@@ -422,44 +449,59 @@ guarded_movsb_612_to_user:
 	orl	$2, %r8d
 .Lguarded_movsb_612_no_fsrm:
 .Lguarded_movsb_612_select:
+	/* variant `zen_noerms`: zen1 || zen2 */
+	movl	%r8d, %eax
+	andl	$8, %eax
+	cmpl	$8, %eax
+	je	.Lguarded_movsb_612_pick0
+	movl	%r8d, %eax
+	andl	$16, %eax
+	cmpl	$16, %eax
+	je	.Lguarded_movsb_612_pick0
 	/* variant `noerms`: !erms */
 	movl	%r8d, %eax
 	andl	$1, %eax
 	cmpl	$0, %eax
-	je	.Lguarded_movsb_612_pick0
+	je	.Lguarded_movsb_612_pick1
 	/* variant `zen`: zen3 || zen4 */
 	movl	%r8d, %eax
 	andl	$32, %eax
 	cmpl	$32, %eax
-	je	.Lguarded_movsb_612_pick1
+	je	.Lguarded_movsb_612_pick2
 	movl	%r8d, %eax
 	andl	$64, %eax
 	cmpl	$64, %eax
-	je	.Lguarded_movsb_612_pick1
+	je	.Lguarded_movsb_612_pick2
 	/* variant `fsrm`: fsrm */
 	movl	%r8d, %eax
 	andl	$2, %eax
 	cmpl	$2, %eax
-	je	.Lguarded_movsb_612_pick2
-.Lguarded_movsb_612_pick3:
+	je	.Lguarded_movsb_612_pick3
+.Lguarded_movsb_612_pick4:
 	leaq	guarded_movsb_612__erms_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__erms_to_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
 .Lguarded_movsb_612_pick0:
+	leaq	guarded_movsb_612__zen_noerms_from_user(%rip), %rax
+	movq	%rax, guarded_movsb_612__from_ptr(%rip)
+	leaq	guarded_movsb_612__zen_noerms_to_user(%rip), %rax
+	movq	%rax, guarded_movsb_612__to_ptr(%rip)
+	jmp	.Lguarded_movsb_612_resolved
+.Lguarded_movsb_612_pick1:
 	leaq	guarded_movsb_612__noerms_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__noerms_to_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
-.Lguarded_movsb_612_pick1:
+.Lguarded_movsb_612_pick2:
 	leaq	guarded_movsb_612__zen_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__zen_to_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__to_ptr(%rip)
 	jmp	.Lguarded_movsb_612_resolved
-.Lguarded_movsb_612_pick2:
+.Lguarded_movsb_612_pick3:
 	leaq	guarded_movsb_612__fsrm_from_user(%rip), %rax
 	movq	%rax, guarded_movsb_612__from_ptr(%rip)
 	leaq	guarded_movsb_612__fsrm_to_user(%rip), %rax
@@ -489,6 +531,836 @@ guarded_movsb_612__to_ptr:
 
 	.pushsection __ex_table, "a"
 	.balign	4
+	.popsection
+
+	.globl	guarded_movsb_612__zen_noerms_from_user
+	.type	guarded_movsb_612__zen_noerms_from_user, @function
+	.p2align 4
+guarded_movsb_612__zen_noerms_from_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lzen_noerms_from_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lzen_noerms_from_small_from4
+	cmpq	$1, %rdx
+	jae	.Lzen_noerms_from_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lzen_noerms_from_small_from2
+	/* here: len == 1 */
+.Lzen_noerms_from_small_1_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_small_from2:
+	/* here: 2 <= len <= 3 */
+.Lzen_noerms_from_small_2_load0:
+	movw	(%rsi), %ax
+	movw	%ax, (%rdi)
+.Lzen_noerms_from_small_2_load1:
+	movw	-2(%rsi,%rdx), %ax
+	movw	%ax, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lzen_noerms_from_small_from16
+	cmpq	$8, %rdx
+	jae	.Lzen_noerms_from_small_from8
+	/* here: 4 <= len <= 7 */
+.Lzen_noerms_from_small_4_load0:
+	movl	(%rsi), %eax
+	movl	%eax, (%rdi)
+.Lzen_noerms_from_small_4_load1:
+	movl	-4(%rsi,%rdx), %eax
+	movl	%eax, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_small_from8:
+	/* here: 8 <= len <= 15 */
+.Lzen_noerms_from_small_8_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lzen_noerms_from_small_8_load1:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lzen_noerms_from_small_from32
+	/* here: 16 <= len <= 31 */
+.Lzen_noerms_from_small_16_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lzen_noerms_from_small_16_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lzen_noerms_from_small_16_load2:
+	movq	-16(%rsi,%rdx), %rax
+	movq	%rax, -16(%rdi,%rdx)
+.Lzen_noerms_from_small_16_load3:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_small_from32:
+	/* here: 32 <= len <= 64 */
+.Lzen_noerms_from_small_32_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lzen_noerms_from_small_32_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lzen_noerms_from_small_32_load2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lzen_noerms_from_small_32_load3:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lzen_noerms_from_small_32_load4:
+	movq	-32(%rsi,%rdx), %rax
+	movq	%rax, -32(%rdi,%rdx)
+.Lzen_noerms_from_small_32_load5:
+	movq	-24(%rsi,%rdx), %rax
+	movq	%rax, -24(%rdi,%rdx)
+.Lzen_noerms_from_small_32_load6:
+	movq	-16(%rsi,%rdx), %rax
+	movq	%rax, -16(%rdi,%rdx)
+.Lzen_noerms_from_small_32_load7:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lzen_noerms_from_class2
+	/* here: 65 <= len <= 512 */
+	testl	$7, %edi
+	je	.Lzen_noerms_from_loop_aligned
+.Lzen_noerms_from_loop_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lzen_noerms_from_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lzen_noerms_from_loop_tail
+.Lzen_noerms_from_loop_loop:
+	/* here: len >= 64 */
+.Lzen_noerms_from_loop_loop_load0:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lzen_noerms_from_loop_loop_load1:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lzen_noerms_from_loop_loop_load2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lzen_noerms_from_loop_loop_load3:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lzen_noerms_from_loop_loop_load4:
+	movq	32(%rsi), %rax
+	movq	%rax, 32(%rdi)
+.Lzen_noerms_from_loop_loop_load5:
+	movq	40(%rsi), %rax
+	movq	%rax, 40(%rdi)
+.Lzen_noerms_from_loop_loop_load6:
+	movq	48(%rsi), %rax
+	movq	%rax, 48(%rdi)
+.Lzen_noerms_from_loop_loop_load7:
+	movq	56(%rsi), %rax
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_noerms_from_loop_loop
+.Lzen_noerms_from_loop_tail:
+	/* here: len < 64 */
+.Lzen_noerms_from_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lzen_noerms_from_loop_words_done
+.Lzen_noerms_from_loop_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_noerms_from_loop_words
+.Lzen_noerms_from_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_from_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lzen_noerms_from_loop_overlap_load:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_noerms_from_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+	movl	%edi, %eax
+	subl	%esi, %eax
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_noerms_from_alias_narrow0
+.Lzen_noerms_from_alias_outside0:
+	testl	$7, %edi
+	je	.Lzen_noerms_from_movsq_aligned
+.Lzen_noerms_from_movsq_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lzen_noerms_from_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lzen_noerms_from_rep_movsq:
+	rep movsq
+.Lzen_noerms_from_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_from_movsq_rest_bytes_done
+.Lzen_noerms_from_movsq_rest_byte_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_noerms_from_movsq_rest_bytes
+.Lzen_noerms_from_movsq_rest_bytes_done:
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_loop_guarded:
+	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
+	testl	$7, %edi
+	je	.Lzen_noerms_from_loop_aligned_2
+.Lzen_noerms_from_loop_align_word_load_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lzen_noerms_from_loop_aligned_2:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+.Lzen_noerms_from_loop_loop_2:
+	/* here: len >= 64 */
+.Lzen_noerms_from_loop_loop_load0_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+.Lzen_noerms_from_loop_loop_load1_2:
+	movq	8(%rsi), %rax
+	movq	%rax, 8(%rdi)
+.Lzen_noerms_from_loop_loop_load2_2:
+	movq	16(%rsi), %rax
+	movq	%rax, 16(%rdi)
+.Lzen_noerms_from_loop_loop_load3_2:
+	movq	24(%rsi), %rax
+	movq	%rax, 24(%rdi)
+.Lzen_noerms_from_loop_loop_load4_2:
+	movq	32(%rsi), %rax
+	movq	%rax, 32(%rdi)
+.Lzen_noerms_from_loop_loop_load5_2:
+	movq	40(%rsi), %rax
+	movq	%rax, 40(%rdi)
+.Lzen_noerms_from_loop_loop_load6_2:
+	movq	48(%rsi), %rax
+	movq	%rax, 48(%rdi)
+.Lzen_noerms_from_loop_loop_load7_2:
+	movq	56(%rsi), %rax
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_noerms_from_loop_loop_2
+.Lzen_noerms_from_loop_tail_2:
+	/* here: len < 64 */
+.Lzen_noerms_from_loop_words_2:
+	cmpq	$8, %rdx
+	jb	.Lzen_noerms_from_loop_words_done_2
+.Lzen_noerms_from_loop_word_load_2:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_noerms_from_loop_words_2
+.Lzen_noerms_from_loop_words_done_2:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_from_loop_overlap_done_2
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lzen_noerms_from_loop_overlap_load_2:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_noerms_from_loop_overlap_done_2:
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_from_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_noerms_from_loop_guarded
+	jmp	.Lzen_noerms_from_alias_outside0
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lzen_noerms_from_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+.Lzen_noerms_from_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_from_fixup_done
+.Lzen_noerms_from_retry_load:
+	movb	(%rsi), %al
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_noerms_from_fixup_retry
+.Lzen_noerms_from_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb_612__zen_noerms_from_user, . - guarded_movsb_612__zen_noerms_from_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lzen_noerms_from_small_1_load - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_small_2_load0 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_small_2_load1 - ., .Lzen_noerms_from_fixup_2_then_retry - .
+	.long	.Lzen_noerms_from_small_4_load0 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_small_4_load1 - ., .Lzen_noerms_from_fixup_4_then_retry - .
+	.long	.Lzen_noerms_from_small_8_load0 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_small_8_load1 - ., .Lzen_noerms_from_fixup_8_then_retry - .
+	.long	.Lzen_noerms_from_small_16_load0 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_small_16_load1 - ., .Lzen_noerms_from_fixup_8_then_retry - .
+	.long	.Lzen_noerms_from_small_16_load2 - ., .Lzen_noerms_from_fixup_16_then_retry - .
+	.long	.Lzen_noerms_from_small_16_load3 - ., .Lzen_noerms_from_fixup_16_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load0 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_small_32_load1 - ., .Lzen_noerms_from_fixup_8_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load2 - ., .Lzen_noerms_from_fixup_16_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load3 - ., .Lzen_noerms_from_fixup_24_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load4 - ., .Lzen_noerms_from_fixup_32_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load5 - ., .Lzen_noerms_from_fixup_32_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load6 - ., .Lzen_noerms_from_fixup_32_then_retry - .
+	.long	.Lzen_noerms_from_small_32_load7 - ., .Lzen_noerms_from_fixup_32_then_retry - .
+	.long	.Lzen_noerms_from_loop_align_word_load - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load0 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load1 - ., .Lzen_noerms_from_fixup_8_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load2 - ., .Lzen_noerms_from_fixup_16_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load3 - ., .Lzen_noerms_from_fixup_24_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load4 - ., .Lzen_noerms_from_fixup_32_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load5 - ., .Lzen_noerms_from_fixup_40_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load6 - ., .Lzen_noerms_from_fixup_48_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load7 - ., .Lzen_noerms_from_fixup_56_then_retry - .
+	.long	.Lzen_noerms_from_loop_word_load - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_overlap_load - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_movsq_align_word_load - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_rep_movsq - ., .Lzen_noerms_from_fixup_rep8_then_retry - .
+	.long	.Lzen_noerms_from_movsq_rest_byte_load - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_align_word_load_2 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load0_2 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load1_2 - ., .Lzen_noerms_from_fixup_8_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load2_2 - ., .Lzen_noerms_from_fixup_16_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load3_2 - ., .Lzen_noerms_from_fixup_24_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load4_2 - ., .Lzen_noerms_from_fixup_32_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load5_2 - ., .Lzen_noerms_from_fixup_40_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load6_2 - ., .Lzen_noerms_from_fixup_48_then_retry - .
+	.long	.Lzen_noerms_from_loop_loop_load7_2 - ., .Lzen_noerms_from_fixup_56_then_retry - .
+	.long	.Lzen_noerms_from_loop_word_load_2 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_loop_overlap_load_2 - ., .Lzen_noerms_from_fixup_retry - .
+	.long	.Lzen_noerms_from_retry_load - ., .Lzen_noerms_from_fixup_done - .
+	.popsection
+
+	.globl	guarded_movsb_612__zen_noerms_to_user
+	.type	guarded_movsb_612__zen_noerms_to_user, @function
+	.p2align 4
+guarded_movsb_612__zen_noerms_to_user:
+	/* class 0: 0..=64 bytes → method `small` */
+	cmpq	$64, %rdx
+	ja	.Lzen_noerms_to_class1
+	/* here: 0 <= len <= 64 */
+	cmpq	$4, %rdx
+	jae	.Lzen_noerms_to_small_from4
+	cmpq	$1, %rdx
+	jae	.Lzen_noerms_to_small_from1
+	/* here: len == 0 */
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_small_from1:
+	cmpq	$2, %rdx
+	jae	.Lzen_noerms_to_small_from2
+	/* here: len == 1 */
+	movb	(%rsi), %al
+.Lzen_noerms_to_small_1_store:
+	movb	%al, (%rdi)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_small_from2:
+	/* here: 2 <= len <= 3 */
+	movw	(%rsi), %ax
+.Lzen_noerms_to_small_2_store0:
+	movw	%ax, (%rdi)
+	movw	-2(%rsi,%rdx), %ax
+.Lzen_noerms_to_small_2_store1:
+	movw	%ax, -2(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_small_from4:
+	cmpq	$16, %rdx
+	jae	.Lzen_noerms_to_small_from16
+	cmpq	$8, %rdx
+	jae	.Lzen_noerms_to_small_from8
+	/* here: 4 <= len <= 7 */
+	movl	(%rsi), %eax
+.Lzen_noerms_to_small_4_store0:
+	movl	%eax, (%rdi)
+	movl	-4(%rsi,%rdx), %eax
+.Lzen_noerms_to_small_4_store1:
+	movl	%eax, -4(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_small_from8:
+	/* here: 8 <= len <= 15 */
+	movq	(%rsi), %rax
+.Lzen_noerms_to_small_8_store0:
+	movq	%rax, (%rdi)
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_8_store1:
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_small_from16:
+	cmpq	$32, %rdx
+	jae	.Lzen_noerms_to_small_from32
+	/* here: 16 <= len <= 31 */
+	movq	(%rsi), %rax
+.Lzen_noerms_to_small_16_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lzen_noerms_to_small_16_store1:
+	movq	%rax, 8(%rdi)
+	movq	-16(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_16_store2:
+	movq	%rax, -16(%rdi,%rdx)
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_16_store3:
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_small_from32:
+	/* here: 32 <= len <= 64 */
+	movq	(%rsi), %rax
+.Lzen_noerms_to_small_32_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lzen_noerms_to_small_32_store1:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lzen_noerms_to_small_32_store2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lzen_noerms_to_small_32_store3:
+	movq	%rax, 24(%rdi)
+	movq	-32(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_32_store4:
+	movq	%rax, -32(%rdi,%rdx)
+	movq	-24(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_32_store5:
+	movq	%rax, -24(%rdi,%rdx)
+	movq	-16(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_32_store6:
+	movq	%rax, -16(%rdi,%rdx)
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_noerms_to_small_32_store7:
+	movq	%rax, -8(%rdi,%rdx)
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_class1:
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lzen_noerms_to_class2
+	/* here: 65 <= len <= 512 */
+	testl	$7, %edi
+	je	.Lzen_noerms_to_loop_aligned
+	movq	(%rsi), %rax
+.Lzen_noerms_to_loop_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lzen_noerms_to_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lzen_noerms_to_loop_tail
+.Lzen_noerms_to_loop_loop:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store0:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store1:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store3:
+	movq	%rax, 24(%rdi)
+	movq	32(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store4:
+	movq	%rax, 32(%rdi)
+	movq	40(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store5:
+	movq	%rax, 40(%rdi)
+	movq	48(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store6:
+	movq	%rax, 48(%rdi)
+	movq	56(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store7:
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_noerms_to_loop_loop
+.Lzen_noerms_to_loop_tail:
+	/* here: len < 64 */
+.Lzen_noerms_to_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lzen_noerms_to_loop_words_done
+	movq	(%rsi), %rax
+.Lzen_noerms_to_loop_word_store:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_noerms_to_loop_words
+.Lzen_noerms_to_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_to_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_noerms_to_loop_overlap_store:
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_noerms_to_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
+	movl	%edi, %eax
+	subl	%esi, %eax
+	subl	$1, %eax
+	testl	$4080, %eax
+	je	.Lzen_noerms_to_alias_narrow0
+.Lzen_noerms_to_alias_outside0:
+	testl	$7, %edi
+	je	.Lzen_noerms_to_movsq_aligned
+	movq	(%rsi), %rax
+.Lzen_noerms_to_movsq_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lzen_noerms_to_movsq_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	movq	%rdx, %rcx
+	shrq	$3, %rcx
+	andl	$7, %edx
+.Lzen_noerms_to_rep_movsq:
+	rep movsq
+.Lzen_noerms_to_movsq_rest_bytes:
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_to_movsq_rest_bytes_done
+	movb	(%rsi), %al
+.Lzen_noerms_to_movsq_rest_byte_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_noerms_to_movsq_rest_bytes
+.Lzen_noerms_to_movsq_rest_bytes_done:
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_loop_guarded:
+	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
+	testl	$7, %edi
+	je	.Lzen_noerms_to_loop_aligned_2
+	movq	(%rsi), %rax
+.Lzen_noerms_to_loop_align_word_store_2:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lzen_noerms_to_loop_aligned_2:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+.Lzen_noerms_to_loop_loop_2:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store0_2:
+	movq	%rax, (%rdi)
+	movq	8(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store1_2:
+	movq	%rax, 8(%rdi)
+	movq	16(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store2_2:
+	movq	%rax, 16(%rdi)
+	movq	24(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store3_2:
+	movq	%rax, 24(%rdi)
+	movq	32(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store4_2:
+	movq	%rax, 32(%rdi)
+	movq	40(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store5_2:
+	movq	%rax, 40(%rdi)
+	movq	48(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store6_2:
+	movq	%rax, 48(%rdi)
+	movq	56(%rsi), %rax
+.Lzen_noerms_to_loop_loop_store7_2:
+	movq	%rax, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lzen_noerms_to_loop_loop_2
+.Lzen_noerms_to_loop_tail_2:
+	/* here: len < 64 */
+.Lzen_noerms_to_loop_words_2:
+	cmpq	$8, %rdx
+	jb	.Lzen_noerms_to_loop_words_done_2
+	movq	(%rsi), %rax
+.Lzen_noerms_to_loop_word_store_2:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_noerms_to_loop_words_2
+.Lzen_noerms_to_loop_words_done_2:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_to_loop_overlap_done_2
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rdx), %rax
+.Lzen_noerms_to_loop_overlap_store_2:
+	movq	%rax, -8(%rdi,%rdx)
+.Lzen_noerms_to_loop_overlap_done_2:
+	xorl	%eax, %eax
+	ret
+.Lzen_noerms_to_alias_narrow0:
+	andl	$15, %eax
+	cmpl	$14, %eax
+	jbe	.Lzen_noerms_to_loop_guarded
+	jmp	.Lzen_noerms_to_alias_outside0
+	/* fixups: each entry repairs dst/src/len to what is known copied */
+.Lzen_noerms_to_fixup_2_then_retry:
+	/* the first 2 bytes from the pointers are copied */
+	addq	$2, %rsi
+	addq	$2, %rdi
+	subq	$2, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_4_then_retry:
+	/* the first 4 bytes from the pointers are copied */
+	addq	$4, %rsi
+	addq	$4, %rdi
+	subq	$4, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_8_then_retry:
+	/* the first 8 bytes from the pointers are copied */
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_16_then_retry:
+	/* the first 16 bytes from the pointers are copied */
+	addq	$16, %rsi
+	addq	$16, %rdi
+	subq	$16, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_24_then_retry:
+	/* the first 24 bytes from the pointers are copied */
+	addq	$24, %rsi
+	addq	$24, %rdi
+	subq	$24, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_32_then_retry:
+	/* the first 32 bytes from the pointers are copied */
+	addq	$32, %rsi
+	addq	$32, %rdi
+	subq	$32, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_rep8_then_retry:
+	/* rep movsq stopped early: recompute the bytes left */
+	leaq	(%rdx,%rcx,8), %rdx
+.Lzen_noerms_to_fixup_retry:
+	/* byte retry: copy until the next fault, for an exact count */
+	testq	%rdx, %rdx
+	je	.Lzen_noerms_to_fixup_done
+	movb	(%rsi), %al
+.Lzen_noerms_to_retry_store:
+	movb	%al, (%rdi)
+	addq	$1, %rsi
+	addq	$1, %rdi
+	subq	$1, %rdx
+	jmp	.Lzen_noerms_to_fixup_retry
+.Lzen_noerms_to_fixup_done:
+	movq	%rdx, %rax
+	ret
+	.size	guarded_movsb_612__zen_noerms_to_user, . - guarded_movsb_612__zen_noerms_to_user
+
+	.pushsection __ex_table, "a"
+	.balign	4
+	.long	.Lzen_noerms_to_small_1_store - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_small_2_store0 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_small_2_store1 - ., .Lzen_noerms_to_fixup_2_then_retry - .
+	.long	.Lzen_noerms_to_small_4_store0 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_small_4_store1 - ., .Lzen_noerms_to_fixup_4_then_retry - .
+	.long	.Lzen_noerms_to_small_8_store0 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_small_8_store1 - ., .Lzen_noerms_to_fixup_8_then_retry - .
+	.long	.Lzen_noerms_to_small_16_store0 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_small_16_store1 - ., .Lzen_noerms_to_fixup_8_then_retry - .
+	.long	.Lzen_noerms_to_small_16_store2 - ., .Lzen_noerms_to_fixup_16_then_retry - .
+	.long	.Lzen_noerms_to_small_16_store3 - ., .Lzen_noerms_to_fixup_16_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store0 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_small_32_store1 - ., .Lzen_noerms_to_fixup_8_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store2 - ., .Lzen_noerms_to_fixup_16_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store3 - ., .Lzen_noerms_to_fixup_24_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store4 - ., .Lzen_noerms_to_fixup_32_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store5 - ., .Lzen_noerms_to_fixup_32_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store6 - ., .Lzen_noerms_to_fixup_32_then_retry - .
+	.long	.Lzen_noerms_to_small_32_store7 - ., .Lzen_noerms_to_fixup_32_then_retry - .
+	.long	.Lzen_noerms_to_loop_align_word_store - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store0 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store1 - ., .Lzen_noerms_to_fixup_8_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store2 - ., .Lzen_noerms_to_fixup_16_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store3 - ., .Lzen_noerms_to_fixup_24_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store4 - ., .Lzen_noerms_to_fixup_32_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store5 - ., .Lzen_noerms_to_fixup_40_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store6 - ., .Lzen_noerms_to_fixup_48_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store7 - ., .Lzen_noerms_to_fixup_56_then_retry - .
+	.long	.Lzen_noerms_to_loop_word_store - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_overlap_store - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_movsq_align_word_store - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_rep_movsq - ., .Lzen_noerms_to_fixup_rep8_then_retry - .
+	.long	.Lzen_noerms_to_movsq_rest_byte_store - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_align_word_store_2 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store0_2 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store1_2 - ., .Lzen_noerms_to_fixup_8_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store2_2 - ., .Lzen_noerms_to_fixup_16_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store3_2 - ., .Lzen_noerms_to_fixup_24_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store4_2 - ., .Lzen_noerms_to_fixup_32_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store5_2 - ., .Lzen_noerms_to_fixup_40_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store6_2 - ., .Lzen_noerms_to_fixup_48_then_retry - .
+	.long	.Lzen_noerms_to_loop_loop_store7_2 - ., .Lzen_noerms_to_fixup_56_then_retry - .
+	.long	.Lzen_noerms_to_loop_word_store_2 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_loop_overlap_store_2 - ., .Lzen_noerms_to_fixup_retry - .
+	.long	.Lzen_noerms_to_retry_store - ., .Lzen_noerms_to_fixup_done - .
 	.popsection
 
 	.globl	guarded_movsb_612__noerms_from_user
@@ -672,12 +1544,6 @@ guarded_movsb_612__noerms_from_user:
 .Lnoerms_from_class2:
 	/* class 2: 513.. bytes → method `movsq` */
 	/* here: len >= 513 */
-	movl	%edi, %eax
-	subl	%esi, %eax
-	subl	$1, %eax
-	testl	$4080, %eax
-	je	.Lnoerms_from_alias_narrow0
-.Lnoerms_from_alias_outside0:
 	testl	$7, %edi
 	je	.Lnoerms_from_movsq_aligned
 .Lnoerms_from_movsq_align_word_load:
@@ -709,80 +1575,6 @@ guarded_movsb_612__noerms_from_user:
 .Lnoerms_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
-.Lnoerms_from_loop_guarded:
-	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
-	testl	$7, %edi
-	je	.Lnoerms_from_loop_aligned_2
-.Lnoerms_from_loop_align_word_load_2:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-	leaq	8(%rdi), %rax
-	andq	$-8, %rax
-	subq	%rdi, %rax
-	addq	%rax, %rdi
-	addq	%rax, %rsi
-	subq	%rax, %rdx
-.Lnoerms_from_loop_aligned_2:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-.Lnoerms_from_loop_loop_2:
-	/* here: len >= 64 */
-.Lnoerms_from_loop_loop_load0_2:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-.Lnoerms_from_loop_loop_load1_2:
-	movq	8(%rsi), %rax
-	movq	%rax, 8(%rdi)
-.Lnoerms_from_loop_loop_load2_2:
-	movq	16(%rsi), %rax
-	movq	%rax, 16(%rdi)
-.Lnoerms_from_loop_loop_load3_2:
-	movq	24(%rsi), %rax
-	movq	%rax, 24(%rdi)
-.Lnoerms_from_loop_loop_load4_2:
-	movq	32(%rsi), %rax
-	movq	%rax, 32(%rdi)
-.Lnoerms_from_loop_loop_load5_2:
-	movq	40(%rsi), %rax
-	movq	%rax, 40(%rdi)
-.Lnoerms_from_loop_loop_load6_2:
-	movq	48(%rsi), %rax
-	movq	%rax, 48(%rdi)
-.Lnoerms_from_loop_loop_load7_2:
-	movq	56(%rsi), %rax
-	movq	%rax, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lnoerms_from_loop_loop_2
-.Lnoerms_from_loop_tail_2:
-	/* here: len < 64 */
-.Lnoerms_from_loop_words_2:
-	cmpq	$8, %rdx
-	jb	.Lnoerms_from_loop_words_done_2
-.Lnoerms_from_loop_word_load_2:
-	movq	(%rsi), %rax
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rdx
-	jmp	.Lnoerms_from_loop_words_2
-.Lnoerms_from_loop_words_done_2:
-	/* here: len < 8 */
-	testq	%rdx, %rdx
-	je	.Lnoerms_from_loop_overlap_done_2
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-.Lnoerms_from_loop_overlap_load_2:
-	movq	-8(%rsi,%rdx), %rax
-	movq	%rax, -8(%rdi,%rdx)
-.Lnoerms_from_loop_overlap_done_2:
-	xorl	%eax, %eax
-	ret
-.Lnoerms_from_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
-	jbe	.Lnoerms_from_loop_guarded
-	jmp	.Lnoerms_from_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lnoerms_from_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -892,17 +1684,6 @@ guarded_movsb_612__noerms_from_user:
 	.long	.Lnoerms_from_movsq_align_word_load - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_rep_movsq - ., .Lnoerms_from_fixup_rep8_then_retry - .
 	.long	.Lnoerms_from_movsq_rest_byte_load - ., .Lnoerms_from_fixup_retry - .
-	.long	.Lnoerms_from_loop_align_word_load_2 - ., .Lnoerms_from_fixup_retry - .
-	.long	.Lnoerms_from_loop_loop_load0_2 - ., .Lnoerms_from_fixup_retry - .
-	.long	.Lnoerms_from_loop_loop_load1_2 - ., .Lnoerms_from_fixup_8_then_retry - .
-	.long	.Lnoerms_from_loop_loop_load2_2 - ., .Lnoerms_from_fixup_16_then_retry - .
-	.long	.Lnoerms_from_loop_loop_load3_2 - ., .Lnoerms_from_fixup_24_then_retry - .
-	.long	.Lnoerms_from_loop_loop_load4_2 - ., .Lnoerms_from_fixup_32_then_retry - .
-	.long	.Lnoerms_from_loop_loop_load5_2 - ., .Lnoerms_from_fixup_40_then_retry - .
-	.long	.Lnoerms_from_loop_loop_load6_2 - ., .Lnoerms_from_fixup_48_then_retry - .
-	.long	.Lnoerms_from_loop_loop_load7_2 - ., .Lnoerms_from_fixup_56_then_retry - .
-	.long	.Lnoerms_from_loop_word_load_2 - ., .Lnoerms_from_fixup_retry - .
-	.long	.Lnoerms_from_loop_overlap_load_2 - ., .Lnoerms_from_fixup_retry - .
 	.long	.Lnoerms_from_retry_load - ., .Lnoerms_from_fixup_done - .
 	.popsection
 
@@ -1087,12 +1868,6 @@ guarded_movsb_612__noerms_to_user:
 .Lnoerms_to_class2:
 	/* class 2: 513.. bytes → method `movsq` */
 	/* here: len >= 513 */
-	movl	%edi, %eax
-	subl	%esi, %eax
-	subl	$1, %eax
-	testl	$4080, %eax
-	je	.Lnoerms_to_alias_narrow0
-.Lnoerms_to_alias_outside0:
 	testl	$7, %edi
 	je	.Lnoerms_to_movsq_aligned
 	movq	(%rsi), %rax
@@ -1124,80 +1899,6 @@ guarded_movsb_612__noerms_to_user:
 .Lnoerms_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
-.Lnoerms_to_loop_guarded:
-	/* here: len >= 513, and (dst - src) mod 4096 in 1..=15 */
-	testl	$7, %edi
-	je	.Lnoerms_to_loop_aligned_2
-	movq	(%rsi), %rax
-.Lnoerms_to_loop_align_word_store_2:
-	movq	%rax, (%rdi)
-	leaq	8(%rdi), %rax
-	andq	$-8, %rax
-	subq	%rdi, %rax
-	addq	%rax, %rdi
-	addq	%rax, %rsi
-	subq	%rax, %rdx
-.Lnoerms_to_loop_aligned_2:
-	/* here: dst is 8-byte aligned if len was >= 64 on entry */
-.Lnoerms_to_loop_loop_2:
-	/* here: len >= 64 */
-	movq	(%rsi), %rax
-.Lnoerms_to_loop_loop_store0_2:
-	movq	%rax, (%rdi)
-	movq	8(%rsi), %rax
-.Lnoerms_to_loop_loop_store1_2:
-	movq	%rax, 8(%rdi)
-	movq	16(%rsi), %rax
-.Lnoerms_to_loop_loop_store2_2:
-	movq	%rax, 16(%rdi)
-	movq	24(%rsi), %rax
-.Lnoerms_to_loop_loop_store3_2:
-	movq	%rax, 24(%rdi)
-	movq	32(%rsi), %rax
-.Lnoerms_to_loop_loop_store4_2:
-	movq	%rax, 32(%rdi)
-	movq	40(%rsi), %rax
-.Lnoerms_to_loop_loop_store5_2:
-	movq	%rax, 40(%rdi)
-	movq	48(%rsi), %rax
-.Lnoerms_to_loop_loop_store6_2:
-	movq	%rax, 48(%rdi)
-	movq	56(%rsi), %rax
-.Lnoerms_to_loop_loop_store7_2:
-	movq	%rax, 56(%rdi)
-	addq	$64, %rsi
-	addq	$64, %rdi
-	subq	$64, %rdx
-	cmpq	$64, %rdx
-	jae	.Lnoerms_to_loop_loop_2
-.Lnoerms_to_loop_tail_2:
-	/* here: len < 64 */
-.Lnoerms_to_loop_words_2:
-	cmpq	$8, %rdx
-	jb	.Lnoerms_to_loop_words_done_2
-	movq	(%rsi), %rax
-.Lnoerms_to_loop_word_store_2:
-	movq	%rax, (%rdi)
-	addq	$8, %rsi
-	addq	$8, %rdi
-	subq	$8, %rdx
-	jmp	.Lnoerms_to_loop_words_2
-.Lnoerms_to_loop_words_done_2:
-	/* here: len < 8 */
-	testq	%rdx, %rdx
-	je	.Lnoerms_to_loop_overlap_done_2
-	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
-	movq	-8(%rsi,%rdx), %rax
-.Lnoerms_to_loop_overlap_store_2:
-	movq	%rax, -8(%rdi,%rdx)
-.Lnoerms_to_loop_overlap_done_2:
-	xorl	%eax, %eax
-	ret
-.Lnoerms_to_alias_narrow0:
-	andl	$15, %eax
-	cmpl	$14, %eax
-	jbe	.Lnoerms_to_loop_guarded
-	jmp	.Lnoerms_to_alias_outside0
 	/* fixups: each entry repairs dst/src/len to what is known copied */
 .Lnoerms_to_fixup_2_then_retry:
 	/* the first 2 bytes from the pointers are copied */
@@ -1307,17 +2008,6 @@ guarded_movsb_612__noerms_to_user:
 	.long	.Lnoerms_to_movsq_align_word_store - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_rep_movsq - ., .Lnoerms_to_fixup_rep8_then_retry - .
 	.long	.Lnoerms_to_movsq_rest_byte_store - ., .Lnoerms_to_fixup_retry - .
-	.long	.Lnoerms_to_loop_align_word_store_2 - ., .Lnoerms_to_fixup_retry - .
-	.long	.Lnoerms_to_loop_loop_store0_2 - ., .Lnoerms_to_fixup_retry - .
-	.long	.Lnoerms_to_loop_loop_store1_2 - ., .Lnoerms_to_fixup_8_then_retry - .
-	.long	.Lnoerms_to_loop_loop_store2_2 - ., .Lnoerms_to_fixup_16_then_retry - .
-	.long	.Lnoerms_to_loop_loop_store3_2 - ., .Lnoerms_to_fixup_24_then_retry - .
-	.long	.Lnoerms_to_loop_loop_store4_2 - ., .Lnoerms_to_fixup_32_then_retry - .
-	.long	.Lnoerms_to_loop_loop_store5_2 - ., .Lnoerms_to_fixup_40_then_retry - .
-	.long	.Lnoerms_to_loop_loop_store6_2 - ., .Lnoerms_to_fixup_48_then_retry - .
-	.long	.Lnoerms_to_loop_loop_store7_2 - ., .Lnoerms_to_fixup_56_then_retry - .
-	.long	.Lnoerms_to_loop_word_store_2 - ., .Lnoerms_to_fixup_retry - .
-	.long	.Lnoerms_to_loop_overlap_store_2 - ., .Lnoerms_to_fixup_retry - .
 	.long	.Lnoerms_to_retry_store - ., .Lnoerms_to_fixup_done - .
 	.popsection
 
