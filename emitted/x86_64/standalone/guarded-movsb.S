@@ -13,8 +13,8 @@
  * ERMS (Zen 1 and 2): head/tail copies up to 64 bytes, the unrolled loop up
  * to 512, then a destination-aligned `rep movsq` (the stock path above 512
  * bytes), or the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep
- * movsq` band. Other CPUs the kernel marks REP_GOOD: head/tail copies up to
- * 64 bytes, then the aligned `rep movsq`. Elsewhere (neither, as the
+ * movsq` band. Other CPUs the kernel marks REP_GOOD: the same without the
+ * guard. Elsewhere (neither, as the
  * kernel's unrolled routine): head/tail copies up to 64 bytes, then the
  * unrolled loop.
  *
@@ -29,8 +29,8 @@
  *   guarded_movsb__erms_to_user: 21
  *   guarded_movsb__zen_movsq_from_user: 45
  *   guarded_movsb__zen_movsq_to_user: 45
- *   guarded_movsb__movsq_from_user: 23
- *   guarded_movsb__movsq_to_user: 23
+ *   guarded_movsb__movsq_from_user: 34
+ *   guarded_movsb__movsq_to_user: 34
  *   guarded_movsb__loop_from_user: 31
  *   guarded_movsb__loop_to_user: 31
  *
@@ -48,8 +48,8 @@
  *   ERMS (Zen 1 and 2): head/tail copies up to 64 bytes, the unrolled loop up
  *   to 512, then a destination-aligned `rep movsq` (the stock path above 512
  *   bytes), or the loop where (dst - src) mod 4096 is in 1..15, Zen 1's `rep
- *   movsq` band. Other CPUs the kernel marks REP_GOOD: head/tail copies up to
- *   64 bytes, then the aligned `rep movsq`. Elsewhere (neither, as the
+ *   movsq` band. Other CPUs the kernel marks REP_GOOD: the same without the
+ *   guard. Elsewhere (neither, as the
  *   kernel's unrolled routine): head/tail copies up to 64 bytes, then the
  *   unrolled loop.
  *   """
@@ -173,8 +173,14 @@
  *   alias = [1, 15]
  *   use = "loop"
  *
- *   # REP_GOOD without ERMS (Intel before Ivy Bridge): the stock path is `rep
- *   # movsq` from 64 bytes (6.12) or 8 (6.1); head/tail copies below 64 bytes.
+ *   # REP_GOOD without ERMS (Intel before Ivy Bridge, or an Intel CPU whose
+ *   # hypervisor hides ERMS): the stock path is `rep movsq` from 64 bytes
+ *   # (6.12) or 8 (6.1). The classes of `zen_movsq` without its guard: an
+ *   # Intel `rep movsq` has no alias band. With ERMS and FSRM hidden on an
+ *   # Intel Xeon of family 6 model 0xa7 (`bench --site kernel --site-kernel 6.1
+ *   # --stock-features=-erms,-fsrm`), the loop at 65-512 bytes took the site
+ *   # from 0.86-0.91x the stock one (`rep movsq` starts at ~31 TSC ticks) to
+ *   # 0.16-0.64x; from 513 bytes both are `rep movsq` (0.88-0.98x).
  *   [[variants]]
  *   name = "movsq"
  *   when = ["rep_good"]
@@ -182,7 +188,10 @@
  *   sizes = "0..=64"
  *   use = "small"
  *   [[variants.dispatch]]
- *   sizes = "65.."
+ *   sizes = "65..=512"
+ *   use = "loop"
+ *   [[variants.dispatch]]
+ *   sizes = "513.."
  *   use = "movsq"
  *
  *   # Neither ERMS nor REP_GOOD (6.1 calls copy_user_generic_unrolled, a 64-byte
@@ -2076,8 +2085,82 @@ guarded_movsb__movsq_from_user:
 	xorl	%eax, %eax
 	ret
 .Lmovsq_from_class1:
-	/* class 1: 65.. bytes → method `movsq` */
-	/* here: len >= 65 */
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lmovsq_from_class2
+	/* here: 65 <= len <= 512 */
+	testl	$7, %edi
+	je	.Lmovsq_from_loop_aligned
+.Lmovsq_from_loop_align_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lmovsq_from_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lmovsq_from_loop_tail
+.Lmovsq_from_loop_loop:
+	/* here: len >= 64 */
+.Lmovsq_from_loop_loop_load0:
+	movq	(%rsi), %rax
+.Lmovsq_from_loop_loop_load1:
+	movq	8(%rsi), %rcx
+.Lmovsq_from_loop_loop_load2:
+	movq	16(%rsi), %r8
+.Lmovsq_from_loop_loop_load3:
+	movq	24(%rsi), %r9
+	movq	%rax, (%rdi)
+	movq	%rcx, 8(%rdi)
+	movq	%r8, 16(%rdi)
+	movq	%r9, 24(%rdi)
+.Lmovsq_from_loop_loop_load4:
+	movq	32(%rsi), %rax
+.Lmovsq_from_loop_loop_load5:
+	movq	40(%rsi), %rcx
+.Lmovsq_from_loop_loop_load6:
+	movq	48(%rsi), %r8
+.Lmovsq_from_loop_loop_load7:
+	movq	56(%rsi), %r9
+	movq	%rax, 32(%rdi)
+	movq	%rcx, 40(%rdi)
+	movq	%r8, 48(%rdi)
+	movq	%r9, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lmovsq_from_loop_loop
+.Lmovsq_from_loop_tail:
+	/* here: len < 64 */
+.Lmovsq_from_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lmovsq_from_loop_words_done
+.Lmovsq_from_loop_word_load:
+	movq	(%rsi), %rax
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lmovsq_from_loop_words
+.Lmovsq_from_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lmovsq_from_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+.Lmovsq_from_loop_overlap_load:
+	movq	-8(%rsi,%rdx), %rax
+	movq	%rax, -8(%rdi,%rdx)
+.Lmovsq_from_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lmovsq_from_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
 	testl	$7, %edi
 	je	.Lmovsq_from_movsq_aligned
 .Lmovsq_from_movsq_align_word_load:
@@ -2156,6 +2239,17 @@ guarded_movsb__movsq_from_user:
 	.long	.Lmovsq_from_small_32_load5 - ., .Lmovsq_from_fixup_32_then_retry - .
 	.long	.Lmovsq_from_small_32_load6 - ., .Lmovsq_from_fixup_32_then_retry - .
 	.long	.Lmovsq_from_small_32_load7 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_loop_align_word_load - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_loop_loop_load0 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_loop_loop_load1 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_loop_loop_load2 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_loop_loop_load3 - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_loop_loop_load4 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_loop_loop_load5 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_loop_loop_load6 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_loop_loop_load7 - ., .Lmovsq_from_fixup_32_then_retry - .
+	.long	.Lmovsq_from_loop_word_load - ., .Lmovsq_from_fixup_retry - .
+	.long	.Lmovsq_from_loop_overlap_load - ., .Lmovsq_from_fixup_retry - .
 	.long	.Lmovsq_from_movsq_align_word_load - ., .Lmovsq_from_fixup_retry - .
 	.long	.Lmovsq_from_rep_movsq - ., .Lmovsq_from_fixup_rep8_then_retry - .
 	.long	.Lmovsq_from_movsq_rest_byte_load - ., .Lmovsq_from_fixup_retry - .
@@ -2267,8 +2361,82 @@ guarded_movsb__movsq_to_user:
 	xorl	%eax, %eax
 	ret
 .Lmovsq_to_class1:
-	/* class 1: 65.. bytes → method `movsq` */
-	/* here: len >= 65 */
+	/* class 1: 65..=512 bytes → method `loop` */
+	cmpq	$512, %rdx
+	ja	.Lmovsq_to_class2
+	/* here: 65 <= len <= 512 */
+	testl	$7, %edi
+	je	.Lmovsq_to_loop_aligned
+	movq	(%rsi), %rax
+.Lmovsq_to_loop_align_word_store:
+	movq	%rax, (%rdi)
+	leaq	8(%rdi), %rax
+	andq	$-8, %rax
+	subq	%rdi, %rax
+	addq	%rax, %rdi
+	addq	%rax, %rsi
+	subq	%rax, %rdx
+.Lmovsq_to_loop_aligned:
+	/* here: dst is 8-byte aligned if len was >= 64 on entry */
+	cmpq	$64, %rdx
+	jb	.Lmovsq_to_loop_tail
+.Lmovsq_to_loop_loop:
+	/* here: len >= 64 */
+	movq	(%rsi), %rax
+	movq	8(%rsi), %rcx
+	movq	16(%rsi), %r8
+	movq	24(%rsi), %r9
+.Lmovsq_to_loop_loop_store0:
+	movq	%rax, (%rdi)
+.Lmovsq_to_loop_loop_store1:
+	movq	%rcx, 8(%rdi)
+.Lmovsq_to_loop_loop_store2:
+	movq	%r8, 16(%rdi)
+.Lmovsq_to_loop_loop_store3:
+	movq	%r9, 24(%rdi)
+	movq	32(%rsi), %rax
+	movq	40(%rsi), %rcx
+	movq	48(%rsi), %r8
+	movq	56(%rsi), %r9
+.Lmovsq_to_loop_loop_store4:
+	movq	%rax, 32(%rdi)
+.Lmovsq_to_loop_loop_store5:
+	movq	%rcx, 40(%rdi)
+.Lmovsq_to_loop_loop_store6:
+	movq	%r8, 48(%rdi)
+.Lmovsq_to_loop_loop_store7:
+	movq	%r9, 56(%rdi)
+	addq	$64, %rsi
+	addq	$64, %rdi
+	subq	$64, %rdx
+	cmpq	$64, %rdx
+	jae	.Lmovsq_to_loop_loop
+.Lmovsq_to_loop_tail:
+	/* here: len < 64 */
+.Lmovsq_to_loop_words:
+	cmpq	$8, %rdx
+	jb	.Lmovsq_to_loop_words_done
+	movq	(%rsi), %rax
+.Lmovsq_to_loop_word_store:
+	movq	%rax, (%rdi)
+	addq	$8, %rsi
+	addq	$8, %rdi
+	subq	$8, %rdx
+	jmp	.Lmovsq_to_loop_words
+.Lmovsq_to_loop_words_done:
+	/* here: len < 8 */
+	testq	%rdx, %rdx
+	je	.Lmovsq_to_loop_overlap_done
+	/* the last 8 bytes, overlapping bytes already copied: at least 8 were copied in all */
+	movq	-8(%rsi,%rdx), %rax
+.Lmovsq_to_loop_overlap_store:
+	movq	%rax, -8(%rdi,%rdx)
+.Lmovsq_to_loop_overlap_done:
+	xorl	%eax, %eax
+	ret
+.Lmovsq_to_class2:
+	/* class 2: 513.. bytes → method `movsq` */
+	/* here: len >= 513 */
 	testl	$7, %edi
 	je	.Lmovsq_to_movsq_aligned
 	movq	(%rsi), %rax
@@ -2337,6 +2505,24 @@ guarded_movsb__movsq_to_user:
 	addq	$32, %rdi
 	subq	$32, %rdx
 	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_40_then_retry:
+	/* the first 40 bytes from the pointers are copied */
+	addq	$40, %rsi
+	addq	$40, %rdi
+	subq	$40, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_48_then_retry:
+	/* the first 48 bytes from the pointers are copied */
+	addq	$48, %rsi
+	addq	$48, %rdi
+	subq	$48, %rdx
+	jmp	.Lmovsq_to_fixup_retry
+.Lmovsq_to_fixup_56_then_retry:
+	/* the first 56 bytes from the pointers are copied */
+	addq	$56, %rsi
+	addq	$56, %rdi
+	subq	$56, %rdx
+	jmp	.Lmovsq_to_fixup_retry
 .Lmovsq_to_fixup_rep8_then_retry:
 	/* rep movsq stopped early: recompute the bytes left */
 	leaq	(%rdx,%rcx,8), %rdx
@@ -2377,6 +2563,17 @@ guarded_movsb__movsq_to_user:
 	.long	.Lmovsq_to_small_32_store5 - ., .Lmovsq_to_fixup_32_then_retry - .
 	.long	.Lmovsq_to_small_32_store6 - ., .Lmovsq_to_fixup_32_then_retry - .
 	.long	.Lmovsq_to_small_32_store7 - ., .Lmovsq_to_fixup_32_then_retry - .
+	.long	.Lmovsq_to_loop_align_word_store - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_loop_loop_store0 - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_loop_loop_store1 - ., .Lmovsq_to_fixup_8_then_retry - .
+	.long	.Lmovsq_to_loop_loop_store2 - ., .Lmovsq_to_fixup_16_then_retry - .
+	.long	.Lmovsq_to_loop_loop_store3 - ., .Lmovsq_to_fixup_24_then_retry - .
+	.long	.Lmovsq_to_loop_loop_store4 - ., .Lmovsq_to_fixup_32_then_retry - .
+	.long	.Lmovsq_to_loop_loop_store5 - ., .Lmovsq_to_fixup_40_then_retry - .
+	.long	.Lmovsq_to_loop_loop_store6 - ., .Lmovsq_to_fixup_48_then_retry - .
+	.long	.Lmovsq_to_loop_loop_store7 - ., .Lmovsq_to_fixup_56_then_retry - .
+	.long	.Lmovsq_to_loop_word_store - ., .Lmovsq_to_fixup_retry - .
+	.long	.Lmovsq_to_loop_overlap_store - ., .Lmovsq_to_fixup_retry - .
 	.long	.Lmovsq_to_movsq_align_word_store - ., .Lmovsq_to_fixup_retry - .
 	.long	.Lmovsq_to_rep_movsq - ., .Lmovsq_to_fixup_rep8_then_retry - .
 	.long	.Lmovsq_to_movsq_rest_byte_store - ., .Lmovsq_to_fixup_retry - .
