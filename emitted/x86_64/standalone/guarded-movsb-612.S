@@ -155,9 +155,9 @@
  *   # site at 4 KiB and 2.8x at 8 KiB at distance 8 (Intel Xeon family 6 model
  *   # 0xa7, ERMS and FSRM hidden with `--stock-features=-erms,-fsrm`). A Zen 3 or
  *   # 4 whose hypervisor hides ERMS lands here too and keeps the stock cost in
- *   # its band (a guard for it would take a conjunction, `zen3 && !erms`, and
- *   # its "erms fails: call the entry" slot would turn every ERMS CPU's site,
- *   # the FSRM CPUs' inline `rep movsb` included, into a call).
+ *   # its band (a guard for it would take a conjunction, `zen3 && !erms`, whose
+ *   # second slot, "where ERMS is, call the entry", would turn every ERMS CPU's
+ *   # site into a call, the FSRM CPUs' inline `rep movsb` included).
  *   [[variants]]
  *   name = "noerms"
  *   when = ["!erms"]
