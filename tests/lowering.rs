@@ -250,3 +250,74 @@ fn x86_64_word_aligning_prologue() {
         ],
     );
 }
+
+/// Head/tail buckets: each length range the tree reaches, with the stores
+/// of its copy (`to_user`). Below the widest access a bucket overlaps its
+/// two copies; from it, a bucket ends where they meet, so a length of
+/// twice a power of two is as many stores as a word loop makes (16 bytes:
+/// two 8-byte copies, not four).
+fn head_tail_buckets(arch: Arch, width: u32) -> Vec<(String, usize)> {
+    use copygen::lower::routine::Op;
+    let body = format!(
+        "[methods.s]\nkind = \"head_tail\"\nwidth = {width}\nregisters = 1\n[[dispatch]]\nsizes = \"0..=64\"\nuse = \"s\"\n[[dispatch]]\nsizes = \"65..\"\nuse = \"s2\"\n[methods.s2]\nkind = \"bytes\"\n"
+    );
+    let s = copygen::front::parse::parse(Path::new("t.toml"), &strategy(arch, &body), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let target = Target {
+        arch: s.arch,
+        flavor: Flavor::Standalone,
+    };
+    let to_user = lower(&s, target)
+        .into_iter()
+        .find(|r| r.symbol == "t_to_user")
+        .expect("t_to_user");
+    let mut buckets: Vec<(String, usize)> = Vec::new();
+    let mut open = false;
+    for op in &to_user.ops {
+        match op {
+            // The class's own range and the byte loop's class aside.
+            Op::Comment(c)
+                if c.starts_with("here: ")
+                    && !["here: 0 <= len <= 64", "here: len >= 65"].contains(&c.as_str()) =>
+            {
+                buckets.push((c["here: ".len()..].to_string(), 0));
+                open = true;
+            }
+            Op::Store(_) if open => buckets.last_mut().unwrap().1 += 1,
+            Op::Return { .. } => open = false,
+            _ => {}
+        }
+    }
+    buckets
+}
+
+#[test]
+fn head_tail_buckets_meet_at_twice_a_power_of_two_from_the_widest_access() {
+    let owned = |v: &[(&str, usize)]| -> Vec<(String, usize)> {
+        v.iter().map(|&(r, n)| (r.to_string(), n)).collect()
+    };
+    assert_eq!(
+        head_tail_buckets(Arch::X86_64, 8),
+        owned(&[
+            ("len == 0", 0),
+            ("len == 1", 1),
+            ("2 <= len <= 3", 2),
+            ("4 <= len <= 7", 2),
+            ("8 <= len <= 16", 2),
+            ("17 <= len <= 32", 4),
+            ("33 <= len <= 64", 8),
+        ])
+    );
+    assert_eq!(
+        head_tail_buckets(Arch::I386, 4),
+        owned(&[
+            ("len == 0", 0),
+            ("len == 1", 1),
+            ("2 <= len <= 3", 2),
+            ("4 <= len <= 8", 2),
+            ("9 <= len <= 16", 4),
+            ("17 <= len <= 32", 8),
+            ("33 <= len <= 64", 16),
+        ])
+    );
+}

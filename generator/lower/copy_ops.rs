@@ -50,9 +50,14 @@ impl Lowering<'_> {
         }
     }
 
-    /// Overlapping head/tail copies in power-of-two buckets: sizes `N..=2N`
-    /// are one `N`-byte copy from the start and one ending at the end.
+    /// Overlapping head/tail copies in power-of-two buckets: sizes from
+    /// `N` are one `N`-byte copy from the start and one ending at the end.
+    /// Below the widest access, a bucket ends at `2N - 1` (its two copies
+    /// overlap by at least a byte); from it, at `2N`, where the two copies
+    /// meet: 16 bytes are two 8-byte copies, not four, which is what a
+    /// word loop does there too.
     pub(super) fn head_tail(&mut self, name: &str, width: u32, regs: u32, lo: u64, hi: u64) {
+        let widest = self.widest_access(width, u32::MAX) as u64;
         // Buckets (first size, last size, N).
         let mut buckets = Vec::new();
         if lo == 0 {
@@ -61,22 +66,26 @@ impl Lowering<'_> {
         if lo <= 1 && hi >= 1 {
             buckets.push((1, 1, 1));
         }
-        let mut n: u64 = 2;
-        while n <= hi {
-            let last = if 2 * n == hi {
-                2 * n
-            } else {
-                (2 * n - 1).min(hi)
-            };
+        let (mut first, mut n): (u64, u64) = (2, 2);
+        while first <= hi {
+            let last = if n >= widest { 2 * n } else { 2 * n - 1 }.min(hi);
             if last >= lo {
-                buckets.push((n.max(lo), last, n));
+                buckets.push((first.max(lo), last, n));
             }
-            if last == 2 * n {
-                break;
-            }
-            n *= 2;
+            (first, n) = (last + 1, 2 * n);
         }
         self.bucket_tree(name, width, regs, &buckets);
+    }
+
+    /// The widest access the architecture has of at most `width` and `n`
+    /// bytes.
+    fn widest_access(&self, width: u32, n: u32) -> u32 {
+        *crate::arch::capabilities(self.s.arch)
+            .widths
+            .iter()
+            .filter(|&&w| w <= width.min(n))
+            .max()
+            .expect("byte width")
     }
 
     /// A balanced tree of length tests over `buckets`.
@@ -101,13 +110,7 @@ impl Lowering<'_> {
                     self.ret(true);
                 }
                 _ => {
-                    // The widest access the architecture has that fits N.
-                    let widths = crate::arch::capabilities(self.s.arch).widths;
-                    let w = *widths
-                        .iter()
-                        .filter(|&&w| w <= width.min(n))
-                        .max()
-                        .expect("byte width");
+                    let w = self.widest_access(width, n);
                     let mut pieces: Vec<(u32, At)> =
                         (0..n / w).map(|i| (w, At::Start(i * w))).collect();
                     pieces.extend((0..n / w).map(|i| (w, At::End(n - i * w))));

@@ -549,9 +549,9 @@ SYM_FUNC_START(guarded_movsb_32__erms_from_user)
 	popl	%edi
 	RET
 .Lerms_from_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lerms_from_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lerms_from_small_from9
+	/* here: 4 <= len <= 8 */
 .Lerms_from_small_4_load0:
 	movl	(%esi), %eax
 .Lerms_from_small_4_load1:
@@ -563,10 +563,10 @@ SYM_FUNC_START(guarded_movsb_32__erms_from_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lerms_from_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lerms_from_small_from16
-	/* here: 8 <= len <= 15 */
+.Lerms_from_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lerms_from_small_from17
+	/* here: 9 <= len <= 16 */
 .Lerms_from_small_8_load0:
 	movl	(%esi), %eax
 .Lerms_from_small_8_load1:
@@ -584,8 +584,8 @@ SYM_FUNC_START(guarded_movsb_32__erms_from_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lerms_from_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lerms_from_small_from17:
+	/* here: 17 <= len <= 32 */
 .Lerms_from_small_16_load0:
 	movl	(%esi), %eax
 .Lerms_from_small_16_load1:
@@ -726,9 +726,9 @@ SYM_FUNC_START(guarded_movsb_32__erms_to_user)
 	popl	%edi
 	RET
 .Lerms_to_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lerms_to_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lerms_to_small_from9
+	/* here: 4 <= len <= 8 */
 	movl	(%esi), %eax
 	movl	-4(%esi,%ecx), %edx
 .Lerms_to_small_4_store0:
@@ -740,10 +740,10 @@ SYM_FUNC_START(guarded_movsb_32__erms_to_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lerms_to_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lerms_to_small_from16
-	/* here: 8 <= len <= 15 */
+.Lerms_to_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lerms_to_small_from17
+	/* here: 9 <= len <= 16 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lerms_to_small_8_store0:
@@ -761,8 +761,8 @@ SYM_FUNC_START(guarded_movsb_32__erms_to_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lerms_to_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lerms_to_small_from17:
+	/* here: 17 <= len <= 32 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lerms_to_small_16_store0:
@@ -921,9 +921,9 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	popl	%edi
 	RET
 .Lloop_from_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lloop_from_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lloop_from_small_from9
+	/* here: 4 <= len <= 8 */
 .Lloop_from_small_4_load0:
 	movl	(%esi), %eax
 .Lloop_from_small_4_load1:
@@ -935,10 +935,10 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lloop_from_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lloop_from_small_from16
-	/* here: 8 <= len <= 15 */
+.Lloop_from_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lloop_from_small_from17
+	/* here: 9 <= len <= 16 */
 .Lloop_from_small_8_load0:
 	movl	(%esi), %eax
 .Lloop_from_small_8_load1:
@@ -956,8 +956,8 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lloop_from_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lloop_from_small_from17:
+	/* here: 17 <= len <= 32 */
 .Lloop_from_small_16_load0:
 	movl	(%esi), %eax
 .Lloop_from_small_16_load1:
@@ -1223,9 +1223,9 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	popl	%edi
 	RET
 .Lloop_to_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lloop_to_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lloop_to_small_from9
+	/* here: 4 <= len <= 8 */
 	movl	(%esi), %eax
 	movl	-4(%esi,%ecx), %edx
 .Lloop_to_small_4_store0:
@@ -1237,10 +1237,10 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lloop_to_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lloop_to_small_from16
-	/* here: 8 <= len <= 15 */
+.Lloop_to_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lloop_to_small_from17
+	/* here: 9 <= len <= 16 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lloop_to_small_8_store0:
@@ -1258,8 +1258,8 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 	popl	%esi
 	popl	%edi
 	RET
-.Lloop_to_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lloop_to_small_from17:
+	/* here: 17 <= len <= 32 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lloop_to_small_16_store0:

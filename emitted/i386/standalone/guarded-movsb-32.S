@@ -836,9 +836,9 @@ guarded_movsb_32__erms_from_user:
 	popl	%edi
 	ret
 .Lerms_from_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lerms_from_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lerms_from_small_from9
+	/* here: 4 <= len <= 8 */
 .Lerms_from_small_4_load0:
 	movl	(%esi), %eax
 .Lerms_from_small_4_load1:
@@ -849,10 +849,10 @@ guarded_movsb_32__erms_from_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lerms_from_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lerms_from_small_from16
-	/* here: 8 <= len <= 15 */
+.Lerms_from_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lerms_from_small_from17
+	/* here: 9 <= len <= 16 */
 .Lerms_from_small_8_load0:
 	movl	(%esi), %eax
 .Lerms_from_small_8_load1:
@@ -869,8 +869,8 @@ guarded_movsb_32__erms_from_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lerms_from_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lerms_from_small_from17:
+	/* here: 17 <= len <= 32 */
 .Lerms_from_small_16_load0:
 	movl	(%esi), %eax
 .Lerms_from_small_16_load1:
@@ -1010,9 +1010,9 @@ guarded_movsb_32__erms_to_user:
 	popl	%edi
 	ret
 .Lerms_to_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lerms_to_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lerms_to_small_from9
+	/* here: 4 <= len <= 8 */
 	movl	(%esi), %eax
 	movl	-4(%esi,%ecx), %edx
 .Lerms_to_small_4_store0:
@@ -1023,10 +1023,10 @@ guarded_movsb_32__erms_to_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lerms_to_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lerms_to_small_from16
-	/* here: 8 <= len <= 15 */
+.Lerms_to_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lerms_to_small_from17
+	/* here: 9 <= len <= 16 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lerms_to_small_8_store0:
@@ -1043,8 +1043,8 @@ guarded_movsb_32__erms_to_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lerms_to_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lerms_to_small_from17:
+	/* here: 17 <= len <= 32 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lerms_to_small_16_store0:
@@ -1202,9 +1202,9 @@ guarded_movsb_32__loop_from_user:
 	popl	%edi
 	ret
 .Lloop_from_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lloop_from_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lloop_from_small_from9
+	/* here: 4 <= len <= 8 */
 .Lloop_from_small_4_load0:
 	movl	(%esi), %eax
 .Lloop_from_small_4_load1:
@@ -1215,10 +1215,10 @@ guarded_movsb_32__loop_from_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lloop_from_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lloop_from_small_from16
-	/* here: 8 <= len <= 15 */
+.Lloop_from_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lloop_from_small_from17
+	/* here: 9 <= len <= 16 */
 .Lloop_from_small_8_load0:
 	movl	(%esi), %eax
 .Lloop_from_small_8_load1:
@@ -1235,8 +1235,8 @@ guarded_movsb_32__loop_from_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lloop_from_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lloop_from_small_from17:
+	/* here: 17 <= len <= 32 */
 .Lloop_from_small_16_load0:
 	movl	(%esi), %eax
 .Lloop_from_small_16_load1:
@@ -1500,9 +1500,9 @@ guarded_movsb_32__loop_to_user:
 	popl	%edi
 	ret
 .Lloop_to_small_from4:
-	cmpl	$8, %ecx
-	jae	.Lloop_to_small_from8
-	/* here: 4 <= len <= 7 */
+	cmpl	$9, %ecx
+	jae	.Lloop_to_small_from9
+	/* here: 4 <= len <= 8 */
 	movl	(%esi), %eax
 	movl	-4(%esi,%ecx), %edx
 .Lloop_to_small_4_store0:
@@ -1513,10 +1513,10 @@ guarded_movsb_32__loop_to_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lloop_to_small_from8:
-	cmpl	$16, %ecx
-	jae	.Lloop_to_small_from16
-	/* here: 8 <= len <= 15 */
+.Lloop_to_small_from9:
+	cmpl	$17, %ecx
+	jae	.Lloop_to_small_from17
+	/* here: 9 <= len <= 16 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lloop_to_small_8_store0:
@@ -1533,8 +1533,8 @@ guarded_movsb_32__loop_to_user:
 	popl	%esi
 	popl	%edi
 	ret
-.Lloop_to_small_from16:
-	/* here: 16 <= len <= 32 */
+.Lloop_to_small_from17:
+	/* here: 17 <= len <= 32 */
 	movl	(%esi), %eax
 	movl	4(%esi), %edx
 .Lloop_to_small_16_store0:

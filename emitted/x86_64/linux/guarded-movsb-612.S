@@ -288,8 +288,8 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_noerms_from_small_from4:
-	cmpq	$16, %rcx
-	jae	.Lzen_noerms_from_small_from16
+	cmpq	$17, %rcx
+	jae	.Lzen_noerms_from_small_from17
 	cmpq	$8, %rcx
 	jae	.Lzen_noerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -302,7 +302,7 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_noerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lzen_noerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -311,10 +311,10 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lzen_noerms_from_small_from16:
-	cmpq	$32, %rcx
-	jae	.Lzen_noerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_noerms_from_small_from17:
+	cmpq	$33, %rcx
+	jae	.Lzen_noerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lzen_noerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -329,8 +329,8 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lzen_noerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_noerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lzen_noerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -698,8 +698,8 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_noerms_to_small_from4:
-	cmpq	$16, %rcx
-	jae	.Lzen_noerms_to_small_from16
+	cmpq	$17, %rcx
+	jae	.Lzen_noerms_to_small_from17
 	cmpq	$8, %rcx
 	jae	.Lzen_noerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -712,7 +712,7 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lzen_noerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 .Lzen_noerms_to_small_8_store0:
 	movq	%rax, (%rdi)
@@ -721,10 +721,10 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lzen_noerms_to_small_from16:
-	cmpq	$32, %rcx
-	jae	.Lzen_noerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_noerms_to_small_from17:
+	cmpq	$33, %rcx
+	jae	.Lzen_noerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 .Lzen_noerms_to_small_16_store0:
 	movq	%rax, (%rdi)
@@ -739,8 +739,8 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lzen_noerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_noerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 .Lzen_noerms_to_small_32_store0:
 	movq	%rax, (%rdi)
@@ -1108,8 +1108,8 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lnoerms_from_small_from4:
-	cmpq	$16, %rcx
-	jae	.Lnoerms_from_small_from16
+	cmpq	$17, %rcx
+	jae	.Lnoerms_from_small_from17
 	cmpq	$8, %rcx
 	jae	.Lnoerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1122,7 +1122,7 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lnoerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lnoerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -1131,10 +1131,10 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lnoerms_from_small_from16:
-	cmpq	$32, %rcx
-	jae	.Lnoerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lnoerms_from_small_from17:
+	cmpq	$33, %rcx
+	jae	.Lnoerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lnoerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -1149,8 +1149,8 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lnoerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lnoerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lnoerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -1427,8 +1427,8 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lnoerms_to_small_from4:
-	cmpq	$16, %rcx
-	jae	.Lnoerms_to_small_from16
+	cmpq	$17, %rcx
+	jae	.Lnoerms_to_small_from17
 	cmpq	$8, %rcx
 	jae	.Lnoerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1441,7 +1441,7 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lnoerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 .Lnoerms_to_small_8_store0:
 	movq	%rax, (%rdi)
@@ -1450,10 +1450,10 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lnoerms_to_small_from16:
-	cmpq	$32, %rcx
-	jae	.Lnoerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lnoerms_to_small_from17:
+	cmpq	$33, %rcx
+	jae	.Lnoerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 .Lnoerms_to_small_16_store0:
 	movq	%rax, (%rdi)
@@ -1468,8 +1468,8 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lnoerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lnoerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 .Lnoerms_to_small_32_store0:
 	movq	%rax, (%rdi)
@@ -2032,8 +2032,8 @@ SYM_FUNC_START(guarded_movsb_612__erms_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lerms_from_small_from4:
-	cmpq	$16, %rcx
-	jae	.Lerms_from_small_from16
+	cmpq	$17, %rcx
+	jae	.Lerms_from_small_from17
 	cmpq	$8, %rcx
 	jae	.Lerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2046,7 +2046,7 @@ SYM_FUNC_START(guarded_movsb_612__erms_from_user)
 	xorl	%ecx, %ecx
 	RET
 .Lerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -2055,10 +2055,10 @@ SYM_FUNC_START(guarded_movsb_612__erms_from_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lerms_from_small_from16:
-	cmpq	$32, %rcx
-	jae	.Lerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_from_small_from17:
+	cmpq	$33, %rcx
+	jae	.Lerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -2073,8 +2073,8 @@ SYM_FUNC_START(guarded_movsb_612__erms_from_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -2217,8 +2217,8 @@ SYM_FUNC_START(guarded_movsb_612__erms_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lerms_to_small_from4:
-	cmpq	$16, %rcx
-	jae	.Lerms_to_small_from16
+	cmpq	$17, %rcx
+	jae	.Lerms_to_small_from17
 	cmpq	$8, %rcx
 	jae	.Lerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2231,7 +2231,7 @@ SYM_FUNC_START(guarded_movsb_612__erms_to_user)
 	xorl	%ecx, %ecx
 	RET
 .Lerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 .Lerms_to_small_8_store0:
 	movq	%rax, (%rdi)
@@ -2240,10 +2240,10 @@ SYM_FUNC_START(guarded_movsb_612__erms_to_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lerms_to_small_from16:
-	cmpq	$32, %rcx
-	jae	.Lerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_to_small_from17:
+	cmpq	$33, %rcx
+	jae	.Lerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 .Lerms_to_small_16_store0:
 	movq	%rax, (%rdi)
@@ -2258,8 +2258,8 @@ SYM_FUNC_START(guarded_movsb_612__erms_to_user)
 	movq	%rax, -8(%rdi,%rcx)
 	xorl	%ecx, %ecx
 	RET
-.Lerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 .Lerms_to_small_32_store0:
 	movq	%rax, (%rdi)

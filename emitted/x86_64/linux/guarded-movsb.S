@@ -625,8 +625,8 @@ SYM_FUNC_START(guarded_movsb__erms_from_user)
 	xorl	%eax, %eax
 	RET
 .Lerms_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lerms_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lerms_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -640,7 +640,7 @@ SYM_FUNC_START(guarded_movsb__erms_from_user)
 	xorl	%eax, %eax
 	RET
 .Lerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lerms_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lerms_from_small_8_load1:
@@ -650,10 +650,10 @@ SYM_FUNC_START(guarded_movsb__erms_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lerms_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lerms_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lerms_from_small_16_load1:
@@ -669,8 +669,8 @@ SYM_FUNC_START(guarded_movsb__erms_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lerms_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lerms_from_small_32_load1:
@@ -799,8 +799,8 @@ SYM_FUNC_START(guarded_movsb__erms_to_user)
 	xorl	%eax, %eax
 	RET
 .Lerms_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lerms_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lerms_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -814,7 +814,7 @@ SYM_FUNC_START(guarded_movsb__erms_to_user)
 	xorl	%eax, %eax
 	RET
 .Lerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lerms_to_small_8_store0:
@@ -824,10 +824,10 @@ SYM_FUNC_START(guarded_movsb__erms_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lerms_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -843,8 +843,8 @@ SYM_FUNC_START(guarded_movsb__erms_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
@@ -1003,8 +1003,8 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	xorl	%eax, %eax
 	RET
 .Lzen_movsq_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_movsq_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lzen_movsq_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lzen_movsq_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1018,7 +1018,7 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	xorl	%eax, %eax
 	RET
 .Lzen_movsq_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lzen_movsq_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lzen_movsq_from_small_8_load1:
@@ -1028,10 +1028,10 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lzen_movsq_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_movsq_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_movsq_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lzen_movsq_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lzen_movsq_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lzen_movsq_from_small_16_load1:
@@ -1047,8 +1047,8 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lzen_movsq_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_movsq_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lzen_movsq_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lzen_movsq_from_small_32_load1:
@@ -1383,8 +1383,8 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	xorl	%eax, %eax
 	RET
 .Lzen_movsq_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_movsq_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lzen_movsq_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lzen_movsq_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1398,7 +1398,7 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	xorl	%eax, %eax
 	RET
 .Lzen_movsq_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lzen_movsq_to_small_8_store0:
@@ -1408,10 +1408,10 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lzen_movsq_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_movsq_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_movsq_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lzen_movsq_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -1427,8 +1427,8 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lzen_movsq_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_movsq_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
@@ -1811,8 +1811,8 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	xorl	%eax, %eax
 	RET
 .Lmovsq_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lmovsq_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lmovsq_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lmovsq_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1826,7 +1826,7 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	xorl	%eax, %eax
 	RET
 .Lmovsq_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lmovsq_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lmovsq_from_small_8_load1:
@@ -1836,10 +1836,10 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lmovsq_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lmovsq_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lmovsq_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lmovsq_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lmovsq_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lmovsq_from_small_16_load1:
@@ -1855,8 +1855,8 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lmovsq_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lmovsq_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lmovsq_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lmovsq_from_small_32_load1:
@@ -2099,8 +2099,8 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	xorl	%eax, %eax
 	RET
 .Lmovsq_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lmovsq_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lmovsq_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lmovsq_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2114,7 +2114,7 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	xorl	%eax, %eax
 	RET
 .Lmovsq_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lmovsq_to_small_8_store0:
@@ -2124,10 +2124,10 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lmovsq_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lmovsq_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lmovsq_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lmovsq_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -2143,8 +2143,8 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lmovsq_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lmovsq_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
@@ -2435,8 +2435,8 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	xorl	%eax, %eax
 	RET
 .Lloop_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lloop_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lloop_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lloop_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2450,7 +2450,7 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	xorl	%eax, %eax
 	RET
 .Lloop_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lloop_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lloop_from_small_8_load1:
@@ -2460,10 +2460,10 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lloop_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lloop_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lloop_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lloop_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lloop_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lloop_from_small_16_load1:
@@ -2479,8 +2479,8 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lloop_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lloop_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lloop_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lloop_from_small_32_load1:
@@ -2679,8 +2679,8 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	xorl	%eax, %eax
 	RET
 .Lloop_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lloop_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lloop_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lloop_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2694,7 +2694,7 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	xorl	%eax, %eax
 	RET
 .Lloop_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lloop_to_small_8_store0:
@@ -2704,10 +2704,10 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lloop_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lloop_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lloop_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lloop_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -2723,8 +2723,8 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	ASM_CLAC
 	xorl	%eax, %eax
 	RET
-.Lloop_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lloop_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8

@@ -568,8 +568,8 @@ guarded_movsb_612__zen_noerms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_noerms_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_noerms_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lzen_noerms_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lzen_noerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -582,7 +582,7 @@ guarded_movsb_612__zen_noerms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_noerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lzen_noerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -591,10 +591,10 @@ guarded_movsb_612__zen_noerms_from_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_noerms_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_noerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_noerms_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lzen_noerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lzen_noerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -609,8 +609,8 @@ guarded_movsb_612__zen_noerms_from_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_noerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_noerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lzen_noerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -983,8 +983,8 @@ guarded_movsb_612__zen_noerms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_noerms_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_noerms_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lzen_noerms_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lzen_noerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -997,7 +997,7 @@ guarded_movsb_612__zen_noerms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_noerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 .Lzen_noerms_to_small_8_store0:
 	movq	%rax, (%rdi)
@@ -1006,10 +1006,10 @@ guarded_movsb_612__zen_noerms_to_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_noerms_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_noerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_noerms_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lzen_noerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 .Lzen_noerms_to_small_16_store0:
 	movq	%rax, (%rdi)
@@ -1024,8 +1024,8 @@ guarded_movsb_612__zen_noerms_to_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_noerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_noerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 .Lzen_noerms_to_small_32_store0:
 	movq	%rax, (%rdi)
@@ -1398,8 +1398,8 @@ guarded_movsb_612__noerms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lnoerms_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lnoerms_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lnoerms_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lnoerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1412,7 +1412,7 @@ guarded_movsb_612__noerms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lnoerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lnoerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -1421,10 +1421,10 @@ guarded_movsb_612__noerms_from_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lnoerms_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lnoerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lnoerms_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lnoerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lnoerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -1439,8 +1439,8 @@ guarded_movsb_612__noerms_from_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lnoerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lnoerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lnoerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -1722,8 +1722,8 @@ guarded_movsb_612__noerms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lnoerms_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lnoerms_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lnoerms_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lnoerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1736,7 +1736,7 @@ guarded_movsb_612__noerms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lnoerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 .Lnoerms_to_small_8_store0:
 	movq	%rax, (%rdi)
@@ -1745,10 +1745,10 @@ guarded_movsb_612__noerms_to_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lnoerms_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lnoerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lnoerms_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lnoerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 .Lnoerms_to_small_16_store0:
 	movq	%rax, (%rdi)
@@ -1763,8 +1763,8 @@ guarded_movsb_612__noerms_to_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lnoerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lnoerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 .Lnoerms_to_small_32_store0:
 	movq	%rax, (%rdi)
@@ -2364,8 +2364,8 @@ guarded_movsb_612__erms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lerms_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lerms_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2378,7 +2378,7 @@ guarded_movsb_612__erms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lerms_from_small_8_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -2387,10 +2387,10 @@ guarded_movsb_612__erms_from_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lerms_from_small_16_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -2405,8 +2405,8 @@ guarded_movsb_612__erms_from_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lerms_from_small_32_load0:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
@@ -2557,8 +2557,8 @@ guarded_movsb_612__erms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lerms_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lerms_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2571,7 +2571,7 @@ guarded_movsb_612__erms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 .Lerms_to_small_8_store0:
 	movq	%rax, (%rdi)
@@ -2580,10 +2580,10 @@ guarded_movsb_612__erms_to_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 .Lerms_to_small_16_store0:
 	movq	%rax, (%rdi)
@@ -2598,8 +2598,8 @@ guarded_movsb_612__erms_to_user:
 	movq	%rax, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 .Lerms_to_small_32_store0:
 	movq	%rax, (%rdi)

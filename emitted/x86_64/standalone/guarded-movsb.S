@@ -877,8 +877,8 @@ guarded_movsb__erms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lerms_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lerms_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lerms_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -891,7 +891,7 @@ guarded_movsb__erms_from_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lerms_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lerms_from_small_8_load1:
@@ -900,10 +900,10 @@ guarded_movsb__erms_from_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lerms_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lerms_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lerms_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lerms_from_small_16_load1:
@@ -918,8 +918,8 @@ guarded_movsb__erms_from_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lerms_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lerms_from_small_32_load1:
@@ -1040,8 +1040,8 @@ guarded_movsb__erms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lerms_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lerms_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lerms_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1054,7 +1054,7 @@ guarded_movsb__erms_to_user:
 	xorl	%eax, %eax
 	ret
 .Lerms_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lerms_to_small_8_store0:
@@ -1063,10 +1063,10 @@ guarded_movsb__erms_to_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lerms_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lerms_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lerms_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -1081,8 +1081,8 @@ guarded_movsb__erms_to_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lerms_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lerms_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
@@ -1233,8 +1233,8 @@ guarded_movsb__zen_movsq_from_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_movsq_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_movsq_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lzen_movsq_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lzen_movsq_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1247,7 +1247,7 @@ guarded_movsb__zen_movsq_from_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_movsq_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lzen_movsq_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lzen_movsq_from_small_8_load1:
@@ -1256,10 +1256,10 @@ guarded_movsb__zen_movsq_from_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_movsq_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_movsq_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_movsq_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lzen_movsq_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lzen_movsq_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lzen_movsq_from_small_16_load1:
@@ -1274,8 +1274,8 @@ guarded_movsb__zen_movsq_from_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_movsq_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_movsq_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lzen_movsq_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lzen_movsq_from_small_32_load1:
@@ -1600,8 +1600,8 @@ guarded_movsb__zen_movsq_to_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_movsq_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lzen_movsq_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lzen_movsq_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lzen_movsq_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -1614,7 +1614,7 @@ guarded_movsb__zen_movsq_to_user:
 	xorl	%eax, %eax
 	ret
 .Lzen_movsq_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lzen_movsq_to_small_8_store0:
@@ -1623,10 +1623,10 @@ guarded_movsb__zen_movsq_to_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_movsq_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lzen_movsq_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lzen_movsq_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lzen_movsq_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -1641,8 +1641,8 @@ guarded_movsb__zen_movsq_to_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lzen_movsq_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lzen_movsq_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
@@ -2015,8 +2015,8 @@ guarded_movsb__movsq_from_user:
 	xorl	%eax, %eax
 	ret
 .Lmovsq_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lmovsq_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lmovsq_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lmovsq_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2029,7 +2029,7 @@ guarded_movsb__movsq_from_user:
 	xorl	%eax, %eax
 	ret
 .Lmovsq_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lmovsq_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lmovsq_from_small_8_load1:
@@ -2038,10 +2038,10 @@ guarded_movsb__movsq_from_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lmovsq_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lmovsq_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lmovsq_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lmovsq_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lmovsq_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lmovsq_from_small_16_load1:
@@ -2056,8 +2056,8 @@ guarded_movsb__movsq_from_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lmovsq_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lmovsq_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lmovsq_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lmovsq_from_small_32_load1:
@@ -2291,8 +2291,8 @@ guarded_movsb__movsq_to_user:
 	xorl	%eax, %eax
 	ret
 .Lmovsq_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lmovsq_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lmovsq_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lmovsq_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2305,7 +2305,7 @@ guarded_movsb__movsq_to_user:
 	xorl	%eax, %eax
 	ret
 .Lmovsq_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lmovsq_to_small_8_store0:
@@ -2314,10 +2314,10 @@ guarded_movsb__movsq_to_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lmovsq_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lmovsq_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lmovsq_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lmovsq_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -2332,8 +2332,8 @@ guarded_movsb__movsq_to_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lmovsq_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lmovsq_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
@@ -2615,8 +2615,8 @@ guarded_movsb__loop_from_user:
 	xorl	%eax, %eax
 	ret
 .Lloop_from_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lloop_from_small_from16
+	cmpq	$17, %rdx
+	jae	.Lloop_from_small_from17
 	cmpq	$8, %rdx
 	jae	.Lloop_from_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2629,7 +2629,7 @@ guarded_movsb__loop_from_user:
 	xorl	%eax, %eax
 	ret
 .Lloop_from_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 .Lloop_from_small_8_load0:
 	movq	(%rsi), %rax
 .Lloop_from_small_8_load1:
@@ -2638,10 +2638,10 @@ guarded_movsb__loop_from_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lloop_from_small_from32
-	/* here: 16 <= len <= 31 */
+.Lloop_from_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lloop_from_small_from33
+	/* here: 17 <= len <= 32 */
 .Lloop_from_small_16_load0:
 	movq	(%rsi), %rax
 .Lloop_from_small_16_load1:
@@ -2656,8 +2656,8 @@ guarded_movsb__loop_from_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_from_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lloop_from_small_from33:
+	/* here: 33 <= len <= 64 */
 .Lloop_from_small_32_load0:
 	movq	(%rsi), %rax
 .Lloop_from_small_32_load1:
@@ -2848,8 +2848,8 @@ guarded_movsb__loop_to_user:
 	xorl	%eax, %eax
 	ret
 .Lloop_to_small_from4:
-	cmpq	$16, %rdx
-	jae	.Lloop_to_small_from16
+	cmpq	$17, %rdx
+	jae	.Lloop_to_small_from17
 	cmpq	$8, %rdx
 	jae	.Lloop_to_small_from8
 	/* here: 4 <= len <= 7 */
@@ -2862,7 +2862,7 @@ guarded_movsb__loop_to_user:
 	xorl	%eax, %eax
 	ret
 .Lloop_to_small_from8:
-	/* here: 8 <= len <= 15 */
+	/* here: 8 <= len <= 16 */
 	movq	(%rsi), %rax
 	movq	-8(%rsi,%rdx), %rcx
 .Lloop_to_small_8_store0:
@@ -2871,10 +2871,10 @@ guarded_movsb__loop_to_user:
 	movq	%rcx, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from16:
-	cmpq	$32, %rdx
-	jae	.Lloop_to_small_from32
-	/* here: 16 <= len <= 31 */
+.Lloop_to_small_from17:
+	cmpq	$33, %rdx
+	jae	.Lloop_to_small_from33
+	/* here: 17 <= len <= 32 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	-16(%rsi,%rdx), %r8
@@ -2889,8 +2889,8 @@ guarded_movsb__loop_to_user:
 	movq	%r9, -8(%rdi,%rdx)
 	xorl	%eax, %eax
 	ret
-.Lloop_to_small_from32:
-	/* here: 32 <= len <= 64 */
+.Lloop_to_small_from33:
+	/* here: 33 <= len <= 64 */
 	movq	(%rsi), %rax
 	movq	8(%rsi), %rcx
 	movq	16(%rsi), %r8
