@@ -321,3 +321,42 @@ fn head_tail_buckets_meet_at_twice_a_power_of_two_from_the_widest_access() {
         ])
     );
 }
+
+/// A byte loop tests the length once on entry and once a byte, at the
+/// bottom (as 6.12's `.Lcopy_user_tail`): no jump back to a test at the
+/// top. On x86 the bottom test is the advance's own `sub`.
+#[test]
+fn a_byte_loop_branches_once_a_byte() {
+    let body = format!("{BYTES}[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n");
+    let s = copygen::front::parse::parse(Path::new("t.toml"), &strategy(Arch::X86_64, &body), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = copygen::output::render::render(&s, Flavor::Standalone);
+    let body: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != ".Lfrom_b_bytes:")
+        .take_while(|l| *l != ".Lfrom_b_bytes_done:")
+        .filter(|l| !l.ends_with(':'))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        body,
+        [
+            "movb\t(%rsi), %al",
+            "movb\t%al, (%rdi)",
+            "addq\t$1, %rsi",
+            "addq\t$1, %rdi",
+            "subq\t$1, %rdx",
+            "jne\t.Lfrom_b_bytes",
+        ],
+        "{text}"
+    );
+    let entry = text
+        .lines()
+        .position(|l| l == ".Lfrom_b_bytes:")
+        .expect("the loop's label");
+    assert_eq!(
+        text.lines().nth(entry - 1).map(str::trim),
+        Some("je\t.Lfrom_b_bytes_done"),
+        "{text}"
+    );
+}

@@ -256,7 +256,7 @@ fn armv6_ldm_stm_report_names_the_pld_guard() {
     );
     assert!(
         f.message.contains(&format!(
-            "guarded by `cmp r2, #65` at 0x12c (line {})",
+            "guarded by `cmp r2, #65` at 0x134 (line {})",
             line_number(&text, "\tcmp\tr2, #65")
         )) && f.message.contains("needs no exception-table entry"),
         "{f}"
@@ -530,7 +530,7 @@ fn mutants() -> Vec<Mutant> {
             .edit(Edit::AllBefore("ENTRY(ldm_stm_to_user)", "push\t{r4-r10, lr}", "push\t{r5-r10, lr}"))
             .edit(Edit::AllBefore("ENTRY(ldm_stm_to_user)", "pop\t{r4-r10, pc}", "pop\t{r5-r10, pc}"))
             .error("ldm_stm_from_user", "r4 is not preserved")
-            .msg_line("written by `ldr r4, [r1, #4]` at 0x6c ", At::Line("\tldr\tr4, [r1, #4]"))
+            .msg_line("written by `ldr r4, [r1, #4]` at 0x70 ", At::Line("\tldr\tr4, [r1, #4]"))
             .insn("pop {r5-r10, pc}")
             .line_text("\tpop\t{r5-r10, pc}")
             .all(Some(3))

@@ -5,19 +5,21 @@
 use super::*;
 
 impl Lowering<'_> {
-    /// Byte loop to the end, then return 0.
+    /// Byte loop to the end, then return 0: the length tested once on
+    /// entry and then at the bottom, one branch a byte (as 6.12's
+    /// `.Lcopy_user_tail`), not a test at the top and a jump back.
     pub(super) fn bytes(&mut self, name: &str) {
         let top = self.label(&format!("{name}_bytes"));
         let done = self.label(&format!("{name}_bytes_done"));
-        self.place(&top);
         self.jump_len(Cond::Eq, 0, &done);
+        self.place(&top);
         let p = Progress {
             done: 0,
             dirty: false,
         };
         self.copy_one(&format!("{name}_byte"), 1, 0, At::Start(0), p);
         self.op(Op::Advance(1));
-        self.op(Op::Jump(top));
+        self.jump_len(Cond::Ne, 0, &top);
         self.place(&done);
         self.ret(true);
     }

@@ -184,16 +184,17 @@ arm64_template_from_user:
 	b	.Lfrom_template_words
 .Lfrom_template_words_done:
 	/* here: len < 16 */
-.Lfrom_template_bytes:
 	cmp	x2, #0
 	b.eq	.Lfrom_template_bytes_done
+.Lfrom_template_bytes:
 .Lfrom_template_byte_load:
 	ldtrb	w3, [x1]
 	strb	w3, [x0]
 	add	x1, x1, #1
 	add	x0, x0, #1
 	sub	x2, x2, #1
-	b	.Lfrom_template_bytes
+	cmp	x2, #0
+	b.ne	.Lfrom_template_bytes
 .Lfrom_template_bytes_done:
 	movz	x0, #0
 	ret
@@ -359,16 +360,17 @@ arm64_template_to_user:
 	b	.Lto_template_words
 .Lto_template_words_done:
 	/* here: len < 16 */
-.Lto_template_bytes:
 	cmp	x2, #0
 	b.eq	.Lto_template_bytes_done
+.Lto_template_bytes:
 	ldrb	w3, [x1]
 .Lto_template_byte_store:
 	sttrb	w3, [x0]
 	add	x1, x1, #1
 	add	x0, x0, #1
 	sub	x2, x2, #1
-	b	.Lto_template_bytes
+	cmp	x2, #0
+	b.ne	.Lto_template_bytes
 .Lto_template_bytes_done:
 	movz	x0, #0
 	ret

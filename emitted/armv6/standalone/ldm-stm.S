@@ -88,16 +88,17 @@ ldm_stm_from_user:
 	cmp	r2, #3
 	bhi	.Lfrom_class1
 	/* here: 0 <= len <= 3 */
-.Lfrom_bytes_bytes:
 	cmp	r2, #0
 	beq	.Lfrom_bytes_bytes_done
+.Lfrom_bytes_bytes:
 .Lfrom_bytes_byte_load:
 	ldrb	r3, [r1]
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
 	sub	r2, r2, #1
-	b	.Lfrom_bytes_bytes
+	cmp	r2, #0
+	bne	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	mov	r0, #0
 	pop	{r4-r10, pc}
@@ -166,16 +167,17 @@ ldm_stm_from_user:
 	b	.Lfrom_words_words
 .Lfrom_words_words_done:
 	/* here: len < 4 */
-.Lfrom_words_bytes:
 	cmp	r2, #0
 	beq	.Lfrom_words_bytes_done
+.Lfrom_words_bytes:
 .Lfrom_words_byte_load:
 	ldrb	r3, [r1]
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
 	sub	r2, r2, #1
-	b	.Lfrom_words_bytes
+	cmp	r2, #0
+	bne	.Lfrom_words_bytes
 .Lfrom_words_bytes_done:
 	mov	r0, #0
 	pop	{r4-r10, pc}
@@ -224,16 +226,17 @@ ldm_stm_from_user:
 	b	.Lfrom_ldm_words
 .Lfrom_ldm_words_done:
 	/* here: len < 4 */
-.Lfrom_ldm_bytes:
 	cmp	r2, #0
 	beq	.Lfrom_ldm_bytes_done
+.Lfrom_ldm_bytes:
 .Lfrom_ldm_byte_load:
 	ldrb	r3, [r1]
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
 	sub	r2, r2, #1
-	b	.Lfrom_ldm_bytes
+	cmp	r2, #0
+	bne	.Lfrom_ldm_bytes
 .Lfrom_ldm_bytes_done:
 	mov	r0, #0
 	pop	{r4-r10, pc}
@@ -284,16 +287,17 @@ ldm_stm_to_user:
 	cmp	r2, #3
 	bhi	.Lto_class1
 	/* here: 0 <= len <= 3 */
-.Lto_bytes_bytes:
 	cmp	r2, #0
 	beq	.Lto_bytes_bytes_done
+.Lto_bytes_bytes:
 	ldrb	r3, [r1]
 .Lto_bytes_byte_store:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
 	sub	r2, r2, #1
-	b	.Lto_bytes_bytes
+	cmp	r2, #0
+	bne	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	mov	r0, #0
 	pop	{r4-r10, pc}
@@ -362,16 +366,17 @@ ldm_stm_to_user:
 	b	.Lto_words_words
 .Lto_words_words_done:
 	/* here: len < 4 */
-.Lto_words_bytes:
 	cmp	r2, #0
 	beq	.Lto_words_bytes_done
+.Lto_words_bytes:
 	ldrb	r3, [r1]
 .Lto_words_byte_store:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
 	sub	r2, r2, #1
-	b	.Lto_words_bytes
+	cmp	r2, #0
+	bne	.Lto_words_bytes
 .Lto_words_bytes_done:
 	mov	r0, #0
 	pop	{r4-r10, pc}
@@ -420,16 +425,17 @@ ldm_stm_to_user:
 	b	.Lto_ldm_words
 .Lto_ldm_words_done:
 	/* here: len < 4 */
-.Lto_ldm_bytes:
 	cmp	r2, #0
 	beq	.Lto_ldm_bytes_done
+.Lto_ldm_bytes:
 	ldrb	r3, [r1]
 .Lto_ldm_byte_store:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
 	sub	r2, r2, #1
-	b	.Lto_ldm_bytes
+	cmp	r2, #0
+	bne	.Lto_ldm_bytes
 .Lto_ldm_bytes_done:
 	mov	r0, #0
 	pop	{r4-r10, pc}

@@ -233,16 +233,16 @@ SYM_FUNC_START(guarded_movsb_32__zen_from_user)
 	jmp	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 4 */
-.Lzen_from_band_bytes:
 	testl	%ecx, %ecx
 	je	.Lzen_from_band_bytes_done
+.Lzen_from_band_bytes:
 .Lzen_from_band_byte_load:
 	movb	(%esi), %al
 	movb	%al, (%edi)
 	addl	$1, %esi
 	addl	$1, %edi
 	subl	$1, %ecx
-	jmp	.Lzen_from_band_bytes
+	jne	.Lzen_from_band_bytes
 .Lzen_from_band_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -350,16 +350,16 @@ SYM_FUNC_START(guarded_movsb_32__zen_to_user)
 	jmp	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 4 */
-.Lzen_to_band_bytes:
 	testl	%ecx, %ecx
 	je	.Lzen_to_band_bytes_done
+.Lzen_to_band_bytes:
 	movb	(%esi), %al
 .Lzen_to_band_byte_store:
 	movb	%al, (%edi)
 	addl	$1, %esi
 	addl	$1, %edi
 	subl	$1, %ecx
-	jmp	.Lzen_to_band_bytes
+	jne	.Lzen_to_band_bytes
 .Lzen_to_band_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -1086,16 +1086,16 @@ SYM_FUNC_START(guarded_movsb_32__loop_from_user)
 .Lloop_from_rep_movsl:
 	rep movsl
 	movl	%eax, %ecx
-.Lloop_from_movsl_rest_bytes:
 	testl	%ecx, %ecx
 	je	.Lloop_from_movsl_rest_bytes_done
+.Lloop_from_movsl_rest_bytes:
 .Lloop_from_movsl_rest_byte_load:
 	movb	(%esi), %al
 	movb	%al, (%edi)
 	addl	$1, %esi
 	addl	$1, %edi
 	subl	$1, %ecx
-	jmp	.Lloop_from_movsl_rest_bytes
+	jne	.Lloop_from_movsl_rest_bytes
 .Lloop_from_movsl_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -1388,16 +1388,16 @@ SYM_FUNC_START(guarded_movsb_32__loop_to_user)
 .Lloop_to_rep_movsl:
 	rep movsl
 	movl	%eax, %ecx
-.Lloop_to_movsl_rest_bytes:
 	testl	%ecx, %ecx
 	je	.Lloop_to_movsl_rest_bytes_done
+.Lloop_to_movsl_rest_bytes:
 	movb	(%esi), %al
 .Lloop_to_movsl_rest_byte_store:
 	movb	%al, (%edi)
 	addl	$1, %esi
 	addl	$1, %edi
 	subl	$1, %ecx
-	jmp	.Lloop_to_movsl_rest_bytes
+	jne	.Lloop_to_movsl_rest_bytes
 .Lloop_to_movsl_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax

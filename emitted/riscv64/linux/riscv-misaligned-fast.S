@@ -87,15 +87,15 @@ SYM_FUNC_START(riscv_misaligned_fast_from_user)
 	li	t5, 15
 	bltu	t5, a2, .Lfrom_class1
 	/* here: 0 <= len <= 15 */
-.Lfrom_bytes_bytes:
 	beqz	a2, .Lfrom_bytes_bytes_done
+.Lfrom_bytes_bytes:
 .Lfrom_bytes_byte_load:
 	lbu	a3, 0(a1)
 	sb	a3, 0(a0)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lfrom_bytes_bytes
+	bnez	a2, .Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6
@@ -214,15 +214,15 @@ SYM_FUNC_START(riscv_misaligned_fast_to_user)
 	li	t5, 15
 	bltu	t5, a2, .Lto_class1
 	/* here: 0 <= len <= 15 */
-.Lto_bytes_bytes:
 	beqz	a2, .Lto_bytes_bytes_done
+.Lto_bytes_bytes:
 	lbu	a3, 0(a1)
 .Lto_bytes_byte_store:
 	sb	a3, 0(a0)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lto_bytes_bytes
+	bnez	a2, .Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6

@@ -95,8 +95,8 @@ SYM_FUNC_START(riscv_uaccess_copy_user)
 	li	t5, 70
 	bltu	t5, a2, .Lcopy_class1
 	/* here: 0 <= len <= 70 */
-.Lcopy_bytes_bytes:
 	beqz	a2, .Lcopy_bytes_bytes_done
+.Lcopy_bytes_bytes:
 .Lcopy_bytes_byte_load:
 	lbu	a3, 0(a1)
 .Lcopy_bytes_byte_store:
@@ -104,7 +104,7 @@ SYM_FUNC_START(riscv_uaccess_copy_user)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lcopy_bytes_bytes
+	bnez	a2, .Lcopy_bytes_bytes
 .Lcopy_bytes_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6
@@ -188,8 +188,8 @@ SYM_FUNC_START(riscv_uaccess_copy_user)
 	j	.Lcopy_shift_copy_words
 .Lcopy_shift_copy_tail:
 	/* here: len < 8, or dst not aligned */
-.Lcopy_shift_copy_bytes:
 	beqz	a2, .Lcopy_shift_copy_bytes_done
+.Lcopy_shift_copy_bytes:
 .Lcopy_shift_copy_byte_load:
 	lbu	a3, 0(a1)
 .Lcopy_shift_copy_byte_store:
@@ -197,7 +197,7 @@ SYM_FUNC_START(riscv_uaccess_copy_user)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lcopy_shift_copy_bytes
+	bnez	a2, .Lcopy_shift_copy_bytes
 .Lcopy_shift_copy_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6
@@ -259,8 +259,8 @@ SYM_FUNC_START(riscv_uaccess_copy_user)
 	bgeu	a2, t5, .Lcopy_word_copy_loop
 .Lcopy_word_copy_tail:
 	/* here: len < 64 */
-.Lcopy_word_copy_bytes:
 	beqz	a2, .Lcopy_word_copy_bytes_done
+.Lcopy_word_copy_bytes:
 .Lcopy_word_copy_byte_load:
 	lbu	a3, 0(a1)
 .Lcopy_word_copy_byte_store:
@@ -268,7 +268,7 @@ SYM_FUNC_START(riscv_uaccess_copy_user)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lcopy_word_copy_bytes
+	bnez	a2, .Lcopy_word_copy_bytes
 .Lcopy_word_copy_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6

@@ -83,15 +83,15 @@ SYM_FUNC_START(riscv_word_loop_from_user)
 	li	t5, 15
 	bltu	t5, a2, .Lfrom_class1
 	/* here: 0 <= len <= 15 */
-.Lfrom_bytes_bytes:
 	beqz	a2, .Lfrom_bytes_bytes_done
+.Lfrom_bytes_bytes:
 .Lfrom_bytes_byte_load:
 	lbu	a3, 0(a1)
 	sb	a3, 0(a0)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lfrom_bytes_bytes
+	bnez	a2, .Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6
@@ -124,15 +124,15 @@ SYM_FUNC_START(riscv_word_loop_from_user)
 	bgeu	a2, t5, .Lfrom_words_loop
 .Lfrom_words_tail:
 	/* here: len < 8 */
-.Lfrom_words_bytes:
 	beqz	a2, .Lfrom_words_bytes_done
+.Lfrom_words_bytes:
 .Lfrom_words_byte_load:
 	lbu	a3, 0(a1)
 	sb	a3, 0(a0)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lfrom_words_bytes
+	bnez	a2, .Lfrom_words_bytes
 .Lfrom_words_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6
@@ -169,15 +169,15 @@ SYM_FUNC_START(riscv_word_loop_to_user)
 	li	t5, 15
 	bltu	t5, a2, .Lto_class1
 	/* here: 0 <= len <= 15 */
-.Lto_bytes_bytes:
 	beqz	a2, .Lto_bytes_bytes_done
+.Lto_bytes_bytes:
 	lbu	a3, 0(a1)
 .Lto_bytes_byte_store:
 	sb	a3, 0(a0)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lto_bytes_bytes
+	bnez	a2, .Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6
@@ -210,15 +210,15 @@ SYM_FUNC_START(riscv_word_loop_to_user)
 	bgeu	a2, t5, .Lto_words_loop
 .Lto_words_tail:
 	/* here: len < 8 */
-.Lto_words_bytes:
 	beqz	a2, .Lto_words_bytes_done
+.Lto_words_bytes:
 	lbu	a3, 0(a1)
 .Lto_words_byte_store:
 	sb	a3, 0(a0)
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lto_words_bytes
+	bnez	a2, .Lto_words_bytes
 .Lto_words_bytes_done:
 	li	t6, SR_SUM
 	csrc	CSR_STATUS, t6

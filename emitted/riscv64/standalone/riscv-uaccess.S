@@ -75,8 +75,8 @@ riscv_uaccess_from_user:
 	li	t5, 70
 	bltu	t5, a2, .Lcopy_class1
 	/* here: 0 <= len <= 70 */
-.Lcopy_bytes_bytes:
 	beqz	a2, .Lcopy_bytes_bytes_done
+.Lcopy_bytes_bytes:
 .Lcopy_bytes_byte_load:
 	lbu	a3, 0(a1)
 .Lcopy_bytes_byte_store:
@@ -84,7 +84,7 @@ riscv_uaccess_from_user:
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lcopy_bytes_bytes
+	bnez	a2, .Lcopy_bytes_bytes
 .Lcopy_bytes_bytes_done:
 	li	a0, 0
 	ret
@@ -166,8 +166,8 @@ riscv_uaccess_from_user:
 	j	.Lcopy_shift_copy_words
 .Lcopy_shift_copy_tail:
 	/* here: len < 8, or dst not aligned */
-.Lcopy_shift_copy_bytes:
 	beqz	a2, .Lcopy_shift_copy_bytes_done
+.Lcopy_shift_copy_bytes:
 .Lcopy_shift_copy_byte_load:
 	lbu	a3, 0(a1)
 .Lcopy_shift_copy_byte_store:
@@ -175,7 +175,7 @@ riscv_uaccess_from_user:
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lcopy_shift_copy_bytes
+	bnez	a2, .Lcopy_shift_copy_bytes
 .Lcopy_shift_copy_bytes_done:
 	li	a0, 0
 	ret
@@ -235,8 +235,8 @@ riscv_uaccess_from_user:
 	bgeu	a2, t5, .Lcopy_word_copy_loop
 .Lcopy_word_copy_tail:
 	/* here: len < 64 */
-.Lcopy_word_copy_bytes:
 	beqz	a2, .Lcopy_word_copy_bytes_done
+.Lcopy_word_copy_bytes:
 .Lcopy_word_copy_byte_load:
 	lbu	a3, 0(a1)
 .Lcopy_word_copy_byte_store:
@@ -244,7 +244,7 @@ riscv_uaccess_from_user:
 	addi	a1, a1, 1
 	addi	a0, a0, 1
 	addi	a2, a2, -1
-	j	.Lcopy_word_copy_bytes
+	bnez	a2, .Lcopy_word_copy_bytes
 .Lcopy_word_copy_bytes_done:
 	li	a0, 0
 	ret

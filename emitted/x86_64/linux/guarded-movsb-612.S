@@ -459,16 +459,16 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 .Lzen_noerms_from_rep_movsq:
 	rep movsq
 	movl	%eax, %ecx
-.Lzen_noerms_from_movsq_rest_bytes:
 	testq	%rcx, %rcx
 	je	.Lzen_noerms_from_movsq_rest_bytes_done
+.Lzen_noerms_from_movsq_rest_bytes:
 .Lzen_noerms_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lzen_noerms_from_movsq_rest_bytes
+	jne	.Lzen_noerms_from_movsq_rest_bytes
 .Lzen_noerms_from_movsq_rest_bytes_done:
 	xorl	%ecx, %ecx
 	RET
@@ -869,16 +869,16 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 .Lzen_noerms_to_rep_movsq:
 	rep movsq
 	movl	%eax, %ecx
-.Lzen_noerms_to_movsq_rest_bytes:
 	testq	%rcx, %rcx
 	je	.Lzen_noerms_to_movsq_rest_bytes_done
+.Lzen_noerms_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lzen_noerms_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lzen_noerms_to_movsq_rest_bytes
+	jne	.Lzen_noerms_to_movsq_rest_bytes
 .Lzen_noerms_to_movsq_rest_bytes_done:
 	xorl	%ecx, %ecx
 	RET
@@ -1273,16 +1273,16 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 .Lnoerms_from_rep_movsq:
 	rep movsq
 	movl	%eax, %ecx
-.Lnoerms_from_movsq_rest_bytes:
 	testq	%rcx, %rcx
 	je	.Lnoerms_from_movsq_rest_bytes_done
+.Lnoerms_from_movsq_rest_bytes:
 .Lnoerms_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lnoerms_from_movsq_rest_bytes
+	jne	.Lnoerms_from_movsq_rest_bytes
 .Lnoerms_from_movsq_rest_bytes_done:
 	xorl	%ecx, %ecx
 	RET
@@ -1592,16 +1592,16 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 .Lnoerms_to_rep_movsq:
 	rep movsq
 	movl	%eax, %ecx
-.Lnoerms_to_movsq_rest_bytes:
 	testq	%rcx, %rcx
 	je	.Lnoerms_to_movsq_rest_bytes_done
+.Lnoerms_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lnoerms_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lnoerms_to_movsq_rest_bytes
+	jne	.Lnoerms_to_movsq_rest_bytes
 .Lnoerms_to_movsq_rest_bytes_done:
 	xorl	%ecx, %ecx
 	RET
@@ -1764,16 +1764,16 @@ SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	jmp	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
-.Lzen_from_band_bytes:
 	testq	%rcx, %rcx
 	je	.Lzen_from_band_bytes_done
+.Lzen_from_band_bytes:
 .Lzen_from_band_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lzen_from_band_bytes
+	jne	.Lzen_from_band_bytes
 .Lzen_from_band_bytes_done:
 	xorl	%ecx, %ecx
 	RET
@@ -1878,16 +1878,16 @@ SYM_FUNC_START(guarded_movsb_612__zen_to_user)
 	jmp	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
-.Lzen_to_band_bytes:
 	testq	%rcx, %rcx
 	je	.Lzen_to_band_bytes_done
+.Lzen_to_band_bytes:
 	movb	(%rsi), %al
 .Lzen_to_band_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lzen_to_band_bytes
+	jne	.Lzen_to_band_bytes
 .Lzen_to_band_bytes_done:
 	xorl	%ecx, %ecx
 	RET

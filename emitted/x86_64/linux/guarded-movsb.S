@@ -318,16 +318,16 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	jmp	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
-.Lzen_from_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_from_band_bytes_done
+.Lzen_from_band_bytes:
 .Lzen_from_band_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_from_band_bytes
+	jne	.Lzen_from_band_bytes
 .Lzen_from_band_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -433,16 +433,16 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	jmp	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
-.Lzen_to_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_to_band_bytes_done
+.Lzen_to_band_bytes:
 	movb	(%rsi), %al
 .Lzen_to_band_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_to_band_bytes
+	jne	.Lzen_to_band_bytes
 .Lzen_to_band_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -1178,16 +1178,16 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	andl	$7, %edx
 .Lzen_movsq_from_rep_movsq:
 	rep movsq
-.Lzen_movsq_from_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_movsq_from_movsq_rest_bytes_done
+.Lzen_movsq_from_movsq_rest_bytes:
 .Lzen_movsq_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_movsq_from_movsq_rest_bytes
+	jne	.Lzen_movsq_from_movsq_rest_bytes
 .Lzen_movsq_from_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -1558,16 +1558,16 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	andl	$7, %edx
 .Lzen_movsq_to_rep_movsq:
 	rep movsq
-.Lzen_movsq_to_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_movsq_to_movsq_rest_bytes_done
+.Lzen_movsq_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lzen_movsq_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_movsq_to_movsq_rest_bytes
+	jne	.Lzen_movsq_to_movsq_rest_bytes
 .Lzen_movsq_to_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -1980,16 +1980,16 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	andl	$7, %edx
 .Lmovsq_from_rep_movsq:
 	rep movsq
-.Lmovsq_from_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lmovsq_from_movsq_rest_bytes_done
+.Lmovsq_from_movsq_rest_bytes:
 .Lmovsq_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lmovsq_from_movsq_rest_bytes
+	jne	.Lmovsq_from_movsq_rest_bytes
 .Lmovsq_from_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax
@@ -2268,16 +2268,16 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	andl	$7, %edx
 .Lmovsq_to_rep_movsq:
 	rep movsq
-.Lmovsq_to_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lmovsq_to_movsq_rest_bytes_done
+.Lmovsq_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lmovsq_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lmovsq_to_movsq_rest_bytes
+	jne	.Lmovsq_to_movsq_rest_bytes
 .Lmovsq_to_movsq_rest_bytes_done:
 	ASM_CLAC
 	xorl	%eax, %eax

@@ -73,9 +73,9 @@ SYM_FUNC_START(rep_movs_alternative)
 	cmpq	$7, %rcx
 	ja	.Lcopy_class1
 	/* here: 0 <= len <= 7 */
-.Lcopy_bytes_bytes:
 	testq	%rcx, %rcx
 	je	.Lcopy_bytes_bytes_done
+.Lcopy_bytes_bytes:
 .Lcopy_bytes_byte_load:
 	movb	(%rsi), %al
 .Lcopy_bytes_byte_store:
@@ -83,7 +83,7 @@ SYM_FUNC_START(rep_movs_alternative)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lcopy_bytes_bytes
+	jne	.Lcopy_bytes_bytes
 .Lcopy_bytes_bytes_done:
 	xorl	%ecx, %ecx
 	RET
@@ -105,9 +105,9 @@ SYM_FUNC_START(rep_movs_alternative)
 	jae	.Lcopy_words_loop
 .Lcopy_words_tail:
 	/* here: len < 8 */
-.Lcopy_words_bytes:
 	testq	%rcx, %rcx
 	je	.Lcopy_words_bytes_done
+.Lcopy_words_bytes:
 .Lcopy_words_byte_load:
 	movb	(%rsi), %al
 .Lcopy_words_byte_store:
@@ -115,7 +115,7 @@ SYM_FUNC_START(rep_movs_alternative)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rcx
-	jmp	.Lcopy_words_bytes
+	jne	.Lcopy_words_bytes
 .Lcopy_words_bytes_done:
 	xorl	%ecx, %ecx
 	RET

@@ -738,16 +738,16 @@ guarded_movsb_612__zen_noerms_from_user:
 	andl	$7, %edx
 .Lzen_noerms_from_rep_movsq:
 	rep movsq
-.Lzen_noerms_from_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_noerms_from_movsq_rest_bytes_done
+.Lzen_noerms_from_movsq_rest_bytes:
 .Lzen_noerms_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_noerms_from_movsq_rest_bytes
+	jne	.Lzen_noerms_from_movsq_rest_bytes
 .Lzen_noerms_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -1153,16 +1153,16 @@ guarded_movsb_612__zen_noerms_to_user:
 	andl	$7, %edx
 .Lzen_noerms_to_rep_movsq:
 	rep movsq
-.Lzen_noerms_to_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_noerms_to_movsq_rest_bytes_done
+.Lzen_noerms_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lzen_noerms_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_noerms_to_movsq_rest_bytes
+	jne	.Lzen_noerms_to_movsq_rest_bytes
 .Lzen_noerms_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -1562,16 +1562,16 @@ guarded_movsb_612__noerms_from_user:
 	andl	$7, %edx
 .Lnoerms_from_rep_movsq:
 	rep movsq
-.Lnoerms_from_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lnoerms_from_movsq_rest_bytes_done
+.Lnoerms_from_movsq_rest_bytes:
 .Lnoerms_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lnoerms_from_movsq_rest_bytes
+	jne	.Lnoerms_from_movsq_rest_bytes
 .Lnoerms_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -1886,16 +1886,16 @@ guarded_movsb_612__noerms_to_user:
 	andl	$7, %edx
 .Lnoerms_to_rep_movsq:
 	rep movsq
-.Lnoerms_to_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lnoerms_to_movsq_rest_bytes_done
+.Lnoerms_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lnoerms_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lnoerms_to_movsq_rest_bytes
+	jne	.Lnoerms_to_movsq_rest_bytes
 .Lnoerms_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -2065,16 +2065,16 @@ guarded_movsb_612__zen_from_user:
 	jmp	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
-.Lzen_from_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_from_band_bytes_done
+.Lzen_from_band_bytes:
 .Lzen_from_band_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_from_band_bytes
+	jne	.Lzen_from_band_bytes
 .Lzen_from_band_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -2187,16 +2187,16 @@ guarded_movsb_612__zen_to_user:
 	jmp	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
-.Lzen_to_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_to_band_bytes_done
+.Lzen_to_band_bytes:
 	movb	(%rsi), %al
 .Lzen_to_band_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_to_band_bytes
+	jne	.Lzen_to_band_bytes
 .Lzen_to_band_bytes_done:
 	xorl	%eax, %eax
 	ret

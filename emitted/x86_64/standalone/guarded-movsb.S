@@ -590,16 +590,16 @@ guarded_movsb__zen_from_user:
 	jmp	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
-.Lzen_from_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_from_band_bytes_done
+.Lzen_from_band_bytes:
 .Lzen_from_band_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_from_band_bytes
+	jne	.Lzen_from_band_bytes
 .Lzen_from_band_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -700,16 +700,16 @@ guarded_movsb__zen_to_user:
 	jmp	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
-.Lzen_to_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_to_band_bytes_done
+.Lzen_to_band_bytes:
 	movb	(%rsi), %al
 .Lzen_to_band_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_to_band_bytes
+	jne	.Lzen_to_band_bytes
 .Lzen_to_band_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -1403,16 +1403,16 @@ guarded_movsb__zen_movsq_from_user:
 	andl	$7, %edx
 .Lzen_movsq_from_rep_movsq:
 	rep movsq
-.Lzen_movsq_from_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_movsq_from_movsq_rest_bytes_done
+.Lzen_movsq_from_movsq_rest_bytes:
 .Lzen_movsq_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_movsq_from_movsq_rest_bytes
+	jne	.Lzen_movsq_from_movsq_rest_bytes
 .Lzen_movsq_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -1770,16 +1770,16 @@ guarded_movsb__zen_movsq_to_user:
 	andl	$7, %edx
 .Lzen_movsq_to_rep_movsq:
 	rep movsq
-.Lzen_movsq_to_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lzen_movsq_to_movsq_rest_bytes_done
+.Lzen_movsq_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lzen_movsq_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lzen_movsq_to_movsq_rest_bytes
+	jne	.Lzen_movsq_to_movsq_rest_bytes
 .Lzen_movsq_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -2179,16 +2179,16 @@ guarded_movsb__movsq_from_user:
 	andl	$7, %edx
 .Lmovsq_from_rep_movsq:
 	rep movsq
-.Lmovsq_from_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lmovsq_from_movsq_rest_bytes_done
+.Lmovsq_from_movsq_rest_bytes:
 .Lmovsq_from_movsq_rest_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lmovsq_from_movsq_rest_bytes
+	jne	.Lmovsq_from_movsq_rest_bytes
 .Lmovsq_from_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -2455,16 +2455,16 @@ guarded_movsb__movsq_to_user:
 	andl	$7, %edx
 .Lmovsq_to_rep_movsq:
 	rep movsq
-.Lmovsq_to_movsq_rest_bytes:
 	testq	%rdx, %rdx
 	je	.Lmovsq_to_movsq_rest_bytes_done
+.Lmovsq_to_movsq_rest_bytes:
 	movb	(%rsi), %al
 .Lmovsq_to_movsq_rest_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lmovsq_to_movsq_rest_bytes
+	jne	.Lmovsq_to_movsq_rest_bytes
 .Lmovsq_to_movsq_rest_bytes_done:
 	xorl	%eax, %eax
 	ret

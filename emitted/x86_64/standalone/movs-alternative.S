@@ -69,9 +69,9 @@ movs_alternative_from_user:
 	cmpq	$7, %rdx
 	ja	.Lcopy_class1
 	/* here: 0 <= len <= 7 */
-.Lcopy_bytes_bytes:
 	testq	%rdx, %rdx
 	je	.Lcopy_bytes_bytes_done
+.Lcopy_bytes_bytes:
 .Lcopy_bytes_byte_load:
 	movb	(%rsi), %al
 .Lcopy_bytes_byte_store:
@@ -79,7 +79,7 @@ movs_alternative_from_user:
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lcopy_bytes_bytes
+	jne	.Lcopy_bytes_bytes
 .Lcopy_bytes_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -101,9 +101,9 @@ movs_alternative_from_user:
 	jae	.Lcopy_words_loop
 .Lcopy_words_tail:
 	/* here: len < 8 */
-.Lcopy_words_bytes:
 	testq	%rdx, %rdx
 	je	.Lcopy_words_bytes_done
+.Lcopy_words_bytes:
 .Lcopy_words_byte_load:
 	movb	(%rsi), %al
 .Lcopy_words_byte_store:
@@ -111,7 +111,7 @@ movs_alternative_from_user:
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lcopy_words_bytes
+	jne	.Lcopy_words_bytes
 .Lcopy_words_bytes_done:
 	xorl	%eax, %eax
 	ret

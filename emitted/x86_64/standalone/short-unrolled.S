@@ -67,16 +67,16 @@ short_unrolled_from_user:
 	cmpq	$7, %rdx
 	ja	.Lfrom_class1
 	/* here: 0 <= len <= 7 */
-.Lfrom_bytes_bytes:
 	testq	%rdx, %rdx
 	je	.Lfrom_bytes_bytes_done
+.Lfrom_bytes_bytes:
 .Lfrom_bytes_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom_bytes_bytes
+	jne	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -144,16 +144,16 @@ short_unrolled_from_user:
 	jmp	.Lfrom_unrolled_words
 .Lfrom_unrolled_words_done:
 	/* here: len < 8 */
-.Lfrom_unrolled_bytes:
 	testq	%rdx, %rdx
 	je	.Lfrom_unrolled_bytes_done
+.Lfrom_unrolled_bytes:
 .Lfrom_unrolled_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom_unrolled_bytes
+	jne	.Lfrom_unrolled_bytes
 .Lfrom_unrolled_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -217,16 +217,16 @@ short_unrolled_to_user:
 	cmpq	$7, %rdx
 	ja	.Lto_class1
 	/* here: 0 <= len <= 7 */
-.Lto_bytes_bytes:
 	testq	%rdx, %rdx
 	je	.Lto_bytes_bytes_done
+.Lto_bytes_bytes:
 	movb	(%rsi), %al
 .Lto_bytes_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto_bytes_bytes
+	jne	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -294,16 +294,16 @@ short_unrolled_to_user:
 	jmp	.Lto_unrolled_words
 .Lto_unrolled_words_done:
 	/* here: len < 8 */
-.Lto_unrolled_bytes:
 	testq	%rdx, %rdx
 	je	.Lto_unrolled_bytes_done
+.Lto_unrolled_bytes:
 	movb	(%rsi), %al
 .Lto_unrolled_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto_unrolled_bytes
+	jne	.Lto_unrolled_bytes
 .Lto_unrolled_bytes_done:
 	xorl	%eax, %eax
 	ret

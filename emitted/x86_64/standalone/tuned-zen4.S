@@ -124,16 +124,16 @@ tuned_zen4_from_user:
 	jmp	.Lfrom_band_words
 .Lfrom_band_words_done:
 	/* here: len < 8 */
-.Lfrom_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lfrom_band_bytes_done
+.Lfrom_band_bytes:
 .Lfrom_band_byte_load:
 	movb	(%rsi), %al
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lfrom_band_bytes
+	jne	.Lfrom_band_bytes
 .Lfrom_band_bytes_done:
 	xorl	%eax, %eax
 	ret
@@ -234,16 +234,16 @@ tuned_zen4_to_user:
 	jmp	.Lto_band_words
 .Lto_band_words_done:
 	/* here: len < 8 */
-.Lto_band_bytes:
 	testq	%rdx, %rdx
 	je	.Lto_band_bytes_done
+.Lto_band_bytes:
 	movb	(%rsi), %al
 .Lto_band_byte_store:
 	movb	%al, (%rdi)
 	addq	$1, %rsi
 	addq	$1, %rdi
 	subq	$1, %rdx
-	jmp	.Lto_band_bytes
+	jne	.Lto_band_bytes
 .Lto_band_bytes_done:
 	xorl	%eax, %eax
 	ret

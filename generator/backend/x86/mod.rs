@@ -359,7 +359,18 @@ impl Selector<'_> {
                     i32::try_from(*imm).expect("validated: x86_64 bounds fit 31 bits")
                 };
                 if imm == 0 && matches!(cond, Cond::Eq | Cond::Ne) {
-                    self.alu(Alu::Test, pw, abi.len, abi.len);
+                    // Right after `sub $k, len` (an advance, no label
+                    // between) the flags already say whether len is 0.
+                    let flags_hold_len = matches!(
+                        self.lines.out.last(),
+                        Some(super::Line {
+                            inst: Inst::AluImm { op: Alu::Sub, width, reg, .. },
+                            ..
+                        }) if *width == pw && *reg == abi.len
+                    );
+                    if !flags_hold_len {
+                        self.alu(Alu::Test, pw, abi.len, abi.len);
+                    }
                 } else {
                     self.emit(Inst::AluImm {
                         op: Alu::Cmp,
