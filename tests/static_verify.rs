@@ -254,9 +254,11 @@ fn armv6_ldm_stm_report_names_the_pld_guard() {
         (f.severity, f.line, f.insn.as_str()),
         (Severity::Note, Some(pld), "pld [r1, #64]")
     );
+    // The guard is `cmp r2, #65; blo` right before the preload.
     assert!(
         f.message.contains(&format!(
-            "guarded by `cmp r2, #65` at 0x134 (line {})",
+            "guarded by `cmp r2, #65` at {:#x} (line {})",
+            f.addr - 8,
             line_number(&text, "\tcmp\tr2, #65")
         )) && f.message.contains("needs no exception-table entry"),
         "{f}"

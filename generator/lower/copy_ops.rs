@@ -353,17 +353,18 @@ impl Lowering<'_> {
                 self.ret(true);
             }
             Tail::Words | Tail::Overlap => {
+                // Tested on entry and at the bottom, as the byte loop.
                 let wtop = self.label(&format!("{name}_words"));
                 let wdone = self.label(&format!("{name}_words_done"));
-                self.place(&wtop);
                 self.jump_len(Cond::Below, u.width as u64, &wdone);
+                self.place(&wtop);
                 let p = Progress {
                     done: 0,
                     dirty: false,
                 };
                 self.copy_one(&format!("{name}_word"), u.width, 0, At::Start(0), p);
                 self.op(Op::Advance(u.width));
-                self.op(Op::Jump(wtop));
+                self.jump_len(Cond::AboveEq, u.width as u64, &wtop);
                 self.place(&wdone);
                 self.comment(format!("here: len < {}", u.width));
                 if u.tail == Tail::Words {

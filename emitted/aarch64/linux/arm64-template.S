@@ -179,9 +179,9 @@ SYM_FUNC_START(arm64_template_from_user)
 	b.hs	.Lfrom_template_loop
 .Lfrom_template_tail:
 	/* here: len < 64 */
-.Lfrom_template_words:
 	cmp	x2, #16
 	b.lo	.Lfrom_template_words_done
+.Lfrom_template_words:
 .Lfrom_template_word_load:
 	ldtr	x3, [x1]
 .Lfrom_template_word_load_hi:
@@ -190,7 +190,8 @@ SYM_FUNC_START(arm64_template_from_user)
 	add	x1, x1, #16
 	add	x0, x0, #16
 	sub	x2, x2, #16
-	b	.Lfrom_template_words
+	cmp	x2, #16
+	b.hs	.Lfrom_template_words
 .Lfrom_template_words_done:
 	/* here: len < 16 */
 	cmp	x2, #0
@@ -349,9 +350,9 @@ SYM_FUNC_START(arm64_template_to_user)
 	b.hs	.Lto_template_loop
 .Lto_template_tail:
 	/* here: len < 64 */
-.Lto_template_words:
 	cmp	x2, #16
 	b.lo	.Lto_template_words_done
+.Lto_template_words:
 	ldp	x3, x4, [x1]
 .Lto_template_word_store:
 	sttr	x3, [x0]
@@ -360,7 +361,8 @@ SYM_FUNC_START(arm64_template_to_user)
 	add	x1, x1, #16
 	add	x0, x0, #16
 	sub	x2, x2, #16
-	b	.Lto_template_words
+	cmp	x2, #16
+	b.hs	.Lto_template_words
 .Lto_template_words_done:
 	/* here: len < 16 */
 	cmp	x2, #0

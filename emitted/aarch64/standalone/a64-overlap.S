@@ -199,9 +199,9 @@ a64_overlap_from_user:
 	b.hs	.Lfrom_loop_loop
 .Lfrom_loop_tail:
 	/* here: len < 64 */
-.Lfrom_loop_words:
 	cmp	x2, #16
 	b.lo	.Lfrom_loop_words_done
+.Lfrom_loop_words:
 .Lfrom_loop_word_load:
 	ldtr	x3, [x1]
 .Lfrom_loop_word_load_hi:
@@ -210,7 +210,8 @@ a64_overlap_from_user:
 	add	x1, x1, #16
 	add	x0, x0, #16
 	sub	x2, x2, #16
-	b	.Lfrom_loop_words
+	cmp	x2, #16
+	b.hs	.Lfrom_loop_words
 .Lfrom_loop_words_done:
 	/* here: len < 16 */
 	cmp	x2, #0
@@ -407,9 +408,9 @@ a64_overlap_to_user:
 	b.hs	.Lto_loop_loop
 .Lto_loop_tail:
 	/* here: len < 64 */
-.Lto_loop_words:
 	cmp	x2, #16
 	b.lo	.Lto_loop_words_done
+.Lto_loop_words:
 	ldp	x3, x4, [x1]
 .Lto_loop_word_store:
 	sttr	x3, [x0]
@@ -418,7 +419,8 @@ a64_overlap_to_user:
 	add	x1, x1, #16
 	add	x0, x0, #16
 	sub	x2, x2, #16
-	b	.Lto_loop_words
+	cmp	x2, #16
+	b.hs	.Lto_loop_words
 .Lto_loop_words_done:
 	/* here: len < 16 */
 	cmp	x2, #0

@@ -131,16 +131,17 @@ word_loop_from_user:
 	bhs	.Lfrom_words_loop
 .Lfrom_words_tail:
 	/* here: len < 32 */
-.Lfrom_words_words:
 	cmp	r2, #4
 	blo	.Lfrom_words_words_done
+.Lfrom_words_words:
 .Lfrom_words_word_load:
 	ldr	r3, [r1]
 	str	r3, [r0]
 	add	r1, r1, #4
 	add	r0, r0, #4
 	sub	r2, r2, #4
-	b	.Lfrom_words_words
+	cmp	r2, #4
+	bhs	.Lfrom_words_words
 .Lfrom_words_words_done:
 	/* here: len < 4 */
 	cmp	r2, #0
@@ -264,16 +265,17 @@ word_loop_to_user:
 	bhs	.Lto_words_loop
 .Lto_words_tail:
 	/* here: len < 32 */
-.Lto_words_words:
 	cmp	r2, #4
 	blo	.Lto_words_words_done
+.Lto_words_words:
 	ldr	r3, [r1]
 .Lto_words_word_store:
 	str	r3, [r0]
 	add	r1, r1, #4
 	add	r0, r0, #4
 	sub	r2, r2, #4
-	b	.Lto_words_words
+	cmp	r2, #4
+	bhs	.Lto_words_words
 .Lto_words_words_done:
 	/* here: len < 4 */
 	cmp	r2, #0

@@ -500,16 +500,17 @@ guarded_movsb_32__zen_from_user:
 	jae	.Lzen_from_band_loop
 .Lzen_from_band_tail:
 	/* here: len < 16 */
-.Lzen_from_band_words:
 	cmpl	$4, %ecx
 	jb	.Lzen_from_band_words_done
+.Lzen_from_band_words:
 .Lzen_from_band_word_load:
 	movl	(%esi), %eax
 	movl	%eax, (%edi)
 	addl	$4, %esi
 	addl	$4, %edi
 	subl	$4, %ecx
-	jmp	.Lzen_from_band_words
+	cmpl	$4, %ecx
+	jae	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 4 */
 	testl	%ecx, %ecx
@@ -619,16 +620,17 @@ guarded_movsb_32__zen_to_user:
 	jae	.Lzen_to_band_loop
 .Lzen_to_band_tail:
 	/* here: len < 16 */
-.Lzen_to_band_words:
 	cmpl	$4, %ecx
 	jb	.Lzen_to_band_words_done
+.Lzen_to_band_words:
 	movl	(%esi), %eax
 .Lzen_to_band_word_store:
 	movl	%eax, (%edi)
 	addl	$4, %esi
 	addl	$4, %edi
 	subl	$4, %ecx
-	jmp	.Lzen_to_band_words
+	cmpl	$4, %ecx
+	jae	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 4 */
 	testl	%ecx, %ecx
@@ -1318,16 +1320,17 @@ guarded_movsb_32__loop_from_user:
 	jae	.Lloop_from_loop_loop
 .Lloop_from_loop_tail:
 	/* here: len < 32 */
-.Lloop_from_loop_words:
 	cmpl	$4, %ecx
 	jb	.Lloop_from_loop_words_done
+.Lloop_from_loop_words:
 .Lloop_from_loop_word_load:
 	movl	(%esi), %eax
 	movl	%eax, (%edi)
 	addl	$4, %esi
 	addl	$4, %edi
 	subl	$4, %ecx
-	jmp	.Lloop_from_loop_words
+	cmpl	$4, %ecx
+	jae	.Lloop_from_loop_words
 .Lloop_from_loop_words_done:
 	/* here: len < 4 */
 	testl	%ecx, %ecx
@@ -1616,16 +1619,17 @@ guarded_movsb_32__loop_to_user:
 	jae	.Lloop_to_loop_loop
 .Lloop_to_loop_tail:
 	/* here: len < 32 */
-.Lloop_to_loop_words:
 	cmpl	$4, %ecx
 	jb	.Lloop_to_loop_words_done
+.Lloop_to_loop_words:
 	movl	(%esi), %eax
 .Lloop_to_loop_word_store:
 	movl	%eax, (%edi)
 	addl	$4, %esi
 	addl	$4, %edi
 	subl	$4, %ecx
-	jmp	.Lloop_to_loop_words
+	cmpl	$4, %ecx
+	jae	.Lloop_to_loop_words
 .Lloop_to_loop_words_done:
 	/* here: len < 4 */
 	testl	%ecx, %ecx

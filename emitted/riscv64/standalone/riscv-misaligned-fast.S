@@ -129,16 +129,17 @@ riscv_misaligned_fast_from_user:
 	bgeu	a2, t5, .Lfrom_blocks_loop
 .Lfrom_blocks_tail:
 	/* here: len < 64 */
-.Lfrom_blocks_words:
 	li	t5, 8
 	bltu	a2, t5, .Lfrom_blocks_words_done
+.Lfrom_blocks_words:
 .Lfrom_blocks_word_load:
 	ld	a3, 0(a1)
 	sd	a3, 0(a0)
 	addi	a1, a1, 8
 	addi	a0, a0, 8
 	addi	a2, a2, -8
-	j	.Lfrom_blocks_words
+	li	t5, 8
+	bgeu	a2, t5, .Lfrom_blocks_words
 .Lfrom_blocks_words_done:
 	/* here: len < 8 */
 	beqz	a2, .Lfrom_blocks_overlap_done
@@ -254,16 +255,17 @@ riscv_misaligned_fast_to_user:
 	bgeu	a2, t5, .Lto_blocks_loop
 .Lto_blocks_tail:
 	/* here: len < 64 */
-.Lto_blocks_words:
 	li	t5, 8
 	bltu	a2, t5, .Lto_blocks_words_done
+.Lto_blocks_words:
 	ld	a3, 0(a1)
 .Lto_blocks_word_store:
 	sd	a3, 0(a0)
 	addi	a1, a1, 8
 	addi	a0, a0, 8
 	addi	a2, a2, -8
-	j	.Lto_blocks_words
+	li	t5, 8
+	bgeu	a2, t5, .Lto_blocks_words
 .Lto_blocks_words_done:
 	/* here: len < 8 */
 	beqz	a2, .Lto_blocks_overlap_done

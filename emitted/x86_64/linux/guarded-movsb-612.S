@@ -410,16 +410,17 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 	jae	.Lzen_noerms_from_loop_loop
 .Lzen_noerms_from_loop_tail:
 	/* here: len < 64 */
-.Lzen_noerms_from_loop_words:
 	cmpq	$8, %rcx
 	jb	.Lzen_noerms_from_loop_words_done
+.Lzen_noerms_from_loop_words:
 .Lzen_noerms_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lzen_noerms_from_loop_words
+	cmpq	$8, %rcx
+	jae	.Lzen_noerms_from_loop_words
 .Lzen_noerms_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -520,16 +521,17 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_from_user)
 	jae	.Lzen_noerms_from_loop_loop_2
 .Lzen_noerms_from_loop_tail_2:
 	/* here: len < 64 */
-.Lzen_noerms_from_loop_words_2:
 	cmpq	$8, %rcx
 	jb	.Lzen_noerms_from_loop_words_done_2
+.Lzen_noerms_from_loop_words_2:
 .Lzen_noerms_from_loop_word_load_2:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lzen_noerms_from_loop_words_2
+	cmpq	$8, %rcx
+	jae	.Lzen_noerms_from_loop_words_2
 .Lzen_noerms_from_loop_words_done_2:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -820,16 +822,17 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 	jae	.Lzen_noerms_to_loop_loop
 .Lzen_noerms_to_loop_tail:
 	/* here: len < 64 */
-.Lzen_noerms_to_loop_words:
 	cmpq	$8, %rcx
 	jb	.Lzen_noerms_to_loop_words_done
+.Lzen_noerms_to_loop_words:
 	movq	(%rsi), %rax
 .Lzen_noerms_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lzen_noerms_to_loop_words
+	cmpq	$8, %rcx
+	jae	.Lzen_noerms_to_loop_words
 .Lzen_noerms_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -930,16 +933,17 @@ SYM_FUNC_START(guarded_movsb_612__zen_noerms_to_user)
 	jae	.Lzen_noerms_to_loop_loop_2
 .Lzen_noerms_to_loop_tail_2:
 	/* here: len < 64 */
-.Lzen_noerms_to_loop_words_2:
 	cmpq	$8, %rcx
 	jb	.Lzen_noerms_to_loop_words_done_2
+.Lzen_noerms_to_loop_words_2:
 	movq	(%rsi), %rax
 .Lzen_noerms_to_loop_word_store_2:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lzen_noerms_to_loop_words_2
+	cmpq	$8, %rcx
+	jae	.Lzen_noerms_to_loop_words_2
 .Lzen_noerms_to_loop_words_done_2:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -1230,16 +1234,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_from_user)
 	jae	.Lnoerms_from_loop_loop
 .Lnoerms_from_loop_tail:
 	/* here: len < 64 */
-.Lnoerms_from_loop_words:
 	cmpq	$8, %rcx
 	jb	.Lnoerms_from_loop_words_done
+.Lnoerms_from_loop_words:
 .Lnoerms_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lnoerms_from_loop_words
+	cmpq	$8, %rcx
+	jae	.Lnoerms_from_loop_words
 .Lnoerms_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -1549,16 +1554,17 @@ SYM_FUNC_START(guarded_movsb_612__noerms_to_user)
 	jae	.Lnoerms_to_loop_loop
 .Lnoerms_to_loop_tail:
 	/* here: len < 64 */
-.Lnoerms_to_loop_words:
 	cmpq	$8, %rcx
 	jb	.Lnoerms_to_loop_words_done
+.Lnoerms_to_loop_words:
 	movq	(%rsi), %rax
 .Lnoerms_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lnoerms_to_loop_words
+	cmpq	$8, %rcx
+	jae	.Lnoerms_to_loop_words
 .Lnoerms_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -1752,16 +1758,17 @@ SYM_FUNC_START(guarded_movsb_612__zen_from_user)
 	jae	.Lzen_from_band_loop
 .Lzen_from_band_tail:
 	/* here: len < 32 */
-.Lzen_from_band_words:
 	cmpq	$8, %rcx
 	jb	.Lzen_from_band_words_done
+.Lzen_from_band_words:
 .Lzen_from_band_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lzen_from_band_words
+	cmpq	$8, %rcx
+	jae	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
 	testq	%rcx, %rcx
@@ -1866,16 +1873,17 @@ SYM_FUNC_START(guarded_movsb_612__zen_to_user)
 	jae	.Lzen_to_band_loop
 .Lzen_to_band_tail:
 	/* here: len < 32 */
-.Lzen_to_band_words:
 	cmpq	$8, %rcx
 	jb	.Lzen_to_band_words_done
+.Lzen_to_band_words:
 	movq	(%rsi), %rax
 .Lzen_to_band_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rcx
-	jmp	.Lzen_to_band_words
+	cmpq	$8, %rcx
+	jae	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
 	testq	%rcx, %rcx

@@ -306,16 +306,17 @@ SYM_FUNC_START(guarded_movsb__zen_from_user)
 	jae	.Lzen_from_band_loop
 .Lzen_from_band_tail:
 	/* here: len < 32 */
-.Lzen_from_band_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_from_band_words_done
+.Lzen_from_band_words:
 .Lzen_from_band_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_from_band_words
+	cmpq	$8, %rdx
+	jae	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -421,16 +422,17 @@ SYM_FUNC_START(guarded_movsb__zen_to_user)
 	jae	.Lzen_to_band_loop
 .Lzen_to_band_tail:
 	/* here: len < 32 */
-.Lzen_to_band_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_to_band_words_done
+.Lzen_to_band_words:
 	movq	(%rsi), %rax
 .Lzen_to_band_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_to_band_words
+	cmpq	$8, %rdx
+	jae	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1129,16 +1131,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	jae	.Lzen_movsq_from_loop_loop
 .Lzen_movsq_from_loop_tail:
 	/* here: len < 64 */
-.Lzen_movsq_from_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_movsq_from_loop_words_done
+.Lzen_movsq_from_loop_words:
 .Lzen_movsq_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_movsq_from_loop_words
+	cmpq	$8, %rdx
+	jae	.Lzen_movsq_from_loop_words
 .Lzen_movsq_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1240,16 +1243,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_from_user)
 	jae	.Lzen_movsq_from_loop_loop_2
 .Lzen_movsq_from_loop_tail_2:
 	/* here: len < 64 */
-.Lzen_movsq_from_loop_words_2:
 	cmpq	$8, %rdx
 	jb	.Lzen_movsq_from_loop_words_done_2
+.Lzen_movsq_from_loop_words_2:
 .Lzen_movsq_from_loop_word_load_2:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_movsq_from_loop_words_2
+	cmpq	$8, %rdx
+	jae	.Lzen_movsq_from_loop_words_2
 .Lzen_movsq_from_loop_words_done_2:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1509,16 +1513,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	jae	.Lzen_movsq_to_loop_loop
 .Lzen_movsq_to_loop_tail:
 	/* here: len < 64 */
-.Lzen_movsq_to_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_movsq_to_loop_words_done
+.Lzen_movsq_to_loop_words:
 	movq	(%rsi), %rax
 .Lzen_movsq_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_movsq_to_loop_words
+	cmpq	$8, %rdx
+	jae	.Lzen_movsq_to_loop_words
 .Lzen_movsq_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1620,16 +1625,17 @@ SYM_FUNC_START(guarded_movsb__zen_movsq_to_user)
 	jae	.Lzen_movsq_to_loop_loop_2
 .Lzen_movsq_to_loop_tail_2:
 	/* here: len < 64 */
-.Lzen_movsq_to_loop_words_2:
 	cmpq	$8, %rdx
 	jb	.Lzen_movsq_to_loop_words_done_2
+.Lzen_movsq_to_loop_words_2:
 	movq	(%rsi), %rax
 .Lzen_movsq_to_loop_word_store_2:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_movsq_to_loop_words_2
+	cmpq	$8, %rdx
+	jae	.Lzen_movsq_to_loop_words_2
 .Lzen_movsq_to_loop_words_done_2:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1937,16 +1943,17 @@ SYM_FUNC_START(guarded_movsb__movsq_from_user)
 	jae	.Lmovsq_from_loop_loop
 .Lmovsq_from_loop_tail:
 	/* here: len < 64 */
-.Lmovsq_from_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lmovsq_from_loop_words_done
+.Lmovsq_from_loop_words:
 .Lmovsq_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lmovsq_from_loop_words
+	cmpq	$8, %rdx
+	jae	.Lmovsq_from_loop_words
 .Lmovsq_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -2225,16 +2232,17 @@ SYM_FUNC_START(guarded_movsb__movsq_to_user)
 	jae	.Lmovsq_to_loop_loop
 .Lmovsq_to_loop_tail:
 	/* here: len < 64 */
-.Lmovsq_to_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lmovsq_to_loop_words_done
+.Lmovsq_to_loop_words:
 	movq	(%rsi), %rax
 .Lmovsq_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lmovsq_to_loop_words
+	cmpq	$8, %rdx
+	jae	.Lmovsq_to_loop_words
 .Lmovsq_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -2559,16 +2567,17 @@ SYM_FUNC_START(guarded_movsb__loop_from_user)
 	jae	.Lloop_from_loop_loop
 .Lloop_from_loop_tail:
 	/* here: len < 64 */
-.Lloop_from_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lloop_from_loop_words_done
+.Lloop_from_loop_words:
 .Lloop_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lloop_from_loop_words
+	cmpq	$8, %rdx
+	jae	.Lloop_from_loop_words
 .Lloop_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -2803,16 +2812,17 @@ SYM_FUNC_START(guarded_movsb__loop_to_user)
 	jae	.Lloop_to_loop_loop
 .Lloop_to_loop_tail:
 	/* here: len < 64 */
-.Lloop_to_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lloop_to_loop_words_done
+.Lloop_to_loop_words:
 	movq	(%rsi), %rax
 .Lloop_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lloop_to_loop_words
+	cmpq	$8, %rdx
+	jae	.Lloop_to_loop_words
 .Lloop_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx

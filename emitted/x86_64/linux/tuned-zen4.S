@@ -129,16 +129,17 @@ SYM_FUNC_START(tuned_zen4_from_user)
 	jae	.Lfrom_band_loop
 .Lfrom_band_tail:
 	/* here: len < 32 */
-.Lfrom_band_words:
 	cmpq	$8, %rdx
 	jb	.Lfrom_band_words_done
+.Lfrom_band_words:
 .Lfrom_band_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom_band_words
+	cmpq	$8, %rdx
+	jae	.Lfrom_band_words
 .Lfrom_band_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -244,16 +245,17 @@ SYM_FUNC_START(tuned_zen4_to_user)
 	jae	.Lto_band_loop
 .Lto_band_tail:
 	/* here: len < 32 */
-.Lto_band_words:
 	cmpq	$8, %rdx
 	jb	.Lto_band_words_done
+.Lto_band_words:
 	movq	(%rsi), %rax
 .Lto_band_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto_band_words
+	cmpq	$8, %rdx
+	jae	.Lto_band_words
 .Lto_band_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx

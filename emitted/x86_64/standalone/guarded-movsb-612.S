@@ -690,16 +690,17 @@ guarded_movsb_612__zen_noerms_from_user:
 	jae	.Lzen_noerms_from_loop_loop
 .Lzen_noerms_from_loop_tail:
 	/* here: len < 64 */
-.Lzen_noerms_from_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_noerms_from_loop_words_done
+.Lzen_noerms_from_loop_words:
 .Lzen_noerms_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_noerms_from_loop_words
+	cmpq	$8, %rdx
+	jae	.Lzen_noerms_from_loop_words
 .Lzen_noerms_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -799,16 +800,17 @@ guarded_movsb_612__zen_noerms_from_user:
 	jae	.Lzen_noerms_from_loop_loop_2
 .Lzen_noerms_from_loop_tail_2:
 	/* here: len < 64 */
-.Lzen_noerms_from_loop_words_2:
 	cmpq	$8, %rdx
 	jb	.Lzen_noerms_from_loop_words_done_2
+.Lzen_noerms_from_loop_words_2:
 .Lzen_noerms_from_loop_word_load_2:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_noerms_from_loop_words_2
+	cmpq	$8, %rdx
+	jae	.Lzen_noerms_from_loop_words_2
 .Lzen_noerms_from_loop_words_done_2:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1105,16 +1107,17 @@ guarded_movsb_612__zen_noerms_to_user:
 	jae	.Lzen_noerms_to_loop_loop
 .Lzen_noerms_to_loop_tail:
 	/* here: len < 64 */
-.Lzen_noerms_to_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_noerms_to_loop_words_done
+.Lzen_noerms_to_loop_words:
 	movq	(%rsi), %rax
 .Lzen_noerms_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_noerms_to_loop_words
+	cmpq	$8, %rdx
+	jae	.Lzen_noerms_to_loop_words
 .Lzen_noerms_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1214,16 +1217,17 @@ guarded_movsb_612__zen_noerms_to_user:
 	jae	.Lzen_noerms_to_loop_loop_2
 .Lzen_noerms_to_loop_tail_2:
 	/* here: len < 64 */
-.Lzen_noerms_to_loop_words_2:
 	cmpq	$8, %rdx
 	jb	.Lzen_noerms_to_loop_words_done_2
+.Lzen_noerms_to_loop_words_2:
 	movq	(%rsi), %rax
 .Lzen_noerms_to_loop_word_store_2:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_noerms_to_loop_words_2
+	cmpq	$8, %rdx
+	jae	.Lzen_noerms_to_loop_words_2
 .Lzen_noerms_to_loop_words_done_2:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1520,16 +1524,17 @@ guarded_movsb_612__noerms_from_user:
 	jae	.Lnoerms_from_loop_loop
 .Lnoerms_from_loop_tail:
 	/* here: len < 64 */
-.Lnoerms_from_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lnoerms_from_loop_words_done
+.Lnoerms_from_loop_words:
 .Lnoerms_from_loop_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lnoerms_from_loop_words
+	cmpq	$8, %rdx
+	jae	.Lnoerms_from_loop_words
 .Lnoerms_from_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -1844,16 +1849,17 @@ guarded_movsb_612__noerms_to_user:
 	jae	.Lnoerms_to_loop_loop
 .Lnoerms_to_loop_tail:
 	/* here: len < 64 */
-.Lnoerms_to_loop_words:
 	cmpq	$8, %rdx
 	jb	.Lnoerms_to_loop_words_done
+.Lnoerms_to_loop_words:
 	movq	(%rsi), %rax
 .Lnoerms_to_loop_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lnoerms_to_loop_words
+	cmpq	$8, %rdx
+	jae	.Lnoerms_to_loop_words
 .Lnoerms_to_loop_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -2053,16 +2059,17 @@ guarded_movsb_612__zen_from_user:
 	jae	.Lzen_from_band_loop
 .Lzen_from_band_tail:
 	/* here: len < 32 */
-.Lzen_from_band_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_from_band_words_done
+.Lzen_from_band_words:
 .Lzen_from_band_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_from_band_words
+	cmpq	$8, %rdx
+	jae	.Lzen_from_band_words
 .Lzen_from_band_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -2175,16 +2182,17 @@ guarded_movsb_612__zen_to_user:
 	jae	.Lzen_to_band_loop
 .Lzen_to_band_tail:
 	/* here: len < 32 */
-.Lzen_to_band_words:
 	cmpq	$8, %rdx
 	jb	.Lzen_to_band_words_done
+.Lzen_to_band_words:
 	movq	(%rsi), %rax
 .Lzen_to_band_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lzen_to_band_words
+	cmpq	$8, %rdx
+	jae	.Lzen_to_band_words
 .Lzen_to_band_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx

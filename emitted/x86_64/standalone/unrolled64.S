@@ -122,16 +122,17 @@ unrolled64_from_user:
 	jae	.Lfrom_unrolled_loop
 .Lfrom_unrolled_tail:
 	/* here: len < 64 */
-.Lfrom_unrolled_words:
 	cmpq	$8, %rdx
 	jb	.Lfrom_unrolled_words_done
+.Lfrom_unrolled_words:
 .Lfrom_unrolled_word_load:
 	movq	(%rsi), %rax
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lfrom_unrolled_words
+	cmpq	$8, %rdx
+	jae	.Lfrom_unrolled_words
 .Lfrom_unrolled_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
@@ -257,16 +258,17 @@ unrolled64_to_user:
 	jae	.Lto_unrolled_loop
 .Lto_unrolled_tail:
 	/* here: len < 64 */
-.Lto_unrolled_words:
 	cmpq	$8, %rdx
 	jb	.Lto_unrolled_words_done
+.Lto_unrolled_words:
 	movq	(%rsi), %rax
 .Lto_unrolled_word_store:
 	movq	%rax, (%rdi)
 	addq	$8, %rsi
 	addq	$8, %rdi
 	subq	$8, %rdx
-	jmp	.Lto_unrolled_words
+	cmpq	$8, %rdx
+	jae	.Lto_unrolled_words
 .Lto_unrolled_words_done:
 	/* here: len < 8 */
 	testq	%rdx, %rdx
