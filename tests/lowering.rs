@@ -322,15 +322,20 @@ fn head_tail_buckets_meet_at_twice_a_power_of_two_from_the_widest_access() {
     );
 }
 
+/// The standalone text of a byte-loop strategy for `arch`.
+fn byte_loop_text(arch: Arch) -> String {
+    let body = format!("{BYTES}[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n");
+    let s = copygen::front::parse::parse(Path::new("t.toml"), &strategy(arch, &body), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    copygen::output::render::render(&s, Flavor::Standalone)
+}
+
 /// A byte loop tests the length once on entry and once a byte, at the
 /// bottom (as 6.12's `.Lcopy_user_tail`): no jump back to a test at the
-/// top. On x86 the bottom test is the advance's own `sub`.
+/// top. The bottom test is the advance's own `sub` (on ARM a `subs`).
 #[test]
 fn a_byte_loop_branches_once_a_byte() {
-    let body = format!("{BYTES}[[dispatch]]\nsizes = \"0..\"\nuse = \"b\"\n");
-    let s = copygen::front::parse::parse(Path::new("t.toml"), &strategy(Arch::X86_64, &body), None)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = copygen::output::render::render(&s, Flavor::Standalone);
+    let text = byte_loop_text(Arch::X86_64);
     let body: Vec<&str> = text
         .lines()
         .skip_while(|l| *l != ".Lfrom_b_bytes:")
@@ -359,4 +364,20 @@ fn a_byte_loop_branches_once_a_byte() {
         Some("je\t.Lfrom_b_bytes_done"),
         "{text}"
     );
+}
+
+#[test]
+fn an_arm_byte_loop_counts_down_with_subs() {
+    for (arch, bottom) in [
+        (Arch::Armv6, ["subs\tr2, r2, #1", "bne\t.Lfrom_b_bytes"]),
+        (Arch::Aarch64, ["subs\tx2, x2, #1", "b.ne\t.Lfrom_b_bytes"]),
+    ] {
+        let text = byte_loop_text(arch);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let done = lines
+            .iter()
+            .position(|l| *l == ".Lfrom_b_bytes_done:")
+            .expect("the loop's exit label");
+        assert_eq!(lines[done - 2..done], bottom, "{arch}: {text}");
+    }
 }

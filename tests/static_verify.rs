@@ -532,7 +532,7 @@ fn mutants() -> Vec<Mutant> {
             .edit(Edit::AllBefore("ENTRY(ldm_stm_to_user)", "push\t{r4-r10, lr}", "push\t{r5-r10, lr}"))
             .edit(Edit::AllBefore("ENTRY(ldm_stm_to_user)", "pop\t{r4-r10, pc}", "pop\t{r5-r10, pc}"))
             .error("ldm_stm_from_user", "r4 is not preserved")
-            .msg_line("written by `ldr r4, [r1, #4]` at 0x70 ", At::Line("\tldr\tr4, [r1, #4]"))
+            .msg_line("written by `ldr r4, [r1, #4]` at 0x6c ", At::Line("\tldr\tr4, [r1, #4]"))
             .insn("pop {r5-r10, pc}")
             .line_text("\tpop\t{r5-r10, pc}")
             .all(Some(3))

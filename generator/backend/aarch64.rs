@@ -155,6 +155,12 @@ pub enum Inst {
         rn: Reg,
         imm: u32,
     },
+    /// `subs rd, rn, #imm`: a `sub` setting the flags, rd against 0.
+    SubsImm {
+        rd: Reg,
+        rn: Reg,
+        imm: u32,
+    },
     Alu {
         op: Alu,
         rd: Reg,
@@ -448,7 +454,25 @@ impl Selector<'_> {
             }
             Op::Jump(l) => self.branch(None, l),
             Op::JumpIfLen { cond, imm, target } => {
-                self.cmp_imm(LEN, *imm);
+                // Right after `sub len, len, #k` (an advance, no label
+                // between) a `subs` there says whether len is 0.
+                let against_zero = *imm == 0 && matches!(cond, ops::Cond::Eq | ops::Cond::Ne);
+                match self.lines.out.last_mut().map(|l| &mut l.inst) {
+                    Some(
+                        inst @ &mut Inst::SubImm {
+                            rd: LEN,
+                            rn: LEN,
+                            imm: k,
+                        },
+                    ) if against_zero => {
+                        *inst = Inst::SubsImm {
+                            rd: LEN,
+                            rn: LEN,
+                            imm: k,
+                        }
+                    }
+                    _ => self.cmp_imm(LEN, *imm),
+                }
                 self.branch(Some(cc(*cond)), target);
             }
             Op::JumpIfAlias { lo, hi, target } => {
@@ -676,6 +700,14 @@ pub fn print_inst(inst: &Inst) -> String {
         Inst::SubImm { rd, rn, imm } => {
             format!(
                 "\tsub\t{}, {}, {}",
+                rd.name(8),
+                rn.name(8),
+                shifted_imm(*imm)
+            )
+        }
+        Inst::SubsImm { rd, rn, imm } => {
+            format!(
+                "\tsubs\t{}, {}, {}",
                 rd.name(8),
                 rn.name(8),
                 shifted_imm(*imm)

@@ -82,6 +82,8 @@ impl Cc {
 pub enum Alu {
     Add,
     Sub,
+    /// `sub` setting the flags: rd against 0 afterwards.
+    Subs,
     And,
     Orr,
     Eor,
@@ -96,6 +98,7 @@ impl Alu {
         match self {
             Alu::Add => "add",
             Alu::Sub => "sub",
+            Alu::Subs => "subs",
             Alu::And => "and",
             Alu::Orr => "orr",
             Alu::Eor => "eor",
@@ -409,7 +412,18 @@ impl Selector<'_> {
             Op::Jump(l) => self.branch(None, l),
             Op::JumpIfLen { cond, imm, target } => {
                 let imm = u32::try_from(*imm).expect("validated: sizes fit 32 bits");
-                self.test_imm(Test::Cmp, LEN, imm);
+                // Right after `sub len, len, k` (an advance, no label
+                // between) a `subs` there says whether len is 0.
+                let against_zero = imm == 0 && matches!(cond, Cond::Eq | Cond::Ne);
+                match self.lines.out.last_mut().map(|l| &mut l.inst) {
+                    Some(Inst::Alu {
+                        op: op @ Alu::Sub,
+                        rd: LEN,
+                        rn: LEN,
+                        ..
+                    }) if against_zero => *op = Alu::Subs,
+                    _ => self.test_imm(Test::Cmp, LEN, imm),
+                }
                 self.branch(Some(cc(*cond)), target);
             }
             Op::JumpIfAlias { lo, hi, target } => {

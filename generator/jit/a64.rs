@@ -135,6 +135,16 @@ fn encode_inst(ops: &mut Ops, inst: &Inst, label: LabelOf) -> Result<(), A64Erro
                 dynasm!(ops ; .arch aarch64 ; sub XSP(d), XSP(n), k);
             }
         }
+        Inst::SubsImm { rd, rn, imm } => {
+            let (d, n) = (rd.0, rn.0);
+            if *imm >= 1 << 12 {
+                let k = imm >> 12;
+                dynasm!(ops ; .arch aarch64 ; subs X(d), XSP(n), k, lsl 12);
+            } else {
+                let k = *imm;
+                dynasm!(ops ; .arch aarch64 ; subs X(d), XSP(n), k);
+            }
+        }
         Inst::Alu { op, rd, rn, rm } => {
             let (d, n, m) = (rd.0, rn.0, rm.0);
             match op {

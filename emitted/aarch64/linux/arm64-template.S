@@ -202,8 +202,7 @@ SYM_FUNC_START(arm64_template_from_user)
 	strb	w3, [x0]
 	add	x1, x1, #1
 	add	x0, x0, #1
-	sub	x2, x2, #1
-	cmp	x2, #0
+	subs	x2, x2, #1
 	b.ne	.Lfrom_template_bytes
 .Lfrom_template_bytes_done:
 	movz	x0, #0
@@ -373,8 +372,7 @@ SYM_FUNC_START(arm64_template_to_user)
 	sttrb	w3, [x0]
 	add	x1, x1, #1
 	add	x0, x0, #1
-	sub	x2, x2, #1
-	cmp	x2, #0
+	subs	x2, x2, #1
 	b.ne	.Lto_template_bytes
 .Lto_template_bytes_done:
 	movz	x0, #0

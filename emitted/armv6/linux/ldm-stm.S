@@ -102,8 +102,7 @@ ENTRY(ldm_stm_from_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	mov	r0, #0
@@ -182,8 +181,7 @@ ENTRY(ldm_stm_from_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_words_bytes
 .Lfrom_words_bytes_done:
 	mov	r0, #0
@@ -242,8 +240,7 @@ ENTRY(ldm_stm_from_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_ldm_bytes
 .Lfrom_ldm_bytes_done:
 	mov	r0, #0
@@ -368,8 +365,7 @@ ENTRY(ldm_stm_to_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	mov	r0, #0
@@ -448,8 +444,7 @@ ENTRY(ldm_stm_to_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_words_bytes
 .Lto_words_bytes_done:
 	mov	r0, #0
@@ -508,8 +503,7 @@ ENTRY(ldm_stm_to_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_ldm_bytes
 .Lto_ldm_bytes_done:
 	mov	r0, #0

@@ -81,8 +81,7 @@ ENTRY(word_loop_from_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	mov	r0, #0
@@ -158,8 +157,7 @@ ENTRY(word_loop_from_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_words_bytes
 .Lfrom_words_bytes_done:
 	mov	r0, #0
@@ -264,8 +262,7 @@ ENTRY(word_loop_to_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	mov	r0, #0
@@ -341,8 +338,7 @@ ENTRY(word_loop_to_user)
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_words_bytes
 .Lto_words_bytes_done:
 	mov	r0, #0

@@ -96,8 +96,7 @@ ldm_stm_from_user:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_bytes_bytes
 .Lfrom_bytes_bytes_done:
 	mov	r0, #0
@@ -176,8 +175,7 @@ ldm_stm_from_user:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_words_bytes
 .Lfrom_words_bytes_done:
 	mov	r0, #0
@@ -236,8 +234,7 @@ ldm_stm_from_user:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lfrom_ldm_bytes
 .Lfrom_ldm_bytes_done:
 	mov	r0, #0
@@ -297,8 +294,7 @@ ldm_stm_to_user:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_bytes_bytes
 .Lto_bytes_bytes_done:
 	mov	r0, #0
@@ -377,8 +373,7 @@ ldm_stm_to_user:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_words_bytes
 .Lto_words_bytes_done:
 	mov	r0, #0
@@ -437,8 +432,7 @@ ldm_stm_to_user:
 	strb	r3, [r0]
 	add	r1, r1, #1
 	add	r0, r0, #1
-	sub	r2, r2, #1
-	cmp	r2, #0
+	subs	r2, r2, #1
 	bne	.Lto_ldm_bytes
 .Lto_ldm_bytes_done:
 	mov	r0, #0
