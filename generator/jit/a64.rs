@@ -86,6 +86,23 @@ fn prfop(op: Prf) -> u32 {
 
 type Ops = VecAssembler<Aarch64Relocation>;
 
+/// `OP Rd, Rn, #imm`: an immediate of 4096 or more as `imm >> 12, lsl 12`. dynasm
+/// takes the mnemonic and the register class as tokens, so the three instructions of
+/// this form share one macro: register 31 is `sp` for `add` and `sub` (`XSP`), and
+/// `xzr` as `subs`'s destination (`X`).
+macro_rules! shifted_imm12 {
+    ($ops:ident, $op:ident, $dst:ident, $rd:ident, $rn:ident, $imm:ident) => {{
+        let (d, n) = ($rd.0, $rn.0);
+        if *$imm >= 1 << 12 {
+            let k = $imm >> 12;
+            dynasm!($ops ; .arch aarch64 ; $op $dst(d), XSP(n), k, lsl 12);
+        } else {
+            let k = *$imm;
+            dynasm!($ops ; .arch aarch64 ; $op $dst(d), XSP(n), k);
+        }
+    }};
+}
+
 fn encode_inst(ops: &mut Ops, inst: &Inst, label: LabelOf) -> Result<(), A64Error> {
     match inst {
         Inst::Label(l) => {
@@ -115,36 +132,9 @@ fn encode_inst(ops: &mut Ops, inst: &Inst, label: LabelOf) -> Result<(), A64Erro
             let (t, t2, n, o) = (rt.0, rt2.0, base.0, *off);
             dynasm!(ops ; .arch aarch64 ; stp X(t), X(t2), [X(n), o]);
         }
-        Inst::AddImm { rd, rn, imm } => {
-            let (d, n) = (rd.0, rn.0);
-            if *imm >= 1 << 12 {
-                let k = imm >> 12;
-                dynasm!(ops ; .arch aarch64 ; add XSP(d), XSP(n), k, lsl 12);
-            } else {
-                let k = *imm;
-                dynasm!(ops ; .arch aarch64 ; add XSP(d), XSP(n), k);
-            }
-        }
-        Inst::SubImm { rd, rn, imm } => {
-            let (d, n) = (rd.0, rn.0);
-            if *imm >= 1 << 12 {
-                let k = imm >> 12;
-                dynasm!(ops ; .arch aarch64 ; sub XSP(d), XSP(n), k, lsl 12);
-            } else {
-                let k = *imm;
-                dynasm!(ops ; .arch aarch64 ; sub XSP(d), XSP(n), k);
-            }
-        }
-        Inst::SubsImm { rd, rn, imm } => {
-            let (d, n) = (rd.0, rn.0);
-            if *imm >= 1 << 12 {
-                let k = imm >> 12;
-                dynasm!(ops ; .arch aarch64 ; subs X(d), XSP(n), k, lsl 12);
-            } else {
-                let k = *imm;
-                dynasm!(ops ; .arch aarch64 ; subs X(d), XSP(n), k);
-            }
-        }
+        Inst::AddImm { rd, rn, imm } => shifted_imm12!(ops, add, XSP, rd, rn, imm),
+        Inst::SubImm { rd, rn, imm } => shifted_imm12!(ops, sub, XSP, rd, rn, imm),
+        Inst::SubsImm { rd, rn, imm } => shifted_imm12!(ops, subs, X, rd, rn, imm),
         Inst::Alu { op, rd, rn, rm } => {
             let (d, n, m) = (rd.0, rn.0, rm.0);
             match op {
